@@ -1,0 +1,50 @@
+"""The shared request path: middleware, retries and error typing around one API call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .middleware import Request, apply_after, apply_before, apply_error
+from .retry import RetryPolicy, run_with_retries
+from .steps import Call, Operation
+
+if TYPE_CHECKING:
+    from .schema import Table
+
+__all__ = ["Context", "call"]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every operation of one session shares: retry policy and middleware hooks."""
+
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    hooks: tuple[object, ...] = ()
+
+    def with_hooks(self, hooks: Sequence[object]) -> Context:
+        """Return a context with these hooks in place of the current ones."""
+        return Context(self.retry, tuple(hooks))
+
+
+def call(
+    ctx: Context,
+    operation: str,
+    params: dict[str, Any],
+    tables: tuple[Table, ...] = (),
+) -> Operation[dict[str, Any]]:
+    """Send one API request with middleware and retries; return the response."""
+
+    def attempt() -> Operation[dict[str, Any]]:
+        request = Request(operation, dict(params), tables)
+        apply_before(ctx.hooks, request)
+        try:
+            response: dict[str, Any] = yield Call(operation, request.params, tables)
+        except Exception as exc:
+            apply_error(ctx.hooks, request, exc)
+            raise
+        apply_after(ctx.hooks, request, response)
+        return response
+
+    return (yield from run_with_retries(ctx.retry, attempt))

@@ -1,0 +1,441 @@
+"""Single-item operations (put, get, update, delete): request building and response handling.
+
+Each ``*_request`` function is pure and returns the exact API params, so tests compare dicts.
+Each operation generator sends its request through :func:`lsiorm.core.call` and decodes the
+response; the sync and async sessions run the very same generators.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .conditions import (
+    Condition,
+    Contains,
+    FieldCondition,
+    Not,
+    Placeholders,
+    compile_condition,
+)
+from .core import Context, call
+from .entity import Entity, EntityMeta, decode_item, meta_of, wire_item
+from .errors import (
+    ConditionFailedError,
+    NotFoundError,
+    PartialKeyUpdateError,
+    StaleVersionError,
+    ValidationError,
+)
+from .steps import Operation
+from .wire import item_to_wire, to_wire
+
+__all__ = [
+    "UpdateSpec",
+    "delete",
+    "delete_request",
+    "encode_value",
+    "get",
+    "get_request",
+    "key_values",
+    "put",
+    "put_request",
+    "update",
+    "update_request",
+]
+
+E = TypeVar("E", bound=Entity)
+
+
+def encode_value(meta: EntityMeta, field: str, value: Any, *, element: bool = False) -> Any:
+    """Return a python value for a field as a wire AttributeValue, validated by its type.
+
+    ``element`` skips validation against the field type (for ``contains`` on a collection).
+    """
+    if element:
+        return to_wire(value)
+    valid = meta.validate_field(field, value)
+    dumped = meta.adapter(field).dump_python(valid, mode="python")
+    return to_wire(dumped)
+
+
+def _compile(meta: EntityMeta, condition: Condition, ph: Placeholders) -> str:
+    fields = meta.cls.model_fields
+    elements = _element_fields(condition)
+
+    def attribute_of(name: str) -> str:
+        if name not in fields:
+            raise ValidationError(
+                "condition.unknown-field",
+                f"Condition names {name!r}, which is not a field of {meta.cls.__name__} "
+                f"(fields: {', '.join(fields)}).",
+                table=meta.table.name,
+            )
+        return meta.attributes[name]
+
+    def encode(name: str, value: Any) -> Any:
+        return encode_value(meta, name, value, element=name in elements)
+
+    return compile_condition(condition, ph, attribute_of=attribute_of, encode=encode)
+
+
+def _element_fields(condition: Condition | None) -> set[str]:
+    """Fields whose condition values are elements (contains), not whole field values."""
+    if condition is None:
+        return set()
+    if isinstance(condition, FieldCondition):
+        return {condition.field} if isinstance(condition.op, Contains) else set()
+    if isinstance(condition, Not):
+        return _element_fields(condition.item)
+    out: set[str] = set()
+    for c in condition.items:
+        out |= _element_fields(c)
+    return out
+
+
+def _join(*parts: str | None) -> str | None:
+    present = [f"({p})" for p in parts if p]
+    if not present:
+        return None
+    return present[0][1:-1] if len(present) == 1 else " AND ".join(present)
+
+
+def key_values(
+    meta: EntityMeta, key: Mapping[str, Any] | Entity | None, fields: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Return validated field values that identify one item, from a dict, entity or keywords."""
+    raw: dict[str, Any] = {}
+    if isinstance(key, Entity):
+        raw.update({f: getattr(key, f) for f in meta.primary_fields})
+    elif key is not None:
+        raw.update(key)
+    raw.update(fields)
+    return {name: meta.validate_field(name, value) for name, value in raw.items()}
+
+
+def _wire_key(meta: EntityMeta, values: Mapping[str, Any]) -> dict[str, Any]:
+    return item_to_wire(meta.key(values))
+
+
+# -- put ---------------------------------------------------------------------------------------
+
+
+def put_request(
+    entity: Entity, *, create_only: bool = False, condition: Condition | None = None
+) -> tuple[dict[str, Any], Entity]:
+    """Return PutItem params and the entity as it will be stored (version bumped if versioned)."""
+    meta = meta_of(entity)
+    stored = entity
+    ph = Placeholders()
+    version_cond: str | None = None
+    if meta.version_field is not None:
+        current = getattr(entity, meta.version_field) or 0
+        stored = entity.model_copy(update={meta.version_field: current + 1})
+        if current == 0:
+            create_only = True
+        else:
+            vname = ph.name(meta.attributes[meta.version_field])
+            version_cond = f"{vname} = {ph.value(to_wire(current))}"
+    params: dict[str, Any] = {"TableName": meta.table.name, "Item": wire_item(stored)}
+    exists_cond = (
+        f"attribute_not_exists({ph.name(meta.table.partition_key.name)})" if create_only else None
+    )
+    user_cond = _compile(meta, condition, ph) if condition is not None else None
+    expr = _join(exists_cond, version_cond, user_cond)
+    if expr:
+        params["ConditionExpression"] = expr
+    return ph.into(params), stored
+
+
+def put(
+    ctx: Context, entity: E, *, create_only: bool = False, condition: Condition | None = None
+) -> Operation[E]:
+    """Write an entity; return it as stored."""
+    meta = meta_of(entity)
+    params, stored = put_request(entity, create_only=create_only, condition=condition)
+    try:
+        yield from call(ctx, "PutItem", params, (meta.table,))
+    except ConditionFailedError as exc:
+        if meta.version_field is not None and (getattr(entity, meta.version_field) or 0) > 0:
+            raise _stale(meta, exc, getattr(entity, meta.version_field)) from exc
+        raise
+    result: E = stored  # type: ignore[assignment]
+    return result
+
+
+def _stale(meta: EntityMeta, exc: ConditionFailedError, expected: Any) -> StaleVersionError:
+    return StaleVersionError(
+        f"{meta.cls.__name__} was changed by someone else: expected stored "
+        f"{meta.version_field}={expected}",
+        code=exc.code,
+        operation=exc.operation,
+        table=exc.table,
+        key=exc.key,
+        response=exc.response,
+    )
+
+
+# -- get ---------------------------------------------------------------------------------------
+
+
+def get_request(
+    meta: EntityMeta, values: Mapping[str, Any], *, consistent: bool = False
+) -> dict[str, Any]:
+    """Return GetItem params for the item with these key field values."""
+    params: dict[str, Any] = {"TableName": meta.table.name, "Key": _wire_key(meta, values)}
+    if consistent:
+        params["ConsistentRead"] = True
+    return params
+
+
+def get(
+    ctx: Context,
+    cls: type[E],
+    values: Mapping[str, Any],
+    *,
+    consistent: bool = False,
+    required: bool = False,
+) -> Operation[E | None]:
+    """Read one item by key; return None (or raise NotFoundError if required) when absent."""
+    meta = meta_of(cls)
+    params = get_request(meta, values, consistent=consistent)
+    response = yield from call(ctx, "GetItem", params, (meta.table,))
+    item = response.get("Item")
+    found = decode_item(meta.table, item, only=(cls,)) if item else None
+    if found is None and required:
+        raise NotFoundError(
+            f"No {cls.__name__} with key {dict(values)!r} in table {meta.table.name!r}.",
+            table=meta.table.name,
+            key=params["Key"],
+        )
+    result: E | None = found  # type: ignore[assignment]
+    return result
+
+
+# -- delete ------------------------------------------------------------------------------------
+
+
+def delete_request(
+    meta: EntityMeta,
+    values: Mapping[str, Any],
+    *,
+    condition: Condition | None = None,
+    expected_version: int | None = None,
+) -> dict[str, Any]:
+    """Return DeleteItem params; the old item is returned so the caller gets what was deleted."""
+    ph = Placeholders()
+    params: dict[str, Any] = {
+        "TableName": meta.table.name,
+        "Key": _wire_key(meta, values),
+        "ReturnValues": "ALL_OLD",
+    }
+    version_cond = None
+    if expected_version is not None and meta.version_field is not None:
+        vname = ph.name(meta.attributes[meta.version_field])
+        version_cond = f"{vname} = {ph.value(to_wire(expected_version))}"
+    user_cond = _compile(meta, condition, ph) if condition is not None else None
+    expr = _join(version_cond, user_cond)
+    if expr:
+        params["ConditionExpression"] = expr
+    return ph.into(params)
+
+
+def delete(
+    ctx: Context,
+    cls: type[E],
+    values: Mapping[str, Any],
+    *,
+    condition: Condition | None = None,
+    expected_version: int | None = None,
+) -> Operation[E | None]:
+    """Delete one item by key; return the deleted entity, or None if there was none."""
+    meta = meta_of(cls)
+    params = delete_request(meta, values, condition=condition, expected_version=expected_version)
+    try:
+        response = yield from call(ctx, "DeleteItem", params, (meta.table,))
+    except ConditionFailedError as exc:
+        if expected_version is not None:
+            raise _stale(meta, exc, expected_version) from exc
+        raise
+    old = response.get("Attributes")
+    result: E | None = decode_item(meta.table, old, only=(cls,)) if old else None  # type: ignore[assignment]
+    return result
+
+
+# -- update ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UpdateSpec:
+    """The typed changes of one update: fields to set, remove, and add to (numbers, sets)."""
+
+    set: Mapping[str, Any]
+    remove: tuple[str, ...] = ()
+    add: Mapping[str, Any] | None = None
+
+
+def update_request(
+    meta: EntityMeta,
+    values: Mapping[str, Any],
+    spec: UpdateSpec,
+    *,
+    condition: Condition | None = None,
+    instance: Entity | None = None,
+) -> dict[str, Any]:
+    """Return UpdateItem params, rewriting every key attribute whose template fields change.
+
+    A template that would be only partly known after the update is refused (it would leave the
+    index key stale), unless ``instance`` supplies the unchanged fields: then their current
+    stored values are made a condition of the update, so a stale instance cannot corrupt a key.
+    """
+    cls_name = meta.cls.__name__
+    add = dict(spec.add or {})
+    sets = {name: meta.validate_field(name, v) for name, v in spec.set.items()}
+    removes = set(spec.remove)
+    for name in removes | set(add):
+        if name not in meta.cls.model_fields:
+            meta.validate_field(name, None)  # raises field.unknown
+    touched = set(sets) | removes | set(add)
+    if not touched:
+        raise ValidationError("update.empty", f"Update of {cls_name} changes nothing.")
+    moved = touched & meta.primary_fields
+    if moved:
+        raise ValidationError(
+            "update.primary-key-field",
+            f"Update of {cls_name} changes {', '.join(sorted(moved))}, part of the primary key; "
+            "that would be a different item. Delete and put instead.",
+            table=meta.table.name,
+        )
+    if meta.version_field is not None and meta.version_field in touched:
+        raise ValidationError(
+            "update.version-field",
+            f"{cls_name}.{meta.version_field} is managed by optimistic locking; do not set it.",
+        )
+    for name in removes:
+        info = meta.cls.model_fields[name]
+        if info.is_required():
+            raise ValidationError(
+                "update.remove-required",
+                f"Cannot remove {cls_name}.{name}: the field is required.",
+            )
+    for name in add:
+        if name in meta.key_fields:
+            raise ValidationError(
+                "update.add-key-field",
+                f"Cannot ADD to {cls_name}.{name}: it is part of a key template and the new key "
+                "must be computed client-side. Use set= with the new value.",
+            )
+    for name, value in sets.items():
+        if value is None:
+            removes.add(name)
+    sets = {k: v for k, v in sets.items() if v is not None}
+
+    ph = Placeholders()
+    set_parts: list[str] = []
+    remove_parts: list[str] = []
+    add_parts: list[str] = []
+    conditions: list[str] = [f"attribute_exists({ph.name(meta.table.partition_key.name)})"]
+
+    for name, value in sets.items():
+        set_parts.append(
+            f"{ph.name(meta.attributes[name])} = {ph.value(encode_value(meta, name, value))}"
+        )
+    for name in sorted(removes):
+        remove_parts.append(ph.name(meta.attributes[name]))
+    for name, value in add.items():
+        add_parts.append(f"{ph.name(meta.attributes[name])} {ph.value(to_wire(value))}")
+
+    primary_attrs = {meta.table.partition_key.name}
+    if meta.table.sort_key is not None:
+        primary_attrs.add(meta.table.sort_key.name)
+    for attr, tpl in meta.templates.items():
+        if attr in primary_attrs or not (set(tpl.fields) & touched):
+            continue
+        if set(tpl.fields) & removes:
+            remove_parts.append(ph.name(attr))  # the slot becomes sparse: drop its key
+            continue
+        known = {f: sets[f] for f in tpl.fields if f in sets}
+        missing = [f for f in tpl.fields if f not in known]
+        if missing and instance is None:
+            raise PartialKeyUpdateError(
+                "update.partial-key",
+                f"Update of {cls_name} changes {', '.join(sorted(set(tpl.fields) & touched))} but "
+                f"key attribute {attr!r} (template {tpl.source!r}) also needs "
+                f"{', '.join(missing)}; pass them in set= too (or update through the instance) "
+                "so the key can be rewritten instead of left stale.",
+                table=meta.table.name,
+            )
+        for f in missing:
+            current = getattr(instance, f)
+            known[f] = current
+            attr_f = ph.name(meta.attributes[f])
+            if current is None:
+                conditions.append(f"attribute_not_exists({attr_f})")
+            else:
+                conditions.append(f"{attr_f} = {ph.value(encode_value(meta, f, current))}")
+        if any(v is None for v in known.values()):
+            remove_parts.append(ph.name(attr))
+            continue
+        rendered = tpl.render(known)
+        set_parts.append(f"{ph.name(attr)} = {ph.value(to_wire(rendered))}")
+
+    if meta.version_field is not None:
+        vname = ph.name(meta.attributes[meta.version_field])
+        if instance is not None:
+            current_version = getattr(instance, meta.version_field) or 0
+            conditions.append(f"{vname} = {ph.value(to_wire(current_version))}")
+            set_parts.append(f"{vname} = {ph.value(to_wire(current_version + 1))}")
+        else:
+            add_parts.append(f"{vname} {ph.value(to_wire(1))}")
+
+    clauses = []
+    if set_parts:
+        clauses.append("SET " + ", ".join(set_parts))
+    if remove_parts:
+        clauses.append("REMOVE " + ", ".join(remove_parts))
+    if add_parts:
+        clauses.append("ADD " + ", ".join(add_parts))
+    user_cond = _compile(meta, condition, ph) if condition is not None else None
+    params: dict[str, Any] = {
+        "TableName": meta.table.name,
+        "Key": _wire_key(meta, values),
+        "UpdateExpression": " ".join(clauses),
+        "ConditionExpression": _join(" AND ".join(conditions), user_cond),
+        "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    return ph.into(params)
+
+
+def update(
+    ctx: Context,
+    cls: type[E],
+    values: Mapping[str, Any],
+    spec: UpdateSpec,
+    *,
+    condition: Condition | None = None,
+    instance: Entity | None = None,
+) -> Operation[E]:
+    """Update one existing item; return it as stored after the update."""
+    meta = meta_of(cls)
+    params = update_request(meta, values, spec, condition=condition, instance=instance)
+    try:
+        response = yield from call(ctx, "UpdateItem", params, (meta.table,))
+    except ConditionFailedError as exc:
+        old = exc.response.get("Item")
+        if not old:
+            raise NotFoundError(
+                f"No {cls.__name__} with key {dict(values)!r} in table {meta.table.name!r} "
+                "to update.",
+                table=meta.table.name,
+                key=params["Key"],
+            ) from exc
+        if instance is not None and meta.version_field is not None:
+            stored_version = old.get(meta.attributes[meta.version_field], {}).get("N")
+            if stored_version != str(getattr(instance, meta.version_field) or 0):
+                raise _stale(meta, exc, getattr(instance, meta.version_field)) from exc
+        raise
+    found = decode_item(meta.table, response.get("Attributes") or {}, only=(cls,))
+    result: E = found  # type: ignore[assignment]
+    return result

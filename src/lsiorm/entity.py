@@ -1,0 +1,453 @@
+"""Entities: Pydantic models bound to a table through key templates."""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import cached_property
+from typing import Any, ClassVar, Union
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+
+from .encoding import codec_for
+from .errors import DeclarationError, IndexKeyTypeError, ItemTooLargeError, ValidationError
+from .schema import Table
+from .template import FieldSlot, KeyTemplate, parse_template
+from .wire import MAX_ITEM_BYTES, item_from_wire, item_size, item_to_wire
+
+__all__ = ["Entity", "EntityMeta", "decode_item", "meta_of"]
+
+
+def _allows_none(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin is Union or origin is types.UnionType:
+        return type(None) in typing.get_args(annotation)
+    return annotation is None or annotation is type(None)
+
+
+def _strip_optional(annotation: Any) -> Any:
+    origin = typing.get_origin(annotation)
+    if origin is Union or origin is types.UnionType:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args[0] if len(args) == 1 else annotation
+    return annotation
+
+
+@dataclass
+class EntityMeta:
+    """What lsiorm knows about one entity class: its table, type name and key templates."""
+
+    cls: type[Entity]
+    table: Table
+    type_name: str
+    templates: dict[str, KeyTemplate]
+    version_field: str | None
+    _adapters: dict[str, TypeAdapter[Any]] = field(default_factory=dict)
+
+    @property
+    def partition_template(self) -> KeyTemplate:
+        """The template of the table's partition key."""
+        return self.templates[self.table.partition_key.name]
+
+    @property
+    def sort_template(self) -> KeyTemplate | None:
+        """The template of the table's sort key, if the table has one."""
+        sk = self.table.sort_key
+        return self.templates[sk.name] if sk is not None else None
+
+    @cached_property
+    def primary_fields(self) -> frozenset[str]:
+        """Fields that make up the primary key; changing one moves the item."""
+        out = set(self.partition_template.fields)
+        if self.sort_template is not None:
+            out |= set(self.sort_template.fields)
+        return frozenset(out)
+
+    @cached_property
+    def key_fields(self) -> frozenset[str]:
+        """Every field used by any key template."""
+        return frozenset(f for t in self.templates.values() for f in t.fields)
+
+    @cached_property
+    def attributes(self) -> dict[str, str]:
+        """Field name -> stored attribute name (the field's alias when it has one)."""
+        return {name: info.alias or name for name, info in self.cls.model_fields.items()}
+
+    def adapter(self, name: str) -> TypeAdapter[Any]:
+        """Return a validator for one field's declared type."""
+        ad = self._adapters.get(name)
+        if ad is None:
+            info = self.cls.model_fields[name]
+            # rebuild_annotation keeps constraints such as Field(ge=0) and KeyFormat.
+            ad = TypeAdapter(info.rebuild_annotation())
+            self._adapters[name] = ad
+        return ad
+
+    def validate_field(self, name: str, value: Any) -> Any:
+        """Validate a value for one field, raising lsiorm's ValidationError on failure."""
+        if name not in self.cls.model_fields:
+            raise ValidationError(
+                "field.unknown",
+                f"{self.cls.__name__} has no field {name!r}; "
+                f"fields are {', '.join(self.cls.model_fields)}.",
+                table=self.table.name,
+            )
+        try:
+            return self.adapter(name).validate_python(value)
+        except Exception as exc:  # pydantic.ValidationError, with its own message
+            raise ValidationError(
+                "field.invalid",
+                f"Value {value!r} is not valid for {self.cls.__name__}.{name}: {exc}",
+            ) from exc
+
+    def key(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the primary key attributes (python values) derived from field values."""
+        out: dict[str, Any] = {}
+        for tpl in (self.partition_template, self.sort_template):
+            if tpl is None:
+                continue
+            missing = [f for f in tpl.fields if values.get(f) is None]
+            if missing:
+                raise ValidationError(
+                    "key.missing-field",
+                    f"{self.cls.__name__} key attribute {tpl.attribute!r} (template "
+                    f"{tpl.source!r}) needs field(s) {', '.join(missing)}.",
+                    table=self.table.name,
+                )
+            out[tpl.attribute] = _checked_key(self, tpl, tpl.render(values))
+        return out
+
+    def index_keys(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the secondary-index key attributes whose template fields all have values."""
+        out: dict[str, Any] = {}
+        primary = {self.table.partition_key.name}
+        if self.table.sort_key is not None:
+            primary.add(self.table.sort_key.name)
+        for attr, tpl in self.templates.items():
+            if attr in primary:
+                continue
+            rendered = tpl.render(values)
+            if rendered is not None:
+                out[attr] = _checked_key(self, tpl, rendered)
+        return out
+
+
+def _checked_key(meta: EntityMeta, tpl: KeyTemplate, value: Any) -> Any:
+    declared = meta.table.key_attributes[tpl.attribute]
+    ok = (
+        (declared == "S" and isinstance(value, str))
+        or (
+            declared == "N"
+            and isinstance(value, (int, float, Decimal))
+            and not isinstance(value, bool)
+        )
+        or (declared == "B" and isinstance(value, (bytes, bytearray)))
+    )
+    if not ok:
+        raise IndexKeyTypeError(
+            "key.attribute-type",
+            f"Key attribute {tpl.attribute!r} is declared as {declared} but {meta.cls.__name__} "
+            f"would write a {type(value).__name__} ({value!r}); DynamoDB rejects the write.",
+            table=meta.table.name,
+        )
+    if declared == "S" and value == "":
+        raise ValidationError(
+            "key.empty",
+            f"Key attribute {tpl.attribute!r} of {meta.cls.__name__} would be an empty string, "
+            "which DynamoDB does not accept for a key.",
+            table=meta.table.name,
+        )
+    return value
+
+
+class Entity(BaseModel):
+    """Base class of entities. Subclass it with ``table=`` and ``keys=`` to bind a model.
+
+    ::
+
+        class Thread(Entity, table=threads, keys={"ForumName": "{forum_name}",
+                                                  "Subject": "{subject}",
+                                                  "LastPostDateTime": "{last_post}"}):
+            forum_name: str
+            subject: str
+            last_post: datetime | None = None
+
+    ``type_name`` (default: the class name) is stored in the table's type attribute so that a
+    partition holding several entity types decodes each item as its own class. ``version``
+    names an int field used for optimistic locking.
+    """
+
+    model_config = ConfigDict(extra="ignore", validate_by_name=True, validate_by_alias=True)
+
+    __lsiorm__: ClassVar[EntityMeta | None] = None
+
+    def __init_subclass__(
+        cls,
+        *,
+        table: Table | None = None,
+        keys: Mapping[str, str] | None = None,
+        type_name: str | None = None,
+        version: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+
+    @classmethod
+    def __pydantic_init_subclass__(
+        cls,
+        *,
+        table: Table | None = None,
+        keys: Mapping[str, str] | None = None,
+        type_name: str | None = None,
+        version: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if table is None:
+            if keys is not None:
+                raise DeclarationError(
+                    "entity.needs-table", f"{cls.__name__} gives keys= but no table=."
+                )
+            cls.__lsiorm__ = None
+            return
+        cls.__lsiorm__ = _bind(cls, table, dict(keys or {}), type_name or cls.__name__, version)
+
+    def to_item(self) -> dict[str, Any]:
+        """Return the item as python values: fields, derived key attributes and the type."""
+        return build_item(self)
+
+    def to_wire(self) -> dict[str, Any]:
+        """Return the item in DynamoDB wire format, checked against the 400 KB limit."""
+        return wire_item(self)
+
+
+def meta_of(cls: type[Entity] | Entity) -> EntityMeta:
+    """Return the metadata of a bound entity class or instance."""
+    klass = cls if isinstance(cls, type) else type(cls)
+    meta = klass.__lsiorm__
+    if meta is None:
+        raise ValidationError(
+            "entity.unbound",
+            f"{klass.__name__} is not bound to a table; declare it with table= and keys=.",
+        )
+    return meta
+
+
+def _bind(
+    cls: type[Entity], table: Table, keys: dict[str, str], type_name: str, version: str | None
+) -> EntityMeta:
+    fields = cls.model_fields
+    key_attrs = table.key_attributes
+    for fname, info in fields.items():
+        name = info.alias or fname
+        if name in key_attrs or name == table.type_attribute:
+            raise DeclarationError(
+                "entity.attribute-collision",
+                f"{cls.__name__}.{fname} is stored as {name!r}, the name of a key attribute of "
+                f"table {table.name!r}; key attributes are derived from templates, never set by "
+                "hand. Rename the field.",
+            )
+    templates: dict[str, KeyTemplate] = {}
+    for attr, source in keys.items():
+        if attr not in key_attrs:
+            raise DeclarationError(
+                "template.unknown-attribute",
+                f"{cls.__name__} gives a template for {attr!r}, which is not a key attribute of "
+                f"table {table.name!r} (key attributes: {', '.join(sorted(key_attrs))}).",
+            )
+        templates[attr] = _bind_template(cls, attr, key_attrs[attr], source)
+    for required in (table.partition_key, table.sort_key):
+        if required is not None and required.name not in templates:
+            raise DeclarationError(
+                "entity.missing-primary-key",
+                f"{cls.__name__} must give a template for {required.name!r}, a primary key "
+                f"attribute of table {table.name!r}.",
+            )
+    for required in (table.partition_key, table.sort_key):
+        if required is None:
+            continue
+        for fname in templates[required.name].fields:
+            if _allows_none(fields[fname].annotation):
+                raise DeclarationError(
+                    "entity.optional-key-field",
+                    f"{cls.__name__}.{fname} is part of the primary key ({required.name!r}) and "
+                    "so cannot be optional.",
+                )
+    if version is not None:
+        vinfo = fields.get(version)
+        if vinfo is None or _strip_optional(vinfo.annotation) is not int:
+            raise DeclarationError(
+                "entity.version-field",
+                f"{cls.__name__}: version={version!r} must name an int field of the model.",
+            )
+        if version in {f for t in templates.values() for f in t.fields}:
+            raise DeclarationError(
+                "entity.version-field", f"{cls.__name__}: the version field cannot be in a key."
+            )
+    if type_name in table.entities and table.entities[type_name] is not cls:
+        raise DeclarationError(
+            "entity.duplicate-type",
+            f"Table {table.name!r} already has an entity of type {type_name!r}; "
+            "give one of them another type_name.",
+        )
+    meta = EntityMeta(cls, table, type_name, templates, version)
+    _check_overlaps(meta)
+    table.entities[type_name] = cls
+    return meta
+
+
+def _bind_template(cls: type[Entity], attr: str, attr_type: str, source: str) -> KeyTemplate:
+    fields = cls.model_fields
+    segments = list(parse_template(source, attribute=attr))
+    slots = [s for s in segments if isinstance(s, FieldSlot)]
+    for slot in slots:
+        if slot.field not in fields:
+            raise DeclarationError(
+                "template.unknown-field",
+                f"{cls.__name__}: template {source!r} for {attr!r} uses {{{slot.field}}}, which "
+                f"is not a field (fields: {', '.join(fields)}).",
+            )
+    names = [s.field for s in slots]
+    if len(set(names)) != len(names):
+        raise DeclarationError(
+            "template.repeated-field",
+            f"{cls.__name__}: template {source!r} for {attr!r} uses a field twice.",
+        )
+    if attr_type != "S":
+        if len(segments) != 1 or not slots or slots[0].spec:
+            raise DeclarationError(
+                "template.direct-key",
+                f"{cls.__name__}: {attr!r} is a {attr_type} key attribute, so its template must "
+                f"be a single field with no literal text or format, like '{{goals}}'; "
+                f"got {source!r}.",
+            )
+        base = _strip_optional(fields[slots[0].field].annotation)
+        allowed: tuple[type, ...] = (int, float, Decimal) if attr_type == "N" else (bytes,)
+        if not (isinstance(base, type) and issubclass(base, allowed)) or base is bool:
+            raise DeclarationError(
+                "template.direct-key",
+                f"{cls.__name__}.{slots[0].field} is {base!r}, which cannot be stored in the "
+                f"{attr_type} key attribute {attr!r}.",
+            )
+        return KeyTemplate(attr, attr_type, source, tuple(segments))
+    for i, seg in enumerate(segments):
+        if not isinstance(seg, FieldSlot):
+            continue
+        nxt = segments[i + 1] if i + 1 < len(segments) else None
+        forbidden = frozenset(nxt[0]) if isinstance(nxt, str) else frozenset()
+        info = fields[seg.field]
+        codec = codec_for(
+            info.annotation,
+            spec=seg.spec,
+            metadata=info.metadata,
+            field_name=f"{cls.__name__}.{seg.field}",
+            forbidden=forbidden,
+        )
+        if isinstance(nxt, FieldSlot) and not codec.prefix_free:
+            raise DeclarationError(
+                "template.ambiguous-fields",
+                f"{cls.__name__}: in template {source!r}, {{{seg.field}}} has a variable-length "
+                "encoding and is followed directly by another field; put a separator between "
+                "them, like '{a}#{b}'.",
+            )
+        segments[i] = FieldSlot(seg.field, seg.spec, codec)
+    return KeyTemplate(attr, attr_type, source, tuple(segments))
+
+
+def _sort_roles(table: Table) -> list[tuple[str, str | None]]:
+    """Return (partition attribute, sort attribute) for every key schema of the table."""
+    roles: list[tuple[str, str | None]] = []
+    pk = table.partition_key.name
+    if table.sort_key is not None:
+        roles.append((pk, table.sort_key.name))
+    for lsi in table.local_indexes:
+        roles.append((pk, lsi.sort_key.name))
+    for gsi in table.global_indexes:
+        roles.append((gsi.partition_key.name, gsi.sort_key.name if gsi.sort_key else None))
+    return roles
+
+
+def _overlap(a: KeyTemplate, b: KeyTemplate) -> bool:
+    na, nb = a.namespace, b.namespace
+    if not a.slots and not b.slots:
+        return na == nb
+    if not a.slots:
+        return na.startswith(nb)
+    if not b.slots:
+        return nb.startswith(na)
+    return na.startswith(nb) or nb.startswith(na)
+
+
+def _check_overlaps(meta: EntityMeta) -> None:
+    table = meta.table
+    for other_cls in table.entities.values():
+        other = meta_of(typing.cast("type[Entity]", other_cls))
+        if other.cls is meta.cls:
+            continue
+        for pk_attr, sk_attr in _sort_roles(table):
+            if sk_attr is None:
+                continue
+            mine, theirs = meta.templates.get(sk_attr), other.templates.get(sk_attr)
+            pk_mine, pk_theirs = meta.templates.get(pk_attr), other.templates.get(pk_attr)
+            if mine is None or theirs is None or pk_mine is None or pk_theirs is None:
+                continue
+            if _overlap(pk_mine, pk_theirs) and _overlap(mine, theirs):
+                raise DeclarationError(
+                    "template.namespace-overlap",
+                    f"{meta.cls.__name__} template {mine.source!r} and {other.cls.__name__} "
+                    f"template {theirs.source!r} for {sk_attr!r} can share a partition and one "
+                    "namespace is a prefix of the other, so a query for one would return the "
+                    "other's items. Give each a distinct literal prefix, like 'THREAD#' and "
+                    "'REPLY#'.",
+                )
+
+
+def build_item(entity: Entity) -> dict[str, Any]:
+    """Return an entity as a python-valued item with derived keys and its type name."""
+    meta = meta_of(entity)
+    values = {name: getattr(entity, name) for name in type(entity).model_fields}
+    keys = meta.key(values)
+    keys.update(meta.index_keys(values))  # key checks run before serialising the fields
+    item = entity.model_dump(mode="python", by_alias=True)
+    item.update(keys)
+    item[meta.table.type_attribute] = meta.type_name
+    return item
+
+
+def wire_item(entity: Entity) -> dict[str, Any]:
+    """Return an entity in wire format, refusing items over DynamoDB's 400 KB limit."""
+    meta = meta_of(entity)
+    wire = item_to_wire(build_item(entity))
+    size = item_size(wire)
+    if size > MAX_ITEM_BYTES:
+        raise ItemTooLargeError(
+            "item.max-400kb",
+            f"{meta.cls.__name__} item is {size} bytes; DynamoDB items are limited to "
+            f"{MAX_ITEM_BYTES} bytes (400 KB).",
+            table=meta.table.name,
+        )
+    return wire
+
+
+def decode_item(
+    table: Table,
+    wire: Mapping[str, Mapping[str, Any]],
+    only: Iterable[type[Entity]] | None = None,
+) -> Entity | None:
+    """Return a wire item as the entity its type attribute names.
+
+    Items of a type not in ``only`` (when given) or of no registered type give None.
+    """
+    type_av = wire.get(table.type_attribute)
+    type_name = type_av.get("S") if type_av is not None else None
+    found = table.entities.get(type_name) if type_name is not None else None
+    if found is None:
+        return None
+    cls = typing.cast("type[Entity]", found)
+    if only is not None and cls not in tuple(only):
+        return None
+    result: Entity = cls.model_validate(item_from_wire(wire))
+    return result

@@ -1,0 +1,235 @@
+"""The one error tree of lsiorm.
+
+Three families hang off :class:`LsiormError`:
+
+* :class:`DeclarationError`: a Table or Entity declaration breaks a rule. Raised when the class
+  or table is defined, never at request time.
+* :class:`ValidationError`: a value or a request breaks a rule. Raised before anything is sent.
+* :class:`DynamoError`: DynamoDB (or the connection to it) refused a request. The botocore
+  ``ClientError`` that carried it stays available as ``__cause__``.
+
+Every declaration and validation error names the rule it broke in ``rule``, a short stable id
+such as ``"lsi.max-five"``; the message is a plain sentence that repeats it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "BatchGetIncompleteError",
+    "BatchWriteIncompleteError",
+    "CancellationReason",
+    "ConditionFailedError",
+    "DeclarationError",
+    "DynamoError",
+    "IndexKeyTypeError",
+    "InternalServerError",
+    "ItemCollectionSizeLimitError",
+    "ItemTooLargeError",
+    "KeyEncodingError",
+    "LsiormError",
+    "NotFoundError",
+    "PartialKeyUpdateError",
+    "QueryPlanError",
+    "ResourceNotFoundError",
+    "RetryableError",
+    "ServiceValidationError",
+    "StaleVersionError",
+    "ThrottledError",
+    "TransactionCanceledError",
+    "TransactionConflictError",
+    "TransportError",
+    "ValidationError",
+]
+
+
+class LsiormError(Exception):
+    """Base class of every error lsiorm raises."""
+
+
+class DeclarationError(LsiormError, TypeError):
+    """A Table or Entity declaration breaks a rule; raised when it is defined."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        self.rule = rule
+        super().__init__(f"{message} [rule: {rule}]")
+
+
+class ValidationError(LsiormError, ValueError):
+    """A value or request breaks a rule; raised before any request is sent."""
+
+    def __init__(
+        self,
+        rule: str,
+        message: str,
+        *,
+        table: str | None = None,
+        key: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.rule = rule
+        self.table = table
+        self.key = dict(key) if key is not None else None
+        super().__init__(f"{message} [rule: {rule}]")
+
+
+class KeyEncodingError(ValidationError):
+    """A field value cannot be encoded into an order-preserving key string."""
+
+
+class ItemTooLargeError(ValidationError):
+    """The item is over DynamoDB's 400 KB item size limit."""
+
+
+class IndexKeyTypeError(ValidationError):
+    """A value's DynamoDB type does not match the type declared for an index key attribute."""
+
+
+class PartialKeyUpdateError(ValidationError):
+    """An update changes some but not all fields of a key template, which would leave it stale."""
+
+
+class QueryPlanError(ValidationError):
+    """No index can answer the query exactly, or a forced index cannot serve it."""
+
+
+class NotFoundError(LsiormError, LookupError):
+    """The requested item does not exist."""
+
+    def __init__(self, message: str, *, table: str | None = None, key: Any = None) -> None:
+        self.table = table
+        self.key = key
+        super().__init__(message)
+
+
+class DynamoError(LsiormError):
+    """DynamoDB refused a request, or the connection to it failed.
+
+    ``code`` is DynamoDB's error code (``"ConditionalCheckFailedException"``, ...),
+    ``operation`` the API operation, ``table`` and ``key`` what it was about when known.
+    """
+
+    #: Whether lsiorm's retry policy may send the same request again.
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "",
+        operation: str = "",
+        table: str | None = None,
+        key: Mapping[str, Any] | None = None,
+        response: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.code = code
+        self.operation = operation
+        self.table = table
+        self.key = dict(key) if key is not None else None
+        self.response = dict(response) if response is not None else {}
+        where = f" on table {table!r}" if table else ""
+        super().__init__(
+            f"{operation or 'request'}{where} failed: {code + ': ' if code else ''}{message}"
+        )
+
+
+class RetryableError(DynamoError):
+    """A transient failure that the retry policy may retry."""
+
+    retryable = True
+
+
+class ThrottledError(RetryableError):
+    """Throughput was exceeded (ProvisionedThroughputExceeded, Throttling, RequestLimitExceeded)."""
+
+
+class InternalServerError(RetryableError):
+    """DynamoDB answered with an internal error or was unavailable (HTTP 5xx)."""
+
+
+class TransportError(RetryableError):
+    """The connection failed or was dropped before a response arrived."""
+
+
+class TransactionConflictError(RetryableError):
+    """Another transaction touched the same item at the same time."""
+
+
+class ConditionFailedError(DynamoError):
+    """A ConditionExpression evaluated to false."""
+
+
+class StaleVersionError(ConditionFailedError):
+    """Optimistic locking: the stored version is not the one this write expected."""
+
+
+class ServiceValidationError(DynamoError):
+    """DynamoDB rejected the request as invalid (ValidationException)."""
+
+
+class ResourceNotFoundError(DynamoError):
+    """The table or index does not exist (or is not active)."""
+
+
+class ItemCollectionSizeLimitError(DynamoError):
+    """An item collection reached DynamoDB's 10 GB limit on a table with LSIs.
+
+    Never retried: the write cannot succeed until the collection shrinks. ``collection_key``
+    holds the partition key value of the full collection.
+    """
+
+    def __init__(
+        self, message: str, *, collection_key: Mapping[str, Any] | None, **kw: Any
+    ) -> None:
+        self.collection_key = dict(collection_key) if collection_key is not None else None
+        super().__init__(message, **kw)
+
+
+class CancellationReason:
+    """Why one action of a cancelled transaction failed."""
+
+    __slots__ = ("code", "entity", "index", "item", "message")
+
+    def __init__(
+        self, index: int, code: str, message: str, entity: Any = None, item: Any = None
+    ) -> None:
+        self.index = index
+        self.code = code
+        self.message = message
+        self.entity = entity
+        self.item = item
+
+    def __repr__(self) -> str:
+        return f"CancellationReason(index={self.index}, code={self.code!r}, entity={self.entity!r})"
+
+
+class TransactionCanceledError(DynamoError):
+    """A transaction was cancelled; ``reasons`` has one entry per action, in order."""
+
+    def __init__(self, message: str, *, reasons: Sequence[CancellationReason], **kw: Any) -> None:
+        self.reasons = list(reasons)
+        super().__init__(message, **kw)
+
+    @property
+    def failed(self) -> list[CancellationReason]:
+        """The reasons of the actions that did fail (code other than ``"None"``)."""
+        return [r for r in self.reasons if r.code not in ("None", "")]
+
+
+class BatchWriteIncompleteError(LsiormError):
+    """A batch write gave up; ``unprocessed`` holds exactly the entities not written."""
+
+    def __init__(self, message: str, *, unprocessed: Sequence[Any], cause_code: str = "") -> None:
+        self.unprocessed = list(unprocessed)
+        self.cause_code = cause_code
+        super().__init__(message)
+
+
+class BatchGetIncompleteError(LsiormError):
+    """A batch get gave up; ``unprocessed`` holds exactly the keys not read, ``found`` the rest."""
+
+    def __init__(self, message: str, *, unprocessed: Sequence[Any], found: Sequence[Any]) -> None:
+        self.unprocessed = list(unprocessed)
+        self.found = list(found)
+        super().__init__(message)

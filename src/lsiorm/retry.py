@@ -1,0 +1,104 @@
+"""Retry policy: tenacity strategies, run inside the shared core so sync and async agree.
+
+The core never calls tenacity's own sleeping loop. It drives tenacity's decision function
+(``Retrying.iter``) step by step and turns each ``DoSleep`` into a :class:`~lsiorm.steps.Sleep`
+step, so one implementation serves both drivers.
+
+botocore has a retry loop of its own. Sessions built by lsiorm turn it off
+(``max_attempts=1``), so the attempts of one request are exactly those of this policy. A client
+you pass in keeps its own configuration: then each lsiorm attempt may itself be retried by
+botocore, and the worst case is the product of both limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import tenacity
+from tenacity import DoAttempt, DoSleep, RetryCallState
+
+from .errors import DynamoError
+from .steps import Operation, Sleep
+
+__all__ = ["RetryPolicy", "is_retryable", "run_with_retries"]
+
+T = TypeVar("T")
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Return True for throttling, 5xx, dropped connections and transaction conflicts."""
+    return isinstance(exc, DynamoError) and exc.retryable
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter, bounded by attempts and by total time.
+
+    ``max_attempts`` counts the first try. ``max_delay`` bounds the time from the first attempt
+    after which no new attempt starts. Sleeps grow as ``initial * 2**n`` up to ``maximum``, each
+    drawn at random below that bound.
+    """
+
+    max_attempts: int = 10
+    max_delay: float = 30.0
+    initial: float = 0.05
+    maximum: float = 2.0
+
+    def retrying(
+        self,
+        *,
+        retry_exception: Callable[[BaseException], bool] = is_retryable,
+        retry_result: Callable[[Any], bool] | None = None,
+    ) -> tenacity.Retrying:
+        """Return a tenacity ``Retrying`` configured by this policy."""
+        retry: tenacity.retry_base = tenacity.retry_if_exception(retry_exception)
+        if retry_result is not None:
+            retry = retry | tenacity.retry_if_result(retry_result)
+        return tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.max_attempts)
+            | tenacity.stop_after_delay(self.max_delay),
+            wait=tenacity.wait_random_exponential(multiplier=self.initial, max=self.maximum),
+            retry=retry,
+            reraise=True,
+            # Giving up on a result (not an exception) returns that last result to the caller.
+            retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
+        )
+
+
+NO_RETRY = RetryPolicy(max_attempts=1)
+
+
+def run_with_retries(
+    policy: RetryPolicy,
+    attempt: Callable[[], Operation[T]],
+    *,
+    retry_result: Callable[[T], bool] | None = None,
+    on_error: Callable[[BaseException], None] | None = None,
+) -> Operation[T]:
+    """Run ``attempt()`` until it succeeds, or the policy stops; yields the backoff sleeps.
+
+    Each attempt is a fresh sub-operation. With ``retry_result``, a result for which it returns
+    True is retried too, and the last such result is returned when the policy stops.
+    """
+    retrying = policy.retrying(retry_result=retry_result)
+    retrying.begin()
+    state = RetryCallState(retrying, fn=None, args=(), kwargs={})
+    while True:
+        action = retrying.iter(state)
+        if isinstance(action, DoAttempt):
+            try:
+                result = yield from attempt()
+            except DynamoError as exc:
+                if on_error is not None:
+                    on_error(exc)
+                state.set_exception((type(exc), exc, exc.__traceback__))
+            else:
+                state.set_result(result)
+        elif isinstance(action, DoSleep):
+            state.prepare_for_next_attempt()
+            yield Sleep(float(action))
+        else:
+            final: T = action
+            return final

