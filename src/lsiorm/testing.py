@@ -1,7 +1,20 @@
-"""Local DynamoDB engines (DynamoDB Local and moto) to run tests against."""
+"""Local DynamoDB engines (DynamoDB Local and moto) and pytest fixtures for users' tests.
+
+In your ``conftest.py``::
+
+    from lsiorm.testing import table_fixture
+    from myapp.models import threads
+
+    threads_session = table_fixture(threads)                        # moto, in process
+    threads_local = table_fixture(threads, engine="dynamodb-local")  # AWS's own engine
+
+A test that takes ``threads_session`` gets a :class:`~lsiorm.Session` on an engine where the
+declared table exists and is empty. Engines start once per test run and stop at its end.
+"""
 
 from __future__ import annotations
 
+import atexit
 import http.client
 import logging
 import os
@@ -10,16 +23,22 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .schema import Table
 
 __all__ = [
     "DYNAMODB_LOCAL_DIR_ENV",
     "DynamoDBLocal",
     "EngineNotInstalledError",
     "MotoServer",
+    "engine_endpoint",
     "free_port",
+    "table_fixture",
 ]
 
 DYNAMODB_LOCAL_DIR_ENV = "LSIORM_DYNAMODB_LOCAL_DIR"
@@ -290,3 +309,56 @@ class MotoServer:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+_ENGINES: dict[str, DynamoDBLocal | MotoServer] = {}
+
+
+def engine_endpoint(engine: str) -> str:
+    """Return the endpoint of a shared local engine ("moto" or "dynamodb-local"), starting it.
+
+    The engine stays up for the rest of the process and is stopped when it exits.
+    """
+    if engine not in ("moto", "dynamodb-local"):
+        raise ValueError(f"engine must be 'moto' or 'dynamodb-local', not {engine!r}")
+    running = _ENGINES.get(engine)
+    if running is None:
+        running = MotoServer() if engine == "moto" else DynamoDBLocal()
+        running.start()
+        _ENGINES[engine] = running
+        atexit.register(running.stop)
+    return running.endpoint_url
+
+
+def table_fixture(
+    table: Table,
+    *,
+    engine: str = "moto",
+    scope: Literal["session", "package", "module", "class", "function"] = "function",
+    name: str | None = None,
+) -> Any:
+    """Return a pytest fixture giving a Session on ``engine`` with ``table`` created, empty.
+
+    With the default function scope the table is created before each test and deleted after
+    it, so tests never see each other's items. ``name`` sets the fixture's name (default: the
+    name of the variable you assign it to, as for any pytest fixture).
+    """
+    import pytest
+
+    from .session import Session
+
+    def fixture() -> Iterator[Session]:
+        session = Session(
+            endpoint_url=engine_endpoint(engine),
+            region_name="us-east-1",
+            aws_access_key_id="testing",  # local engines accept any credentials
+            aws_secret_access_key="testing",
+        )
+        with session:
+            session.create_table(table)
+            try:
+                yield session
+            finally:
+                session.delete_table(table)
+
+    return pytest.fixture(scope=scope, name=name)(fixture)

@@ -1,0 +1,160 @@
+"""The ``lsiorm`` command line: create-table, check, explain and collections.
+
+Every command takes ``module:attribute`` naming a Table declaration (``explain`` also accepts a
+query value), plus ``--endpoint-url`` and ``--region``.
+
+Exit codes: 0 success; 1 the command ran and found a problem (drift, a collection over the
+threshold); 2 bad usage or input (unimportable target, not a Table, bad condition); 3 DynamoDB
+or the connection failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from .errors import DynamoError, LsiormError, ValidationError
+from .retry import RetryPolicy
+from .schema import Table
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_SERVICE = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """Bad command-line input; the message is shown as is."""
+
+
+def load_target(spec: str) -> Any:
+    """Import ``module:attribute`` (dots allowed in the attribute) and return the object."""
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise UsageError(f"{spec!r} is not of the form module:attribute (e.g. app.models:threads).")
+    sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as exc:  # ImportError, or a declaration error raised by the module
+        raise UsageError(f"Cannot import module {module_name!r}: {exc}") from exc
+    finally:
+        sys.path.pop(0)
+    for part in attr_path.split("."):
+        if not hasattr(obj, part):
+            raise UsageError(f"Module {module_name!r} has no attribute {attr_path!r}.")
+        obj = getattr(obj, part)
+    return obj
+
+
+def load_table(spec: str) -> Table:
+    """Return the Table declared at ``module:attribute``."""
+    obj = load_target(spec)
+    if not isinstance(obj, Table):
+        raise UsageError(f"{spec} is a {type(obj).__name__}, not an lsiorm Table.")
+    return obj
+
+
+# A command line should fail within seconds when the endpoint is down, not retry for long.
+CLI_RETRY = RetryPolicy(max_attempts=3, max_delay=5.0)
+
+
+def _session(args: argparse.Namespace, hooks: Sequence[object] = ()) -> Any:
+    from .session import Session
+
+    return Session(
+        endpoint_url=args.endpoint_url, region_name=args.region, retry=CLI_RETRY, hooks=hooks
+    )
+
+
+class Progress:
+    """Dots on stderr while a long step runs, only when stderr is a terminal or forced."""
+
+    def __init__(self, stream: TextIO, enabled: bool) -> None:
+        self.stream = stream
+        self.enabled = enabled
+
+    def tick(self, message: str) -> None:
+        """Show one progress message."""
+        if self.enabled:
+            self.stream.write(f"  {message}\n")
+            self.stream.flush()
+
+
+def cmd_create_table(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Create the declared table and wait until it is ACTIVE."""
+    table = load_table(args.target)
+
+    class Watch:
+        def after(self, request: Any, response: dict[str, Any]) -> None:
+            status = (response.get("Table") or response.get("TableDescription") or {}).get(
+                "TableStatus"
+            )
+            if status:
+                progress.tick(f"{request.operation}: {table.name} is {status}")
+
+    with _session(args, [Watch()]) as session:
+        session.create_table(table, wait=not args.no_wait)
+    lsis, gsis = len(table.local_indexes), len(table.global_indexes)
+    out.write(f"Created table {table.name!r} with {lsis} local and {gsis} global indexes.\n")
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Compare the declaration with the live table."""
+    table = load_table(args.target)
+    with _session(args) as session:
+        report = session.check_table(table)
+    out.write(f"{report}\n")
+    return EXIT_OK if report.ok else EXIT_FOUND
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
+    "create-table": cmd_create_table,
+    "check": cmd_check,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of the ``lsiorm`` command."""
+    parser = argparse.ArgumentParser(
+        prog="lsiorm", description="Manage and inspect tables declared with lsiorm."
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("target", help="module:attribute of a Table declaration")
+    common.add_argument("--endpoint-url", default=os.environ.get("LSIORM_ENDPOINT_URL"))
+    common.add_argument("--region", default=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    common.add_argument("--progress", action="store_true", help="show progress on stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+    create = sub.add_parser("create-table", parents=[common], help="create the declared table")
+    create.add_argument("--no-wait", action="store_true", help="do not wait until ACTIVE")
+    sub.add_parser("check", parents=[common], help="report drift from the declaration")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    """Run the command line; return the exit code."""
+    stdout = out or sys.stdout
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    progress = Progress(sys.stderr, args.progress or sys.stderr.isatty())
+    try:
+        return COMMANDS[args.command](args, stdout, progress)
+    except UsageError as exc:
+        sys.stderr.write(f"lsiorm {args.command}: {exc}\n")
+        return EXIT_USAGE
+    except ValidationError as exc:
+        sys.stderr.write(f"lsiorm {args.command}: {exc}\n")
+        return EXIT_USAGE
+    except DynamoError as exc:
+        sys.stderr.write(f"lsiorm {args.command}: {exc}\n")
+        return EXIT_SERVICE
+    except LsiormError as exc:
+        sys.stderr.write(f"lsiorm {args.command}: {exc}\n")
+        return EXIT_SERVICE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
