@@ -114,3 +114,42 @@ def test_unknown_command_exits_2() -> None:
     with pytest.raises(SystemExit) as info:
         main(["frobnicate"])
     assert info.value.code == 2
+
+
+def test_collections_reports_largest_and_threshold(app: str, endpoint_url: str) -> None:
+    assert run("create-table", f"{app}:threads", "--endpoint-url", endpoint_url)[0] == EXIT_OK
+    module = sys.modules[app]
+    from lsiorm import Session
+
+    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
+        for forum, count in (("big", 5), ("small", 1)):
+            for i in range(count):
+                s.client.put_item(
+                    TableName=module.threads.name,
+                    Item={
+                        "ForumName": {"S": forum},
+                        "Subject": {"S": f"s{i}"},
+                        "Body": {"S": "x" * 500},
+                    },
+                )
+    code, out = run("collections", f"{app}:threads", "--endpoint-url", endpoint_url)
+    assert code == EXIT_OK
+    lines = [line for line in out.splitlines() if "ForumName=" in line]
+    assert [line.split(":")[0].strip() for line in lines] == [
+        "ForumName='big'",
+        "ForumName='small'",
+    ]
+    code, out = run(
+        "collections",
+        f"{app}:threads",
+        "--endpoint-url",
+        endpoint_url,
+        "--threshold-gb",
+        "0.000001",
+    )
+    assert code == EXIT_FOUND
+    assert "OVER THRESHOLD" in out
+    code, _ = run(
+        "collections", f"{app}:threads", "--endpoint-url", endpoint_url, "--threshold-gb", "-1"
+    )
+    assert code == EXIT_USAGE

@@ -7,6 +7,7 @@ import uuid
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
 from enum import Enum, IntEnum
+from fractions import Fraction
 from typing import Any
 
 import botocore.session
@@ -346,7 +347,7 @@ def test_size_of_scalars() -> None:
     ("text", "size"),
     [
         ("123.4500", 4),  # digits 12345: ceil(5/2) + 1
-        ("-0.00120", 2),  # digits 12
+        ("-0.00120", 3),  # one base-100 digit (12), plus 1, plus 1 for the sign
         ("1000", 2),  # digits 1
         ("1234", 3),  # digits 1234
         ("0", 1),  # no significant digit
@@ -400,7 +401,18 @@ def test_string_size_is_utf8_length(s: str) -> None:
 def test_number_size_does_not_depend_on_notation(n: int | Decimal) -> None:
     d = Decimal(n)
     assume(d != 0)
-    significant = len("".join(map(str, d.as_tuple().digits)).strip("0"))
-    expected = math.ceil(significant / 2) + 1
+    # Independent oracle: scale by powers of 100 to an integer, drop trailing zero pairs, and
+    # count the base-100 digits that remain (DynamoDB's measured storage rule).
+    magnitude, scale = Fraction(d.copy_abs()), 0  # exact; abs() would round to 28 digits
+    while (magnitude * 100**scale).denominator != 1:
+        scale += 1
+    m = int(magnitude * 100**scale)
+    while m % 100 == 0:
+        m //= 100
+    pairs = 0
+    while m:
+        m //= 100
+        pairs += 1
+    expected = pairs + 1 + (1 if d < 0 else 0)
     for text in (number_to_wire(n), str(d), f"{d:E}", f"{d:e}"):
         assert attribute_value_size({"N": text}) == expected, text

@@ -111,9 +111,44 @@ def cmd_check(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     return EXIT_OK if report.ok else EXIT_FOUND
 
 
+def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Report the largest item collections, checked against the warning threshold."""
+    table = load_table(args.target)
+    threshold = table.collection_warning_gb if args.threshold_gb is None else args.threshold_gb
+    if threshold < 0:
+        raise UsageError("--threshold-gb must be 0 or more.")
+    seen = {"pages": 0, "items": 0}
+
+    class Count:
+        def after(self, request: Any, response: dict[str, Any]) -> None:
+            if request.operation == "Scan":
+                seen["pages"] += 1
+                seen["items"] += int(response.get("Count") or 0)
+                progress.tick(f"scanned {seen['items']} items ({seen['pages']} pages)")
+
+    with _session(args, [Count()]) as session:
+        sizes = session.largest_collections(table, 0, limit=args.top)
+    over = [size for size in sizes if size.exceeds(threshold)]
+    out.write(
+        f"Table {table.name!r}: {seen['items']} items read; the {len(sizes)} largest "
+        f"collections (warning threshold {threshold:g} GB):\n"
+    )
+    for size in sizes:
+        flag = "  OVER THRESHOLD" if size.exceeds(threshold) else ""
+        out.write(
+            f"  {size.attribute}={size.key!r}: {size.total_bytes} bytes "
+            f"({size.gb:.6f} GB), {size.items} items{flag}\n"
+        )
+    if over:
+        out.write(f"{len(over)} collection(s) at or above {threshold:g} GB.\n")
+        return EXIT_FOUND
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
     "create-table": cmd_create_table,
     "check": cmd_check,
+    "collections": cmd_collections,
 }
 
 
@@ -131,6 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
     create = sub.add_parser("create-table", parents=[common], help="create the declared table")
     create.add_argument("--no-wait", action="store_true", help="do not wait until ACTIVE")
     sub.add_parser("check", parents=[common], help="report drift from the declaration")
+    colls = sub.add_parser(
+        "collections", parents=[common], help="report the largest item collections"
+    )
+    colls.add_argument(
+        "--threshold-gb", type=float, default=None, help="default: the table's warning size"
+    )
+    colls.add_argument("--top", type=int, default=10, help="how many collections to list")
     return parser
 
 

@@ -54,7 +54,9 @@ class SyncDriver:
         try:
             response: dict[str, Any] = method(**call.params)
         except ClientError as exc:
-            raise from_error_response(exc.response, call.operation, call.params) from exc
+            raise from_error_response(
+                exc.response, call.operation, call.params, call.tables
+            ) from exc
         except _TRANSPORT as exc:
             raise from_transport_failure(exc, call.operation, call.params) from exc
         return response
@@ -115,7 +117,9 @@ class AsyncDriver:
         try:
             response: dict[str, Any] = await method(**call.params)
         except ClientError as exc:
-            raise from_error_response(exc.response, call.operation, call.params) from exc
+            raise from_error_response(
+                exc.response, call.operation, call.params, call.tables
+            ) from exc
         except _ASYNC_TRANSPORT as exc:
             raise from_transport_failure(exc, call.operation, call.params) from exc
         return response

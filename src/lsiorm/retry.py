@@ -57,8 +57,10 @@ class RetryPolicy:
         if retry_result is not None:
             retry = retry | tenacity.retry_if_result(retry_result)
         return tenacity.Retrying(
+            # stop_before_delay, not stop_after_delay: the latter still sleeps and starts one
+            # more attempt after max_delay has passed, breaking the bound promised above.
             stop=tenacity.stop_after_attempt(self.max_attempts)
-            | tenacity.stop_after_delay(self.max_delay),
+            | tenacity.stop_before_delay(self.max_delay),
             wait=tenacity.wait_random_exponential(multiplier=self.initial, max=self.maximum),
             retry=retry,
             reraise=True,

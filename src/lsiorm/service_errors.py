@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     CancellationReason,
@@ -19,7 +19,10 @@ from .errors import (
     TransportError,
 )
 
-__all__ = ["from_error_response", "from_transport_failure"]
+if TYPE_CHECKING:
+    from .schema import Table
+
+__all__ = ["collection_key_of", "from_error_response", "from_transport_failure"]
 
 _BY_CODE: dict[str, type[DynamoError]] = {
     "ConditionalCheckFailedException": ConditionFailedError,
@@ -40,10 +43,73 @@ def _key_of(params: Mapping[str, Any]) -> dict[str, Any] | None:
     return dict(key) if isinstance(key, Mapping) else None
 
 
+def _declared(tables: Sequence[Table], name: object) -> Table | None:
+    return next((t for t in tables if t.name == name), None)
+
+
+def _partition_of(table: Table, item: object) -> dict[str, Any] | None:
+    if not isinstance(item, Mapping):
+        return None
+    value = item.get(table.partition_key.name)
+    return {table.partition_key.name: value} if value is not None else None
+
+
+def _batch_collection(
+    params: Mapping[str, Any], tables: Sequence[Table]
+) -> tuple[str | None, dict[str, Any] | None]:
+    requests = params.get("RequestItems")
+    if not isinstance(requests, Mapping):
+        return None, None
+    names = list(requests)
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for name, writes in requests.items():
+        table = _declared(tables, name)
+        if table is None or not table.has_lsi:
+            continue
+        for write in writes or ():
+            put, delete = write.get("PutRequest") or {}, write.get("DeleteRequest") or {}
+            key = _partition_of(table, put.get("Item") or delete.get("Key"))
+            if key is not None:
+                found[(name, repr(key))] = key
+    if len(found) == 1:
+        (name, _), key = next(iter(found.items()))
+        return name, key
+    return (names[0] if len(names) == 1 else None), None
+
+
+def collection_key_of(
+    operation: str, params: Mapping[str, Any], tables: Sequence[Table] = ()
+) -> tuple[str | None, dict[str, Any] | None]:
+    """Return the table and item collection key (``{partition attribute: value}``) of a write.
+
+    The key is found through the declared table; without it, only a key of a single attribute
+    is known to be the partition key. A batch gives a key only when all its writes to tables
+    with LSIs share one collection.
+    """
+    if operation == "BatchWriteItem":
+        return _batch_collection(params, tables)
+    name = params.get("TableName")
+    table_name = name if isinstance(name, str) else None
+    table = _declared(tables, table_name)
+    source = params.get("Item") if operation == "PutItem" else params.get("Key")
+    if table is not None:
+        return table_name, _partition_of(table, source)
+    if operation != "PutItem" and isinstance(source, Mapping) and len(source) == 1:
+        return table_name, dict(source)
+    return table_name, None
+
+
 def from_error_response(
-    response: Mapping[str, Any], operation: str, params: Mapping[str, Any]
+    response: Mapping[str, Any],
+    operation: str,
+    params: Mapping[str, Any],
+    tables: Sequence[Table] = (),
 ) -> DynamoError:
-    """Return the typed error for a botocore ``ClientError.response``."""
+    """Return the typed error for a botocore ``ClientError.response``.
+
+    ``tables`` are the declared tables the request touches; they locate the partition key of
+    an item collection that reached its size limit.
+    """
     err = response.get("Error", {}) or {}
     code = str(err.get("Code", ""))
     message = str(err.get("Message", "")) or code
@@ -57,7 +123,8 @@ def from_error_response(
         "response": response,
     }
     if code == "ItemCollectionSizeLimitExceededException":
-        return ItemCollectionSizeLimitError(message, collection_key=_key_of(params), **common)
+        common["table"], collection_key = collection_key_of(operation, params, tables)
+        return ItemCollectionSizeLimitError(message, collection_key=collection_key, **common)
     if code == "TransactionCanceledException":
         reasons = [
             CancellationReason(

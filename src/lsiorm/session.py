@@ -11,7 +11,9 @@ from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, TypeVar
 
-from . import crud, table_ops
+from . import audit, crud, table_ops
+from .audit import CollectionSize
+from .collections_guard import CollectionWatcher
 from .conditions import Condition
 from .core import Context
 from .drivers import AsyncDriver, SyncDriver, no_botocore_retries
@@ -30,8 +32,13 @@ class _Operations:
 
     ctx: Context
 
-    def __init__(self, retry: RetryPolicy | None, hooks: Sequence[object]) -> None:
-        self.ctx = Context(retry or RetryPolicy(), tuple(hooks))
+    def __init__(
+        self, retry: RetryPolicy | None, hooks: Sequence[object], watch_collections: bool
+    ) -> None:
+        #: The item-collection watcher (on by default; see docs/collections.md), or None.
+        self.collections = CollectionWatcher() if watch_collections else None
+        watcher = (self.collections,) if self.collections is not None else ()
+        self.ctx = Context(retry or RetryPolicy(), (*watcher, *hooks))
 
     def add_hook(self, hook: object) -> None:
         """Attach a middleware hook to every later request of this session."""
@@ -105,7 +112,9 @@ class Session(_Operations):
     """Synchronous access to DynamoDB over a boto3 client.
 
     Without ``client``, one is built with botocore's own retries turned off, so that the
-    ``retry`` policy alone decides (see :mod:`lsiorm.retry`). ``hooks`` are middleware.
+    ``retry`` policy alone decides (see :mod:`lsiorm.retry`). ``hooks`` are middleware. The
+    item-collection watcher is installed unless ``watch_collections=False``; it is
+    ``session.collections``.
     """
 
     def __init__(
@@ -116,9 +125,10 @@ class Session(_Operations):
         region_name: str | None = None,
         retry: RetryPolicy | None = None,
         hooks: Sequence[object] = (),
+        watch_collections: bool = True,
         **client_kwargs: Any,
     ) -> None:
-        super().__init__(retry, hooks)
+        super().__init__(retry, hooks, watch_collections)
         if client is None:
             import boto3
 
@@ -202,6 +212,18 @@ class Session(_Operations):
         """Delete one item; return what was deleted, or None."""
         return self.driver.run(self._delete(target, key, fields, condition))
 
+    def audit_collection(self, table: Table, partition_value: Any) -> CollectionSize:
+        """Read one item collection (consistently) and return its size by the size model."""
+        return self.driver.run(audit.audit_collection(self.ctx, table, partition_value))
+
+    def largest_collections(
+        self, table: Table, threshold_gb: float | None = None, *, limit: int | None = None
+    ) -> list[CollectionSize]:
+        """Scan the table; return collections at or above the threshold, largest first."""
+        return self.driver.run(
+            audit.largest_collections(self.ctx, table, threshold_gb, limit=limit)
+        )
+
 
 class AsyncSession(_Operations):
     """Asynchronous access to DynamoDB over aioboto3, with the same methods as Session.
@@ -218,9 +240,10 @@ class AsyncSession(_Operations):
         region_name: str | None = None,
         retry: RetryPolicy | None = None,
         hooks: Sequence[object] = (),
+        watch_collections: bool = True,
         **client_kwargs: Any,
     ) -> None:
-        super().__init__(retry, hooks)
+        super().__init__(retry, hooks, watch_collections)
         self._client_kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
         self._stack: AsyncExitStack | None = None
         self.client = client
@@ -310,3 +333,15 @@ class AsyncSession(_Operations):
     ) -> E | None:
         """Delete one item; return what was deleted, or None."""
         return await self.driver.run(self._delete(target, key, fields, condition))
+
+    async def audit_collection(self, table: Table, partition_value: Any) -> CollectionSize:
+        """Read one item collection (consistently) and return its size by the size model."""
+        return await self.driver.run(audit.audit_collection(self.ctx, table, partition_value))
+
+    async def largest_collections(
+        self, table: Table, threshold_gb: float | None = None, *, limit: int | None = None
+    ) -> list[CollectionSize]:
+        """Scan the table; return collections at or above the threshold, largest first."""
+        return await self.driver.run(
+            audit.largest_collections(self.ctx, table, threshold_gb, limit=limit)
+        )

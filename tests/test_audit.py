@@ -1,0 +1,159 @@
+"""Collection audit: sizes measured by reading collections back, on both engines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from lsiorm import (
+    AsyncSession,
+    GlobalIndex,
+    KeyAttribute,
+    LocalIndex,
+    Projection,
+    Session,
+    Table,
+)
+from lsiorm.audit import CollectionSize, audit_collection, collection_size, largest_collections
+from lsiorm.errors import ValidationError
+from lsiorm.middleware import Request
+
+
+def audit_table(name: str) -> Table:
+    return Table(
+        name,
+        "PK",
+        "SK",
+        local_indexes=[
+            LocalIndex("ByA", KeyAttribute("LA"), Projection.all()),
+            LocalIndex("ByB", KeyAttribute("LB"), Projection.keys_only()),
+        ],
+        global_indexes=[GlobalIndex("ByG", KeyAttribute("G"))],
+    )
+
+
+def S(text: str) -> dict[str, str]:
+    return {"S": text}
+
+
+# Sizes by hand: an attribute is its name's bytes plus its value's.
+ITEMS_OF_A = [
+    # PK 3 + SK 3 + LA 3 + body 9 = 18; in ByA the same 18.
+    {"PK": S("A"), "SK": S("1"), "LA": S("x"), "body": S("hello")},
+    # PK 3 + SK 3 + LB 4 + n (1 + 2) = 13; in ByB PK + SK + LB = 10.
+    {"PK": S("A"), "SK": S("2"), "LB": S("yy"), "n": {"N": "12"}},
+    # PK 3 + SK 3 + LA 3 + LB 3 + G 2 = 14; ByA 14; ByB 9; ByG is global, not counted.
+    {"PK": S("A"), "SK": S("3"), "LA": S("z"), "LB": S("w"), "G": S("g")},
+]
+# Each table item and each LSI entry carries 100 bytes of overhead.
+SIZE_OF_A = {"items": 3, "table": 118 + 113 + 114, "ByA": 118 + 114, "ByB": 110 + 109}
+OTHERS = [
+    {"PK": S("B"), "SK": S("1"), "body": S("x" * 1000), "LA": S("b")},
+    {"PK": S("C"), "SK": S("1"), "body": S("y" * 500)},
+]
+
+
+def expected_a(table: Table) -> CollectionSize:
+    return CollectionSize(
+        table.name,
+        "PK",
+        "A",
+        SIZE_OF_A["items"],
+        SIZE_OF_A["table"],
+        {"ByA": SIZE_OF_A["ByA"], "ByB": SIZE_OF_A["ByB"]},
+    )
+
+
+def test_collection_size_applies_the_size_model() -> None:
+    table = audit_table("Audit")
+    size = collection_size(table, "A", ITEMS_OF_A)
+    assert size == expected_a(table)
+    assert size.total_bytes == 345 + 232 + 219
+    assert size.gb == size.total_bytes / 2**30
+    assert size.exceeds(size.gb)
+    assert not size.exceeds(size.gb * 1.01)
+
+
+class QueryLog:
+    """A hook that records every request, to see the pages an audit reads."""
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+
+    def before(self, request: Request) -> None:
+        self.requests.append(request)
+
+
+@pytest.fixture
+def log() -> QueryLog:
+    return QueryLog()
+
+
+@pytest.fixture
+def filled(endpoint_url: str, table_name: str, log: QueryLog) -> Iterator[tuple[Session, Table]]:
+    table = audit_table(table_name)
+    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as session:
+        session.create_table(table)
+        for item in [*ITEMS_OF_A, *OTHERS]:
+            session.client.put_item(TableName=table.name, Item=item)
+        session.add_hook(log)
+        try:
+            yield session, table
+        finally:
+            session.delete_table(table, wait=False)
+
+
+def test_audit_reads_one_collection_in_consistent_pages(
+    filled: tuple[Session, Table], log: QueryLog
+) -> None:
+    session, table = filled
+    size = session.run(audit_collection(session.ctx, table, "A", page_size=2))
+    assert size == expected_a(table)
+    queries = [r.params for r in log.requests]
+    assert len(queries) >= 2  # three items in pages of two
+    assert all(q["ConsistentRead"] is True and q["Limit"] == 2 for q in queries)
+    assert "ExclusiveStartKey" in queries[1]
+
+
+def test_audit_of_an_empty_collection_is_zero(filled: tuple[Session, Table]) -> None:
+    session, table = filled
+    size = session.run(audit_collection(session.ctx, table, {"S": "nobody"}))
+    assert size == CollectionSize(table.name, "PK", "nobody", 0, 0, {"ByA": 0, "ByB": 0})
+
+
+def test_audit_refuses_a_key_of_the_wrong_type(filled: tuple[Session, Table]) -> None:
+    session, table = filled
+    with pytest.raises(ValidationError) as caught:
+        session.run(audit_collection(session.ctx, table, 7))
+    assert caught.value.rule == "audit.key-type"
+
+
+def test_largest_collections_scans_and_ranks(filled: tuple[Session, Table], log: QueryLog) -> None:
+    session, table = filled
+    everything = session.run(largest_collections(session.ctx, table, 0, page_size=2))
+    assert [(c.key, c.items) for c in everything] == [("B", 1), ("A", 3), ("C", 1)]
+    assert everything[1] == expected_a(table)
+    # B: item 3 + 3 + 1004 + 3 = 1013, plus 100, and its ByA entry the same; C: 510 + 100.
+    assert [c.total_bytes for c in everything] == [2 * 1113, 796, 610]
+    assert len(log.requests) >= 3  # five items in pages of two
+    assert all(r.operation == "Scan" for r in log.requests)
+    top = session.run(largest_collections(session.ctx, table, 0, limit=1))
+    assert [c.key for c in top] == ["B"]
+    over = session.run(largest_collections(session.ctx, table, 800 / 2**30))
+    assert [c.key for c in over] == ["B"]
+    assert session.run(largest_collections(session.ctx, table)) == []  # below 8 GB
+    with pytest.raises(ValidationError):
+        session.run(largest_collections(session.ctx, table, -1.0))
+
+
+async def test_audit_runs_on_the_async_session(
+    filled: tuple[Session, Table], endpoint_url: str
+) -> None:
+    _, table = filled
+    async with AsyncSession(endpoint_url=endpoint_url, region_name="us-east-1") as session:
+        size: Any = await session.run(audit_collection(session.ctx, table, "A", page_size=1))
+        ranked: Any = await session.run(largest_collections(session.ctx, table, 0))
+    assert size == expected_a(table)
+    assert [c.key for c in ranked] == ["B", "A", "C"]
