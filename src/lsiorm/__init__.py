@@ -1,5 +1,9 @@
 """lsiorm: typed single-table data access for Amazon DynamoDB."""
 
+from .audit import CollectionSize
+from .batch import BatchWriteResult
+from .capacity import ReadEstimate, WriteEstimate
+from .collections_guard import CollectionEstimate, CollectionWarning, CollectionWatcher
 from .conditions import (
     all_of,
     any_of,
@@ -23,19 +27,33 @@ from .entity import Entity
 from .retry import RetryPolicy
 from .schema import DriftReport, GlobalIndex, KeyAttribute, LocalIndex, Projection, Table
 from .session import AsyncSession, Session
+from .transactions import ConditionCheck, Delete, Get, Put, TransactWriteResult, Update
 
 __all__ = [
     "AsyncSession",
+    "BatchWriteResult",
+    "CollectionEstimate",
+    "CollectionSize",
+    "CollectionWarning",
+    "CollectionWatcher",
+    "ConditionCheck",
+    "Delete",
     "DriftReport",
     "Entity",
+    "Get",
     "GlobalIndex",
     "KeyAttribute",
     "KeyFormat",
     "LocalIndex",
     "Projection",
+    "Put",
+    "ReadEstimate",
     "RetryPolicy",
     "Session",
     "Table",
+    "TransactWriteResult",
+    "Update",
+    "WriteEstimate",
     "all_of",
     "any_of",
     "begins_with",

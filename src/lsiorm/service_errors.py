@@ -33,6 +33,7 @@ _BY_CODE: dict[str, type[DynamoError]] = {
     "InternalFailure": InternalServerError,
     "ServiceUnavailable": InternalServerError,
     "TransactionConflictException": TransactionConflictError,
+    "ReplicatedWriteConflictException": TransactionConflictError,
     "ValidationException": ServiceValidationError,
     "ResourceNotFoundException": ResourceNotFoundError,
 }

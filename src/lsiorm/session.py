@@ -11,8 +11,9 @@ from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, TypeVar
 
-from . import audit, crud, table_ops
+from . import audit, batch, crud, table_ops, transactions
 from .audit import CollectionSize
+from .batch import BatchWriteResult, DeleteTarget, GetKey
 from .collections_guard import CollectionWatcher
 from .conditions import Condition
 from .core import Context
@@ -21,6 +22,7 @@ from .entity import Entity, meta_of
 from .retry import RetryPolicy
 from .schema import DriftReport, Table
 from .steps import Operation
+from .transactions import Get, TransactAction, TransactWriteResult
 
 __all__ = ["AsyncSession", "Session"]
 
@@ -99,12 +101,15 @@ def _client_kwargs(
 ) -> dict[str, Any]:
     from botocore.config import Config
 
-    kwargs: dict[str, Any] = {"config": Config(**no_botocore_retries())}
+    kwargs: dict[str, Any] = dict(extra)
+    # lsiorm's retry policy must be the only retry loop, even over a config the caller passes.
+    ours = Config(**no_botocore_retries())
+    given = kwargs.get("config")
+    kwargs["config"] = given.merge(ours) if given is not None else ours
     if endpoint_url is not None:
         kwargs["endpoint_url"] = endpoint_url
     if region_name is not None:
         kwargs["region_name"] = region_name
-    kwargs.update(extra)
     return kwargs
 
 
@@ -223,6 +228,41 @@ class Session(_Operations):
         return self.driver.run(
             audit.largest_collections(self.ctx, table, threshold_gb, limit=limit)
         )
+
+    def batch_write(
+        self,
+        puts: Sequence[Entity] = (),
+        deletes: Sequence[DeleteTarget] = (),
+        *,
+        concurrency: int = 8,
+    ) -> BatchWriteResult:
+        """Write and delete in chunks of 25; unprocessed items are retried, never dropped."""
+        return self.driver.run(batch.batch_write(self.ctx, puts, deletes, concurrency=concurrency))
+
+    def batch_get(
+        self,
+        cls_or_classes: type[E] | Sequence[type[E]],
+        keys: Sequence[GetKey[E]],
+        *,
+        consistent: bool = False,
+        concurrency: int = 8,
+    ) -> list[E]:
+        """Read many items in chunks of 100; unprocessed keys are retried, never dropped."""
+        return self.driver.run(
+            batch.batch_get(
+                self.ctx, cls_or_classes, keys, consistent=consistent, concurrency=concurrency
+            )
+        )
+
+    def transact_write(
+        self, actions: Sequence[TransactAction], *, token: str | None = None
+    ) -> TransactWriteResult:
+        """Run put/update/delete/condition-check actions as one transaction."""
+        return self.driver.run(transactions.transact_write(self.ctx, actions, token))
+
+    def transact_get(self, gets: Sequence[Get]) -> list[Entity | None]:
+        """Read items in one transaction; None where an item does not exist."""
+        return self.driver.run(transactions.transact_get(self.ctx, gets))
 
 
 class AsyncSession(_Operations):
@@ -345,3 +385,40 @@ class AsyncSession(_Operations):
         return await self.driver.run(
             audit.largest_collections(self.ctx, table, threshold_gb, limit=limit)
         )
+
+    async def batch_write(
+        self,
+        puts: Sequence[Entity] = (),
+        deletes: Sequence[DeleteTarget] = (),
+        *,
+        concurrency: int = 8,
+    ) -> BatchWriteResult:
+        """Write and delete in chunks of 25 (concurrently); unprocessed items are retried."""
+        return await self.driver.run(
+            batch.batch_write(self.ctx, puts, deletes, concurrency=concurrency)
+        )
+
+    async def batch_get(
+        self,
+        cls_or_classes: type[E] | Sequence[type[E]],
+        keys: Sequence[GetKey[E]],
+        *,
+        consistent: bool = False,
+        concurrency: int = 8,
+    ) -> list[E]:
+        """Read many items in chunks of 100 (concurrently); unprocessed keys are retried."""
+        return await self.driver.run(
+            batch.batch_get(
+                self.ctx, cls_or_classes, keys, consistent=consistent, concurrency=concurrency
+            )
+        )
+
+    async def transact_write(
+        self, actions: Sequence[TransactAction], *, token: str | None = None
+    ) -> TransactWriteResult:
+        """Run put/update/delete/condition-check actions as one transaction."""
+        return await self.driver.run(transactions.transact_write(self.ctx, actions, token))
+
+    async def transact_get(self, gets: Sequence[Get]) -> list[Entity | None]:
+        """Read items in one transaction; None where an item does not exist."""
+        return await self.driver.run(transactions.transact_get(self.ctx, gets))

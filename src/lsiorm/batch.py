@@ -1,0 +1,509 @@
+"""Batch writes and batch gets: chunking, duplicate checks and retries of unprocessed items.
+
+A batch is split into chunks (25 writes or 100 keys, within 16 MB). Each chunk is one
+sub-operation that sends its requests and re-sends whatever DynamoDB hands back as
+UnprocessedItems / UnprocessedKeys, with the session's backoff, until nothing is left or the
+retry policy stops. The chunks run as one :class:`~lsiorm.steps.Gather` step: one by one under the
+sync driver, concurrently (bounded) under the async one.
+
+A chunk has one retry budget. Its requests go through :func:`lsiorm.core.call` with a single
+attempt each, and one :func:`~lsiorm.retry.run_with_retries` loop re-sends both a failed request
+(throttling, 5xx, dropped connection) and a partly processed one. So a chunk never sends more than
+``policy.max_attempts`` requests, instead of ``max_attempts`` squared with two nested loops.
+
+When the policy stops, or a chunk fails with an error that is never retried, the items that were
+not done are reported, as the very objects the caller passed in, by
+:class:`~lsiorm.errors.BatchWriteIncompleteError` / :class:`~lsiorm.errors.BatchGetIncompleteError`.
+Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any, TypeAlias, TypeVar, cast
+
+from .core import Context, call
+from .crud import key_values
+from .entity import Entity, EntityMeta, decode_item, meta_of, wire_item
+from .errors import (
+    BatchGetIncompleteError,
+    BatchWriteIncompleteError,
+    DynamoError,
+    ValidationError,
+)
+from .retry import NO_RETRY, run_with_retries
+from .schema import Table
+from .steps import Gather, Operation
+from .wire import item_from_wire, item_size, item_to_wire
+
+__all__ = [
+    "MAX_BATCH_GET",
+    "MAX_BATCH_WRITE",
+    "MAX_REQUEST_BYTES",
+    "BatchWriteResult",
+    "DeleteTarget",
+    "GetKey",
+    "KeyIdentity",
+    "batch_get",
+    "batch_get_requests",
+    "batch_write",
+    "batch_write_requests",
+    "chunked",
+    "key_identity",
+    "primary_key_of",
+]
+
+#: DynamoDB's limit on the requests of one BatchWriteItem call.
+MAX_BATCH_WRITE = 25
+#: DynamoDB's limit on the keys of one BatchGetItem call.
+MAX_BATCH_GET = 100
+#: DynamoDB's limit on the size of one batch request.
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+
+E = TypeVar("E", bound=Entity)
+T = TypeVar("T")
+
+DeleteTarget: TypeAlias = Entity | tuple[type[Entity], Mapping[str, Any]]
+"""What to delete: an entity, or its class with its key field values."""
+
+KeyIdentity: TypeAlias = tuple[str, tuple[tuple[str, str, Hashable], ...]]
+"""A table name and a primary key, hashable, with equal numbers equal (``"1"`` and ``"1.0"``)."""
+
+
+def key_identity(table: str, key: Mapping[str, Mapping[str, Any]]) -> KeyIdentity:
+    """Return the hashable identity of a wire-format primary key in a table."""
+    parts: list[tuple[str, str, Hashable]] = []
+    for name in sorted(key):
+        ((tag, raw),) = key[name].items()
+        value: Hashable = Decimal(raw) if tag == "N" else bytes(raw) if tag == "B" else raw
+        parts.append((name, tag, value))
+    return (table, tuple(parts))
+
+
+def primary_key_of(table: Table, item: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the primary key attributes of a wire item (or of a wire key)."""
+    names = [table.partition_key.name]
+    if table.sort_key is not None:
+        names.append(table.sort_key.name)
+    return {name: item[name] for name in names}
+
+
+def chunked(
+    entries: Sequence[T], max_count: int, max_bytes: int, size: Callable[[T], int]
+) -> list[list[T]]:
+    """Split entries, in order, into runs of at most ``max_count`` entries and ``max_bytes``.
+
+    An entry larger than ``max_bytes`` on its own gets a run of its own (DynamoDB will judge it).
+    """
+    chunks: list[list[T]] = []
+    current: list[T] = []
+    used = 0
+    for entry in entries:
+        n = size(entry)
+        if current and (len(current) >= max_count or used + n > max_bytes):
+            chunks.append(current)
+            current, used = [], 0
+        current.append(entry)
+        used += n
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+@dataclass(frozen=True)
+class BatchWriteResult:
+    """What a finished batch write did: requests written and API calls it took."""
+
+    written: int
+    calls: int
+
+
+@dataclass(frozen=True, eq=False)
+class _Entry:
+    """One write request or one key to read, and the caller's object it came from."""
+
+    order: int
+    table: Table
+    cls: type[Entity]
+    ident: KeyIdentity
+    request: dict[str, Any]
+    source: Any
+    size: int
+
+
+def _describe(entry: _Entry) -> str:
+    key = item_from_wire(_entry_key(entry))
+    return f"{entry.cls.__name__} {key!r} in table {entry.table.name!r}"
+
+
+def _entry_key(entry: _Entry) -> dict[str, Any]:
+    if "PutRequest" in entry.request:
+        return primary_key_of(entry.table, entry.request["PutRequest"]["Item"])
+    if "DeleteRequest" in entry.request:
+        return dict(entry.request["DeleteRequest"]["Key"])
+    return dict(entry.request)
+
+
+def _refuse_duplicates(entries: Sequence[_Entry]) -> None:
+    seen: dict[KeyIdentity, _Entry] = {}
+    for entry in entries:
+        first = seen.setdefault(entry.ident, entry)
+        if first is not entry:
+            raise ValidationError(
+                "batch.duplicate-key",
+                f"The batch names {_describe(entry)} twice (entries {first.order} and "
+                f"{entry.order}); DynamoDB refuses a batch that names one key twice, so send the "
+                "second one in a later batch.",
+                table=entry.table.name,
+                key=item_from_wire(_entry_key(entry)),
+            )
+
+
+def _by_table(entries: list[_Entry]) -> list[_Entry]:
+    """Order entries table by table (first appearance first), keeping their order within one."""
+    first: dict[str, int] = {}
+    for entry in entries:
+        first.setdefault(entry.table.name, len(first))
+    return sorted(entries, key=lambda e: (first[e.table.name], e.order))
+
+
+def _refuse_versioned(meta: EntityMeta, what: str) -> None:
+    if meta.version_field is not None:
+        raise ValidationError(
+            "batch.versioned-entity",
+            f"{meta.cls.__name__} uses optimistic locking ({meta.version_field}), which a batch "
+            f"{what} cannot check; use put/delete or a transaction for it.",
+            table=meta.table.name,
+        )
+
+
+def _delete_target(target: DeleteTarget) -> tuple[type[Entity], Entity | Mapping[str, Any]]:
+    if isinstance(target, Entity):
+        return type(target), target
+    if isinstance(target, tuple) and len(target) == 2 and isinstance(target[0], type):
+        return target[0], target[1]
+    raise ValidationError(
+        "batch.delete-target",
+        f"A batch delete takes an entity or a (class, key fields) pair, not {target!r}.",
+    )
+
+
+def _write_entries(puts: Sequence[Entity], deletes: Sequence[DeleteTarget]) -> list[_Entry]:
+    entries: list[_Entry] = []
+    for entity in puts:
+        if not isinstance(entity, Entity):
+            raise ValidationError(
+                "batch.put-target", f"A batch put takes entities, not {entity!r}."
+            )
+        meta = meta_of(entity)
+        _refuse_versioned(meta, "put")
+        item = wire_item(entity)
+        ident = key_identity(meta.table.name, primary_key_of(meta.table, item))
+        entries.append(
+            _Entry(
+                len(entries),
+                meta.table,
+                type(entity),
+                ident,
+                {"PutRequest": {"Item": item}},
+                entity,
+                item_size(item),
+            )
+        )
+    for target in deletes:
+        cls, key = _delete_target(target)
+        meta = meta_of(cls)
+        if isinstance(key, Entity):
+            _refuse_versioned(meta, "delete")
+        wire_key = item_to_wire(meta.key(key_values(meta, key, {})))
+        entries.append(
+            _Entry(
+                len(entries),
+                meta.table,
+                cls,
+                key_identity(meta.table.name, wire_key),
+                {"DeleteRequest": {"Key": wire_key}},
+                target,
+                item_size(wire_key),
+            )
+        )
+    _refuse_duplicates(entries)
+    return _by_table(entries)
+
+
+GetKey: TypeAlias = Mapping[str, Any] | E | tuple[type[E], Mapping[str, Any]]
+
+
+def _get_entries(
+    cls_or_classes: type[E] | Sequence[type[E]], keys: Sequence[GetKey[E]]
+) -> list[_Entry]:
+    classes: tuple[type[Entity], ...] = (
+        (cls_or_classes,) if isinstance(cls_or_classes, type) else tuple(cls_or_classes)
+    )
+    if not classes:
+        raise ValidationError("batch.no-class", "batch_get needs at least one entity class.")
+    entries: list[_Entry] = []
+    for key in keys:
+        cls: type[Entity]
+        given: Entity | Mapping[str, Any]
+        if isinstance(key, Entity):
+            cls, given = type(key), key
+        elif isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], type):
+            cls, given = key[0], key[1]
+        elif isinstance(key, Mapping) and len(classes) == 1:
+            cls, given = classes[0], key
+        else:
+            raise ValidationError(
+                "batch.key-class",
+                f"Cannot tell which class the key {key!r} is for; with several classes give "
+                "each key as an entity or a (class, key fields) pair.",
+            )
+        if cls not in classes:
+            raise ValidationError(
+                "batch.key-class",
+                f"Key {key!r} is for {cls.__name__}, which is not among the classes asked for "
+                f"({', '.join(c.__name__ for c in classes)}).",
+            )
+        meta = meta_of(cls)
+        wire_key = item_to_wire(meta.key(key_values(meta, given, {})))
+        entries.append(
+            _Entry(
+                len(entries),
+                meta.table,
+                cls,
+                key_identity(meta.table.name, wire_key),
+                wire_key,
+                key,
+                item_size(wire_key),
+            )
+        )
+    _refuse_duplicates(entries)
+    return _by_table(entries)
+
+
+def _write_params(entries: Sequence[_Entry]) -> dict[str, Any]:
+    items: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        items.setdefault(entry.table.name, []).append(entry.request)
+    return {"RequestItems": items}
+
+
+def _get_params(entries: Sequence[_Entry], consistent: bool) -> dict[str, Any]:
+    items: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        spec = items.get(entry.table.name)
+        if spec is None:
+            spec = items[entry.table.name] = {"Keys": []}
+            if consistent:
+                spec["ConsistentRead"] = True
+        spec["Keys"].append(entry.request)
+    return {"RequestItems": items}
+
+
+def batch_write_requests(
+    puts: Sequence[Entity] = (), deletes: Sequence[DeleteTarget] = ()
+) -> list[dict[str, Any]]:
+    """Return the BatchWriteItem params of each chunk, in sending order (no I/O)."""
+    entries = _write_entries(puts, deletes)
+    return [_write_params(c) for c in chunked(entries, MAX_BATCH_WRITE, MAX_REQUEST_BYTES, _size)]
+
+
+def batch_get_requests(
+    cls_or_classes: type[E] | Sequence[type[E]],
+    keys: Sequence[GetKey[E]],
+    *,
+    consistent: bool = False,
+) -> list[dict[str, Any]]:
+    """Return the BatchGetItem params of each chunk, in sending order (no I/O)."""
+    entries = _get_entries(cls_or_classes, keys)
+    return [
+        _get_params(c, consistent)
+        for c in chunked(entries, MAX_BATCH_GET, MAX_REQUEST_BYTES, _size)
+    ]
+
+
+def _size(entry: _Entry) -> int:
+    return entry.size
+
+
+# -- sending -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _ChunkOutcome:
+    left: list[_Entry]
+    calls: int = 0
+    error: DynamoError | None = None
+    found: dict[int, Entity] = field(default_factory=dict)
+
+
+_Take: TypeAlias = Callable[[Mapping[str, Any], Sequence[_Entry], dict[int, Entity]], list[_Entry]]
+
+
+def _matching(
+    pending: Sequence[_Entry], listed: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> list[_Entry]:
+    """Return the pending entries whose keys appear in ``listed`` ({table: [wire keys]})."""
+    by_ident = {e.ident: e for e in pending}
+    out: list[_Entry] = []
+    for table_name, wire_keys in listed.items():
+        for wire_key in wire_keys:
+            entry = by_ident.pop(key_identity(table_name, wire_key), None)
+            if entry is not None:
+                out.append(entry)
+    return sorted(out, key=lambda e: e.order)
+
+
+def _take_writes(
+    response: Mapping[str, Any], pending: Sequence[_Entry], found: dict[int, Entity]
+) -> list[_Entry]:
+    tables = {e.table.name: e.table for e in pending}
+    listed: dict[str, list[Mapping[str, Any]]] = {}
+    for table_name, requests in (response.get("UnprocessedItems") or {}).items():
+        table = tables.get(table_name)
+        if table is None:
+            continue
+        for request in requests:
+            if "PutRequest" in request:
+                key = primary_key_of(table, request["PutRequest"]["Item"])
+            else:
+                key = request["DeleteRequest"]["Key"]
+            listed.setdefault(table_name, []).append(key)
+    return _matching(pending, listed)
+
+
+def _take_gets(
+    response: Mapping[str, Any], pending: Sequence[_Entry], found: dict[int, Entity]
+) -> list[_Entry]:
+    tables = {e.table.name: e.table for e in pending}
+    by_ident = {e.ident: e for e in pending}
+    for table_name, items in (response.get("Responses") or {}).items():
+        table = tables.get(table_name)
+        if table is None:
+            continue
+        for item in items:
+            entry = by_ident.get(key_identity(table_name, primary_key_of(table, item)))
+            if entry is None:
+                continue
+            entity = decode_item(entry.table, item, only=(entry.cls,))
+            if entity is not None:
+                found[entry.order] = entity
+    listed = {
+        name: list(spec.get("Keys") or ())
+        for name, spec in (response.get("UnprocessedKeys") or {}).items()
+    }
+    return _matching(pending, listed)
+
+
+def _run_chunk(
+    ctx: Context,
+    operation: str,
+    entries: list[_Entry],
+    params_of: Callable[[Sequence[_Entry]], dict[str, Any]],
+    take: _Take,
+) -> Operation[_ChunkOutcome]:
+    """Send one chunk, then its unprocessed remainder, until done or the policy stops."""
+    outcome = _ChunkOutcome(list(entries))
+    single = replace(ctx, retry=NO_RETRY)
+    tables = tuple({e.table.name: e.table for e in entries}.values())
+
+    def attempt() -> Operation[list[_Entry]]:
+        outcome.calls += 1
+        response = yield from call(single, operation, params_of(outcome.left), tables)
+        outcome.left = take(response, outcome.left, outcome.found)
+        return outcome.left
+
+    try:
+        yield from run_with_retries(ctx.retry, attempt, retry_result=bool)
+    except DynamoError as exc:
+        # Also a request that failed for good: its items are reported, never dropped.
+        outcome.error = exc
+    return outcome
+
+
+def _check_concurrency(concurrency: int) -> None:
+    if concurrency < 1:
+        raise ValidationError(
+            "batch.concurrency", f"concurrency must be at least 1, got {concurrency}."
+        )
+
+
+def batch_write(
+    ctx: Context,
+    puts: Sequence[Entity] = (),
+    deletes: Sequence[DeleteTarget] = (),
+    *,
+    concurrency: int = 8,
+) -> Operation[BatchWriteResult]:
+    """Put and delete many items with BatchWriteItem; raise if any could not be done.
+
+    Entities with optimistic locking are refused (a batch cannot check versions). On
+    :class:`~lsiorm.errors.BatchWriteIncompleteError`, ``unprocessed`` holds the caller's own
+    put entities and delete targets that were not done, in the order given; everything else
+    was written. A request whose connection dropped is reported as not done although DynamoDB
+    may have applied it; puts and deletes are idempotent, so sending them again is safe.
+    """
+    _check_concurrency(concurrency)
+    entries = _write_entries(puts, deletes)
+    chunks = chunked(entries, MAX_BATCH_WRITE, MAX_REQUEST_BYTES, _size)
+    if not chunks:
+        return BatchWriteResult(0, 0)
+    ops = [_run_chunk(ctx, "BatchWriteItem", c, _write_params, _take_writes) for c in chunks]
+    outcomes = cast("list[_ChunkOutcome]", (yield Gather(tuple(ops), limit=concurrency)))
+    calls = sum(o.calls for o in outcomes)
+    left = sorted((e for o in outcomes for e in o.left), key=lambda e: e.order)
+    if left:
+        error = next((o.error for o in outcomes if o.left and o.error is not None), None)
+        cause = error.code if error is not None else "UnprocessedItems"
+        raise BatchWriteIncompleteError(
+            f"Batch write gave up: {len(left)} of {len(entries)} writes were not done "
+            f"(cause: {cause}) after {calls} BatchWriteItem calls.",
+            unprocessed=[e.source for e in left],
+            cause_code=cause,
+        ) from error
+    return BatchWriteResult(len(entries), calls)
+
+
+def batch_get(
+    ctx: Context,
+    cls_or_classes: type[E] | Sequence[type[E]],
+    keys: Sequence[GetKey[E]],
+    *,
+    consistent: bool = False,
+    concurrency: int = 8,
+) -> Operation[list[E]]:
+    """Read many items with BatchGetItem; return those found, in the order of ``keys``.
+
+    With one class, a key is a mapping of its key fields (or an instance). With several, each
+    key is an instance or a ``(class, key fields)`` pair. An item stored as another type counts
+    as not found. On :class:`~lsiorm.errors.BatchGetIncompleteError`, ``unprocessed`` holds the
+    caller's keys that were not read and ``found`` the entities that were.
+    """
+    _check_concurrency(concurrency)
+    entries = _get_entries(cls_or_classes, keys)
+    chunks = chunked(entries, MAX_BATCH_GET, MAX_REQUEST_BYTES, _size)
+    if not chunks:
+        return []
+
+    def params_of(pending: Sequence[_Entry]) -> dict[str, Any]:
+        return _get_params(pending, consistent)
+
+    ops = [_run_chunk(ctx, "BatchGetItem", c, params_of, _take_gets) for c in chunks]
+    outcomes = cast("list[_ChunkOutcome]", (yield Gather(tuple(ops), limit=concurrency)))
+    found: dict[int, Entity] = {}
+    for o in outcomes:
+        found.update(o.found)
+    result = cast("list[E]", [found[i] for i in sorted(found)])
+    left = sorted((e for o in outcomes for e in o.left), key=lambda e: e.order)
+    if left:
+        error = next((o.error for o in outcomes if o.left and o.error is not None), None)
+        cause = error.code if error is not None else "UnprocessedKeys"
+        raise BatchGetIncompleteError(
+            f"Batch get gave up: {len(left)} of {len(entries)} keys were not read "
+            f"(cause: {cause}).",
+            unprocessed=[e.source for e in left],
+            found=result,
+        ) from error
+    return result

@@ -1,0 +1,300 @@
+"""A fault-injecting HTTP proxy on loopback, in front of a DynamoDB engine (tests only).
+
+It forwards each request to the engine, except that for a share of them (``rate``) it answers
+in one of these ways instead, chosen at random among ``kinds``:
+
+* ``"throttle"``: HTTP 400 with DynamoDB's error body for ``throttle_code``
+  (ProvisionedThroughputExceededException by default);
+* ``"error500"``: HTTP 500 with an InternalServerError body;
+* ``"drop"``: the connection is closed without any response, the request never forwarded;
+* ``"lost-response"``: the request is forwarded and applied, then the connection is closed
+  before the response (the case that makes idempotency matter);
+* ``"partial"``: for BatchWriteItem / BatchGetItem only, part of the batch is forwarded and the
+  rest comes back as UnprocessedItems / UnprocessedKeys in the real response shape. (The
+  shortened body no longer matches its SigV4 signature; local engines do not check it.)
+
+Bounded: at most ``max_connections`` client connections are served at once, idle connections
+time out, and every upstream request has a timeout. Counters in ``stats`` let tests check that
+faults really happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import random
+import socket
+import threading
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = ["KINDS", "FaultProxy"]
+
+KINDS = ("throttle", "error500", "drop", "lost-response", "partial")
+_BATCH_OPERATIONS = frozenset({"BatchWriteItem", "BatchGetItem"})
+_ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
+_JSON = "application/x-amz-json-1.0"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    proxy: FaultProxy
+
+    def __init__(self, proxy: FaultProxy, max_connections: int) -> None:
+        self.proxy = proxy
+        self._slots = threading.BoundedSemaphore(max_connections)
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # Blocks the accept loop while every slot is busy: the thread count stays bounded.
+        self._slots.acquire()
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 10  # an idle keep-alive connection frees its slot after this
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        proxy = self.server.proxy
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        operation = (self.headers.get("X-Amz-Target") or "").rpartition(".")[2]
+        kind = proxy.choose(operation)
+        if kind == "drop":
+            self._drop()
+            return
+        if kind == "throttle":
+            self._error(400, proxy.throttle_code, "Injected throttling: rate exceeded.")
+            return
+        if kind == "error500":
+            self._error(500, "InternalServerError", "Injected internal server error.")
+            return
+        if kind == "partial":
+            self._partial(operation, body)
+            return
+        forwarded = proxy.forward(self.headers, body)
+        if forwarded is None or kind == "lost-response":
+            self._drop()
+            return
+        self._reply(*forwarded)
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in two writes; without this, Nagle's algorithm and the
+        # client's delayed ACK add ~40 ms to every response.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _reply(self, status: int, payload: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", _JSON)
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("x-amz-crc32", str(zlib.crc32(payload) & 0xFFFFFFFF))
+        self.send_header("x-amzn-RequestId", "faultproxy")
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _error(self, status: int, code: str, message: str) -> None:
+        payload = {"__type": _ERROR_PREFIX + code, "message": message}
+        self._reply(status, json.dumps(payload).encode())
+
+    def _partial(self, operation: str, body: bytes) -> None:
+        proxy = self.server.proxy
+        request = json.loads(body)
+        if operation == "BatchWriteItem":
+            kept, deferred = proxy.split_writes(request["RequestItems"])
+            left_key = "UnprocessedItems"
+        else:
+            kept, deferred = proxy.split_gets(request["RequestItems"])
+            left_key = "UnprocessedKeys"
+        if kept:
+            request["RequestItems"] = kept
+            forwarded = proxy.forward(self.headers, json.dumps(request).encode())
+            if forwarded is None:
+                self._drop()
+                return
+            if forwarded[0] != 200:
+                self._reply(*forwarded)
+                return
+            answer = json.loads(forwarded[1])
+        else:
+            answer = {"Responses": {}} if operation == "BatchGetItem" else {}
+        left = answer.setdefault(left_key, {})
+        for table, part in deferred.items():
+            if operation == "BatchWriteItem":
+                left.setdefault(table, []).extend(part)
+            else:
+                left.setdefault(table, {**part, "Keys": []})["Keys"].extend(part["Keys"])
+        self._reply(200, json.dumps(answer).encode())
+
+
+class FaultProxy:
+    """Serve ``endpoint_url`` on 127.0.0.1 and forward to ``upstream``, injecting faults.
+
+    ``rate``, ``kinds`` and ``operations`` (which API operations may be faulted; None means
+    all) may be changed while it runs. ``seed`` makes the fault sequence repeatable for a
+    single-threaded client.
+    """
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        rate: float = 0.0,
+        kinds: Sequence[str] = KINDS,
+        operations: Sequence[str] | None = None,
+        throttle_code: str = "ProvisionedThroughputExceededException",
+        seed: int | None = 0,
+        max_connections: int = 32,
+        upstream_timeout: float = 30.0,
+    ) -> None:
+        unknown = set(kinds) - set(KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {KINDS}")
+        parts = urlsplit(upstream)
+        self.upstream_host = parts.hostname or "127.0.0.1"
+        self.upstream_port = parts.port or 80
+        self.rate = rate
+        self.kinds = tuple(kinds)
+        self.operations = frozenset(operations) if operations is not None else None
+        self.throttle_code = throttle_code
+        self.upstream_timeout = upstream_timeout
+        self.stats: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._random = random.Random(seed)
+        self._server = _Server(self, max_connections)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        """The ``http://127.0.0.1:<port>`` URL clients should use."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> FaultProxy:
+        """Start serving in a daemon thread."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the listening socket."""
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> FaultProxy:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- decisions (thread-safe) ---------------------------------------------------------------
+
+    def choose(self, operation: str) -> str | None:
+        """Return the fault kind for the next request of this operation, or None to forward."""
+        with self._lock:
+            self.stats["requests"] += 1
+            self.stats[f"requests:{operation}"] += 1
+            if self.operations is not None and operation not in self.operations:
+                return None
+            kinds = [k for k in self.kinds if k != "partial" or operation in _BATCH_OPERATIONS]
+            if not kinds or self._random.random() >= self.rate:
+                return None
+            kind = self._random.choice(kinds)
+            self.stats[kind] += 1
+            self.stats["faults"] += 1
+            return kind
+
+    def _keep(self, count: int) -> list[bool]:
+        """Pick which of ``count`` requests go through: about half, never all."""
+        with self._lock:
+            keep = [self._random.random() < 0.5 for _ in range(count)]
+            if count and all(keep):
+                keep[self._random.randrange(count)] = False
+            self.stats["deferred"] += keep.count(False)
+            return keep
+
+    def split_writes(
+        self, items: dict[str, list[Any]]
+    ) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+        """Split BatchWriteItem RequestItems into the part to forward and the part deferred."""
+        flat = [(table, request) for table, requests in items.items() for request in requests]
+        kept: dict[str, list[Any]] = {}
+        deferred: dict[str, list[Any]] = {}
+        for (table, request), keep in zip(flat, self._keep(len(flat)), strict=True):
+            (kept if keep else deferred).setdefault(table, []).append(request)
+        return kept, deferred
+
+    def split_gets(
+        self, items: dict[str, dict[str, Any]]
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+        """Split BatchGetItem RequestItems into the part to forward and the part deferred."""
+        flat = [(table, key) for table, spec in items.items() for key in spec["Keys"]]
+        kept: dict[str, dict[str, Any]] = {}
+        deferred: dict[str, dict[str, Any]] = {}
+        for (table, key), keep in zip(flat, self._keep(len(flat)), strict=True):
+            side = kept if keep else deferred
+            side.setdefault(table, {**items[table], "Keys": []})["Keys"].append(key)
+        return kept, deferred
+
+    # -- forwarding ----------------------------------------------------------------------------
+
+    def forward(self, headers: Any, body: bytes) -> tuple[int, bytes] | None:
+        """Send one request to the engine; return its status and body, None if it failed."""
+        connection = http.client.HTTPConnection(
+            self.upstream_host, self.upstream_port, timeout=self.upstream_timeout
+        )
+        try:
+            out = {
+                k: v
+                for k, v in headers.items()
+                if k.lower() not in ("host", "content-length", "connection", "accept-encoding")
+            }
+            out["Content-Length"] = str(len(body))
+            try:
+                connection.request("POST", "/", body=body, headers=out)
+                response = connection.getresponse()
+                payload = response.read()
+            except OSError:
+                with self._lock:
+                    self.stats["upstream-errors"] += 1
+                return None
+            with self._lock:
+                self.stats["forwarded"] += 1
+            return response.status, payload
+        finally:
+            connection.close()
