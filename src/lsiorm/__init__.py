@@ -24,6 +24,18 @@ from .conditions import (
 )
 from .encoding import KeyFormat
 from .entity import Entity
+from .query import (
+    Explanation,
+    Query,
+    QueryPlan,
+    Scan,
+    Shard,
+    missing_fields,
+    query,
+    scan,
+    shard_value,
+)
+from .query_ops import Page, ScanProgress
 from .retry import RetryPolicy
 from .schema import DriftReport, GlobalIndex, KeyAttribute, LocalIndex, Projection, Table
 from .session import AsyncSession, Session
@@ -40,16 +52,23 @@ __all__ = [
     "Delete",
     "DriftReport",
     "Entity",
+    "Explanation",
     "Get",
     "GlobalIndex",
     "KeyAttribute",
     "KeyFormat",
     "LocalIndex",
+    "Page",
     "Projection",
     "Put",
+    "Query",
+    "QueryPlan",
     "ReadEstimate",
     "RetryPolicy",
+    "Scan",
+    "ScanProgress",
     "Session",
+    "Shard",
     "Table",
     "TransactWriteResult",
     "Update",
@@ -67,7 +86,11 @@ __all__ = [
     "is_in",
     "le",
     "lt",
+    "missing_fields",
     "ne",
     "not_exists",
+    "query",
+    "scan",
+    "shard_value",
     "where",
 ]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date, time
 from decimal import Decimal
 from functools import cached_property
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar, Final, TypeAlias, Union
+from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
@@ -16,7 +18,14 @@ from .encoding import codec_for
 from .errors import DeclarationError, IndexKeyTypeError, ItemTooLargeError, ValidationError
 from .schema import Table
 from .template import FieldSlot, KeyTemplate, parse_template
-from .wire import MAX_ITEM_BYTES, item_from_wire, item_size, item_to_wire
+from .wire import (
+    MAX_ITEM_BYTES,
+    _number_from_text,
+    from_wire,
+    item_from_wire,
+    item_size,
+    item_to_wire,
+)
 
 __all__ = ["Entity", "EntityMeta", "decode_item", "meta_of"]
 
@@ -439,15 +448,166 @@ def decode_item(
 ) -> Entity | None:
     """Return a wire item as the entity its type attribute names.
 
-    Items of a type not in ``only`` (when given) or of no registered type give None.
+    Items of a type not in ``only`` (when given) or of no registered type give None. Only the
+    attributes the model reads are decoded; a malformed attribute it ignores raises nothing.
     """
     type_av = wire.get(table.type_attribute)
     type_name = type_av.get("S") if type_av is not None else None
     found = table.entities.get(type_name) if type_name is not None else None
-    if found is None:
+    if found is None or (only is not None and found not in tuple(only)):
         return None
-    cls = typing.cast("type[Entity]", found)
-    if only is not None and cls not in tuple(only):
+    decode = _ITEM_DECODERS.get(found)
+    if decode is None:
+        cls = typing.cast("type[Entity]", found)
+        decode = _item_decoder(cls)
+        if cls.__pydantic_complete__:
+            _ITEM_DECODERS[cls] = decode
+    return decode(wire)
+
+
+_ItemDecoder: TypeAlias = Callable[[Mapping[str, Any]], Entity]
+
+# One decoder per entity class, built on first use and kept for the life of the process, as
+# entity classes normally are: a weak mapping would cost more per item than the decode saves.
+_ITEM_DECODERS: dict[type, _ItemDecoder] = {}
+_BASE_MODEL_VALIDATE = getattr(BaseModel.model_validate, "__func__", None)
+
+
+def _model_keys(cls: type[Entity]) -> dict[str, Any] | None:
+    """Return every input key the model reads, with its field annotation, or None.
+
+    None means the model may look at keys beyond its fields (extra keys allowed or forbidden,
+    a before/wrap model validator, an overridden ``model_validate``, path aliases), so the whole
+    item must be decoded.
+    """
+    if cls.model_config.get("extra") not in (None, "ignore"):
         return None
-    result: Entity = cls.model_validate(item_from_wire(wire))
-    return result
+    validators = cls.__pydantic_decorators__.model_validators.values()
+    if any(v.info.mode in ("before", "wrap") for v in validators):
+        return None
+    if getattr(cls.model_validate, "__func__", None) is not _BASE_MODEL_VALIDATE:
+        return None
+    keys: dict[str, Any] = {}
+    for name, info in cls.model_fields.items():
+        if info.validation_alias is not None and not isinstance(info.validation_alias, str):
+            return None
+        for key in (name, info.alias, info.validation_alias):
+            if key is not None:
+                keys.setdefault(key, info.annotation)
+    return keys
+
+
+def _wire_tag(annotation: Any) -> str:
+    """Return the wire form a field of this type is expected in; a guess used only for speed."""
+    base = _strip_optional(annotation)
+    if base is bool:
+        return "BOOL"
+    if typing.get_origin(base) is list and typing.get_args(base) == (str,):
+        return "L:S"
+    if not isinstance(base, type):
+        return ""
+    if issubclass(base, int):
+        return "N:int"
+    if issubclass(base, (float, Decimal)):
+        return "N"
+    if issubclass(base, bytes):
+        return "B"
+    if issubclass(base, (str, date, time, UUID)):
+        return "S"
+    return ""
+
+
+# Each template reads the AttributeValue ``av`` of key ``{k}`` into ``out``. Its fast branch
+# runs only when ``av`` is exactly the expected one-member AttributeValue, and then gives what
+# from_wire would; anything else goes through from_wire itself, so results and errors match.
+_DECODE_TEMPLATES: Final[dict[str, str]] = {
+    "": "out[{k}] = from_wire(av)",
+    "S": """
+raw = av.get({tag})
+out[{k}] = raw if raw is not None and len(av) == 1 else from_wire(av)
+""",
+    "N": """
+raw = av.get("N")
+out[{k}] = number(raw) if type(raw) is str and len(av) == 1 else from_wire(av)
+""",
+    # Where int() succeeds the text has no ".", "e" or "E", so number() would return the same.
+    "N:int": """
+raw = av.get("N")
+if type(raw) is str and len(av) == 1:
+    try:
+        out[{k}] = int(raw)
+    except ValueError:
+        out[{k}] = number(raw)
+else:
+    out[{k}] = from_wire(av)
+""",
+    "L:S": """
+raw = av.get("L")
+value = string_list(raw) if raw is not None and len(av) == 1 else None
+out[{k}] = value if value is not None else from_wire(av)
+""",
+}
+
+
+def _string_list(values: Any) -> list[Any] | None:
+    """Return the S values of an L of S AttributeValues, or None if it is anything else."""
+    if type(values) is not list:
+        return None
+    out = []
+    for av in values:
+        if type(av) is not dict or len(av) != 1:
+            return None
+        text = av.get("S")
+        if text is None:
+            return None
+        out.append(text)
+    return out
+
+
+_ABSENT: Final = object()
+
+
+def _indent(text: str, levels: int = 1) -> str:
+    return "\n".join("    " * levels + line for line in text.split("\n"))
+
+
+def _item_decoder(cls: type[Entity]) -> _ItemDecoder:
+    """Build the function that turns a wire item into a ``cls`` instance.
+
+    The result always equals ``cls.model_validate(item_from_wire(item))`` restricted to the
+    attributes the model reads; attributes it ignores (keys, the type attribute, index keys)
+    are not decoded. The function is generated as source, one straight-line block per key, so
+    a page of items pays no per-attribute loop or dispatch.
+    """
+    keys = _model_keys(cls) if cls.__pydantic_complete__ else None
+    if keys is None:
+        return lambda wire: cls.model_validate(item_from_wire(wire))
+    blocks = []
+    for key, annotation in keys.items():
+        tag = _wire_tag(annotation)
+        template = _DECODE_TEMPLATES["S" if tag in ("S", "B", "BOOL") else tag]
+        block = template.strip().format(k=repr(key), tag=repr(tag))
+        blocks.append(f"av = get({key!r}, absent)\nif av is not absent:\n{_indent(block)}")
+    source = f"""
+def decode(wire):
+    out = {{}}
+    get = wire.get
+    try:
+{_indent(chr(10).join(blocks), 2)}
+    except (ValueError, TypeError, AttributeError, ArithmeticError):
+        # item_from_wire raises the error it would have raised for this item.
+        item_from_wire(wire)
+        raise
+    return cls.__pydantic_validator__.validate_python(out)
+"""
+    namespace: dict[str, Any] = {
+        "absent": _ABSENT,
+        "cls": cls,
+        "from_wire": from_wire,
+        "item_from_wire": item_from_wire,
+        "number": _number_from_text,
+        "string_list": _string_list,
+    }
+    exec(source, namespace)
+    decode: _ItemDecoder = namespace["decode"]
+    return decode

@@ -6,12 +6,12 @@ hand them to their driver. No operation logic lives here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, TypeVar
 
-from . import audit, batch, crud, table_ops, transactions
+from . import audit, batch, crud, fastjson, query_ops, table_ops, transactions
 from .audit import CollectionSize
 from .batch import BatchWriteResult, DeleteTarget, GetKey
 from .collections_guard import CollectionWatcher
@@ -19,6 +19,8 @@ from .conditions import Condition
 from .core import Context
 from .drivers import AsyncDriver, SyncDriver, no_botocore_retries
 from .entity import Entity, meta_of
+from .query import Query, Scan
+from .query_ops import Page
 from .retry import RetryPolicy
 from .schema import DriftReport, Table
 from .steps import Operation
@@ -119,7 +121,8 @@ class Session(_Operations):
     Without ``client``, one is built with botocore's own retries turned off, so that the
     ``retry`` policy alone decides (see :mod:`lsiorm.retry`). ``hooks`` are middleware. The
     item-collection watcher is installed unless ``watch_collections=False``; it is
-    ``session.collections``.
+    ``session.collections``. A client built here parses responses with the fast JSON path
+    (:mod:`lsiorm.fastjson`) unless ``fast_json=False``; a client passed in is left as it is.
     """
 
     def __init__(
@@ -131,6 +134,7 @@ class Session(_Operations):
         retry: RetryPolicy | None = None,
         hooks: Sequence[object] = (),
         watch_collections: bool = True,
+        fast_json: bool = True,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(retry, hooks, watch_collections)
@@ -140,6 +144,8 @@ class Session(_Operations):
             client = boto3.session.Session().client(
                 "dynamodb", **_client_kwargs(endpoint_url, region_name, client_kwargs)
             )
+            if fast_json:
+                fastjson.install(client)
         self.client = client
         self.driver = SyncDriver(client)
 
@@ -264,6 +270,31 @@ class Session(_Operations):
         """Read items in one transaction; None where an item does not exist."""
         return self.driver.run(transactions.transact_get(self.ctx, gets))
 
+    def all(self, source: Query[E] | Scan[E]) -> list[E]:
+        """Run a query or scan and return every result (up to its limit)."""
+        return self.driver.run(query_ops.all(self.ctx, source))
+
+    def first(self, source: Query[E] | Scan[E]) -> E | None:
+        """Return the first result of a query or scan, or None."""
+        return self.driver.run(query_ops.first(self.ctx, source))
+
+    def count(self, source: Query[Any] | Scan[Any]) -> int:
+        """Return how many items match (Select=COUNT; no item is transferred)."""
+        return self.driver.run(query_ops.count(self.ctx, source))
+
+    def page(self, source: Query[E] | Scan[E]) -> Page[E]:
+        """Return the results with the cursor that resumes after them (``source.after(...)``)."""
+        return self.driver.run(query_ops.page(self.ctx, source))
+
+    def pages(self, source: Query[E] | Scan[E]) -> Iterator[Page[E]]:
+        """Yield the results page by page; only one page is held in memory."""
+        return self.driver.iterate(query_ops.pages(self.ctx, source))
+
+    def iterate(self, source: Query[E] | Scan[E]) -> Iterator[E]:
+        """Yield the results one by one, lazily, a page at a time."""
+        for page in self.pages(source):
+            yield from page.items
+
 
 class AsyncSession(_Operations):
     """Asynchronous access to DynamoDB over aioboto3, with the same methods as Session.
@@ -281,9 +312,11 @@ class AsyncSession(_Operations):
         retry: RetryPolicy | None = None,
         hooks: Sequence[object] = (),
         watch_collections: bool = True,
+        fast_json: bool = True,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(retry, hooks, watch_collections)
+        self._fast_json = fast_json
         self._client_kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
         self._stack: AsyncExitStack | None = None
         self.client = client
@@ -297,6 +330,8 @@ class AsyncSession(_Operations):
             self.client = await self._stack.enter_async_context(
                 aioboto3.Session().client("dynamodb", **self._client_kwargs)
             )
+            if self._fast_json:
+                fastjson.install(self.client)
             self.driver = AsyncDriver(self.client)
         return self
 
@@ -422,3 +457,30 @@ class AsyncSession(_Operations):
     async def transact_get(self, gets: Sequence[Get]) -> list[Entity | None]:
         """Read items in one transaction; None where an item does not exist."""
         return await self.driver.run(transactions.transact_get(self.ctx, gets))
+
+    async def all(self, source: Query[E] | Scan[E]) -> list[E]:
+        """Run a query or scan and return every result (up to its limit)."""
+        return await self.driver.run(query_ops.all(self.ctx, source))
+
+    async def first(self, source: Query[E] | Scan[E]) -> E | None:
+        """Return the first result of a query or scan, or None."""
+        return await self.driver.run(query_ops.first(self.ctx, source))
+
+    async def count(self, source: Query[Any] | Scan[Any]) -> int:
+        """Return how many items match (Select=COUNT; no item is transferred)."""
+        return await self.driver.run(query_ops.count(self.ctx, source))
+
+    async def page(self, source: Query[E] | Scan[E]) -> Page[E]:
+        """Return the results with the cursor that resumes after them (``source.after(...)``)."""
+        return await self.driver.run(query_ops.page(self.ctx, source))
+
+    async def pages(self, source: Query[E] | Scan[E]) -> AsyncIterator[Page[E]]:
+        """Yield the results page by page; only one page is held in memory."""
+        async for page in self.driver.iterate(query_ops.pages(self.ctx, source)):
+            yield page
+
+    async def iterate(self, source: Query[E] | Scan[E]) -> AsyncIterator[E]:
+        """Yield the results one by one, lazily, a page at a time."""
+        async for page in self.pages(source):
+            for item in page.items:
+                yield item

@@ -5,6 +5,7 @@ from __future__ import annotations
 import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .encoding import KeyCodec
@@ -69,12 +70,12 @@ class KeyTemplate:
     source: str
     segments: tuple[Segment, ...]
 
-    @property
+    @cached_property
     def slots(self) -> tuple[FieldSlot, ...]:
         """The field placeholders in order."""
         return tuple(s for s in self.segments if isinstance(s, FieldSlot))
 
-    @property
+    @cached_property
     def fields(self) -> tuple[str, ...]:
         """The names of the fields the template reads, in order."""
         return tuple(s.field for s in self.slots)

@@ -1,0 +1,527 @@
+"""Running query and scan plans: pages with cursors, fan-out merges, hydration and counts.
+
+Every function here returns an operation generator (see :mod:`lsiorm.steps`), so the sync and
+async sessions run the same code. :func:`pages` emits one :class:`Page` at a time and holds at
+most one DynamoDB page per request in memory; the others build on it.
+
+Several requests (the shards of a sharded GSI, or entity types with different key conditions)
+are merged in sort-key order: a row is released only when every unfinished request has a row
+buffered, so the merge is exact. A cursor records, per request, the key of the last row
+released (or the request's own LastEvaluatedKey once its buffer is empty).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any, Generic, TypeVar, cast
+
+from .core import Context, call
+from .entity import Entity, EntityMeta, meta_of
+from .errors import BatchGetIncompleteError, KeyEncodingError, LsiormError
+from .query import (
+    MISSING_KEY,
+    CursorState,
+    Query,
+    QueryPlan,
+    Request,
+    Scan,
+    decode_cursor,
+    encode_cursor,
+)
+from .retry import run_with_retries
+from .steps import Emit, Gather, Operation, Step
+from .wire import from_wire
+
+__all__ = ["Page", "ScanProgress", "all", "count", "decode", "first", "page", "pages"]
+
+E = TypeVar("E", bound=Entity)
+
+# BatchGetItem reads at most 100 keys per request.
+_BATCH_GET_MAX = 100
+
+
+@dataclass(frozen=True)
+class Page(Generic[E]):
+    """One page of results and the cursor that resumes after it (None when nothing is left)."""
+
+    items: list[E]
+    cursor: str | None
+    #: Items DynamoDB evaluated for this page, including those a filter dropped.
+    scanned: int = 0
+
+
+@dataclass(frozen=True)
+class ScanProgress:
+    """Progress of one scan segment, reported after each page it reads."""
+
+    segment: int
+    total_segments: int
+    pages: int
+    scanned: int
+    returned: int
+    done: bool
+
+
+@dataclass
+class _Row:
+    order: Any
+    key: dict[str, Any]
+    item: dict[str, Any]
+
+
+@dataclass
+class _Stream:
+    """One request's progress: where the next read starts and what is buffered."""
+
+    index: int
+    request: Request
+    position: CursorState = None
+    resume: CursorState = None
+    buffer: deque[_Row] = field(default_factory=deque)
+    pages: int = 0
+    scanned: int = 0
+    returned: int = 0
+
+    @property
+    def live(self) -> bool:
+        return bool(self.buffer) or self.position != "done"
+
+
+class _Descending:
+    """Reverses comparisons so one ``min`` serves both directions."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Descending) -> bool:
+        return bool(other.value < self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Descending) and bool(self.value == other.value)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _order_of(plan: QueryPlan, item: dict[str, Any]) -> Any:
+    attr = plan.merge_attribute
+    av = item.get(attr) if attr is not None else None
+    if av is None:
+        return None
+    ((tag, raw),) = av.items()
+    if tag == "N":
+        value: Any = Decimal(raw)
+    elif tag == "B":
+        value = bytes(raw)
+    else:
+        value = raw
+    return value if plan.forward else _Descending(value)
+
+
+def _merges(plan: QueryPlan) -> bool:
+    return plan.operation == "Query" and len(plan.requests) > 1 and plan.merge_attribute is not None
+
+
+def _plan_of(source: Query[Any] | Scan[Any], *, count: bool = False) -> QueryPlan:
+    return source.plan(count=count)
+
+
+def _fetch(
+    ctx: Context, plan: QueryPlan, stream: _Stream, remaining: int | None
+) -> Operation[dict[str, Any]]:
+    params = dict(stream.request.params)
+    if isinstance(stream.position, dict):
+        params["ExclusiveStartKey"] = stream.position
+    limit = plan.request_limit
+    if remaining is not None and not plan.has_filter and not plan.count:
+        limit = min(limit or remaining, remaining)
+    if limit is not None:
+        params["Limit"] = limit
+    return (yield from call(ctx, plan.operation, params, (plan.table,)))
+
+
+def _accept(plan: QueryPlan, stream: _Stream, response: dict[str, Any]) -> None:
+    keys = plan.key_attributes
+    for item in response.get("Items") or ():
+        key = {k: item[k] for k in keys if k in item}
+        stream.buffer.append(_Row(_order_of(plan, item), key, item))
+    last = response.get("LastEvaluatedKey")
+    stream.position = last if last else "done"
+    stream.pages += 1
+    stream.scanned += int(response.get("ScannedCount", 0))
+    stream.returned += int(response.get("Count", 0))
+    if not stream.buffer:
+        stream.resume = stream.position
+    if plan.on_progress is not None:
+        plan.on_progress(
+            ScanProgress(
+                stream.index,
+                plan.segments,
+                stream.pages,
+                stream.scanned,
+                stream.returned,
+                stream.position == "done",
+            )
+        )
+
+
+def _fetch_round(
+    ctx: Context, plan: QueryPlan, waiting: Sequence[_Stream], remaining: int | None
+) -> Operation[None]:
+    if len(waiting) == 1:
+        response = yield from _fetch(ctx, plan, waiting[0], remaining)
+        _accept(plan, waiting[0], response)
+        return
+    responses = yield Gather(tuple(_fetch(ctx, plan, s, remaining) for s in waiting))
+    for stream, response in zip(waiting, responses, strict=True):
+        _accept(plan, stream, response)
+
+
+def _next(streams: Sequence[_Stream], merge: bool) -> _Stream | None:
+    """Return the stream whose head row comes next, or None when a read must come first."""
+    if merge:
+        live = [s for s in streams if s.live]
+        if not live or any(not s.buffer for s in live):
+            return None
+        return min(live, key=lambda s: (_Ranked(s.buffer[0].order), s.index))
+    return next((s for s in streams if s.buffer), None)
+
+
+class _Ranked:
+    """Orders rows by sort value; a row without one sorts first."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Ranked) -> bool:
+        if self.value is None or other.value is None:
+            return self.value is None and other.value is not None
+        return bool(self.value < other.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Ranked) and bool(self.value == other.value)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _take(
+    streams: Sequence[_Stream], merge: bool, budget: int | None
+) -> list[tuple[_Stream, _Row]]:
+    taken: list[tuple[_Stream, _Row]] = []
+    while budget is None or len(taken) < budget:
+        stream = _next(streams, merge)
+        if stream is None:
+            break
+        row = stream.buffer.popleft()
+        # Once the buffer is empty the request's own LastEvaluatedKey (or "done") is exact:
+        # rows between the last released one and it were dropped by the filter.
+        stream.resume = row.key if stream.buffer else stream.position
+        taken.append((stream, row))
+    return taken
+
+
+def _cursor(plan: QueryPlan, streams: Sequence[_Stream]) -> str | None:
+    states = [s.resume for s in streams]
+    if builtins.all(state == "done" for state in states):
+        return None
+    return encode_cursor(plan.fingerprint, states)
+
+
+def pages(ctx: Context, source: Query[E] | Scan[E]) -> Operation[None]:
+    """Emit the results page by page, each :class:`Page` with the cursor that resumes after it."""
+    plan = _plan_of(source)
+    return _pages(ctx, plan)
+
+
+def _pages(ctx: Context, plan: QueryPlan) -> Operation[None]:
+    if plan.empty is not None or not plan.requests:
+        yield Emit(Page([], None, 0))
+        return
+    streams = [_Stream(n, r) for n, r in enumerate(plan.requests)]
+    if plan.cursor is not None:
+        states = decode_cursor(plan.cursor, plan.fingerprint, len(streams))
+        for stream, state in zip(streams, states, strict=True):
+            stream.position = stream.resume = state
+    merge = _merges(plan)
+    remaining = plan.max_items
+    results: list[Entity] = []
+    scanned = 0
+    emitted = False
+    last_cursor: str | None = None
+    while remaining != 0 and builtins.any(s.live for s in streams):
+        waiting = [s for s in streams if not s.buffer and s.position != "done"]
+        if waiting and (merge or not builtins.any(s.buffer for s in streams)):
+            if results:
+                last_cursor = _cursor(plan, streams)
+                yield Emit(Page(results, last_cursor, scanned))
+                emitted, results, scanned = True, [], 0
+            before = sum(s.scanned for s in waiting)
+            yield from _fetch_round(ctx, plan, waiting, remaining)
+            scanned += sum(s.scanned for s in waiting) - before
+            continue
+        taken = _take(streams, merge, remaining)
+        decoded = yield from _decode_rows(ctx, plan, taken)
+        results.extend(decoded)
+        if remaining is not None:
+            remaining -= len(decoded)
+    final = _cursor(plan, streams)
+    # DynamoDB may only find out on the next request that a page was the last; then one more
+    # (empty) page carries the final cursor, so the last page's cursor is None when all is read.
+    if results or not emitted or final != last_cursor:
+        yield Emit(Page(results, final, scanned))
+
+
+def _drain(op: Operation[None], sink: Callable[[Any], None]) -> Operation[None]:
+    """Run ``op`` inside this operation, handing each value it emits to ``sink``."""
+    try:
+        step: Step = next(op)
+        while True:
+            if isinstance(step, Emit):
+                sink(step.value)
+                step = op.send(None)
+                continue
+            try:
+                result = yield step
+            except LsiormError as exc:
+                step = op.throw(exc)
+                continue
+            step = op.send(result)
+    except StopIteration:
+        return
+    finally:
+        op.close()
+
+
+def page(ctx: Context, source: Query[E] | Scan[E]) -> Operation[Page[E]]:
+    """Return every result (up to the limit) as one page, with the cursor that resumes after it."""
+    collected: list[Page[E]] = []
+    yield from _drain(pages(ctx, source), collected.append)
+    items = [item for p in collected for item in p.items]
+    return Page(items, collected[-1].cursor, sum(p.scanned for p in collected))
+
+
+def all(ctx: Context, source: Query[E] | Scan[E]) -> Operation[list[E]]:
+    """Return every result (up to the limit) as a list."""
+    items: list[E] = []
+    yield from _drain(pages(ctx, source), lambda p: items.extend(p.items))
+    return items
+
+
+def first(ctx: Context, source: Query[E] | Scan[E]) -> Operation[E | None]:
+    """Return the first result, or None when there is none."""
+    found = yield from all(ctx, source.limit(1))
+    return found[0] if found else None
+
+
+def count(ctx: Context, source: Query[Any] | Scan[Any]) -> Operation[int]:
+    """Return how many items match (Select=COUNT: no item is transferred)."""
+    plan = _plan_of(source, count=True)
+    if plan.empty is not None or not plan.requests:
+        return 0
+    streams = [_Stream(n, r) for n, r in enumerate(plan.requests)]
+    if len(streams) == 1:
+        totals = [(yield from _count_one(ctx, plan, streams[0]))]
+    else:
+        totals = yield Gather(tuple(_count_one(ctx, plan, s) for s in streams))
+    return sum(totals)
+
+
+def _count_one(ctx: Context, plan: QueryPlan, stream: _Stream) -> Operation[int]:
+    total = 0
+    while stream.position != "done":
+        response = yield from _fetch(ctx, plan, stream, None)
+        total += int(response.get("Count", 0))
+        _accept(plan, stream, response)
+    return total
+
+
+# -- decoding ----------------------------------------------------------------------------------
+
+
+def _decode_rows(
+    ctx: Context, plan: QueryPlan, rows: Sequence[tuple[_Stream, _Row]]
+) -> Operation[list[Entity]]:
+    if plan.unavailable and plan.missing_mode == "hydrate":
+        return (yield from _hydrate(ctx, plan, rows))
+    out = []
+    for stream, row in rows:
+        entity = decode(plan, row.item, stream.request.entities)
+        if entity is not None:
+            out.append(entity)
+    return out
+
+
+def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]]) -> Entity | None:
+    """Return one returned item as its entity (partial when fields are missing), or None.
+
+    The type attribute names the class when the index holds it; otherwise (KEYS_ONLY and
+    INCLUDE indexes) the item's key attributes are matched against each class's templates.
+    Items of another type are dropped.
+    """
+    table = plan.table
+    type_av = item.get(table.type_attribute)
+    if type_av is not None:
+        found = table.entities.get(type_av.get("S", ""))
+        if found is None or found not in classes:
+            return None
+        candidates: Sequence[type[Entity]] = (cast("type[Entity]", found),)
+    else:
+        candidates = classes
+    # lsiorm writes the type attribute into every item, so an item fetched from the table
+    # without it was not fetched at all (moto does not fetch on LSIs): never default its fields.
+    unfetched = type_av is None and bool(plan.fetched)
+    for cls in candidates:
+        meta = meta_of(cls)
+        values = _values(meta, item, plan.key_attributes, strict=type_av is None)
+        if values is not None:
+            return _build(plan, meta, values, partial=unfetched)
+    return None
+
+
+def _values(
+    meta: EntityMeta, item: dict[str, Any], keys: Sequence[str], *, strict: bool
+) -> dict[str, Any] | None:
+    """Return field values from the item's attributes and parsed key text.
+
+    ``strict`` (no type attribute to go by) requires every key attribute of the item to parse
+    with this class's template; otherwise the item belongs to another class.
+    """
+    values: dict[str, Any] = {}
+    for name, attr in meta.attributes.items():
+        av = item.get(attr)
+        if av is not None:
+            values[name] = from_wire(av)
+    for attr in keys:
+        av = item.get(attr)
+        if av is None:
+            continue
+        tpl = meta.templates.get(attr)
+        if tpl is None:
+            if strict:
+                return None
+            continue
+        try:
+            parsed = tpl.parse(from_wire(av))
+        except KeyEncodingError:
+            if strict:
+                return None
+            continue
+        for name, value in parsed.items():
+            values.setdefault(name, value)
+    return values
+
+
+def _build(
+    plan: QueryPlan, meta: EntityMeta, values: dict[str, Any], *, partial: bool = False
+) -> Entity:
+    cls = meta.cls
+    partial = (
+        partial
+        or plan.selected is not None
+        or (bool(plan.unavailable) and plan.missing_mode == "partial")
+    )
+    if not partial:
+        entity: Entity = cls.model_validate(values)
+        return entity
+    wanted = plan.selected if plan.selected is not None else tuple(cls.model_fields)
+    present = {n: meta.validate_field(n, values[n]) for n in wanted if n in values}
+    made = cls.model_construct(_fields_set=set(present), **present)
+    # model_construct fills defaults; a field that was not read must not look present.
+    for name in cls.model_fields:
+        if name not in present:
+            made.__dict__.pop(name, None)
+    made.__dict__[MISSING_KEY] = frozenset(cls.model_fields) - frozenset(present)
+    return made
+
+
+# -- hydration ---------------------------------------------------------------------------------
+
+
+def _hydrate(
+    ctx: Context, plan: QueryPlan, rows: Sequence[tuple[_Stream, _Row]]
+) -> Operation[list[Entity]]:
+    """Read the base items of index rows with BatchGetItem, keeping the index order."""
+    table = plan.table
+    primary = [k for k in table.index_key_attributes(None) if k is not None]
+    keys: dict[str, dict[str, Any]] = {}
+    for _, row in rows:
+        key = {k: row.item[k] for k in primary}
+        keys.setdefault(_key_id(key), key)
+    found: dict[str, dict[str, Any]] = {}
+    extra: dict[str, Any] = {}
+    if plan.selected is not None:
+        names: dict[str, str] = {}
+        attrs = [*primary, table.type_attribute]
+        for cls in plan.entities:
+            meta = meta_of(cls)
+            attrs.extend(meta.attributes[n] for n in plan.selected)
+        for attr in dict.fromkeys(attrs):
+            names[f"#n{len(names)}"] = attr
+        extra = {
+            "ProjectionExpression": ", ".join(names),
+            "ExpressionAttributeNames": names,
+        }
+    batch = list(keys.values())
+    for start in range(0, len(batch), _BATCH_GET_MAX):
+        yield from _get_chunk(ctx, plan, batch[start : start + _BATCH_GET_MAX], extra, found)
+    out: list[Entity] = []
+    for stream, row in rows:
+        base = found.get(_key_id({k: row.item[k] for k in primary}))
+        if base is None:
+            continue  # deleted since the index was read
+        entity = decode(_full(plan), base, stream.request.entities)
+        if entity is not None:
+            out.append(entity)
+    return out
+
+
+def _full(plan: QueryPlan) -> QueryPlan:
+    """The plan as seen by base items: nothing is unavailable any more."""
+    return replace(plan, unavailable=(), index=None)
+
+
+def _key_id(key: dict[str, Any]) -> str:
+    parts = []
+    for name in sorted(key):
+        ((tag, raw),) = key[name].items()
+        parts.append(f"{name}\x00{tag}\x00{raw.hex() if isinstance(raw, bytes) else raw}")
+    return "\x01".join(parts)
+
+
+def _get_chunk(
+    ctx: Context,
+    plan: QueryPlan,
+    keys: list[dict[str, Any]],
+    extra: dict[str, Any],
+    found: dict[str, dict[str, Any]],
+) -> Operation[None]:
+    table = plan.table
+    primary = [k for k in table.index_key_attributes(None) if k is not None]
+    pending = list(keys)
+
+    def attempt() -> Operation[list[dict[str, Any]]]:
+        nonlocal pending
+        request = {table.name: {"Keys": pending, **extra}}
+        response = yield from call(ctx, "BatchGetItem", {"RequestItems": request}, (table,))
+        for item in (response.get("Responses") or {}).get(table.name, ()):
+            found[_key_id({k: item[k] for k in primary})] = item
+        left: list[dict[str, Any]] = (
+            (response.get("UnprocessedKeys") or {}).get(table.name) or {}
+        ).get("Keys", [])
+        pending = left
+        return left
+
+    left = yield from run_with_retries(ctx.retry, attempt, retry_result=bool)
+    if left:
+        raise BatchGetIncompleteError(
+            f"BatchGetItem on table {table.name!r} left {len(left)} keys unread after retries.",
+            unprocessed=list(left),
+            found=list(found.values()),
+        )
