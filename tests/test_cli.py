@@ -153,3 +153,91 @@ def test_collections_reports_largest_and_threshold(app: str, endpoint_url: str) 
         "collections", f"{app}:threads", "--endpoint-url", endpoint_url, "--threshold-gb", "-1"
     )
     assert code == EXIT_USAGE
+
+
+EXPLAIN_MODELS = """
+from datetime import datetime
+
+from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Table, between
+from lsiorm.query import query
+
+threads = Table(
+    "ExplainThreads",
+    partition_key="ForumName",
+    sort_key="Subject",
+    local_indexes=[
+        LocalIndex("LastPostIndex", KeyAttribute("LastPostDateTime"), Projection.keys_only()),
+    ],
+)
+
+
+class Thread(
+    Entity,
+    table=threads,
+    keys={"ForumName": "{forum}", "Subject": "{subject}", "LastPostDateTime": "{last_post}"},
+):
+    forum: str
+    subject: str
+    last_post: datetime | None = None
+    replies: int = 0
+
+
+recent = query(Thread).where(
+    forum="S3",
+    last_post=between(datetime.fromisoformat("2015-09-01T00:00:00+00:00"),
+                      datetime.fromisoformat("2015-10-01T00:00:00+00:00")),
+)
+"""
+
+
+@pytest.fixture
+def explain_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    module = f"explain_app_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(EXPLAIN_MODELS)
+    monkeypatch.chdir(tmp_path)
+    yield module
+    sys.modules.pop(module, None)
+
+
+def test_explain_a_query_value(explain_app: str) -> None:
+    code, out = run("explain", f"{explain_app}:recent")
+    assert code == EXIT_OK
+    assert "LastPostIndex" in out
+    assert "2015-09-01T00:00:00.000000Z" in out
+
+
+def test_explain_from_command_line_conditions(explain_app: str) -> None:
+    code, out = run(
+        "explain",
+        f"{explain_app}:threads",
+        "--entity",
+        "Thread",
+        "--where",
+        "forum=S3",
+        "--where",
+        "last_post=2015-09-01T00:00:00Z..2015-10-01T00:00:00Z",
+        "--select",
+        "subject,replies",
+    )
+    assert code == EXIT_OK
+    assert "LastPostIndex" in out
+    assert "2015-10-01T00:00:00.000000Z" in out
+    assert "replies" in out  # not projected by the KEYS_ONLY index: fetched
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ((), "--entity"),
+        (("--entity", "Nope"), "no entity 'Nope'"),
+        (("--entity", "Thread", "--where", "forum~S3"), "Cannot read condition"),
+        (("--entity", "Thread", "--where", "replies=many"), "replies"),
+        (("--entity", "Thread", "--where", "subject=x"), "forum"),
+    ],
+)
+def test_explain_errors_are_usage_errors(
+    explain_app: str, extra: tuple[str, ...], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _ = run("explain", f"{explain_app}:threads", *extra)
+    assert code == EXIT_USAGE
+    assert message in capsys.readouterr().err

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -145,10 +146,103 @@ def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -
     return EXIT_OK
 
 
+_CONDITION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|\^=|=|>|<)\s*(.*)$", re.S)
+
+
+def parse_condition(text: str) -> tuple[str, Any]:
+    """Parse ``field=v``, ``field>v`` (>=, <, <=), ``field^=prefix`` or ``field=low..high``.
+
+    Values stay strings; the entity's field types validate them (Pydantic's lax mode turns
+    "5" into 5 and ISO text into a datetime).
+    """
+    from .conditions import begins_with, between, ge, gt, le, lt
+
+    match = _CONDITION.match(text)
+    if match is None:
+        raise UsageError(
+            f"Cannot read condition {text!r}; write field=value, field>value, field>=value, "
+            "field<value, field<=value, field^=prefix or field=low..high."
+        )
+    name, op, value = match.groups()
+    if op == "=" and ".." in value:
+        low, _, high = value.partition("..")
+        return name, between(low, high)
+    operators: dict[str, Callable[[Any], Any]] = {
+        ">": gt,
+        ">=": ge,
+        "<": lt,
+        "<=": le,
+        "^=": begins_with,
+        "=": lambda v: v,
+    }
+    return name, operators[op](value)
+
+
+def _typed(cls: Any, name: str, value: Any) -> Any:
+    """Validate a condition's string value(s) against the field's type."""
+    from .conditions import Between, Compare
+    from .entity import meta_of
+
+    meta = meta_of(cls)
+    if name not in cls.model_fields:
+        return value  # the query reports the unknown field with its own rule
+    if isinstance(value, Between):
+        return Between(meta.validate_field(name, value.low), meta.validate_field(name, value.high))
+    if isinstance(value, Compare):
+        return Compare(value.op, meta.validate_field(name, value.value))
+    if isinstance(value, str):
+        return meta.validate_field(name, value)
+    return value
+
+
+def cmd_explain(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Print the plan of a query: a Query value, or one built from the command line."""
+    from .query import Query, query
+
+    target = load_target(args.target)
+    if isinstance(target, Query):
+        if args.entity or args.where or args.filter:
+            raise UsageError("--entity/--where/--filter apply to a Table target, not a Query.")
+        q = target
+    else:
+        if not isinstance(target, Table):
+            raise UsageError(f"{args.target} is a {type(target).__name__}, not a Table or Query.")
+        if not args.entity:
+            known = ", ".join(sorted(target.entities)) or "none declared"
+            raise UsageError(f"Name the entity to query with --entity (entities: {known}).")
+        classes = []
+        for name in args.entity:
+            cls = target.entities.get(name)
+            if cls is None:
+                known = ", ".join(sorted(target.entities)) or "none declared"
+                raise UsageError(f"Table {target.name!r} has no entity {name!r} ({known}).")
+            classes.append(cls)
+        q = query(*classes)
+        first = classes[0]
+        where = dict(parse_condition(c) for c in args.where)
+        filters = dict(parse_condition(c) for c in args.filter)
+        q = q.where(**{k: _typed(first, k, v) for k, v in where.items()})
+        if filters:
+            q = q.filter(**{k: _typed(first, k, v) for k, v in filters.items()})
+        if args.index:
+            q = q.using(args.index)
+        if args.select:
+            q = q.select(*[f.strip() for f in args.select.split(",") if f.strip()])
+        if args.descending:
+            q = q.descending()
+        if args.limit is not None:
+            q = q.limit(args.limit)
+        if args.consistent:
+            q = q.consistent()
+    out.write(f"{q.explain()}\n")
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
     "create-table": cmd_create_table,
     "check": cmd_check,
     "collections": cmd_collections,
+    "explain": cmd_explain,
 }
 
 
@@ -172,6 +266,21 @@ def build_parser() -> argparse.ArgumentParser:
     colls.add_argument(
         "--threshold-gb", type=float, default=None, help="default: the table's warning size"
     )
+    explain = sub.add_parser(
+        "explain",
+        parents=[common],
+        help="print a query's plan (no request is sent)",
+        description="target: module:attribute of a Table (with --entity and --where) or of a "
+        "Query value.",
+    )
+    explain.add_argument("--entity", action="append", default=[], help="entity type name")
+    explain.add_argument("--where", action="append", default=[], help="key condition")
+    explain.add_argument("--filter", action="append", default=[], help="filter condition")
+    explain.add_argument("--index", help="force this index (using())")
+    explain.add_argument("--select", help="comma-separated fields to return")
+    explain.add_argument("--descending", action="store_true")
+    explain.add_argument("--limit", type=int)
+    explain.add_argument("--consistent", action="store_true")
     colls.add_argument("--top", type=int, default=10, help="how many collections to list")
     return parser
 
