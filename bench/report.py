@@ -1,0 +1,119 @@
+"""Turning timed groups into console lines and the markdown page docs/benchmarks.md."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from .timing import CPU
+from .workloads import Group, MemoryResult
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target of issue 7 and how this run did against it."""
+
+    name: str
+    goal: str
+    measured: str
+    met: bool
+    #: Why the target can be missed, from profiling; shown when it is.
+    why: str = ""
+
+
+def _ms(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 0.001:
+        return f"{seconds * 1000:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB"
+
+
+def console(group: Group) -> str:
+    """Return the group as plain text lines for the terminal."""
+    clock = "CPU time" if group.clock is CPU else "wall time"
+    lines = [f"\n{group.title} (median {clock}, ratio to {group.baseline})"]
+    for v in group.variants:
+        lines.append(f"  {v.name:<62} {_ms(v.median):>10}  {group.ratio(v.name):6.2f}x")
+    lines.extend(f"  note: {note}" for note in group.notes)
+    return "\n".join(lines)
+
+
+def _group_table(group: Group, throughput: bool) -> list[str]:
+    clock = "CPU time" if group.clock is CPU else "wall time"
+    head = f"| path | median {clock} | middle half | vs {group.baseline} |"
+    rule = "|---|---:|---:|---:|"
+    if throughput:
+        head += " items/s |"
+        rule += "---:|"
+    lines = [f"### {group.title}", "", head, rule]
+    for v in group.variants:
+        low, high = v.spread
+        row = (
+            f"| {v.name} | {_ms(v.median)} | {_ms(low)} – {_ms(high)} | "
+            f"{group.ratio(v.name):.2f}x |"
+        )
+        if throughput:
+            row += f" {group.items / v.median:,.0f} |"
+        lines.append(row)
+    lines.append("")
+    lines.extend(f"{note}\n" for note in group.notes)
+    return lines
+
+
+def markdown(
+    groups: Sequence[Group],
+    memory: MemoryResult | None,
+    targets: Sequence[Target],
+    machine: Mapping[str, str],
+    versions: Mapping[str, str],
+    settings: Mapping[str, str],
+) -> str:
+    """Return the whole docs/benchmarks.md page."""
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Written by `make bench` (`python -m bench`) on {when}. Do not edit by hand: run",
+        "`make bench` again. How the fast read path works is in [Performance](performance.md).",
+        "",
+        "## Targets",
+        "",
+        "| target | goal | this run | met |",
+        "|---|---|---|---|",
+    ]
+    for t in targets:
+        lines.append(f"| {t.name} | {t.goal} | {t.measured} | {'yes' if t.met else '**no**'} |")
+    missed = [t for t in targets if not t.met and t.why]
+    if missed:
+        lines += ["", "Where a target is missed, and why:", ""]
+        lines += [f"- **{t.name}**: {t.why}" for t in missed]
+    lines += ["", "## Results", ""]
+    for group in groups:
+        lines += _group_table(group, throughput=group.key.startswith("batch"))
+    if memory is not None:
+        lines += [
+            f"### Peak memory reading a {memory.items:,}-item partition",
+            "",
+            "Peak traced by `tracemalloc` (Python allocations only) while the query runs.",
+            "",
+            "| how | peak |",
+            "|---|---:|",
+            f"| first page only (`pages()`, stop after one) | {_mib(memory.one_page)} |",
+            f"| lazy: iterate `pages()` over all {memory.pages} pages, keep nothing "
+            f"| {_mib(memory.lazy)} |",
+            f"| eager: `query_ops.all()` into one list | {_mib(memory.eager)} |",
+            "",
+        ]
+    lines += ["## Machine and versions", "", "| | |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in machine.items()]
+    lines += [f"| {k} | {v} |" for k, v in versions.items()]
+    lines += ["", "## Method", ""]
+    lines += [f"- {k}: {v}" for k, v in settings.items()]
+    lines.append("")
+    return "\n".join(lines)
