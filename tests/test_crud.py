@@ -136,7 +136,7 @@ def test_update_rewrites_every_affected_key_in_one_request() -> None:
             "#n6": "RankKey",
         },
         "ExpressionAttributeValues": {
-            ":v0": {"S": at.isoformat()},
+            ":v0": {"S": "2015-09-01T00:00:00.000000Z"},
             ":v1": {"S": "gold"},
             ":v2": {"N": "7"},
             ":v3": {"N": "1"},

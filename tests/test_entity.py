@@ -377,3 +377,52 @@ def test_projection_helpers_exist() -> None:
     lsi = LocalIndex("ByX", KeyAttribute("X"), Projection.keys_only())
     table = Table("Tbl", "PK", "SK", local_indexes=[lsi])
     assert table.has_lsi
+
+
+def sharded_table() -> Table:
+    return Table(
+        "Sharded",
+        partition_key="PK",
+        sort_key="SK",
+        global_indexes=[GlobalIndex("ByStatus", KeyAttribute("GSI1PK"), KeyAttribute("GSI1SK"))],
+    )
+
+
+def test_shard_is_derived_when_left_out_and_checked_when_given() -> None:
+    from lsiorm import Shard, shard_value
+
+    class Order(
+        Entity,
+        table=sharded_table(),
+        keys={
+            "PK": "ORDER#{oid}",
+            "SK": "ORDER",
+            "GSI1PK": "STATUS#{status}#{shard:02d}",
+            "GSI1SK": "{oid}",
+        },
+    ):
+        oid: str
+        status: str
+        shard: Annotated[int | None, Shard(4)] = None
+
+    orders = [Order(oid=f"o{i}", status="PENDING") for i in range(40)]
+    shards = {o.shard for o in orders}
+    assert shards <= {1, 2, 3, 4}
+    assert len(shards) > 1  # 40 keys spread over more than one shard
+    for o in orders:
+        assert o.shard == shard_value(Order, "shard", {"oid": o.oid})  # stable, from the key
+        assert o.to_item()["GSI1PK"] == f"STATUS#PENDING#{o.shard:02d}"
+    with pytest.raises(KeyEncodingError) as info:
+        Order(oid="x", status="PENDING", shard=7).to_item()
+    assert info.value.rule == "shard.range"
+
+
+def test_shard_in_primary_key_refused() -> None:
+    from lsiorm import Shard
+
+    with pytest.raises(DeclarationError) as info:
+
+        class Bad(Entity, table=sharded_table(), keys={"PK": "B#{n:02d}", "SK": "B"}):
+            n: Annotated[int, Shard(4)]
+
+    assert info.value.rule == "shard.in-primary-key"

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import random
 import types
 import typing
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, time
@@ -12,10 +16,17 @@ from functools import cached_property
 from typing import Any, ClassVar, Final, TypeAlias, Union
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter, model_validator
+from typing_extensions import Self
 
 from .encoding import codec_for
-from .errors import DeclarationError, IndexKeyTypeError, ItemTooLargeError, ValidationError
+from .errors import (
+    DeclarationError,
+    IndexKeyTypeError,
+    ItemTooLargeError,
+    KeyEncodingError,
+    ValidationError,
+)
 from .schema import Table
 from .template import FieldSlot, KeyTemplate, parse_template
 from .wire import (
@@ -27,7 +38,7 @@ from .wire import (
     item_to_wire,
 )
 
-__all__ = ["Entity", "EntityMeta", "decode_item", "meta_of"]
+__all__ = ["Entity", "EntityMeta", "Shard", "decode_item", "meta_of", "shard_of", "shard_value"]
 
 
 def _allows_none(annotation: Any) -> bool:
@@ -74,6 +85,11 @@ class EntityMeta:
         if self.sort_template is not None:
             out |= set(self.sort_template.fields)
         return frozenset(out)
+
+    @cached_property
+    def shard_fields(self) -> tuple[str, ...]:
+        """Fields declared as write shards (``Annotated[int | None, Shard(n)]``)."""
+        return tuple(n for n in self.cls.model_fields if shard_of(self, n) is not None)
 
     @cached_property
     def key_fields(self) -> frozenset[str]:
@@ -224,6 +240,17 @@ class Entity(BaseModel):
             return
         cls.__lsiorm__ = _bind(cls, table, dict(keys or {}), type_name or cls.__name__, version)
 
+    @model_validator(mode="after")
+    def _fill_shards(self) -> Self:
+        # A shard left out (None) is derived here, so the instance carries what is stored.
+        meta = type(self).__lsiorm__
+        if meta is not None:
+            for name in meta.shard_fields:
+                if getattr(self, name) is None:
+                    values = {f: getattr(self, f) for f in meta.primary_fields}
+                    self.__dict__[name] = shard_value(type(self), name, values)
+        return self
+
     def to_item(self) -> dict[str, Any]:
         """Return the item as python values: fields, derived key attributes and the type."""
         return build_item(self)
@@ -231,6 +258,71 @@ class Entity(BaseModel):
     def to_wire(self) -> dict[str, Any]:
         """Return the item in DynamoDB wire format, checked against the 400 KB limit."""
         return wire_item(self)
+
+
+# -- write sharding ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Marks an int field as a write shard in 1..count: ``Annotated[int, Shard(10)]``.
+
+    Put the field in a GSI partition template (``"STATUS#{status}#{shard:02d}"``); a query on
+    that GSI then reads every shard and merges them in sort-key order. The value is derived from
+    the item's primary key (a stable CRC-32), or drawn at random when ``random`` is True.
+    """
+
+    count: int
+    random: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
+            raise DeclarationError(
+                "shard.count",
+                f"Shard(count) needs a whole number of at least 1, got {self.count!r}.",
+            )
+
+
+def shard_of(meta: EntityMeta, name: str) -> Shard | None:
+    """Return the Shard marker of a field, or None if it is not a shard."""
+    info = meta.cls.model_fields.get(name)
+    if info is None:
+        return None
+    return next((m for m in info.metadata if isinstance(m, Shard)), None)
+
+
+def shard_value(entity_cls: type[Entity], field_name: str, values: Mapping[str, Any]) -> int:
+    """Return the shard (1..count) of an item with these field values.
+
+    Deterministic shards hash the item's primary key with CRC-32, so the same item always lands
+    on the same shard in every process; random shards ignore ``values``.
+    """
+    meta = meta_of(entity_cls)
+    shard = shard_of(meta, field_name)
+    if shard is None:
+        raise DeclarationError(
+            "shard.not-a-shard",
+            f"{entity_cls.__name__}.{field_name} is not declared with Shard(...), so it has no "
+            "shard value.",
+        )
+    if field_name in meta.primary_fields:
+        raise DeclarationError(
+            "shard.in-primary-key",
+            f"{entity_cls.__name__}.{field_name} is a shard but also part of the primary key; a "
+            "shard is derived from the primary key, so it cannot be part of it.",
+        )
+    if shard.random:
+        return random.randint(1, shard.count)
+    key = item_to_wire(meta.key({k: meta.validate_field(k, v) for k, v in values.items()}))
+    text = json.dumps(key, sort_keys=True, default=json_default, ensure_ascii=True)
+    return zlib.crc32(text.encode("ascii")) % shard.count + 1
+
+
+def json_default(value: Any) -> Any:
+    """Serialise bytes for ``json.dumps`` (a stable text for hashing keys and cursors)."""
+    if isinstance(value, (bytes, bytearray)):
+        return {"B64": base64.b64encode(bytes(value)).decode("ascii")}
+    raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
 def meta_of(cls: type[Entity] | Entity) -> EntityMeta:
@@ -303,6 +395,13 @@ def _bind(
             "give one of them another type_name.",
         )
     meta = EntityMeta(cls, table, type_name, templates, version)
+    for name in meta.shard_fields:
+        if name in meta.primary_fields:
+            raise DeclarationError(
+                "shard.in-primary-key",
+                f"{cls.__name__}.{name} is a shard but also part of the primary key; a shard is "
+                "derived from the primary key, so it cannot be part of it.",
+            )
     _check_overlaps(meta)
     table.entities[type_name] = cls
     return meta
@@ -418,12 +517,29 @@ def build_item(entity: Entity) -> dict[str, Any]:
     """Return an entity as a python-valued item with derived keys and its type name."""
     meta = meta_of(entity)
     values = {name: getattr(entity, name) for name in type(entity).model_fields}
+    for name in meta.shard_fields:
+        _check_shard(meta, name, values.get(name))
     keys = meta.key(values)
     keys.update(meta.index_keys(values))  # key checks run before serialising the fields
     item = entity.model_dump(mode="python", by_alias=True)
     item.update(keys)
     item[meta.table.type_attribute] = meta.type_name
     return item
+
+
+def _check_shard(meta: EntityMeta, name: str, value: Any) -> None:
+    shard = shard_of(meta, name)
+    assert shard is not None
+    if value is None or isinstance(value, bool) or not isinstance(value, int):
+        return  # None leaves the sparse key out; a wrong type is caught by the key check
+    if not 1 <= value <= shard.count:
+        raise KeyEncodingError(
+            "shard.range",
+            f"{meta.cls.__name__}.{name} is {value}, outside its shards 1..{shard.count}; a "
+            "query on the sharded index would never find the item. Leave it out (None) to "
+            "have it derived from the primary key.",
+            table=meta.table.name,
+        )
 
 
 def wire_item(entity: Entity) -> dict[str, Any]:

@@ -17,9 +17,7 @@ import base64
 import binascii
 import hashlib
 import json
-import random
 import re
-import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -51,11 +49,11 @@ from .conditions import (
 )
 from .crud import encode_value
 from .encoding import MAX_CHAR, EnumCodec, KeyCodec, StrCodec
-from .entity import Entity, EntityMeta, meta_of
-from .errors import DeclarationError, QueryPlanError, ValidationError
+from .entity import Entity, EntityMeta, Shard, json_default, meta_of, shard_of, shard_value
+from .errors import QueryPlanError, ValidationError
 from .schema import GlobalIndex, LocalIndex, Table
 from .template import FieldSlot, KeyTemplate
-from .wire import item_to_wire, to_wire
+from .wire import to_wire
 
 if TYPE_CHECKING:
     from .query_ops import ScanProgress
@@ -91,69 +89,6 @@ MISSING_KEY: Final = "__lsiorm_missing__"
 # The last code point below the surrogate block; a decremented character never lands inside it.
 _BEFORE_SURROGATES: Final = 0xD7FF
 _SURROGATES: Final = range(0xD800, 0xE000)
-
-
-# -- write sharding ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Shard:
-    """Marks an int field as a write shard in 1..count: ``Annotated[int, Shard(10)]``.
-
-    Put the field in a GSI partition template (``"STATUS#{status}#{shard:02d}"``); a query on
-    that GSI then reads every shard and merges them in sort-key order. The value is derived from
-    the item's primary key (a stable CRC-32), or drawn at random when ``random`` is True.
-    """
-
-    count: int
-    random: bool = False
-
-    def __post_init__(self) -> None:
-        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
-            raise DeclarationError(
-                "shard.count",
-                f"Shard(count) needs a whole number of at least 1, got {self.count!r}.",
-            )
-
-
-def _shard_of(meta: EntityMeta, name: str) -> Shard | None:
-    info = meta.cls.model_fields.get(name)
-    if info is None:
-        return None
-    return next((m for m in info.metadata if isinstance(m, Shard)), None)
-
-
-def shard_value(entity_cls: type[Entity], field_name: str, values: Mapping[str, Any]) -> int:
-    """Return the shard (1..count) of an item with these field values.
-
-    Deterministic shards hash the item's primary key with CRC-32, so the same item always lands
-    on the same shard in every process; random shards ignore ``values``.
-    """
-    meta = meta_of(entity_cls)
-    shard = _shard_of(meta, field_name)
-    if shard is None:
-        raise DeclarationError(
-            "shard.not-a-shard",
-            f"{entity_cls.__name__}.{field_name} is not declared with Shard(...), so it has no "
-            "shard value.",
-        )
-    if field_name in meta.primary_fields:
-        raise DeclarationError(
-            "shard.in-primary-key",
-            f"{entity_cls.__name__}.{field_name} is a shard but also part of the primary key; a "
-            "shard is derived from the primary key, so it cannot be part of it.",
-        )
-    if shard.random:
-        return random.randint(1, shard.count)
-    key = item_to_wire(meta.key({k: meta.validate_field(k, v) for k, v in values.items()}))
-    text = json.dumps(key, sort_keys=True, default=_bytes_json, ensure_ascii=True)
-    return zlib.crc32(text.encode("ascii")) % shard.count + 1
-
-
-def _bytes_json(value: Any) -> Any:
-    if isinstance(value, (bytes, bytearray)):
-        return {"B64": base64.b64encode(bytes(value)).decode("ascii")}
-    raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
 def missing_fields(entity: Entity) -> frozenset[str]:
@@ -543,7 +478,7 @@ CursorState: TypeAlias = Literal["done"] | dict[str, Any] | None
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_bytes_json)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=json_default)
 
 
 def _fingerprint(
@@ -779,7 +714,7 @@ def _fit(
             assert ops is not None
             values[name] = meta.validate_field(name, cast("Compare", ops[0]).value)
             fit.absorbed.add(name)
-        elif not ops and isinstance(index, GlobalIndex) and _shard_of(meta, name) is not None:
+        elif not ops and isinstance(index, GlobalIndex) and shard_of(meta, name) is not None:
             fit.shard_field = name
         else:
             missing_fields_.append(name)
@@ -792,7 +727,7 @@ def _fit(
         return fit
     shards: list[int | None] = [None]
     if fit.shard_field is not None:
-        shard = _shard_of(meta, fit.shard_field)
+        shard = shard_of(meta, fit.shard_field)
         assert shard is not None
         shards = list(range(1, shard.count + 1))
     for number in shards:

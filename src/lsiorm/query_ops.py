@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import Any, Generic, TypeVar, cast
 
 from .core import Context, call
-from .entity import Entity, EntityMeta, meta_of
+from .entity import Entity, EntityMeta, decode_item, meta_of
 from .errors import BatchGetIncompleteError, KeyEncodingError, LsiormError
 from .query import (
     MISSING_KEY,
@@ -371,7 +371,14 @@ def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]
         found = table.entities.get(type_av.get("S", ""))
         if found is None or found not in classes:
             return None
-        candidates: Sequence[type[Entity]] = (cast("type[Entity]", found),)
+        known = cast("type[Entity]", found)
+        if plan.selected is None and not plan.unavailable:
+            # A whole item of a known type: its stored fields already hold every value, so the
+            # class's decoder reads them directly instead of parsing key strings back.
+            attributes = meta_of(known).attributes.values()
+            if builtins.all(a in item for a in attributes):
+                return decode_item(table, item, only=classes)
+        candidates: Sequence[type[Entity]] = (known,)
     else:
         candidates = classes
     # lsiorm writes the type attribute into every item, so an item fetched from the table

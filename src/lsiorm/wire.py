@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timezone
 from decimal import Decimal
 from enum import Enum
 from typing import Any, Final, TypeAlias
@@ -233,7 +233,10 @@ def _encode_datetime(value: datetime) -> AttributeValue:
             "wire.naive-datetime",
             f"Datetime {value.isoformat()} has no time zone; store only aware datetimes.",
         )
-    return {"S": value.isoformat()}
+    # UTC at a fixed precision, like key encodings: stored text then sorts and compares as the
+    # instants do, so conditions and filters on datetime fields are exact across offsets.
+    utc = value.astimezone(timezone.utc).replace(tzinfo=None)
+    return {"S": utc.isoformat(timespec="microseconds") + "Z"}  # isoformat pads years < 1000
 
 
 def _encode_date_or_time(value: date | time) -> AttributeValue:
@@ -298,7 +301,8 @@ def to_wire(value: Any) -> AttributeValue:
 
     Sets become SS, NS or BS with sorted, deduplicated members; an empty set becomes an empty
     L, since DynamoDB has no empty set. Datetimes must be aware and are written with
-    ``isoformat()``, as are dates and times; UUIDs are written as text and enum members as
+    ISO 8601 text (aware datetimes in UTC with six fractional digits and a ``Z``), as are
+    dates and times (``isoformat()``); UUIDs are written as text and enum members as
     their value.
     """
     encoder = _ENCODERS.get(type(value))
