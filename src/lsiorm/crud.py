@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, TypeVar
 
 from .conditions import (
@@ -33,6 +34,7 @@ from .wire import item_to_wire, to_wire
 
 __all__ = [
     "UpdateSpec",
+    "compile_entity_condition",
     "delete",
     "delete_request",
     "encode_value",
@@ -60,7 +62,13 @@ def encode_value(meta: EntityMeta, field: str, value: Any, *, element: bool = Fa
     return to_wire(dumped)
 
 
-def _compile(meta: EntityMeta, condition: Condition, ph: Placeholders) -> str:
+def compile_entity_condition(meta: EntityMeta, condition: Condition, ph: Placeholders) -> str:
+    """Return expression text for a condition in an entity's field terms (writes and filters).
+
+    Field names become their stored attribute names; values are validated by the field's type
+    and encoded, except elements (``contains``) and text compared with a str or Enum field,
+    which goes out as text (a begins_with prefix of an enum value is no member of the enum).
+    """
     fields = meta.cls.model_fields
     elements = _element_fields(condition)
 
@@ -75,9 +83,16 @@ def _compile(meta: EntityMeta, condition: Condition, ph: Placeholders) -> str:
         return meta.attributes[name]
 
     def encode(name: str, value: Any) -> Any:
+        if name not in elements and isinstance(value, str) and _is_text_field(meta, name):
+            return to_wire(value)
         return encode_value(meta, name, value, element=name in elements)
 
     return compile_condition(condition, ph, attribute_of=attribute_of, encode=encode)
+
+
+def _is_text_field(meta: EntityMeta, name: str) -> bool:
+    annotation = meta.cls.model_fields[name].annotation
+    return isinstance(annotation, type) and issubclass(annotation, (str, Enum))
 
 
 def _element_fields(condition: Condition | None) -> set[str]:
@@ -88,10 +103,7 @@ def _element_fields(condition: Condition | None) -> set[str]:
         return {condition.field} if isinstance(condition.op, Contains) else set()
     if isinstance(condition, Not):
         return _element_fields(condition.item)
-    out: set[str] = set()
-    for c in condition.items:
-        out |= _element_fields(c)
-    return out
+    return {f for c in condition.items for f in _element_fields(c)}
 
 
 def _join(*parts: str | None) -> str | None:
@@ -141,7 +153,7 @@ def put_request(
     exists_cond = (
         f"attribute_not_exists({ph.name(meta.table.partition_key.name)})" if create_only else None
     )
-    user_cond = _compile(meta, condition, ph) if condition is not None else None
+    user_cond = compile_entity_condition(meta, condition, ph) if condition is not None else None
     expr = _join(exists_cond, version_cond, user_cond)
     if expr:
         params["ConditionExpression"] = expr
@@ -234,7 +246,7 @@ def delete_request(
     if expected_version is not None and meta.version_field is not None:
         vname = ph.name(meta.attributes[meta.version_field])
         version_cond = f"{vname} = {ph.value(to_wire(expected_version))}"
-    user_cond = _compile(meta, condition, ph) if condition is not None else None
+    user_cond = compile_entity_condition(meta, condition, ph) if condition is not None else None
     expr = _join(version_cond, user_cond)
     if expr:
         params["ConditionExpression"] = expr
@@ -396,7 +408,7 @@ def update_request(
         clauses.append("REMOVE " + ", ".join(remove_parts))
     if add_parts:
         clauses.append("ADD " + ", ".join(add_parts))
-    user_cond = _compile(meta, condition, ph) if condition is not None else None
+    user_cond = compile_entity_condition(meta, condition, ph) if condition is not None else None
     params: dict[str, Any] = {
         "TableName": meta.table.name,
         "Key": _wire_key(meta, values),

@@ -20,7 +20,6 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -39,15 +38,13 @@ from .conditions import (
     Between,
     Compare,
     Condition,
-    Contains,
     FieldCondition,
     Not,
     Operator,
     Placeholders,
     as_operator,
-    compile_condition,
 )
-from .crud import encode_value
+from .crud import compile_entity_condition, encode_value
 from .encoding import MAX_CHAR, EnumCodec, KeyCodec, StrCodec
 from .entity import Entity, EntityMeta, Shard, json_default, meta_of, shard_of, shard_value
 from .errors import QueryPlanError, ValidationError
@@ -918,45 +915,6 @@ def _filter_fields(condition: Condition | None) -> set[str]:
     return {f for c in condition.items for f in _filter_fields(c)}
 
 
-def _element_fields(condition: Condition | None) -> set[str]:
-    if condition is None:
-        return set()
-    if isinstance(condition, FieldCondition):
-        return {condition.field} if isinstance(condition.op, Contains) else set()
-    if isinstance(condition, Not):
-        return _element_fields(condition.item)
-    return {f for c in condition.items for f in _element_fields(c)}
-
-
-def _compile_filter(meta: EntityMeta, condition: Condition, ph: Placeholders) -> str:
-    fields = meta.cls.model_fields
-    elements = _element_fields(condition)
-
-    def attribute_of(name: str) -> str:
-        if name not in fields:
-            raise ValidationError(
-                "condition.unknown-field",
-                f"Condition names {name!r}, which is not a field of {meta.cls.__name__} "
-                f"(fields: {', '.join(fields)}).",
-                table=meta.table.name,
-            )
-        return meta.attributes[name]
-
-    def encode(name: str, value: Any) -> Any:
-        if name not in elements and isinstance(value, str) and _is_str_field(meta, name):
-            return to_wire(value)
-        return encode_value(meta, name, value, element=name in elements)
-
-    return compile_condition(condition, ph, attribute_of=attribute_of, encode=encode)
-
-
-def _is_str_field(meta: EntityMeta, name: str) -> bool:
-    # Text compared with a str or enum field goes out as text: a begins_with prefix of an
-    # enum field is no member of the enum, so validating it as a field value would refuse it.
-    annotation = meta.cls.model_fields[name].annotation
-    return isinstance(annotation, type) and issubclass(annotation, (str, Enum))
-
-
 def _projection_names(attrs: Iterable[str], ph: Placeholders) -> str:
     return ", ".join(ph.name(a) for a in attrs)
 
@@ -1218,7 +1176,7 @@ class _QueryPlanner:
                 filter_text = None
                 if conditions:
                     whole = conditions[0] if len(conditions) == 1 else And(tuple(conditions))
-                    filter_text = _compile_filter(meta, whole, ph)
+                    filter_text = compile_entity_condition(meta, whole, ph)
                 params: dict[str, Any] = {"TableName": table.name}
                 if index is not None:
                     params["IndexName"] = index.name
@@ -1525,7 +1483,7 @@ class _ScanPlanner:
             else:
                 parts.append(f"{tname} IN ({', '.join(ph.value(t) for t in types)})")
         if self.s.filter_condition is not None:
-            user = _compile_filter(meta, self.s.filter_condition, ph)
+            user = compile_entity_condition(meta, self.s.filter_condition, ph)
             parts.append(f"({user})" if parts else user)
         return " AND ".join(parts) if parts else None
 
