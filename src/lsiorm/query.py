@@ -32,6 +32,7 @@ from typing import (
     overload,
 )
 
+from .capacity import ReadEstimate, estimate_query
 from .conditions import (
     And,
     BeginsWith,
@@ -46,7 +47,16 @@ from .conditions import (
 )
 from .crud import compile_entity_condition, encode_value
 from .encoding import MAX_CHAR, EnumCodec, KeyCodec, StrCodec
-from .entity import Entity, EntityMeta, Shard, json_default, meta_of, shard_of, shard_value
+from .entity import (
+    Entity,
+    EntityMeta,
+    Shard,
+    json_default,
+    meta_of,
+    shard_of,
+    shard_value,
+    wire_item,
+)
 from .errors import QueryPlanError, ValidationError
 from .schema import GlobalIndex, LocalIndex, Table
 from .template import FieldSlot, KeyTemplate
@@ -205,9 +215,16 @@ class Query(Generic[E]):
         """Return the plan: the chosen index, the exact requests and why; no I/O."""
         return _QueryPlanner(self, count).plan()
 
-    def explain(self, *, count: bool = False) -> Explanation:
-        """Return the plan in a printable form."""
-        return Explanation(self.plan(count=count))
+    def explain(
+        self, *, count: bool = False, sample: Iterable[Entity] | None = None
+    ) -> Explanation:
+        """Return the plan in a printable form, without I/O.
+
+        With ``sample`` (entities the query is expected to match), the explanation also gives
+        the capacity model's read cost of a page of them.
+        """
+        plan = self.plan(count=count)
+        return Explanation(plan, _estimate(plan, sample))
 
     def compile(self, *, count: bool = False) -> dict[str, Any]:
         """Return the exact parameters of the one Query request this query sends first."""
@@ -283,9 +300,16 @@ class Scan(Generic[E]):
         """Return the plan of this scan; no I/O."""
         return _ScanPlanner(self, count).plan()
 
-    def explain(self, *, count: bool = False) -> Explanation:
-        """Return the plan in a printable form."""
-        return Explanation(self.plan(count=count))
+    def explain(
+        self, *, count: bool = False, sample: Iterable[Entity] | None = None
+    ) -> Explanation:
+        """Return the plan in a printable form, without I/O.
+
+        With ``sample`` (entities the query is expected to match), the explanation also gives
+        the capacity model's read cost of a page of them.
+        """
+        plan = self.plan(count=count)
+        return Explanation(plan, _estimate(plan, sample))
 
     def compile_all(self, *, count: bool = False) -> list[dict[str, Any]]:
         """Return the parameters of the first request of every segment."""
@@ -460,12 +484,42 @@ class QueryPlan:
 
 @dataclass(frozen=True)
 class Explanation:
-    """A plan that prints itself: ``print(q.explain())``; ``.plan`` holds the data."""
+    """A plan that prints itself: ``print(q.explain())``; ``.plan`` holds the data.
+
+    ``estimate`` is the read cost the capacity model gives for the sample items passed to
+    ``explain(sample=...)`` (None without a sample).
+    """
 
     plan: QueryPlan
+    estimate: ReadEstimate | None = None
 
     def __str__(self) -> str:
-        return _render(self.plan)
+        return _render(self.plan, self.estimate)
+
+
+def _estimate(plan: QueryPlan, sample: Iterable[Entity] | None) -> ReadEstimate | None:
+    """Return the capacity model's read cost of one page that matches the sample items."""
+    if sample is None or plan.count:
+        return None
+    items = [wire_item(e) for e in sample]
+    return estimate_query(
+        plan.table,
+        plan.index,
+        items,
+        consistent=plan.consistent,
+        attributes=plan.projection or (),
+        select="ALL_ATTRIBUTES" if plan.projection is None and plan.fetched else None,
+    )
+
+
+def _cost_rule(plan: QueryPlan) -> str:
+    """Describe, without data, how DynamoDB will charge this query's reads."""
+    half = "" if plan.consistent else ", halved (eventually consistent)"
+    what = "items" if plan.index is None else f"{plan.index.name} entries (+ keys)"
+    rule = f"{what} summed per page, rounded up to 4 KB: 1 read unit per 4 KB{half}"
+    if plan.fetched:
+        rule += "; plus each matched item read whole from the table, rounded up to 4 KB alone"
+    return rule
 
 
 # -- cursors -----------------------------------------------------------------------------------
@@ -1542,7 +1596,7 @@ def _projection_text(plan: QueryPlan) -> str:
     return f"the attributes {plan.index.name} projects"
 
 
-def _render(plan: QueryPlan) -> str:
+def _render(plan: QueryPlan, estimate: ReadEstimate | None = None) -> str:
     names = ", ".join(e.__name__ for e in plan.entities)
     what = "Count" if plan.count else plan.operation
     lines = [f"{what} {names}"]
@@ -1595,6 +1649,10 @@ def _render(plan: QueryPlan) -> str:
         extras.append(f"page size {plan.request_limit}")
     extras.append("strongly consistent" if plan.consistent else "eventually consistent")
     row("read", ", ".join(extras))
+    if not plan.count and plan.empty is None:
+        row("cost", _cost_rule(plan))
+        if estimate is not None:
+            lines.append(indent + f"sample estimate: {estimate}")
     if len(plan.requests) > 1:
         merge = (
             f", merged by {plan.merge_attribute}"

@@ -1,0 +1,71 @@
+"""explain() states the read-cost rule and, with a sample, the capacity model's estimate."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from pydantic import Field
+
+from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Table, between, query
+from lsiorm.capacity import estimate_query
+from lsiorm.entity import wire_item
+
+table = Table(
+    "ExplainCost",
+    "ForumName",
+    "Subject",
+    local_indexes=[
+        LocalIndex("LastPostIndex", KeyAttribute("LastPostDateTime"), Projection.include("Replies"))
+    ],
+)
+START = datetime(2015, 9, 1, tzinfo=timezone.utc)
+
+
+class Post(
+    Entity,
+    table=table,
+    keys={"ForumName": "{forum}", "Subject": "{subject}", "LastPostDateTime": "{last_post}"},
+):
+    forum: str
+    subject: str
+    last_post: datetime | None = None
+    replies: int = Field(default=0, alias="Replies")
+    body: str = ""
+
+
+SAMPLE = [Post(forum="S3", subject=f"s{i}", last_post=START, body="x" * 3000) for i in range(10)]
+Q = query(Post).where(
+    forum="S3", last_post=between(START, datetime(2016, 1, 1, tzinfo=timezone.utc))
+)
+
+
+def test_full_items_are_fetched_and_charged_per_item() -> None:
+    explanation = Q.explain(sample=SAMPLE)
+    assert explanation.estimate is not None
+    assert explanation.estimate.table_units == 10 * 0.5  # each ~3 KB item: one 4 KB read, halved
+    expected = estimate_query(
+        table, "LastPostIndex", [wire_item(p) for p in SAMPLE], select="ALL_ATTRIBUTES"
+    )
+    assert explanation.estimate == expected
+    text = str(explanation)
+    assert "cost" in text
+    assert "read whole from the table" in text
+    assert f"sample estimate: {expected}" in text
+
+
+def test_projected_fields_cost_only_the_index_read() -> None:
+    explanation = Q.select("subject", "replies").explain(sample=SAMPLE)
+    assert explanation.estimate is not None
+    assert explanation.estimate.table_units == 0
+    assert explanation.estimate.per_index == {"LastPostIndex": 0.5}
+    assert "read whole from the table" not in str(explanation)
+
+
+def test_consistent_reads_cost_double_and_no_sample_gives_no_estimate() -> None:
+    consistent = Q.consistent().explain(sample=SAMPLE)
+    assert consistent.estimate is not None
+    eventual = Q.explain(sample=SAMPLE).estimate
+    assert eventual is not None
+    assert consistent.estimate.total == 2 * eventual.total
+    assert Q.explain().estimate is None
+    assert "halved" not in str(Q.consistent().explain())
