@@ -13,6 +13,7 @@ released (or the request's own LastEvaluatedKey once its buffer is empty).
 from __future__ import annotations
 
 import builtins
+import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -37,6 +38,8 @@ from .steps import Emit, Gather, Operation, Step
 from .wire import from_wire
 
 __all__ = ["Page", "ScanProgress", "all", "count", "decode", "first", "page", "pages"]
+
+log = logging.getLogger("lsiorm.query")
 
 E = TypeVar("E", bound=Entity)
 
@@ -384,12 +387,33 @@ def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]
     # lsiorm writes the type attribute into every item, so an item fetched from the table
     # without it was not fetched at all (moto does not fetch on LSIs): never default its fields.
     unfetched = type_av is None and bool(plan.fetched)
+    if unfetched:
+        _warn_unfetched(plan)
     for cls in candidates:
         meta = meta_of(cls)
         values = _values(meta, item, plan.key_attributes, strict=type_av is None)
         if values is not None:
             return _build(plan, meta, values, partial=unfetched)
     return None
+
+
+_UNFETCHED_SEEN: set[tuple[str, str | None]] = set()
+
+
+def _warn_unfetched(plan: QueryPlan) -> None:
+    """Log once per table and index that the engine did not fetch non-projected attributes."""
+    where = (plan.table.name, plan.index.name if plan.index is not None else None)
+    if where in _UNFETCHED_SEEN:
+        return
+    _UNFETCHED_SEEN.add(where)
+    log.warning(
+        "Query of %s on index %s: the engine returned items without the non-projected "
+        "attributes %s that DynamoDB fetches from the table (moto does not fetch on LSI "
+        "queries); those fields are missing from the results (see missing_fields()).",
+        where[0],
+        where[1],
+        ", ".join(plan.fetched),
+    )
 
 
 def _values(
