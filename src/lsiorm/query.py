@@ -19,7 +19,8 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -86,6 +87,7 @@ E = TypeVar("E", bound=Entity)
 E1 = TypeVar("E1", bound=Entity)
 E2 = TypeVar("E2", bound=Entity)
 E3 = TypeVar("E3", bound=Entity)
+_V = TypeVar("_V")
 
 MissingMode = Literal["error", "hydrate", "partial"]
 """What to do with fields a GSI does not project: refuse, read base items, or mark them missing."""
@@ -110,6 +112,18 @@ def missing_fields(entity: Entity) -> frozenset[str]:
 # -- the query and scan values -----------------------------------------------------------------
 
 _KEY_OPERATORS: Final = frozenset({"=", "<", "<=", ">", ">="})
+
+
+def _evolve(value: _V, **changes: Any) -> _V:
+    """Return a copy of a frozen query value with some fields changed.
+
+    ``dataclasses.replace`` runs the generated ``__init__`` over every field; Query and Scan
+    have no ``__post_init__`` or slots, so copying the instance dict gives the same value.
+    """
+    new = object.__new__(type(value))
+    new.__dict__.update(value.__dict__)
+    new.__dict__.update(changes)
+    return new
 
 
 def _as_conditions(conditions: Iterable[Condition], fields: Mapping[str, Any]) -> list[Condition]:
@@ -160,56 +174,56 @@ class Query(Generic[E]):
         added: list[FieldCondition] = []
         for item in _as_conditions(conditions, fields):
             added.extend(_key_parts(item))
-        return replace(self, conditions=(*self.conditions, *added))
+        return _evolve(self, conditions=(*self.conditions, *added))
 
     def filter(self, *conditions: Condition, **fields: Any) -> Query[E]:
         """Add a filter, evaluated after the read (dropped items still cost read capacity)."""
-        return replace(self, filter_condition=_and(self.filter_condition, conditions, fields))
+        return _evolve(self, filter_condition=_and(self.filter_condition, conditions, fields))
 
     def select(self, *fields: str) -> Query[E]:
         """Return only these fields; results are partial models (see :func:`missing_fields`)."""
         _check_fields(self.entities, fields)
-        return replace(self, fields=tuple(dict.fromkeys(fields)))
+        return _evolve(self, fields=tuple(dict.fromkeys(fields)))
 
     def descending(self) -> Query[E]:
         """Return items in descending sort-key order."""
-        return replace(self, forward=False)
+        return _evolve(self, forward=False)
 
     def ascending(self) -> Query[E]:
         """Return items in ascending sort-key order (the default)."""
-        return replace(self, forward=True)
+        return _evolve(self, forward=True)
 
     def limit(self, count: int) -> Query[E]:
         """Return at most ``count`` items in all."""
-        return replace(self, max_items=_positive(count, "limit()"))
+        return _evolve(self, max_items=_positive(count, "limit()"))
 
     def page_size(self, count: int) -> Query[E]:
         """Ask DynamoDB to evaluate at most ``count`` items per request (its ``Limit``)."""
-        return replace(self, request_limit=_positive(count, "page_size()"))
+        return _evolve(self, request_limit=_positive(count, "page_size()"))
 
     def consistent(self, enabled: bool = True) -> Query[E]:
         """Use strongly consistent reads (base table and LSIs only)."""
-        return replace(self, consistent_read=enabled)
+        return _evolve(self, consistent_read=enabled)
 
     def using(self, index: str | None) -> Query[E]:
         """Force an index by name, or the base table with None; it must serve the query."""
-        return replace(self, index=index, index_forced=True)
+        return _evolve(self, index=index, index_forced=True)
 
     def allow_filter_fallback(self) -> Query[E]:
         """Let key conditions no index answers exactly become a key range plus a filter."""
-        return replace(self, fallback=True)
+        return _evolve(self, fallback=True)
 
     def after(self, cursor: str | None) -> Query[E]:
         """Resume after the page whose ``cursor`` this is (None starts from the beginning)."""
-        return replace(self, cursor=cursor)
+        return _evolve(self, cursor=cursor)
 
     def hydrate(self) -> Query[E]:
         """Read fields a GSI does not project from the base table (BatchGetItem)."""
-        return replace(self, missing="hydrate")
+        return _evolve(self, missing="hydrate")
 
     def partial(self) -> Query[E]:
         """Return fields a GSI does not project as missing, in partial models."""
-        return replace(self, missing="partial")
+        return _evolve(self, missing="partial")
 
     def plan(self, *, count: bool = False) -> QueryPlan:
         """Return the plan: the chosen index, the exact requests and why; no I/O."""
@@ -253,48 +267,48 @@ class Scan(Generic[E]):
 
     def filter(self, *conditions: Condition, **fields: Any) -> Scan[E]:
         """Add a filter, evaluated after the read (dropped items still cost read capacity)."""
-        return replace(self, filter_condition=_and(self.filter_condition, conditions, fields))
+        return _evolve(self, filter_condition=_and(self.filter_condition, conditions, fields))
 
     def select(self, *fields: str) -> Scan[E]:
         """Return only these fields; results are partial models."""
         _check_fields(self.entities, fields)
-        return replace(self, fields=tuple(dict.fromkeys(fields)))
+        return _evolve(self, fields=tuple(dict.fromkeys(fields)))
 
     def limit(self, count: int) -> Scan[E]:
         """Return at most ``count`` items in all."""
-        return replace(self, max_items=_positive(count, "limit()"))
+        return _evolve(self, max_items=_positive(count, "limit()"))
 
     def page_size(self, count: int) -> Scan[E]:
         """Ask DynamoDB to evaluate at most ``count`` items per request and segment."""
-        return replace(self, request_limit=_positive(count, "page_size()"))
+        return _evolve(self, request_limit=_positive(count, "page_size()"))
 
     def consistent(self, enabled: bool = True) -> Scan[E]:
         """Use strongly consistent reads (base table and LSIs only)."""
-        return replace(self, consistent_read=enabled)
+        return _evolve(self, consistent_read=enabled)
 
     def using(self, index: str | None) -> Scan[E]:
         """Scan this index instead of the base table (None: the base table)."""
-        return replace(self, index=index)
+        return _evolve(self, index=index)
 
     def segments(self, count: int) -> Scan[E]:
         """Split the scan into ``count`` segments, read concurrently by the async driver."""
-        return replace(self, total_segments=_positive(count, "segments()"))
+        return _evolve(self, total_segments=_positive(count, "segments()"))
 
     def progress(self, callback: Callable[[ScanProgress], None] | None) -> Scan[E]:
         """Call ``callback`` after every page read by any segment."""
-        return replace(self, on_progress=callback)
+        return _evolve(self, on_progress=callback)
 
     def after(self, cursor: str | None) -> Scan[E]:
         """Resume after the page whose ``cursor`` this is."""
-        return replace(self, cursor=cursor)
+        return _evolve(self, cursor=cursor)
 
     def hydrate(self) -> Scan[E]:
         """Read fields a GSI does not project from the base table (BatchGetItem)."""
-        return replace(self, missing="hydrate")
+        return _evolve(self, missing="hydrate")
 
     def partial(self) -> Scan[E]:
         """Return fields a GSI does not project as missing, in partial models."""
-        return replace(self, missing="partial")
+        return _evolve(self, missing="partial")
 
     def plan(self, *, count: bool = False) -> QueryPlan:
         """Return the plan of this scan; no I/O."""
@@ -448,10 +462,16 @@ class QueryPlan:
     #: Why the query provably matches nothing (then no request is sent).
     empty: str | None
     has_filter: bool
-    fingerprint: str
+    #: What the cursor fingerprint covers; fixed when the plan is built.
+    _shape: _Shape = field(repr=False)
     cursor: str | None
     segments: int = 1
     on_progress: Callable[[ScanProgress], None] | None = field(default=None, compare=False)
+
+    @property
+    def fingerprint(self) -> str:
+        """The digest of the plan's request shape that its cursors carry."""
+        return self._shape.fingerprint
 
     @property
     def index_name(self) -> str | None:
@@ -532,16 +552,27 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=json_default)
 
 
-def _fingerprint(
-    table: Table, index: str | None, requests: Sequence[Request], forward: bool
-) -> str:
-    shape = [
-        table.name,
-        index,
-        forward,
-        [{k: v for k, v in r.params.items() if k != "Limit"} for r in requests],
-    ]
-    return hashlib.sha256(_canonical(shape).encode()).hexdigest()[:24]
+@dataclass(frozen=True)
+class _Shape:
+    """A plan's table, index, direction and requests: what its cursors must match.
+
+    The fingerprint is computed on first use: most plans never make or read a cursor.
+    """
+
+    table: str
+    index: str | None
+    forward: bool
+    requests: tuple[Request, ...]
+
+    @cached_property
+    def fingerprint(self) -> str:
+        shape = [
+            self.table,
+            self.index,
+            self.forward,
+            [{k: v for k, v in r.params.items() if k != "Limit"} for r in self.requests],
+        ]
+        return hashlib.sha256(_canonical(shape).encode()).hexdigest()[:24]
 
 
 def encode_cursor(fingerprint: str, states: Sequence[CursorState]) -> str:
@@ -634,7 +665,7 @@ def _is_str_codec(codec: KeyCodec) -> bool:
 
 
 def _bounds(
-    op: Operator, meta: EntityMeta, slot: FieldSlot, prefix: str, exact_var: bool
+    op: Operator, meta: EntityMeta, slot: FieldSlot, prefix: str, exact_var: bool, valid: _Valid
 ) -> tuple[str, str]:
     """Return the inclusive key interval [lo, hi] of one operator on field ``slot``.
 
@@ -645,7 +676,7 @@ def _bounds(
     assert codec is not None
 
     def enc(value: Any) -> str:
-        return codec.encode(meta.validate_field(slot.field, value))
+        return codec.encode(valid(meta, slot.field, value))
 
     lo, hi = prefix, prefix + MAX_CHAR
     if isinstance(op, BeginsWith):
@@ -722,6 +753,26 @@ def _describe_ops(name: str, ops: Sequence[Operator]) -> str:
     return " and ".join(parts)
 
 
+class _Valid:
+    """Validates condition values for one plan, each value once per entity and field.
+
+    Every index option of a plan validates the same operator values again; the result is
+    reused only for the very same value object, so it cannot stand for another value.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[type[Entity], str, int], tuple[Any, Any]] = {}
+
+    def __call__(self, meta: EntityMeta, name: str, value: Any) -> Any:
+        key = (meta.cls, name, id(value))
+        hit = self._seen.get(key)
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        checked = meta.validate_field(name, value)
+        self._seen[key] = (value, checked)
+        return checked
+
+
 @dataclass
 class _Fit:
     """How one index serves one entity's conditions."""
@@ -743,6 +794,7 @@ def _fit(
     table: Table,
     index: LocalIndex | GlobalIndex | None,
     conds: Mapping[str, Sequence[Operator]],
+    valid: _Valid,
 ) -> _Fit:
     """Return how ``index`` serves ``conds`` for one entity (problem set when it cannot)."""
     fit = _Fit(meta)
@@ -763,7 +815,7 @@ def _fit(
         ops = conds.get(name)
         if _single_eq(ops):
             assert ops is not None
-            values[name] = meta.validate_field(name, cast("Compare", ops[0]).value)
+            values[name] = valid(meta, name, cast("Compare", ops[0]).value)
             fit.absorbed.add(name)
         elif not ops and isinstance(index, GlobalIndex) and shard_of(meta, name) is not None:
             fit.shard_field = name
@@ -794,7 +846,7 @@ def _fit(
     if sk_tpl is not None:
         used |= set(sk_tpl.fields)
         try:
-            _fit_sort(fit, sk_tpl, conds, values)
+            _fit_sort(fit, sk_tpl, conds, values, valid)
         except _Empty as empty:
             fit.empty = empty.why
     for name in conds:
@@ -804,7 +856,11 @@ def _fit(
 
 
 def _fit_sort(
-    fit: _Fit, tpl: KeyTemplate, conds: Mapping[str, Sequence[Operator]], values: dict[str, Any]
+    fit: _Fit,
+    tpl: KeyTemplate,
+    conds: Mapping[str, Sequence[Operator]],
+    values: dict[str, Any],
+    valid: _Valid,
 ) -> None:
     meta = fit.meta
     if tpl.is_direct:
@@ -815,7 +871,7 @@ def _fit_sort(
     while k < len(names) and _single_eq(conds.get(names[k])):
         name = names[k]
         if name not in values:
-            values[name] = meta.validate_field(name, cast("Compare", conds[name][0]).value)
+            values[name] = valid(meta, name, cast("Compare", conds[name][0]).value)
         fit.absorbed.add(name)
         k += 1
     if k == len(names):
@@ -843,7 +899,7 @@ def _fit_sort(
                         f"where() takes =, <, <=, >, >=, between and begins_with; "
                         f"put {op!r} on {name} in filter().",
                     )
-                a, b = _bounds(op, meta, slot, prefix, last and not codec.prefix_free)
+                a, b = _bounds(op, meta, slot, prefix, last and not codec.prefix_free, valid)
                 lo, hi = max(lo, a), min(hi, b)
             if lo > hi:
                 raise _Empty(f"{_describe_ops(name, ops)} leaves no value")
@@ -1020,6 +1076,8 @@ class _QueryPlanner:
         for c in q.conditions:
             self.conds.setdefault(c.field, []).append(c.op)
         self.needed: tuple[str, ...] | None = None if count else q.fields
+        self.valid = _Valid()
+        self.filter_fields = _filter_fields(q.filter_condition)
 
     def plan(self) -> QueryPlan:
         self._check_conditions()
@@ -1036,7 +1094,7 @@ class _QueryPlanner:
     def _check_conditions(self) -> None:
         for meta in self.metas:
             for name, ops in self.conds.items():
-                if name not in meta.cls.model_fields:
+                if name not in meta.attributes:  # the model's fields, without a class lookup
                     raise ValidationError(
                         "field.unknown",
                         f"{meta.cls.__name__} has no field {name!r}; fields are "
@@ -1063,10 +1121,10 @@ class _QueryPlanner:
     def _wanted(self, meta: EntityMeta) -> list[str]:
         if self.count:
             return []
-        return list(self.needed) if self.needed is not None else list(meta.cls.model_fields)
+        return list(self.needed) if self.needed is not None else list(meta.attributes)
 
     def _option(self, index: LocalIndex | GlobalIndex | None, order: int) -> _Option:
-        fits = [_fit(meta, self.table, index, self.conds) for meta in self.metas]
+        fits = [_fit(meta, self.table, index, self.conds, self.valid) for meta in self.metas]
         option = _Option(index, order, fits)
         broken = next((f for f in fits if f.problem is not None), None)
         if broken is not None:
@@ -1088,9 +1146,9 @@ class _QueryPlanner:
             option.rule = "query.gsi-consistent-read"
             return option
         projected = _projected(self.table, index)
-        filter_fields = _filter_fields(self.q.filter_condition)
+        filter_fields = self.filter_fields
         if self.q.fallback:
-            filter_fields |= set(option.unabsorbed)
+            filter_fields = filter_fields | set(option.unabsorbed)
         if projected is not None and filter_fields:
             lacking = sorted(
                 {
@@ -1211,6 +1269,8 @@ class _QueryPlanner:
         requests: list[Request] = []
         grouped: dict[str, tuple[dict[str, Any], list[type[Entity]], list[str]]] = {}
         first_text: tuple[str | None, str | None, dict[str, str], dict[str, Any]] | None = None
+        # Requests are grouped by their canonical text; one request needs no grouping.
+        single = sum(len(fit.partitions) for fit in best.fits) == 1
         for fit in best.fits:
             meta = fit.meta
             for n, partition in enumerate(fit.partitions):
@@ -1257,7 +1317,7 @@ class _QueryPlanner:
                 label = meta.cls.__name__
                 if fit.shard_field is not None:
                     label += f" {fit.shard_field}={n + 1}"
-                signature = _canonical(params)
+                signature = "" if single else _canonical(params)
                 if signature in grouped:
                     grouped[signature][1].append(meta.cls)
                 else:
@@ -1304,7 +1364,7 @@ class _QueryPlanner:
             merge_attribute=sk_attr,
             empty=empty,
             has_filter=has_filter,
-            fingerprint=_fingerprint(table, index.name if index else None, final, q.forward),
+            _shape=_Shape(table.name, index.name if index else None, q.forward, final),
             cursor=q.cursor,
         )
 
@@ -1515,7 +1575,7 @@ class _ScanPlanner:
             merge_attribute=None,
             empty=None,
             has_filter=filter_text is not None,
-            fingerprint=_fingerprint(table, label, requests, True),
+            _shape=_Shape(table.name, label, True, tuple(requests)),
             cursor=s.cursor,
             segments=s.total_segments,
             on_progress=s.on_progress,
