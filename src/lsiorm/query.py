@@ -13,6 +13,7 @@ inside one namespace never reaches another entity's items.
 
 from __future__ import annotations
 
+import abc
 import base64
 import binascii
 import hashlib
@@ -32,6 +33,8 @@ from typing import (
     cast,
     overload,
 )
+
+from typing_extensions import Self
 
 from .capacity import ReadEstimate, estimate_query
 from .conditions import (
@@ -151,8 +154,67 @@ def _check_fields(entities: Sequence[type[Entity]], names: Iterable[str]) -> Non
                 )
 
 
+class _Reader(abc.ABC, Generic[E]):
+    """The builder methods Query and Scan share; each returns a new value."""
+
+    entities: tuple[type[Entity], ...]
+    filter_condition: Condition | None
+
+    @abc.abstractmethod
+    def plan(self, *, count: bool = False) -> QueryPlan:
+        """Return the plan: the chosen index, the exact requests and why; no I/O."""
+
+    def filter(self, *conditions: Condition, **fields: Any) -> Self:
+        """Add a filter, evaluated after the read (dropped items still cost read capacity)."""
+        return _evolve(self, filter_condition=_and(self.filter_condition, conditions, fields))
+
+    def select(self, *fields: str) -> Self:
+        """Return only these fields; results are partial models (see :func:`missing_fields`)."""
+        _check_fields(self.entities, fields)
+        return _evolve(self, fields=tuple(dict.fromkeys(fields)))
+
+    def limit(self, count: int) -> Self:
+        """Return at most ``count`` items in all."""
+        return _evolve(self, max_items=_positive(count, "limit()"))
+
+    def page_size(self, count: int) -> Self:
+        """Ask DynamoDB to evaluate at most ``count`` items per request (its ``Limit``)."""
+        return _evolve(self, request_limit=_positive(count, "page_size()"))
+
+    def consistent(self, enabled: bool = True) -> Self:
+        """Use strongly consistent reads (base table and LSIs only)."""
+        return _evolve(self, consistent_read=enabled)
+
+    def after(self, cursor: str | None) -> Self:
+        """Resume after the page whose ``cursor`` this is (None starts from the beginning)."""
+        return _evolve(self, cursor=cursor)
+
+    def hydrate(self) -> Self:
+        """Read fields a GSI does not project from the base table (BatchGetItem)."""
+        return _evolve(self, missing="hydrate")
+
+    def partial(self) -> Self:
+        """Return fields a GSI does not project as missing, in partial models."""
+        return _evolve(self, missing="partial")
+
+    def explain(
+        self, *, count: bool = False, sample: Iterable[Entity] | None = None
+    ) -> Explanation:
+        """Return the plan in a printable form, without I/O.
+
+        With ``sample`` (entities the query is expected to match), the explanation also gives
+        the capacity model's read cost of a page of them.
+        """
+        plan = self.plan(count=count)
+        return Explanation(plan, _estimate(plan, sample))
+
+    def compile_all(self, *, count: bool = False) -> list[dict[str, Any]]:
+        """Return the parameters of every first request (one per shard, entity or segment)."""
+        return [r.first_params() for r in self.plan(count=count).requests]
+
+
 @dataclass(frozen=True)
-class Query(Generic[E]):
+class Query(_Reader[E]):
     """A query over one partition of one table or index; every method returns a new value."""
 
     entities: tuple[type[Entity], ...]
@@ -176,15 +238,6 @@ class Query(Generic[E]):
             added.extend(_key_parts(item))
         return _evolve(self, conditions=(*self.conditions, *added))
 
-    def filter(self, *conditions: Condition, **fields: Any) -> Query[E]:
-        """Add a filter, evaluated after the read (dropped items still cost read capacity)."""
-        return _evolve(self, filter_condition=_and(self.filter_condition, conditions, fields))
-
-    def select(self, *fields: str) -> Query[E]:
-        """Return only these fields; results are partial models (see :func:`missing_fields`)."""
-        _check_fields(self.entities, fields)
-        return _evolve(self, fields=tuple(dict.fromkeys(fields)))
-
     def descending(self) -> Query[E]:
         """Return items in descending sort-key order."""
         return _evolve(self, forward=False)
@@ -192,18 +245,6 @@ class Query(Generic[E]):
     def ascending(self) -> Query[E]:
         """Return items in ascending sort-key order (the default)."""
         return _evolve(self, forward=True)
-
-    def limit(self, count: int) -> Query[E]:
-        """Return at most ``count`` items in all."""
-        return _evolve(self, max_items=_positive(count, "limit()"))
-
-    def page_size(self, count: int) -> Query[E]:
-        """Ask DynamoDB to evaluate at most ``count`` items per request (its ``Limit``)."""
-        return _evolve(self, request_limit=_positive(count, "page_size()"))
-
-    def consistent(self, enabled: bool = True) -> Query[E]:
-        """Use strongly consistent reads (base table and LSIs only)."""
-        return _evolve(self, consistent_read=enabled)
 
     def using(self, index: str | None) -> Query[E]:
         """Force an index by name, or the base table with None; it must serve the query."""
@@ -213,44 +254,17 @@ class Query(Generic[E]):
         """Let key conditions no index answers exactly become a key range plus a filter."""
         return _evolve(self, fallback=True)
 
-    def after(self, cursor: str | None) -> Query[E]:
-        """Resume after the page whose ``cursor`` this is (None starts from the beginning)."""
-        return _evolve(self, cursor=cursor)
-
-    def hydrate(self) -> Query[E]:
-        """Read fields a GSI does not project from the base table (BatchGetItem)."""
-        return _evolve(self, missing="hydrate")
-
-    def partial(self) -> Query[E]:
-        """Return fields a GSI does not project as missing, in partial models."""
-        return _evolve(self, missing="partial")
-
     def plan(self, *, count: bool = False) -> QueryPlan:
         """Return the plan: the chosen index, the exact requests and why; no I/O."""
         return _QueryPlanner(self, count).plan()
-
-    def explain(
-        self, *, count: bool = False, sample: Iterable[Entity] | None = None
-    ) -> Explanation:
-        """Return the plan in a printable form, without I/O.
-
-        With ``sample`` (entities the query is expected to match), the explanation also gives
-        the capacity model's read cost of a page of them.
-        """
-        plan = self.plan(count=count)
-        return Explanation(plan, _estimate(plan, sample))
 
     def compile(self, *, count: bool = False) -> dict[str, Any]:
         """Return the exact parameters of the one Query request this query sends first."""
         return self.plan(count=count).single_request()
 
-    def compile_all(self, *, count: bool = False) -> list[dict[str, Any]]:
-        """Return the parameters of every first request (several for sharded or mixed queries)."""
-        return [r.first_params() for r in self.plan(count=count).requests]
-
 
 @dataclass(frozen=True)
-class Scan(Generic[E]):
+class Scan(_Reader[E]):
     """A scan of a whole table or index, optionally split into parallel segments."""
 
     entities: tuple[type[Entity], ...]
@@ -265,27 +279,6 @@ class Scan(Generic[E]):
     missing: MissingMode = "error"
     on_progress: Callable[[ScanProgress], None] | None = field(default=None, compare=False)
 
-    def filter(self, *conditions: Condition, **fields: Any) -> Scan[E]:
-        """Add a filter, evaluated after the read (dropped items still cost read capacity)."""
-        return _evolve(self, filter_condition=_and(self.filter_condition, conditions, fields))
-
-    def select(self, *fields: str) -> Scan[E]:
-        """Return only these fields; results are partial models."""
-        _check_fields(self.entities, fields)
-        return _evolve(self, fields=tuple(dict.fromkeys(fields)))
-
-    def limit(self, count: int) -> Scan[E]:
-        """Return at most ``count`` items in all."""
-        return _evolve(self, max_items=_positive(count, "limit()"))
-
-    def page_size(self, count: int) -> Scan[E]:
-        """Ask DynamoDB to evaluate at most ``count`` items per request and segment."""
-        return _evolve(self, request_limit=_positive(count, "page_size()"))
-
-    def consistent(self, enabled: bool = True) -> Scan[E]:
-        """Use strongly consistent reads (base table and LSIs only)."""
-        return _evolve(self, consistent_read=enabled)
-
     def using(self, index: str | None) -> Scan[E]:
         """Scan this index instead of the base table (None: the base table)."""
         return _evolve(self, index=index)
@@ -298,36 +291,9 @@ class Scan(Generic[E]):
         """Call ``callback`` after every page read by any segment."""
         return _evolve(self, on_progress=callback)
 
-    def after(self, cursor: str | None) -> Scan[E]:
-        """Resume after the page whose ``cursor`` this is."""
-        return _evolve(self, cursor=cursor)
-
-    def hydrate(self) -> Scan[E]:
-        """Read fields a GSI does not project from the base table (BatchGetItem)."""
-        return _evolve(self, missing="hydrate")
-
-    def partial(self) -> Scan[E]:
-        """Return fields a GSI does not project as missing, in partial models."""
-        return _evolve(self, missing="partial")
-
     def plan(self, *, count: bool = False) -> QueryPlan:
         """Return the plan of this scan; no I/O."""
         return _ScanPlanner(self, count).plan()
-
-    def explain(
-        self, *, count: bool = False, sample: Iterable[Entity] | None = None
-    ) -> Explanation:
-        """Return the plan in a printable form, without I/O.
-
-        With ``sample`` (entities the query is expected to match), the explanation also gives
-        the capacity model's read cost of a page of them.
-        """
-        plan = self.plan(count=count)
-        return Explanation(plan, _estimate(plan, sample))
-
-    def compile_all(self, *, count: bool = False) -> list[dict[str, Any]]:
-        """Return the parameters of the first request of every segment."""
-        return [r.first_params() for r in self.plan(count=count).requests]
 
 
 def _key_parts(condition: Condition) -> list[FieldCondition]:
