@@ -898,3 +898,23 @@ def test_hydration_that_never_completes_raises_with_the_keys_left() -> None:
 def test_equality_on_none_or_an_empty_partition_matches_nothing() -> None:
     assert query(Thread).where(author=None).hydrate().plan().empty is not None
     assert query(Thread).where(forum="").plan().empty is not None
+
+
+def test_two_different_partition_values_match_nothing_without_a_request() -> None:
+    from lsiorm import Entity, Table, query
+    from lsiorm.errors import QueryPlanError
+
+    games = Table("PlanGames", "Country", "Game")
+
+    class Match(Entity, table=games, keys={"Country": "{country}", "Game": "{game}"}):
+        country: str
+        game: str
+
+    contradictory = query(Match).where(country="France").where(country="Argentina")
+    assert contradictory.plan().empty is not None
+    assert contradictory.compile_all() == []
+    with pytest.raises(QueryPlanError) as info:
+        contradictory.compile()
+    assert info.value.rule == "query.no-request"
+    same_twice = query(Match).where(country="France").where(country="France")
+    assert same_twice.compile()["ExpressionAttributeValues"] == {":v0": {"S": "France"}}

@@ -705,6 +705,20 @@ def _single_eq(ops: Sequence[Operator] | None) -> bool:
     return ops is not None and len(ops) == 1 and isinstance(ops[0], Compare) and ops[0].op == "="
 
 
+def _equalities(
+    meta: EntityMeta, name: str, ops: Sequence[Operator] | None, valid: Any
+) -> list[Any] | None:
+    """Return the distinct validated values when every operator is an equality, else None."""
+    if not ops or not all(isinstance(op, Compare) and op.op == "=" for op in ops):
+        return None
+    distinct: list[Any] = []
+    for op in ops:
+        value = valid(meta, name, cast("Compare", op).value)
+        if value not in distinct:
+            distinct.append(value)
+    return distinct
+
+
 def _describe_ops(name: str, ops: Sequence[Operator]) -> str:
     parts = []
     for op in ops:
@@ -777,11 +791,16 @@ def _fit(
     # Partition: every field needs one equality, except a GSI shard, which fans out.
     values: dict[str, Any] = {}
     missing_fields_: list[str] = []
+    contradiction: str | None = None
     for name in pk_tpl.fields:
         ops = conds.get(name)
-        if _single_eq(ops):
-            assert ops is not None
-            values[name] = valid(meta, name, cast("Compare", ops[0]).value)
+        equal = _equalities(meta, name, ops, valid)
+        if equal is not None and len(equal) > 1:
+            contradiction = f"{_describe_ops(name, ops or ())} leaves no value"
+            values[name] = equal[0]
+            fit.absorbed.add(name)
+        elif equal is not None:
+            values[name] = equal[0]
             fit.absorbed.add(name)
         elif not ops and isinstance(index, GlobalIndex) and shard_of(meta, name) is not None:
             fit.shard_field = name
@@ -794,6 +813,8 @@ def _fit(
         )
         fit.rule = "query.partition-fields"
         return fit
+    if contradiction is not None:
+        fit.empty = contradiction  # two different values for one partition field
     shards: list[int | None] = [None]
     if fit.shard_field is not None:
         shard = shard_of(meta, fit.shard_field)
