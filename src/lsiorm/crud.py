@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from .conditions import (
     Condition,
@@ -172,8 +172,7 @@ def put(
         if meta.version_field is not None and (getattr(entity, meta.version_field) or 0) > 0:
             raise _stale(meta, exc, getattr(entity, meta.version_field)) from exc
         raise
-    result: E = stored  # type: ignore[assignment]
-    return result
+    return cast("E", stored)  # put_request returns a copy of the same class
 
 
 def _stale(meta: EntityMeta, exc: ConditionFailedError, expected: Any) -> StaleVersionError:
@@ -221,8 +220,7 @@ def get(
             table=meta.table.name,
             key=params["Key"],
         )
-    result: E | None = found  # type: ignore[assignment]
-    return result
+    return cast("E | None", found)  # decode_item(only=(cls,)) gives cls or None
 
 
 # -- delete ------------------------------------------------------------------------------------
@@ -271,8 +269,7 @@ def delete(
             raise _stale(meta, exc, expected_version) from exc
         raise
     old = response.get("Attributes")
-    result: E | None = decode_item(meta.table, old, only=(cls,)) if old else None  # type: ignore[assignment]
-    return result
+    return cast("E | None", decode_item(meta.table, old, only=(cls,)) if old else None)
 
 
 # -- update ------------------------------------------------------------------------------------
@@ -449,5 +446,4 @@ def update(
                 raise _stale(meta, exc, getattr(instance, meta.version_field)) from exc
         raise
     found = decode_item(meta.table, response.get("Attributes") or {}, only=(cls,))
-    result: E = found  # type: ignore[assignment]
-    return result
+    return cast("E", found)
