@@ -1,4 +1,4 @@
-"""Every Python code block in docs/ runs, page by page, against moto."""
+"""Every Python code block in docs/ and README.md runs, page by page, against moto."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ SHOWN_ENDPOINT = "http://localhost:8000"
 
 
 def pages() -> list[Path]:
-    return sorted(p for p in DOCS.glob("*.md") if BLOCK.search(p.read_text()))
+    candidates = [*DOCS.glob("*.md"), DOCS.parent / "README.md"]
+    return sorted(p for p in candidates if BLOCK.search(p.read_text()))
 
 
 @pytest.fixture(scope="module")
