@@ -15,6 +15,7 @@ from lsiorm import Entity, RetryPolicy, Session, Table, cond, where
 from lsiorm.conditions import eq
 from lsiorm.errors import (
     DynamoError,
+    ItemCollectionSizeLimitError,
     ServiceValidationError,
     TransactionCanceledError,
     ValidationError,
@@ -289,11 +290,17 @@ def test_a_cancellation_is_retried_only_when_every_reason_is_transient(codes: li
         session.run(transact_write(session.ctx, actions))
         assert len(client.params) == 2
     else:
-        with pytest.raises(TransactionCanceledError) as caught:
+        # A full item collection is raised as the typed 10 GB error, the cancellation its cause.
+        with pytest.raises((TransactionCanceledError, ItemCollectionSizeLimitError)) as caught:
             session.run(transact_write(session.ctx, actions))
         assert len(client.params) == 1
-        assert [r.code for r in caught.value.reasons] == codes
-        assert [r.entity for r in caught.value.failed] == [
+        cancelled_error = caught.value
+        if "ItemCollectionSizeLimitExceeded" in codes:
+            assert isinstance(cancelled_error, ItemCollectionSizeLimitError)
+            cancelled_error = cancelled_error.__cause__
+        assert isinstance(cancelled_error, TransactionCanceledError)
+        assert [r.code for r in cancelled_error.reasons] == codes
+        assert [r.entity for r in cancelled_error.failed] == [
             a.entity for a, c in zip(actions, codes, strict=True) if c != "None"
         ]
 

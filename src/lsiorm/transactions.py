@@ -26,7 +26,13 @@ from .conditions import Condition
 from .core import Context, call
 from .crud import UpdateSpec, delete_request, key_values, put_request, update_request
 from .entity import Entity, EntityMeta, decode_item, meta_of
-from .errors import CancellationReason, DynamoError, TransactionCanceledError, ValidationError
+from .errors import (
+    CancellationReason,
+    DynamoError,
+    ItemCollectionSizeLimitError,
+    TransactionCanceledError,
+    ValidationError,
+)
 from .retry import NO_RETRY, run_with_retries
 from .schema import Table
 from .steps import Operation
@@ -320,7 +326,37 @@ def _send(
     try:
         return (yield from run_with_retries(ctx.retry, attempt, on_error=_mark_transient))
     except TransactionCanceledError as exc:
-        raise _tied(exc, parts) from exc
+        tied = _tied(exc, parts)
+        full = _collection_full(tied, parts)
+        if full is not None:
+            raise full from tied
+        raise tied from exc
+
+
+def _collection_full(
+    exc: TransactionCanceledError, parts: Sequence[_Part]
+) -> ItemCollectionSizeLimitError | None:
+    """Return the typed 10 GB error when an action was cancelled for its item collection.
+
+    Its ``__cause__`` is the cancellation, with every action's reason; like any
+    ItemCollectionSizeLimitError it is never retried.
+    """
+    for reason in exc.failed:
+        if reason.code != "ItemCollectionSizeLimitExceeded" or reason.index >= len(parts):
+            continue
+        part = parts[reason.index]
+        attribute = part.table.partition_key.name
+        key = {attribute: part.key[attribute]} if attribute in part.key else None
+        return ItemCollectionSizeLimitError(
+            f"action {reason.index} ({part.kind} {part.cls.__name__}) would grow an item "
+            f"collection past DynamoDB's 10 GB limit: {reason.message}",
+            collection_key=key,
+            code="ItemCollectionSizeLimitExceeded",
+            operation=exc.operation,
+            table=part.table.name,
+            response=exc.response,
+        )
+    return None
 
 
 def _old_item(part: _Part, item: Any) -> Entity | None:
