@@ -453,10 +453,8 @@ def batch_write(
     ops = [_run_chunk(ctx, "BatchWriteItem", c, _write_params, _take_writes) for c in chunks]
     outcomes = cast("list[_ChunkOutcome]", (yield Gather(tuple(ops), limit=concurrency)))
     calls = sum(o.calls for o in outcomes)
-    left = sorted((e for o in outcomes for e in o.left), key=lambda e: e.order)
+    left, error, cause = _leftovers(outcomes, "UnprocessedItems")
     if left:
-        error = next((o.error for o in outcomes if o.left and o.error is not None), None)
-        cause = error.code if error is not None else "UnprocessedItems"
         raise BatchWriteIncompleteError(
             f"Batch write gave up: {len(left)} of {len(entries)} writes were not done "
             f"(cause: {cause}) after {calls} BatchWriteItem calls.",
@@ -464,6 +462,15 @@ def batch_write(
             cause_code=cause,
         ) from error
     return BatchWriteResult(len(entries), calls)
+
+
+def _leftovers(
+    outcomes: Sequence[_ChunkOutcome], default_cause: str
+) -> tuple[list[_Entry], DynamoError | None, str]:
+    """Return what no chunk got done (in the caller's order), the first error, and its code."""
+    left = sorted((e for o in outcomes for e in o.left), key=lambda e: e.order)
+    error = next((o.error for o in outcomes if o.left and o.error is not None), None)
+    return left, error, error.code if error is not None else default_cause
 
 
 def batch_get(
@@ -496,10 +503,8 @@ def batch_get(
     for o in outcomes:
         found.update(o.found)
     result = cast("list[E]", [found[i] for i in sorted(found)])
-    left = sorted((e for o in outcomes for e in o.left), key=lambda e: e.order)
+    left, error, cause = _leftovers(outcomes, "UnprocessedKeys")
     if left:
-        error = next((o.error for o in outcomes if o.left and o.error is not None), None)
-        cause = error.code if error is not None else "UnprocessedKeys"
         raise BatchGetIncompleteError(
             f"Batch get gave up: {len(left)} of {len(entries)} keys were not read "
             f"(cause: {cause}).",
