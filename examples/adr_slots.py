@@ -12,14 +12,13 @@ Set LSIORM_ENDPOINT_URL to run it against another endpoint (DynamoDB Local, AWS)
 from __future__ import annotations
 
 import json
-import os
 import uuid
-from contextlib import ExitStack
 from datetime import date, datetime, timezone
 
 from lsiorm import Entity, Session, Table, ge, lt
 from lsiorm.entity import meta_of
 from lsiorm.query import query
+from lsiorm.testing import example_endpoint
 
 PROJECT = "apollo"
 
@@ -257,13 +256,5 @@ def summary() -> None:
 
 
 if __name__ == "__main__":
-    with ExitStack() as stack:
-        url = os.environ.get("LSIORM_ENDPOINT_URL")
-        if not url:
-            from lsiorm.testing import MotoServer
-
-            url = stack.enter_context(MotoServer()).endpoint_url
-            print(f"embedded moto at {url}")
-        os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    with example_endpoint() as url:
         main(url)

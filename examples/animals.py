@@ -10,10 +10,8 @@ LSIORM_ENDPOINT_URL to run it against another endpoint (DynamoDB Local, AWS).
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Sequence
-from contextlib import ExitStack
 
 from lsiorm import (
     Entity,
@@ -28,6 +26,7 @@ from lsiorm import (
     lt,
 )
 from lsiorm.query import Query, query
+from lsiorm.testing import example_endpoint
 
 SHELTER = "Battersea"
 
@@ -231,13 +230,5 @@ def key_condition(q: Query[Address]) -> str:
 
 
 if __name__ == "__main__":
-    with ExitStack() as stack:
-        url = os.environ.get("LSIORM_ENDPOINT_URL")
-        if not url:
-            from lsiorm.testing import MotoServer
-
-            url = stack.enter_context(MotoServer()).endpoint_url
-            print(f"embedded moto at {url}")
-        os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    with example_endpoint() as url:
         main(url)

@@ -9,15 +9,14 @@ another endpoint (DynamoDB Local, AWS).
 
 from __future__ import annotations
 
-import os
 import uuid
-from contextlib import ExitStack
 from datetime import datetime, timezone
 
 from pydantic import Field
 
 from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Session, Table, between
 from lsiorm.query import missing_fields, query
+from lsiorm.testing import example_endpoint
 
 # A fresh name per run: the example may share an engine with other runs (the tests do).
 threads = Table(
@@ -151,13 +150,5 @@ def walkthrough(session: Session) -> None:
 
 
 if __name__ == "__main__":
-    with ExitStack() as stack:
-        url = os.environ.get("LSIORM_ENDPOINT_URL")
-        if not url:
-            from lsiorm.testing import MotoServer
-
-            url = stack.enter_context(MotoServer()).endpoint_url
-            print(f"embedded moto at {url}")
-        os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    with example_endpoint() as url:
         main(url)

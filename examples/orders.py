@@ -9,10 +9,8 @@ Set LSIORM_ENDPOINT_URL to run it against another endpoint (DynamoDB Local, AWS)
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections import Counter
-from contextlib import ExitStack
 from datetime import date, timedelta
 from decimal import Decimal
 from enum import Enum
@@ -30,6 +28,7 @@ from lsiorm import (
     lt,
 )
 from lsiorm.query import Shard, query, shard_value
+from lsiorm.testing import example_endpoint
 
 SHARDS = 4
 TODAY = date(2024, 3, 20)
@@ -274,13 +273,5 @@ def show(found: list[Business], label: str) -> None:
 
 
 if __name__ == "__main__":
-    with ExitStack() as stack:
-        url = os.environ.get("LSIORM_ENDPOINT_URL")
-        if not url:
-            from lsiorm.testing import MotoServer
-
-            url = stack.enter_context(MotoServer()).endpoint_url
-            print(f"embedded moto at {url}")
-        os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    with example_endpoint() as url:
         main(url)

@@ -9,14 +9,13 @@ LSIORM_ENDPOINT_URL to run it against another endpoint (DynamoDB Local, AWS).
 
 from __future__ import annotations
 
-import os
 import uuid
-from contextlib import ExitStack
 
 from pydantic import Field
 
 from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Session, Table, ge
 from lsiorm.query import missing_fields, query
+from lsiorm.testing import example_endpoint
 
 GOALS = KeyAttribute("Goals", "N")
 
@@ -140,13 +139,5 @@ def walkthrough(session: Session) -> None:
 
 
 if __name__ == "__main__":
-    with ExitStack() as stack:
-        url = os.environ.get("LSIORM_ENDPOINT_URL")
-        if not url:
-            from lsiorm.testing import MotoServer
-
-            url = stack.enter_context(MotoServer()).endpoint_url
-            print(f"embedded moto at {url}")
-        os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    with example_endpoint() as url:
         main(url)

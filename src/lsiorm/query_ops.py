@@ -108,7 +108,6 @@ class _Descending:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Descending) and bool(self.value == other.value)
 
-    __hash__ = None  # type: ignore[assignment]
 
 
 def _order_of(plan: QueryPlan, item: dict[str, Any]) -> Any:
@@ -211,7 +210,6 @@ class _Ranked:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Ranked) and bool(self.value == other.value)
 
-    __hash__ = None  # type: ignore[assignment]
 
 
 def _take(

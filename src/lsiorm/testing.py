@@ -15,6 +15,7 @@ declared table exists and is empty. Engines start once per test run and stop at 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import http.client
 import logging
 import os
@@ -37,6 +38,7 @@ __all__ = [
     "EngineNotInstalledError",
     "MotoServer",
     "engine_endpoint",
+    "example_endpoint",
     "free_port",
     "table_fixture",
 ]
@@ -309,6 +311,24 @@ class MotoServer:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def example_endpoint() -> Iterator[str]:
+    """Yield ``$LSIORM_ENDPOINT_URL``, or the URL of an embedded moto server started for the block.
+
+    Used by the runnable examples: with no endpoint configured they run on moto in process,
+    with dummy credentials (local engines accept any).
+    """
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    url = os.environ.get("LSIORM_ENDPOINT_URL")
+    if url:
+        yield url
+        return
+    with MotoServer() as server:
+        print(f"embedded moto at {server.endpoint_url}")
+        yield server.endpoint_url
 
 
 _ENGINES: dict[str, DynamoDBLocal | MotoServer] = {}
