@@ -109,7 +109,6 @@ class _Descending:
         return isinstance(other, _Descending) and bool(self.value == other.value)
 
 
-
 def _order_of(plan: QueryPlan, item: dict[str, Any]) -> Any:
     attr = plan.merge_attribute
     av = item.get(attr) if attr is not None else None
@@ -209,7 +208,6 @@ class _Ranked:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Ranked) and bool(self.value == other.value)
-
 
 
 def _take(
