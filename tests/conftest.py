@@ -11,8 +11,20 @@ from urllib.parse import urlsplit
 import boto3
 import pytest
 from botocore.config import Config
+from hypothesis import HealthCheck, settings
 
 from lsiorm.testing import DynamoDBLocal, EngineNotInstalledError, MotoServer
+
+# One hypothesis profile for the whole suite. Shared 2-core machines make timing meaningless:
+# no per-example deadline, and slow input generation is not a failure. (The first draw of a
+# default-alphabet st.text() on an empty .hypothesis folder builds the Unicode table, ~1.5 s.)
+# A test's own @settings still inherits these and only overrides what it names.
+settings.register_profile(
+    "lsiorm",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "lsiorm"))
 
 EXTERNAL_ENDPOINT_ENV = "LSIORM_ENDPOINT_URL"
 BACKENDS = ("moto", "dynamodb-local")
