@@ -18,11 +18,12 @@ from boto3.dynamodb.transform import TransformationInjector
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.config import Config
 
-from lsiorm import AsyncSession, Session, fastjson, gt, query_ops
-from lsiorm import batch as lsiorm_batch
-from lsiorm.core import call
-from lsiorm.entity import decode_item, wire_item
-from lsiorm.query import query
+from lsiorm import AsyncSession, Session, gt, query
+from lsiorm._io import fastjson
+from lsiorm._model.entity import decode_item, wire_item
+from lsiorm._ops import batch as lsiorm_batch
+from lsiorm._ops import reads as query_ops
+from lsiorm._ops.pipeline import call
 
 from .models import (
     DYNTASTIC_TABLE,

@@ -16,8 +16,8 @@ import uuid
 from datetime import date, datetime, timezone
 
 from lsiorm import Entity, Session, Table, ge, lt
-from lsiorm.entity import meta_of
-from lsiorm.query import query
+from lsiorm._model.entity import meta_of
+from lsiorm._query.values import query
 from lsiorm.testing import example_endpoint
 
 PROJECT = "apollo"

@@ -25,7 +25,7 @@ from lsiorm import (
     gt,
     lt,
 )
-from lsiorm.query import Query, query
+from lsiorm._query.values import Query, query
 from lsiorm.testing import example_endpoint
 
 SHELTER = "Battersea"

@@ -15,7 +15,8 @@ from datetime import datetime, timezone
 from pydantic import Field
 
 from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Session, Table, between
-from lsiorm.query import missing_fields, query
+from lsiorm._query.decode import missing_fields
+from lsiorm._query.values import query
 from lsiorm.testing import example_endpoint
 
 # A fresh name per run: the example may share an engine with other runs (the tests do).

@@ -27,7 +27,8 @@ from lsiorm import (
     between,
     lt,
 )
-from lsiorm.query import Shard, query, shard_value
+from lsiorm._model.entity import Shard, shard_value
+from lsiorm._query.values import query
 from lsiorm.testing import example_endpoint
 
 SHARDS = 4

@@ -7,18 +7,10 @@ from typing import Any
 
 import pytest
 
-from lsiorm import (
-    AsyncSession,
-    GlobalIndex,
-    KeyAttribute,
-    LocalIndex,
-    Projection,
-    Session,
-    Table,
-)
-from lsiorm.audit import CollectionSize, audit_collection, collection_size, largest_collections
+from lsiorm import AsyncSession, GlobalIndex, KeyAttribute, LocalIndex, Projection, Session, Table
+from lsiorm._ops.audit import CollectionSize, audit_collection, collection_size, largest_collections
+from lsiorm._ops.hooks import HookRequest
 from lsiorm.errors import ValidationError
-from lsiorm.middleware import Request
 
 
 def audit_table(name: str) -> Table:
@@ -80,9 +72,9 @@ class QueryLog:
     """A hook that records every request, to see the pages an audit reads."""
 
     def __init__(self) -> None:
-        self.requests: list[Request] = []
+        self.requests: list[HookRequest] = []
 
-    def before(self, request: Request) -> None:
+    def before(self, request: HookRequest) -> None:
         self.requests.append(request)
 
 

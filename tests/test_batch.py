@@ -15,7 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lsiorm import AsyncSession, Entity, RetryPolicy, Session, Table
-from lsiorm.batch import (
+from lsiorm._model.entity import meta_of
+from lsiorm._model.wire import item_to_wire
+from lsiorm._ops.batch import (
     MAX_BATCH_GET,
     MAX_BATCH_WRITE,
     BatchWriteResult,
@@ -27,14 +29,12 @@ from lsiorm.batch import (
     key_identity,
     primary_key_of,
 )
-from lsiorm.entity import meta_of
 from lsiorm.errors import (
     BatchGetIncompleteError,
     BatchWriteIncompleteError,
     ServiceValidationError,
     ValidationError,
 )
-from lsiorm.wire import item_to_wire
 
 posts = Table("batch_posts", "pk", "sk")
 users = Table("batch_users", "id")

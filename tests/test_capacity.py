@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pydantic import Field
 
 from lsiorm import Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Table
-from lsiorm.capacity import (
+from lsiorm._model.capacity import (
     INDEX_ENTRY_OVERHEAD,
     ReadEstimate,
     WriteEstimate,
@@ -26,8 +26,8 @@ from lsiorm.capacity import (
     read_units,
     write_units,
 )
+from lsiorm._model.wire import WireItem, item_size, item_to_wire
 from lsiorm.errors import ValidationError
-from lsiorm.wire import WireItem, item_size, item_to_wire
 
 TABLE = Table(
     "Cap",

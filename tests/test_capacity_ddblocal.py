@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from lsiorm import KeyAttribute, LocalIndex, Projection, Session, Table
-from lsiorm.capacity import (
+from lsiorm._model.capacity import (
     ReadEstimate,
     Select,
     WriteEstimate,
@@ -26,8 +26,8 @@ from lsiorm.capacity import (
     estimate_write,
     needs_fetch,
 )
-from lsiorm.core import call
-from lsiorm.wire import WireItem, item_from_wire, item_size, number_to_wire
+from lsiorm._model.wire import WireItem, item_from_wire, item_size, number_to_wire
+from lsiorm._ops.pipeline import call
 
 SEED = 20260421
 CASES = 220

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lsiorm.cli import EXIT_FOUND, EXIT_OK, EXIT_SERVICE, EXIT_USAGE, main
+from lsiorm._cli import EXIT_FOUND, EXIT_OK, EXIT_SERVICE, EXIT_USAGE, main
 from lsiorm.testing import free_port
 
 MODELS = """
@@ -159,7 +159,7 @@ EXPLAIN_MODELS = """
 from datetime import datetime
 
 from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Table, between
-from lsiorm.query import query
+from lsiorm import query
 
 threads = Table(
     "ExplainThreads",

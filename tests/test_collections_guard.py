@@ -19,18 +19,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lsiorm import KeyAttribute, LocalIndex, Projection, Session, Table
-from lsiorm.collections_guard import (
-    CollectionEstimate,
-    CollectionWarning,
-    CollectionWatcher,
-)
-from lsiorm.core import Context, call
-from lsiorm.drivers import AsyncDriver, SyncDriver
+from lsiorm._io.drivers import AsyncDriver, SyncDriver
+from lsiorm._ops.collection_guard import CollectionEstimate, CollectionWarning, CollectionWatcher
+from lsiorm._ops.hooks import HookRequest
+from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.retry import RetryPolicy
+from lsiorm._ops.service_errors import collection_key_of, from_error_response
+from lsiorm._ops.steps import Operation
 from lsiorm.errors import ItemCollectionSizeLimitError, ValidationError
-from lsiorm.middleware import Request
-from lsiorm.retry import RetryPolicy
-from lsiorm.service_errors import collection_key_of, from_error_response
-from lsiorm.steps import Operation
 
 THREADS = Table(
     "Thread",
@@ -384,7 +380,7 @@ def test_every_warning_is_new_news(observations: list[tuple[float, float]]) -> N
     clock = Clock()
     seen: list[CollectionWarning] = []
     watcher = CollectionWatcher(clock=clock, interval_seconds=600, callbacks=[seen.append])
-    request = Request("PutItem", put_params(), (THREADS,))
+    request = HookRequest("PutItem", put_params(), (THREADS,))
     last: CollectionWarning | None = None
     for step, high in observations:
         clock.now += step

@@ -22,8 +22,8 @@ from lsiorm import (
     gt,
     where,
 )
-from lsiorm.crud import UpdateSpec, put_request, update_request
-from lsiorm.entity import meta_of
+from lsiorm._model.entity import meta_of
+from lsiorm._requests.items import UpdateSpec, put_request, update_request
 from lsiorm.errors import (
     ConditionFailedError,
     NotFoundError,
@@ -325,9 +325,9 @@ def test_table_check_reports_no_drift_then_drift(
 
 def test_service_validation_is_typed(session: Session, forum: tuple[Table, type, type]) -> None:
     table, _, _ = forum
-    from lsiorm.crud import get_request
-    from lsiorm.drivers import SyncDriver
-    from lsiorm.steps import Call
+    from lsiorm._io.drivers import SyncDriver
+    from lsiorm._ops.steps import Call
+    from lsiorm._requests.items import get_request
 
     params = get_request(meta_of(forum[1]), {"forum": "S3", "subject": "a"})
     params["Key"] = {"ForumName": {"S": "S3"}}  # missing the sort key

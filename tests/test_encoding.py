@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsiorm.encoding import (
+from lsiorm._model.encoding import (
     MAX_CHAR,
     BoolCodec,
     DateCodec,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import Field
 
 from lsiorm import Entity, GlobalIndex, KeyAttribute, KeyFormat, LocalIndex, Projection, Table
-from lsiorm.entity import decode_item, meta_of
+from lsiorm._model.entity import decode_item, meta_of
 from lsiorm.errors import (
     DeclarationError,
     IndexKeyTypeError,

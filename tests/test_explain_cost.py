@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 from pydantic import Field
 
 from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Table, between, query
-from lsiorm.capacity import estimate_query
-from lsiorm.entity import wire_item
+from lsiorm._model.capacity import estimate_query
+from lsiorm._model.entity import wire_item
 
 table = Table(
     "ExplainCost",

@@ -24,11 +24,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ConfigDict, Field, model_validator
 
-from lsiorm import Entity, Table, fastjson
-from lsiorm.entity import decode_item
+from lsiorm import Entity, Table
+from lsiorm._io import fastjson
+from lsiorm._io.fastjson import OPERATIONS, ResponseFastPath
+from lsiorm._model.entity import decode_item
+from lsiorm._model.wire import item_from_wire
 from lsiorm.errors import LsiormError
-from lsiorm.fastjson import OPERATIONS, ResponseFastPath
-from lsiorm.wire import item_from_wire
 
 SERVICE = botocore.session.get_session().get_service_model("dynamodb")
 FAST = ResponseFastPath(SERVICE)

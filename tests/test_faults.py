@@ -18,9 +18,9 @@ import pytest
 
 from faultproxy import FaultProxy
 from lsiorm import AsyncSession, Entity, RetryPolicy, Session, Table
-from lsiorm.batch import batch_get, batch_write
+from lsiorm._ops.batch import batch_get, batch_write
+from lsiorm._ops.transactions import Put, Update, transact_write
 from lsiorm.errors import BatchWriteIncompleteError
-from lsiorm.transactions import Put, Update, transact_write
 
 # Enough attempts that 30% faults never exhaust them (0.3**25 per chunk), small sleeps.
 PATIENT = RetryPolicy(max_attempts=25, max_delay=60.0, initial=0.01, maximum=0.25)

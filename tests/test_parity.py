@@ -23,20 +23,12 @@ from lsiorm import (
     Session,
     Table,
     cond,
-    table_ops,
 )
-from lsiorm.batch import batch_get, batch_write
-from lsiorm.core import Context, call
-from lsiorm.errors import (
-    ConditionFailedError,
-    NotFoundError,
-    ResourceNotFoundError,
-    StaleVersionError,
-    TransactionCanceledError,
-    ValidationError,
-)
-from lsiorm.steps import Operation
-from lsiorm.transactions import (
+from lsiorm._ops import tables as table_ops
+from lsiorm._ops.batch import batch_get, batch_write
+from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.steps import Operation
+from lsiorm._ops.transactions import (
     ConditionCheck,
     Delete,
     Get,
@@ -44,6 +36,14 @@ from lsiorm.transactions import (
     Update,
     transact_get,
     transact_write,
+)
+from lsiorm.errors import (
+    ConditionFailedError,
+    NotFoundError,
+    ResourceNotFoundError,
+    StaleVersionError,
+    TransactionCanceledError,
+    ValidationError,
 )
 
 forum = Table(

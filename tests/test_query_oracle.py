@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from pydantic import Field
 
 from lsiorm import Entity, Session, Table
-from lsiorm.conditions import (
+from lsiorm._conditions import (
     BeginsWith,
     Between,
     Compare,
@@ -37,11 +37,12 @@ from lsiorm.conditions import (
     le,
     lt,
 )
-from lsiorm.entity import meta_of
+from lsiorm._model.entity import meta_of
+from lsiorm._ops.reads import all as all_items
+from lsiorm._ops.reads import page
+from lsiorm._query.decode import missing_fields
+from lsiorm._query.values import Query, query
 from lsiorm.errors import QueryPlanError
-from lsiorm.query import Query, missing_fields, query
-from lsiorm.query_ops import all as all_items
-from lsiorm.query_ops import page
 
 EXAMPLES = int(os.environ.get("LSIORM_ORACLE_EXAMPLES", "200"))
 

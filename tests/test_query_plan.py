@@ -13,19 +13,13 @@ from hypothesis import strategies as st
 from pydantic import Field
 
 from lsiorm import Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Table
-from lsiorm.conditions import begins_with, between, cond, eq, ge, gt, le, lt, ne
-from lsiorm.encoding import MAX_CHAR
+from lsiorm._conditions import begins_with, between, cond, eq, ge, gt, le, lt, ne
+from lsiorm._model.encoding import MAX_CHAR
+from lsiorm._model.entity import Shard, shard_value
+from lsiorm._query.cursor import decode_cursor, encode_cursor
+from lsiorm._query.decode import decode, missing_fields
+from lsiorm._query.values import query, scan
 from lsiorm.errors import KeyEncodingError, QueryPlanError, ValidationError
-from lsiorm.query import (
-    Shard,
-    decode_cursor,
-    encode_cursor,
-    missing_fields,
-    query,
-    scan,
-    shard_value,
-)
-from lsiorm.query_ops import decode
 
 MAX = MAX_CHAR
 
@@ -849,10 +843,10 @@ def _key(thread: Thread) -> dict[str, Any]:
 
 
 def test_hydration_retries_unprocessed_keys_and_keeps_index_order() -> None:
-    from lsiorm.core import Context
-    from lsiorm.drivers import SyncDriver
-    from lsiorm.query_ops import all as all_items
-    from lsiorm.retry import RetryPolicy
+    from lsiorm._io.drivers import SyncDriver
+    from lsiorm._ops.pipeline import Context
+    from lsiorm._ops.reads import all as all_items
+    from lsiorm._ops.retry import RetryPolicy
 
     threads = _threads()
     table = forum.name
@@ -875,11 +869,11 @@ def test_hydration_retries_unprocessed_keys_and_keeps_index_order() -> None:
 
 
 def test_hydration_that_never_completes_raises_with_the_keys_left() -> None:
-    from lsiorm.core import Context
-    from lsiorm.drivers import SyncDriver
+    from lsiorm._io.drivers import SyncDriver
+    from lsiorm._ops.pipeline import Context
+    from lsiorm._ops.reads import all as all_items
+    from lsiorm._ops.retry import RetryPolicy
     from lsiorm.errors import BatchGetIncompleteError
-    from lsiorm.query_ops import all as all_items
-    from lsiorm.retry import RetryPolicy
 
     threads = _threads()
     table = forum.name

@@ -21,10 +21,11 @@ from lsiorm import (
     Session,
     Table,
 )
-from lsiorm.conditions import begins_with, between, ge, gt, lt
+from lsiorm._conditions import begins_with, between, ge, gt, lt
+from lsiorm._model.entity import Shard, shard_value
+from lsiorm._query.decode import missing_fields
+from lsiorm._query.values import ScanProgress, query, scan
 from lsiorm.errors import ValidationError
-from lsiorm.query import Shard, missing_fields, query, scan, shard_value
-from lsiorm.query_ops import ScanProgress
 
 
 def utc(*args: int) -> datetime:

@@ -31,6 +31,8 @@ from lsiorm import (
     Session,
     Table,
 )
+from lsiorm._ops.retry import is_retryable
+from lsiorm._ops.service_errors import from_error_response
 from lsiorm.errors import (
     ConditionFailedError,
     DynamoError,
@@ -43,8 +45,6 @@ from lsiorm.errors import (
     TransactionConflictError,
     TransportError,
 )
-from lsiorm.retry import is_retryable
-from lsiorm.service_errors import from_error_response
 
 table = Table("retry_tests", "pk", "sk")
 

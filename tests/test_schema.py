@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsiorm.errors import DeclarationError, ValidationError
-from lsiorm.schema import (
+from lsiorm._model.schema import (
     Drift,
     DriftReport,
     GlobalIndex,
@@ -21,6 +20,7 @@ from lsiorm.schema import (
     ProjectionType,
     Table,
 )
+from lsiorm.errors import DeclarationError, ValidationError
 
 
 def thread_table(**kwargs: Any) -> Table:

@@ -12,15 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lsiorm import Entity, RetryPolicy, Session, Table, cond, where
-from lsiorm.conditions import eq
-from lsiorm.errors import (
-    DynamoError,
-    ItemCollectionSizeLimitError,
-    ServiceValidationError,
-    TransactionCanceledError,
-    ValidationError,
-)
-from lsiorm.transactions import (
+from lsiorm._conditions import eq
+from lsiorm._ops.transactions import (
     ConditionCheck,
     Delete,
     Get,
@@ -31,6 +24,13 @@ from lsiorm.transactions import (
     transact_get_request,
     transact_write,
     transact_write_request,
+)
+from lsiorm.errors import (
+    DynamoError,
+    ItemCollectionSizeLimitError,
+    ServiceValidationError,
+    TransactionCanceledError,
+    ValidationError,
 )
 
 accounts = Table("tx_accounts", "pk", "sk")

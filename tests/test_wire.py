@@ -16,8 +16,7 @@ from botocore.validate import ParamValidator
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from lsiorm.errors import ValidationError
-from lsiorm.wire import (
+from lsiorm._model.wire import (
     MAX_ITEM_BYTES,
     attribute_value_size,
     from_wire,
@@ -27,6 +26,7 @@ from lsiorm.wire import (
     number_to_wire,
     to_wire,
 )
+from lsiorm.errors import ValidationError
 
 # Strategies -----------------------------------------------------------------------------------
 

@@ -1,10 +1,13 @@
-"""lsiorm: typed single-table data access for Amazon DynamoDB."""
+"""lsiorm: typed single-table data access for Amazon DynamoDB.
 
-from .audit import CollectionSize
-from .batch import BatchWriteResult
-from .capacity import ReadEstimate, WriteEstimate
-from .collections_guard import CollectionEstimate, CollectionWarning, CollectionWatcher
-from .conditions import (
+Every public name is importable from here. Two modules are public as well: :mod:`lsiorm.errors`
+(the error tree, also re-exported here) and :mod:`lsiorm.testing` (local engines and pytest
+fixtures). Everything under a leading underscore is machinery and may change without notice;
+``docs/architecture.md`` shows its layers.
+"""
+
+from lsiorm import _compat
+from lsiorm._conditions import (
     all_of,
     any_of,
     begins_with,
@@ -22,75 +25,173 @@ from .conditions import (
     not_exists,
     where,
 )
-from .encoding import KeyFormat
-from .entity import Entity
-from .query import (
-    Explanation,
-    Query,
-    QueryPlan,
-    Scan,
-    Shard,
-    missing_fields,
-    query,
-    scan,
-    shard_value,
+from lsiorm._io.fastjson import FastPathStats
+from lsiorm._io.fastjson import fast_path_of as fast_json_of
+from lsiorm._io.fastjson import install as install_fast_json
+from lsiorm._io.fastjson import uninstall as uninstall_fast_json
+from lsiorm._model.capacity import (
+    ReadEstimate,
+    WriteEstimate,
+    dry_run_delete,
+    dry_run_put,
+    dry_run_update,
+    estimate_query,
+    estimate_write,
+    index_entry_size,
+    read_units,
+    write_units,
 )
-from .query_ops import Page, ScanProgress
-from .retry import RetryPolicy
-from .schema import DriftReport, GlobalIndex, KeyAttribute, LocalIndex, Projection, Table
-from .session import AsyncSession, Session
-from .transactions import ConditionCheck, Delete, Get, Put, TransactWriteResult, Update
+from lsiorm._model.encoding import KeyFormat
+from lsiorm._model.entity import Entity, Shard, decode_item, shard_value
+from lsiorm._model.schema import (
+    DriftReport,
+    GlobalIndex,
+    KeyAttribute,
+    LocalIndex,
+    Projection,
+    Table,
+)
+from lsiorm._model.wire import item_size
+from lsiorm._ops.audit import CollectionSize
+from lsiorm._ops.batch import BatchWriteResult
+from lsiorm._ops.collection_guard import CollectionEstimate, CollectionWarning, CollectionWatcher
+from lsiorm._ops.hooks import HookRequest
+from lsiorm._ops.reads import Page
+from lsiorm._ops.retry import RetryPolicy
+from lsiorm._ops.transactions import (
+    ConditionCheck,
+    Delete,
+    Get,
+    Put,
+    TransactWriteResult,
+    Update,
+)
+from lsiorm._query.decode import missing_fields
+from lsiorm._query.explain import Explanation
+from lsiorm._query.plan import QueryPlan
+from lsiorm._query.values import Query, Scan, ScanProgress, query, scan
+from lsiorm._session import AsyncSession, Session
+from lsiorm.errors import (
+    BatchGetIncompleteError,
+    BatchWriteIncompleteError,
+    CancellationReason,
+    ConditionFailedError,
+    DeclarationError,
+    DynamoError,
+    IndexKeyTypeError,
+    InternalServerError,
+    ItemCollectionSizeLimitError,
+    ItemTooLargeError,
+    KeyEncodingError,
+    LsiormError,
+    NotFoundError,
+    PartialKeyUpdateError,
+    QueryPlanError,
+    ResourceNotFoundError,
+    RetryableError,
+    ServiceValidationError,
+    StaleVersionError,
+    ThrottledError,
+    TransactionCanceledError,
+    TransactionConflictError,
+    TransportError,
+    ValidationError,
+)
+
+__version__ = "0.2.0.dev0"
 
 __all__ = [
     "AsyncSession",
+    "BatchGetIncompleteError",
+    "BatchWriteIncompleteError",
     "BatchWriteResult",
+    "CancellationReason",
     "CollectionEstimate",
     "CollectionSize",
     "CollectionWarning",
     "CollectionWatcher",
     "ConditionCheck",
+    "ConditionFailedError",
+    "DeclarationError",
     "Delete",
     "DriftReport",
+    "DynamoError",
     "Entity",
     "Explanation",
+    "FastPathStats",
     "Get",
     "GlobalIndex",
+    "HookRequest",
+    "IndexKeyTypeError",
+    "InternalServerError",
+    "ItemCollectionSizeLimitError",
+    "ItemTooLargeError",
     "KeyAttribute",
+    "KeyEncodingError",
     "KeyFormat",
     "LocalIndex",
+    "LsiormError",
+    "NotFoundError",
     "Page",
+    "PartialKeyUpdateError",
     "Projection",
     "Put",
     "Query",
     "QueryPlan",
+    "QueryPlanError",
     "ReadEstimate",
+    "ResourceNotFoundError",
     "RetryPolicy",
+    "RetryableError",
     "Scan",
     "ScanProgress",
+    "ServiceValidationError",
     "Session",
     "Shard",
+    "StaleVersionError",
     "Table",
+    "ThrottledError",
     "TransactWriteResult",
+    "TransactionCanceledError",
+    "TransactionConflictError",
+    "TransportError",
     "Update",
+    "ValidationError",
     "WriteEstimate",
+    "__version__",
     "all_of",
     "any_of",
     "begins_with",
     "between",
     "cond",
     "contains",
+    "decode_item",
+    "dry_run_delete",
+    "dry_run_put",
+    "dry_run_update",
     "eq",
+    "estimate_query",
+    "estimate_write",
     "exists",
+    "fast_json_of",
     "ge",
     "gt",
+    "index_entry_size",
+    "install_fast_json",
     "is_in",
+    "item_size",
     "le",
     "lt",
     "missing_fields",
     "ne",
     "not_exists",
     "query",
+    "read_units",
     "scan",
     "shard_value",
+    "uninstall_fast_json",
     "where",
+    "write_units",
 ]
+
+_compat.install()

@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from .schema import Table
+    from lsiorm._model.schema import Table
 
 __all__ = [
     "DYNAMODB_LOCAL_DIR_ENV",
@@ -365,7 +365,7 @@ def table_fixture(
     """
     import pytest
 
-    from .session import Session
+    from lsiorm._session import Session
 
     def fixture() -> Iterator[Session]:
         session = Session(

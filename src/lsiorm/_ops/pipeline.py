@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .middleware import Request, apply_after, apply_before, apply_error
-from .retry import RetryPolicy, run_with_retries
-from .steps import Call, Operation
+from lsiorm._ops.hooks import HookRequest, apply_after, apply_before, apply_error
+from lsiorm._ops.retry import RetryPolicy, run_with_retries
+from lsiorm._ops.steps import Call, Operation
 
 if TYPE_CHECKING:
-    from .schema import Table
+    from lsiorm._model.schema import Table
 
 __all__ = ["Context", "call"]
 
@@ -37,7 +37,7 @@ def call(
     """Send one API request with middleware and retries; return the response."""
 
     def attempt() -> Operation[dict[str, Any]]:
-        request = Request(operation, dict(params), tables)
+        request = HookRequest(operation, dict(params), tables)
         apply_before(ctx.hooks, request)
         try:
             response: dict[str, Any] = yield Call(operation, request.params, tables)

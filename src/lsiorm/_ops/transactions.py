@@ -21,22 +21,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
-from .batch import KeyIdentity, key_identity, primary_key_of
-from .conditions import Condition
-from .core import Context, call
-from .crud import UpdateSpec, delete_request, key_values, put_request, update_request
-from .entity import Entity, EntityMeta, decode_item, meta_of
-from .errors import (
+from lsiorm._conditions import Condition
+from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of
+from lsiorm._model.schema import Table
+from lsiorm._model.wire import item_from_wire, item_to_wire
+from lsiorm._ops.batch import KeyIdentity, key_identity, primary_key_of
+from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.retry import NO_RETRY, run_with_retries
+from lsiorm._ops.steps import Operation
+from lsiorm._requests.items import (
+    UpdateSpec,
+    delete_request,
+    key_values,
+    put_request,
+    update_request,
+)
+from lsiorm.errors import (
     CancellationReason,
     DynamoError,
     ItemCollectionSizeLimitError,
     TransactionCanceledError,
     ValidationError,
 )
-from .retry import NO_RETRY, run_with_retries
-from .schema import Table
-from .steps import Operation
-from .wire import item_from_wire, item_to_wire
 
 __all__ = [
     "MAX_TRANSACTION_ACTIONS",

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from .encoding import KeyCodec
-from .errors import DeclarationError, KeyEncodingError
+from lsiorm._model.encoding import KeyCodec
+from lsiorm.errors import DeclarationError, KeyEncodingError
 
 __all__ = ["FieldSlot", "KeyTemplate", "Segment", "parse_template"]
 

@@ -18,26 +18,19 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
-from .core import Context, call
-from .entity import Entity, EntityMeta, decode_item, meta_of
-from .errors import BatchGetIncompleteError, KeyEncodingError, LsiormError
-from .query import (
-    MISSING_KEY,
-    CursorState,
-    Query,
-    QueryPlan,
-    Request,
-    Scan,
-    decode_cursor,
-    encode_cursor,
-)
-from .retry import run_with_retries
-from .steps import Emit, Gather, Operation, Step
-from .wire import from_wire
+from lsiorm._model.entity import Entity, meta_of
+from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.retry import run_with_retries
+from lsiorm._ops.steps import Emit, Gather, Operation, Step
+from lsiorm._query.cursor import CursorState, decode_cursor, encode_cursor
+from lsiorm._query.decode import decode
+from lsiorm._query.plan import PlannedRequest, QueryPlan
+from lsiorm._query.values import Query, Scan, ScanProgress
+from lsiorm.errors import BatchGetIncompleteError, LsiormError
 
-__all__ = ["Page", "ScanProgress", "all", "count", "decode", "first", "page", "pages"]
+__all__ = ["Page", "all", "count", "first", "page", "pages"]
 
 log = logging.getLogger("lsiorm.query")
 
@@ -57,18 +50,6 @@ class Page(Generic[E]):
     scanned: int = 0
 
 
-@dataclass(frozen=True)
-class ScanProgress:
-    """Progress of one scan segment, reported after each page it reads."""
-
-    segment: int
-    total_segments: int
-    pages: int
-    scanned: int
-    returned: int
-    done: bool
-
-
 @dataclass
 class _Row:
     order: Any
@@ -81,7 +62,7 @@ class _Stream:
     """One request's progress: where the next read starts and what is buffered."""
 
     index: int
-    request: Request
+    request: PlannedRequest
     position: CursorState = None
     resume: CursorState = None
     buffer: deque[_Row] = field(default_factory=deque)
@@ -355,117 +336,6 @@ def _decode_rows(
         if entity is not None:
             out.append(entity)
     return out
-
-
-def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]]) -> Entity | None:
-    """Return one returned item as its entity (partial when fields are missing), or None.
-
-    The type attribute names the class when the index holds it; otherwise (KEYS_ONLY and
-    INCLUDE indexes) the item's key attributes are matched against each class's templates.
-    Items of another type are dropped.
-    """
-    table = plan.table
-    type_av = item.get(table.type_attribute)
-    if type_av is not None:
-        found = table.entities.get(type_av.get("S", ""))
-        if found is None or found not in classes:
-            return None
-        known = cast("type[Entity]", found)
-        if plan.selected is None and not plan.unavailable:
-            # A whole item of a known type: its stored fields already hold every value, so the
-            # class's decoder reads them directly instead of parsing key strings back.
-            attributes = meta_of(known).attributes.values()
-            if builtins.all(a in item for a in attributes):
-                return decode_item(table, item, only=classes)
-        candidates: Sequence[type[Entity]] = (known,)
-    else:
-        candidates = classes
-    # lsiorm writes the type attribute into every item, so an item fetched from the table
-    # without it was not fetched at all (moto does not fetch on LSIs): never default its fields.
-    unfetched = type_av is None and bool(plan.fetched)
-    if unfetched:
-        _warn_unfetched(plan)
-    for cls in candidates:
-        meta = meta_of(cls)
-        values = _values(meta, item, plan.key_attributes, strict=type_av is None)
-        if values is not None:
-            return _build(plan, meta, values, partial=unfetched)
-    return None
-
-
-_UNFETCHED_SEEN: set[tuple[str, str | None]] = set()
-
-
-def _warn_unfetched(plan: QueryPlan) -> None:
-    """Log once per table and index that the engine did not fetch non-projected attributes."""
-    where = (plan.table.name, plan.index.name if plan.index is not None else None)
-    if where in _UNFETCHED_SEEN:
-        return
-    _UNFETCHED_SEEN.add(where)
-    log.warning(
-        "Query of %s on index %s: the engine returned items without the non-projected "
-        "attributes %s that DynamoDB fetches from the table (moto does not fetch on LSI "
-        "queries); those fields are missing from the results (see missing_fields()).",
-        where[0],
-        where[1],
-        ", ".join(plan.fetched),
-    )
-
-
-def _values(
-    meta: EntityMeta, item: dict[str, Any], keys: Sequence[str], *, strict: bool
-) -> dict[str, Any] | None:
-    """Return field values from the item's attributes and parsed key text.
-
-    ``strict`` (no type attribute to go by) requires every key attribute of the item to parse
-    with this class's template; otherwise the item belongs to another class.
-    """
-    values: dict[str, Any] = {}
-    for name, attr in meta.attributes.items():
-        av = item.get(attr)
-        if av is not None:
-            values[name] = from_wire(av)
-    for attr in keys:
-        av = item.get(attr)
-        if av is None:
-            continue
-        tpl = meta.templates.get(attr)
-        if tpl is None:
-            if strict:
-                return None
-            continue
-        try:
-            parsed = tpl.parse(from_wire(av))
-        except KeyEncodingError:
-            if strict:
-                return None
-            continue
-        for name, value in parsed.items():
-            values.setdefault(name, value)
-    return values
-
-
-def _build(
-    plan: QueryPlan, meta: EntityMeta, values: dict[str, Any], *, partial: bool = False
-) -> Entity:
-    cls = meta.cls
-    partial = (
-        partial
-        or plan.selected is not None
-        or (bool(plan.unavailable) and plan.missing_mode == "partial")
-    )
-    if not partial:
-        entity: Entity = cls.model_validate(values)
-        return entity
-    wanted = plan.selected if plan.selected is not None else tuple(cls.model_fields)
-    present = {n: meta.validate_field(n, values[n]) for n in wanted if n in values}
-    made = cls.model_construct(_fields_set=set(present), **present)
-    # model_construct fills defaults; a field that was not read must not look present.
-    for name in cls.model_fields:
-        if name not in present:
-            made.__dict__.pop(name, None)
-    made.__dict__[MISSING_KEY] = frozenset(cls.model_fields) - frozenset(present)
-    return made
 
 
 # -- hydration ---------------------------------------------------------------------------------

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .core import Context, call
-from .errors import LsiormError, ResourceNotFoundError
-from .schema import DriftReport, Table
-from .steps import Operation, Sleep
+from lsiorm._model.schema import DriftReport, Table
+from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.steps import Operation, Sleep
+from lsiorm.errors import LsiormError, ResourceNotFoundError
 
 __all__ = ["check_table", "create_table", "delete_table"]
 

@@ -1,8 +1,5 @@
-"""Single-item operations (put, get, update, delete): request building and response handling.
-
-Each ``*_request`` function is pure and returns the exact API params, so tests compare dicts.
-Each operation generator sends its request through :func:`lsiorm.core.call` and decodes the
-response; the sync and async sessions run the very same generators.
+"""Single-item request builders (put, get, update, delete): pure functions returning exact API
+params, so tests compare dicts.
 """
 
 from __future__ import annotations
@@ -10,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TypeVar, cast
+from typing import Any
 
-from .conditions import (
+from lsiorm._conditions import (
     Condition,
     Contains,
     FieldCondition,
@@ -20,34 +17,12 @@ from .conditions import (
     Placeholders,
     compile_condition,
 )
-from .core import Context, call
-from .entity import Entity, EntityMeta, decode_item, meta_of, wire_item
-from .errors import (
-    ConditionFailedError,
-    NotFoundError,
+from lsiorm._model.entity import Entity, EntityMeta, meta_of, wire_item
+from lsiorm._model.wire import item_to_wire, to_wire
+from lsiorm.errors import (
     PartialKeyUpdateError,
-    StaleVersionError,
     ValidationError,
 )
-from .steps import Operation
-from .wire import item_to_wire, to_wire
-
-__all__ = [
-    "UpdateSpec",
-    "compile_entity_condition",
-    "delete",
-    "delete_request",
-    "encode_value",
-    "get",
-    "get_request",
-    "key_values",
-    "put",
-    "put_request",
-    "update",
-    "update_request",
-]
-
-E = TypeVar("E", bound=Entity)
 
 
 def encode_value(meta: EntityMeta, field: str, value: Any, *, element: bool = False) -> Any:
@@ -130,9 +105,6 @@ def _wire_key(meta: EntityMeta, values: Mapping[str, Any]) -> dict[str, Any]:
     return item_to_wire(meta.key(values))
 
 
-# -- put ---------------------------------------------------------------------------------------
-
-
 def put_request(
     entity: Entity, *, create_only: bool = False, condition: Condition | None = None
 ) -> tuple[dict[str, Any], Entity]:
@@ -160,36 +132,6 @@ def put_request(
     return ph.into(params), stored
 
 
-def put(
-    ctx: Context, entity: E, *, create_only: bool = False, condition: Condition | None = None
-) -> Operation[E]:
-    """Write an entity; return it as stored."""
-    meta = meta_of(entity)
-    params, stored = put_request(entity, create_only=create_only, condition=condition)
-    try:
-        yield from call(ctx, "PutItem", params, (meta.table,))
-    except ConditionFailedError as exc:
-        if meta.version_field is not None and (getattr(entity, meta.version_field) or 0) > 0:
-            raise _stale(meta, exc, getattr(entity, meta.version_field)) from exc
-        raise
-    return cast("E", stored)  # put_request returns a copy of the same class
-
-
-def _stale(meta: EntityMeta, exc: ConditionFailedError, expected: Any) -> StaleVersionError:
-    return StaleVersionError(
-        f"{meta.cls.__name__} was changed by someone else: expected stored "
-        f"{meta.version_field}={expected}",
-        code=exc.code,
-        operation=exc.operation,
-        table=exc.table,
-        key=exc.key,
-        response=exc.response,
-    )
-
-
-# -- get ---------------------------------------------------------------------------------------
-
-
 def get_request(
     meta: EntityMeta, values: Mapping[str, Any], *, consistent: bool = False
 ) -> dict[str, Any]:
@@ -198,32 +140,6 @@ def get_request(
     if consistent:
         params["ConsistentRead"] = True
     return params
-
-
-def get(
-    ctx: Context,
-    cls: type[E],
-    values: Mapping[str, Any],
-    *,
-    consistent: bool = False,
-    required: bool = False,
-) -> Operation[E | None]:
-    """Read one item by key; return None (or raise NotFoundError if required) when absent."""
-    meta = meta_of(cls)
-    params = get_request(meta, values, consistent=consistent)
-    response = yield from call(ctx, "GetItem", params, (meta.table,))
-    item = response.get("Item")
-    found = decode_item(meta.table, item, only=(cls,)) if item else None
-    if found is None and required:
-        raise NotFoundError(
-            f"No {cls.__name__} with key {dict(values)!r} in table {meta.table.name!r}.",
-            table=meta.table.name,
-            key=params["Key"],
-        )
-    return cast("E | None", found)  # decode_item(only=(cls,)) gives cls or None
-
-
-# -- delete ------------------------------------------------------------------------------------
 
 
 def delete_request(
@@ -249,30 +165,6 @@ def delete_request(
     if expr:
         params["ConditionExpression"] = expr
     return ph.into(params)
-
-
-def delete(
-    ctx: Context,
-    cls: type[E],
-    values: Mapping[str, Any],
-    *,
-    condition: Condition | None = None,
-    expected_version: int | None = None,
-) -> Operation[E | None]:
-    """Delete one item by key; return the deleted entity, or None if there was none."""
-    meta = meta_of(cls)
-    params = delete_request(meta, values, condition=condition, expected_version=expected_version)
-    try:
-        response = yield from call(ctx, "DeleteItem", params, (meta.table,))
-    except ConditionFailedError as exc:
-        if expected_version is not None:
-            raise _stale(meta, exc, expected_version) from exc
-        raise
-    old = response.get("Attributes")
-    return cast("E | None", decode_item(meta.table, old, only=(cls,)) if old else None)
-
-
-# -- update ------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -415,35 +307,3 @@ def update_request(
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
     return ph.into(params)
-
-
-def update(
-    ctx: Context,
-    cls: type[E],
-    values: Mapping[str, Any],
-    spec: UpdateSpec,
-    *,
-    condition: Condition | None = None,
-    instance: Entity | None = None,
-) -> Operation[E]:
-    """Update one existing item; return it as stored after the update."""
-    meta = meta_of(cls)
-    params = update_request(meta, values, spec, condition=condition, instance=instance)
-    try:
-        response = yield from call(ctx, "UpdateItem", params, (meta.table,))
-    except ConditionFailedError as exc:
-        old = exc.response.get("Item")
-        if not old:
-            raise NotFoundError(
-                f"No {cls.__name__} with key {dict(values)!r} in table {meta.table.name!r} "
-                "to update.",
-                table=meta.table.name,
-                key=params["Key"],
-            ) from exc
-        if instance is not None and meta.version_field is not None:
-            stored_version = old.get(meta.attributes[meta.version_field], {}).get("N")
-            if stored_version != str(getattr(instance, meta.version_field) or 0):
-                raise _stale(meta, exc, getattr(instance, meta.version_field)) from exc
-        raise
-    found = decode_item(meta.table, response.get("Attributes") or {}, only=(cls,))
-    return cast("E", found)

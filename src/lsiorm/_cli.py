@@ -18,9 +18,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from .errors import DynamoError, LsiormError, ValidationError
-from .retry import RetryPolicy
-from .schema import Table
+from lsiorm._model.schema import Table
+from lsiorm._ops.retry import RetryPolicy
+from lsiorm.errors import DynamoError, LsiormError, ValidationError
 
 __all__ = ["main"]
 
@@ -63,7 +63,7 @@ CLI_RETRY = RetryPolicy(max_attempts=3, max_delay=5.0)
 
 
 def _session(args: argparse.Namespace, hooks: Sequence[object] = ()) -> Any:
-    from .session import Session
+    from lsiorm._session import Session
 
     return Session(
         endpoint_url=args.endpoint_url, region_name=args.region, retry=CLI_RETRY, hooks=hooks
@@ -155,7 +155,7 @@ def parse_condition(text: str) -> tuple[str, Any]:
     Values stay strings; the entity's field types validate them (Pydantic's lax mode turns
     "5" into 5 and ISO text into a datetime).
     """
-    from .conditions import begins_with, between, ge, gt, le, lt
+    from lsiorm._conditions import begins_with, between, ge, gt, le, lt
 
     match = _CONDITION.match(text)
     if match is None:
@@ -180,8 +180,8 @@ def parse_condition(text: str) -> tuple[str, Any]:
 
 def _typed(cls: Any, name: str, value: Any) -> Any:
     """Validate a condition's string value(s) against the field's type."""
-    from .conditions import Between, Compare
-    from .entity import meta_of
+    from lsiorm._conditions import Between, Compare
+    from lsiorm._model.entity import meta_of
 
     meta = meta_of(cls)
     if name not in cls.model_fields:
@@ -197,7 +197,7 @@ def _typed(cls: Any, name: str, value: Any) -> Any:
 
 def cmd_explain(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Print the plan of a query: a Query value, or one built from the command line."""
-    from .query import Query, query
+    from lsiorm._query.values import Query, query
 
     target = load_target(args.target)
     if isinstance(target, Query):

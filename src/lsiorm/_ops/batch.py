@@ -24,19 +24,19 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, TypeAlias, TypeVar, cast
 
-from .core import Context, call
-from .crud import key_values
-from .entity import Entity, EntityMeta, decode_item, meta_of, wire_item
-from .errors import (
+from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of, wire_item
+from lsiorm._model.schema import Table
+from lsiorm._model.wire import item_from_wire, item_size, item_to_wire
+from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.retry import NO_RETRY, run_with_retries
+from lsiorm._ops.steps import Gather, Operation
+from lsiorm._requests.items import key_values
+from lsiorm.errors import (
     BatchGetIncompleteError,
     BatchWriteIncompleteError,
     DynamoError,
     ValidationError,
 )
-from .retry import NO_RETRY, run_with_retries
-from .schema import Table
-from .steps import Gather, Operation
-from .wire import item_from_wire, item_size, item_to_wire
 
 __all__ = [
     "MAX_BATCH_GET",

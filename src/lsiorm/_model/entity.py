@@ -19,23 +19,23 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, TypeAdapter, model_validator
 from typing_extensions import Self
 
-from .encoding import codec_for
-from .errors import (
-    DeclarationError,
-    IndexKeyTypeError,
-    ItemTooLargeError,
-    KeyEncodingError,
-    ValidationError,
-)
-from .schema import Table
-from .template import FieldSlot, KeyTemplate, parse_template
-from .wire import (
+from lsiorm._model.encoding import codec_for
+from lsiorm._model.schema import Table
+from lsiorm._model.template import FieldSlot, KeyTemplate, parse_template
+from lsiorm._model.wire import (
     MAX_ITEM_BYTES,
     _number_from_text,
     from_wire,
     item_from_wire,
     item_size,
     item_to_wire,
+)
+from lsiorm.errors import (
+    DeclarationError,
+    IndexKeyTypeError,
+    ItemTooLargeError,
+    KeyEncodingError,
+    ValidationError,
 )
 
 __all__ = ["Entity", "EntityMeta", "Shard", "decode_item", "meta_of", "shard_of", "shard_value"]

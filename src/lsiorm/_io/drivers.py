@@ -16,9 +16,9 @@ from botocore import xform_name
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
-from .errors import LsiormError
-from .service_errors import from_error_response, from_transport_failure
-from .steps import Call, Emit, Gather, Operation, Sleep, Step
+from lsiorm._ops.service_errors import from_error_response, from_transport_failure
+from lsiorm._ops.steps import Call, Emit, Gather, Operation, Sleep, Step
+from lsiorm.errors import LsiormError
 
 __all__ = ["AsyncDriver", "SyncDriver", "no_botocore_retries"]
 

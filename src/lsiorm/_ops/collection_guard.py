@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from .errors import ItemCollectionSizeLimitError, ValidationError
-from .service_errors import collection_key_of
-from .wire import AttributeValue, from_wire, to_wire
+from lsiorm._model.wire import AttributeValue, from_wire, to_wire
+from lsiorm._ops.service_errors import collection_key_of
+from lsiorm.errors import ItemCollectionSizeLimitError, ValidationError
 
 if TYPE_CHECKING:
-    from .middleware import Request
-    from .schema import Table
+    from lsiorm._model.schema import Table
+    from lsiorm._ops.hooks import HookRequest
 
 __all__ = [
     "COLLECTION_LIMIT_GB",
@@ -161,7 +161,7 @@ class CollectionWatcher:
 
     # -- the hook ---------------------------------------------------------------------------
 
-    def before(self, request: Request) -> None:
+    def before(self, request: HookRequest) -> None:
         """Ask for item collection metrics when the write touches a table with LSIs."""
         if request.operation not in WRITE_OPERATIONS:
             return
@@ -173,7 +173,7 @@ class CollectionWatcher:
                 request.params["ReturnItemCollectionMetrics"] = "SIZE"
                 return
 
-    def after(self, request: Request, response: Mapping[str, Any]) -> None:
+    def after(self, request: HookRequest, response: Mapping[str, Any]) -> None:
         """Read every item collection metric of a response."""
         try:
             metrics = list(_metrics(request, response.get("ItemCollectionMetrics")))
@@ -189,7 +189,7 @@ class CollectionWatcher:
             except Exception:  # a malformed metric must not hide the others, nor raise
                 log.exception("lsiorm could not read item collection metric %r", metric)
 
-    def error(self, request: Request, error: BaseException) -> None:
+    def error(self, request: HookRequest, error: BaseException) -> None:
         """Complete a collection size error with the table and collection key it is about."""
         if isinstance(error, ItemCollectionSizeLimitError) and error.collection_key is None:
             table, key = collection_key_of(request.operation, request.params, request.tables)
@@ -203,7 +203,7 @@ class CollectionWatcher:
             return self.threshold_gb
         return table.collection_warning_gb if table is not None else DEFAULT_WARNING_GB
 
-    def _observe(self, request: Request, name: str, metric: Mapping[str, Any]) -> None:
+    def _observe(self, request: HookRequest, name: str, metric: Mapping[str, Any]) -> None:
         ((attribute, av),) = (metric.get("ItemCollectionKey") or {}).items()
         low, high = (float(bound) for bound in metric["SizeEstimateRangeGB"])
         key = from_wire(av)
@@ -278,7 +278,7 @@ def _table_names(operation: str, params: Mapping[str, Any]) -> Iterable[str]:
     return [name] if isinstance(name, str) else []
 
 
-def _metrics(request: Request, metrics: Any) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def _metrics(request: HookRequest, metrics: Any) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """Yield (table name, metric) from any response shape.
 
     PutItem, UpdateItem and DeleteItem return one metric object; BatchWriteItem and

@@ -10,10 +10,10 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
-from .entity import Entity, meta_of, wire_item
-from .errors import ValidationError
-from .schema import GlobalIndex, LocalIndex, Table
-from .wire import WireItem, item_from_wire, item_size
+from lsiorm._model.entity import Entity, meta_of, wire_item
+from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
+from lsiorm._model.wire import WireItem, item_from_wire, item_size
+from lsiorm.errors import ValidationError
 
 __all__ = [
     "INDEX_ENTRY_OVERHEAD",

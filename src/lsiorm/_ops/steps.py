@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from .schema import Table
+    from lsiorm._model.schema import Table
 
 __all__ = ["Call", "Emit", "Gather", "Operation", "Sleep", "Step"]
 

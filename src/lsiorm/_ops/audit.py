@@ -12,12 +12,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .capacity import INDEX_ENTRY_OVERHEAD, ITEM_STORAGE_OVERHEAD, index_entry
-from .core import Context, call
-from .errors import ValidationError
-from .schema import Table
-from .steps import Operation
-from .wire import AttributeValue, from_wire, item_size, to_wire
+from lsiorm._model.capacity import INDEX_ENTRY_OVERHEAD, ITEM_STORAGE_OVERHEAD, index_entry
+from lsiorm._model.schema import Table
+from lsiorm._model.wire import AttributeValue, from_wire, item_size, to_wire
+from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.steps import Operation
+from lsiorm.errors import ValidationError
 
 __all__ = [
     "CollectionSize",

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from .errors import ValidationError
+from lsiorm.errors import ValidationError
 
 __all__ = [
     "And",

@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 import tenacity
 from tenacity import DoAttempt, DoSleep, RetryCallState
 
-from .errors import DynamoError
-from .steps import Operation, Sleep
+from lsiorm._ops.steps import Operation, Sleep
+from lsiorm.errors import DynamoError
 
 __all__ = ["RetryPolicy", "is_retryable", "run_with_retries"]
 

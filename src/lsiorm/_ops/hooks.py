@@ -1,22 +1,29 @@
-"""Hooks around every request and response, run once in the shared core for sync and async."""
+"""Hooks around every request and response, run once in the shared core for sync and async.
+
+A hook is any object; each of its methods is optional. ``before(request)`` may change
+``request.params`` in place. ``after(request, response)`` sees every successful response (each
+retry of a request is a separate request/response pair). ``error(request, error)`` sees every
+failed attempt. A hook must not change the response; an exception raised by a hook is logged
+and otherwise ignored, so a broken hook never breaks the caller's request.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .schema import Table
+    from lsiorm._model.schema import Table
 
-__all__ = ["Hook", "Request", "apply_after", "apply_before", "apply_error"]
+__all__ = ["HookRequest", "apply_after", "apply_before", "apply_error"]
 
 log = logging.getLogger("lsiorm.middleware")
 
 
 @dataclass
-class Request:
+class HookRequest:
     """A request about to be sent: the API operation, its params and the tables it touches."""
 
     operation: str
@@ -31,17 +38,6 @@ class Request:
         return None
 
 
-@runtime_checkable
-class Hook(Protocol):
-    """A middleware hook. Each method is optional; define the ones you need.
-
-    ``before`` may change ``request.params`` in place. ``after`` sees every successful
-    response (each retry of a request is a separate request/response pair). ``error`` sees every
-    failed attempt. A hook must not change the response; an exception raised by a hook is logged
-    and otherwise ignored, so a broken hook never breaks the caller's request.
-    """
-
-
 def _each(hooks: Sequence[object], method: str, *args: Any) -> None:
     for hook in hooks:
         fn = getattr(hook, method, None)
@@ -53,16 +49,16 @@ def _each(hooks: Sequence[object], method: str, *args: Any) -> None:
             log.exception("lsiorm hook %r failed in %s()", hook, method)
 
 
-def apply_before(hooks: Sequence[object], request: Request) -> None:
+def apply_before(hooks: Sequence[object], request: HookRequest) -> None:
     """Run every hook's ``before(request)``."""
     _each(hooks, "before", request)
 
 
-def apply_after(hooks: Sequence[object], request: Request, response: dict[str, Any]) -> None:
+def apply_after(hooks: Sequence[object], request: HookRequest, response: dict[str, Any]) -> None:
     """Run every hook's ``after(request, response)``."""
     _each(hooks, "after", request, response)
 
 
-def apply_error(hooks: Sequence[object], request: Request, error: BaseException) -> None:
+def apply_error(hooks: Sequence[object], request: HookRequest, error: BaseException) -> None:
     """Run every hook's ``error(request, error)``."""
     _each(hooks, "error", request, error)

@@ -11,20 +11,22 @@ from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, TypeVar
 
-from . import audit, batch, crud, fastjson, query_ops, table_ops, transactions
-from .audit import CollectionSize
-from .batch import BatchWriteResult, DeleteTarget, GetKey
-from .collections_guard import CollectionWatcher
-from .conditions import Condition
-from .core import Context
-from .drivers import AsyncDriver, SyncDriver, no_botocore_retries
-from .entity import Entity, meta_of
-from .query import Query, Scan
-from .query_ops import Page
-from .retry import RetryPolicy
-from .schema import DriftReport, Table
-from .steps import Operation
-from .transactions import Get, TransactAction, TransactWriteResult
+from lsiorm._conditions import Condition
+from lsiorm._io import fastjson
+from lsiorm._io.drivers import AsyncDriver, SyncDriver, no_botocore_retries
+from lsiorm._model.entity import Entity, meta_of
+from lsiorm._model.schema import DriftReport, Table
+from lsiorm._ops import audit, batch, items, reads, tables, transactions
+from lsiorm._ops.audit import CollectionSize
+from lsiorm._ops.batch import BatchWriteResult, DeleteTarget, GetKey
+from lsiorm._ops.collection_guard import CollectionWatcher
+from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.reads import Page
+from lsiorm._ops.retry import RetryPolicy
+from lsiorm._ops.steps import Operation
+from lsiorm._ops.transactions import Get, TransactAction, TransactWriteResult
+from lsiorm._query.values import Query, Scan
+from lsiorm._requests.items import UpdateSpec, key_values
 
 __all__ = ["AsyncSession", "Session"]
 
@@ -49,7 +51,7 @@ class _Operations:
         self.ctx = self.ctx.with_hooks((*self.ctx.hooks, hook))
 
     def _put(self, entity: E, create_only: bool, condition: Condition | None) -> Operation[E]:
-        return crud.put(self.ctx, entity, create_only=create_only, condition=condition)
+        return items.put(self.ctx, entity, create_only=create_only, condition=condition)
 
     def _get(
         self,
@@ -59,8 +61,8 @@ class _Operations:
         consistent: bool,
         required: bool,
     ) -> Operation[E | None]:
-        values = crud.key_values(meta_of(cls), key, fields)
-        return crud.get(self.ctx, cls, values, consistent=consistent, required=required)
+        values = key_values(meta_of(cls), key, fields)
+        return items.get(self.ctx, cls, values, consistent=consistent, required=required)
 
     def _update(
         self,
@@ -75,9 +77,9 @@ class _Operations:
         cls: type[E] = target if isinstance(target, type) else type(target)
         instance = None if isinstance(target, type) else target
         meta = meta_of(cls)
-        values = crud.key_values(meta, instance if instance is not None else key, fields)
-        spec = crud.UpdateSpec(dict(set or {}), tuple(remove), dict(add or {}))
-        return crud.update(self.ctx, cls, values, spec, condition=condition, instance=instance)
+        values = key_values(meta, instance if instance is not None else key, fields)
+        spec = UpdateSpec(dict(set or {}), tuple(remove), dict(add or {}))
+        return items.update(self.ctx, cls, values, spec, condition=condition, instance=instance)
 
     def _delete(
         self,
@@ -89,13 +91,13 @@ class _Operations:
         cls: type[E] = target if isinstance(target, type) else type(target)
         meta = meta_of(cls)
         instance = None if isinstance(target, type) else target
-        values = crud.key_values(meta, instance if instance is not None else key, fields)
+        values = key_values(meta, instance if instance is not None else key, fields)
         expected = (
             getattr(instance, meta.version_field)
             if instance is not None and meta.version_field is not None
             else None
         )
-        return crud.delete(self.ctx, cls, values, condition=condition, expected_version=expected)
+        return items.delete(self.ctx, cls, values, condition=condition, expected_version=expected)
 
 
 def _client_kwargs(
@@ -170,17 +172,28 @@ class Session(_Operations):
         """Run any lsiorm operation generator with this session's driver."""
         return self.driver.run(op)
 
+    def call(
+        self, operation: str, params: dict[str, Any], *, tables: Sequence[Table] = ()
+    ) -> dict[str, Any]:
+        """Send one raw DynamoDB request through this session's hooks, retries and typed errors.
+
+        ``tables`` names the declared tables the request touches, for hooks such as the
+        item-collection watcher. Returns the response as botocore gives it.
+        """
+        response: dict[str, Any] = self.driver.run(call(self.ctx, operation, params, tuple(tables)))
+        return response
+
     def create_table(self, table: Table, *, wait: bool = True) -> None:
         """Create the declared table (and wait until it is ACTIVE)."""
-        self.driver.run(table_ops.create_table(self.ctx, table, wait=wait))
+        self.driver.run(tables.create_table(self.ctx, table, wait=wait))
 
     def delete_table(self, table: Table, *, wait: bool = True) -> None:
         """Delete the table (and wait until it is gone)."""
-        self.driver.run(table_ops.delete_table(self.ctx, table, wait=wait))
+        self.driver.run(tables.delete_table(self.ctx, table, wait=wait))
 
     def check_table(self, table: Table) -> DriftReport:
         """Compare the declaration with the live table and report drift in plain words."""
-        return self.driver.run(table_ops.check_table(self.ctx, table))
+        return self.driver.run(tables.check_table(self.ctx, table))
 
     def put(self, entity: E, *, create_only: bool = False, condition: Condition | None = None) -> E:
         """Write an entity and return it as stored; ``create_only`` refuses to overwrite."""
@@ -272,23 +285,23 @@ class Session(_Operations):
 
     def all(self, source: Query[E] | Scan[E]) -> list[E]:
         """Run a query or scan and return every result (up to its limit)."""
-        return self.driver.run(query_ops.all(self.ctx, source))
+        return self.driver.run(reads.all(self.ctx, source))
 
     def first(self, source: Query[E] | Scan[E]) -> E | None:
         """Return the first result of a query or scan, or None."""
-        return self.driver.run(query_ops.first(self.ctx, source))
+        return self.driver.run(reads.first(self.ctx, source))
 
     def count(self, source: Query[Any] | Scan[Any]) -> int:
         """Return how many items match (Select=COUNT; no item is transferred)."""
-        return self.driver.run(query_ops.count(self.ctx, source))
+        return self.driver.run(reads.count(self.ctx, source))
 
     def page(self, source: Query[E] | Scan[E]) -> Page[E]:
         """Return the results with the cursor that resumes after them (``source.after(...)``)."""
-        return self.driver.run(query_ops.page(self.ctx, source))
+        return self.driver.run(reads.page(self.ctx, source))
 
     def pages(self, source: Query[E] | Scan[E]) -> Iterator[Page[E]]:
         """Yield the results page by page; only one page is held in memory."""
-        return self.driver.iterate(query_ops.pages(self.ctx, source))
+        return self.driver.iterate(reads.pages(self.ctx, source))
 
     def iterate(self, source: Query[E] | Scan[E]) -> Iterator[E]:
         """Yield the results one by one, lazily, a page at a time."""
@@ -354,17 +367,30 @@ class AsyncSession(_Operations):
         """Run any lsiorm operation generator with this session's driver."""
         return await self.driver.run(op)
 
+    async def call(
+        self, operation: str, params: dict[str, Any], *, tables: Sequence[Table] = ()
+    ) -> dict[str, Any]:
+        """Send one raw DynamoDB request through this session's hooks, retries and typed errors.
+
+        ``tables`` names the declared tables the request touches, for hooks such as the
+        item-collection watcher. Returns the response as botocore gives it.
+        """
+        response: dict[str, Any] = await self.driver.run(
+            call(self.ctx, operation, params, tuple(tables))
+        )
+        return response
+
     async def create_table(self, table: Table, *, wait: bool = True) -> None:
         """Create the declared table (and wait until it is ACTIVE)."""
-        await self.driver.run(table_ops.create_table(self.ctx, table, wait=wait))
+        await self.driver.run(tables.create_table(self.ctx, table, wait=wait))
 
     async def delete_table(self, table: Table, *, wait: bool = True) -> None:
         """Delete the table (and wait until it is gone)."""
-        await self.driver.run(table_ops.delete_table(self.ctx, table, wait=wait))
+        await self.driver.run(tables.delete_table(self.ctx, table, wait=wait))
 
     async def check_table(self, table: Table) -> DriftReport:
         """Compare the declaration with the live table and report drift in plain words."""
-        return await self.driver.run(table_ops.check_table(self.ctx, table))
+        return await self.driver.run(tables.check_table(self.ctx, table))
 
     async def put(
         self, entity: E, *, create_only: bool = False, condition: Condition | None = None
@@ -460,23 +486,23 @@ class AsyncSession(_Operations):
 
     async def all(self, source: Query[E] | Scan[E]) -> list[E]:
         """Run a query or scan and return every result (up to its limit)."""
-        return await self.driver.run(query_ops.all(self.ctx, source))
+        return await self.driver.run(reads.all(self.ctx, source))
 
     async def first(self, source: Query[E] | Scan[E]) -> E | None:
         """Return the first result of a query or scan, or None."""
-        return await self.driver.run(query_ops.first(self.ctx, source))
+        return await self.driver.run(reads.first(self.ctx, source))
 
     async def count(self, source: Query[Any] | Scan[Any]) -> int:
         """Return how many items match (Select=COUNT; no item is transferred)."""
-        return await self.driver.run(query_ops.count(self.ctx, source))
+        return await self.driver.run(reads.count(self.ctx, source))
 
     async def page(self, source: Query[E] | Scan[E]) -> Page[E]:
         """Return the results with the cursor that resumes after them (``source.after(...)``)."""
-        return await self.driver.run(query_ops.page(self.ctx, source))
+        return await self.driver.run(reads.page(self.ctx, source))
 
     async def pages(self, source: Query[E] | Scan[E]) -> AsyncIterator[Page[E]]:
         """Yield the results page by page; only one page is held in memory."""
-        async for page in self.driver.iterate(query_ops.pages(self.ctx, source)):
+        async for page in self.driver.iterate(reads.pages(self.ctx, source)):
             yield page
 
     async def iterate(self, source: Query[E] | Scan[E]) -> AsyncIterator[E]:

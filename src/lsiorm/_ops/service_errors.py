@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import (
+from lsiorm.errors import (
     CancellationReason,
     ConditionFailedError,
     DynamoError,
@@ -20,7 +20,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .schema import Table
+    from lsiorm._model.schema import Table
 
 __all__ = ["collection_key_of", "from_error_response", "from_transport_failure"]
 

@@ -1,0 +1,422 @@
+"""Key ranges: exact KeyConditionExpressions from field conditions over key templates.
+
+Exact key conditions rest on three facts. Key text of S templates compares as Python ``str``
+(code-point order, which is UTF-8 byte order for valid Unicode). :data:`MAX_CHAR` can never occur
+in key text, so every key beginning with ``P`` is below ``P + MAX_CHAR``. Namespaces of entities
+that can share a partition are prefix-free (checked when classes are declared), so a bound built
+inside one namespace never reaches another entity's items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    cast,
+)
+
+from lsiorm._conditions import (
+    BeginsWith,
+    Between,
+    Compare,
+    Operator,
+    Placeholders,
+)
+from lsiorm._model.encoding import MAX_CHAR, EnumCodec, KeyCodec, StrCodec
+from lsiorm._model.entity import (
+    Entity,
+    EntityMeta,
+    shard_of,
+)
+from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
+from lsiorm._model.template import FieldSlot, KeyTemplate
+from lsiorm._model.wire import to_wire
+from lsiorm._requests.items import encode_value
+from lsiorm.errors import QueryPlanError
+
+if TYPE_CHECKING:
+    pass
+
+
+_KEY_OPERATORS: Final = frozenset({"=", "<", "<=", ">", ">="})
+
+# The last code point below the surrogate block; a decremented character never lands inside it.
+_BEFORE_SURROGATES: Final = 0xD7FF
+_SURROGATES: Final = range(0xD800, 0xE000)
+
+
+@dataclass(frozen=True)
+class _SortCondition:
+    """The sort-key part of a key condition: ``op`` over wire values."""
+
+    op: str  # "=", "<", "<=", ">", ">=", "BETWEEN", "begins_with"
+    operands: tuple[Any, ...]
+
+    def text(self, name: str, ph: Placeholders) -> str:
+        vals = [ph.value(v) for v in self.operands]
+        if self.op == "BETWEEN":
+            return f"{name} BETWEEN {vals[0]} AND {vals[1]}"
+        if self.op == "begins_with":
+            return f"begins_with({name}, {vals[0]})"
+        return f"{name} {self.op} {vals[0]}"
+
+
+class _Empty(Exception):
+    """The conditions provably match no item."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def _pred(text: str) -> str:
+    """Return the greatest string below ``text`` that no key starting with ``text`` reaches.
+
+    Every key below ``text`` that does not start with it is at most this value.
+    """
+    code = ord(text[-1]) - 1
+    if code in _SURROGATES:
+        code = _BEFORE_SURROGATES
+    return text[:-1] + chr(code) + MAX_CHAR
+
+
+def _is_str_codec(codec: KeyCodec) -> bool:
+    if isinstance(codec, EnumCodec):
+        return isinstance(codec.inner, StrCodec)
+    return isinstance(codec, StrCodec)
+
+
+def _bounds(
+    op: Operator, meta: EntityMeta, slot: FieldSlot, prefix: str, exact_var: bool, valid: _Valid
+) -> tuple[str, str]:
+    """Return the inclusive key interval [lo, hi] of one operator on field ``slot``.
+
+    ``prefix`` is the key text before the field; ``exact_var`` means the field is the last
+    segment of a variable-width (not prefix-free) template, so key text ends with the value.
+    """
+    codec = slot.codec
+    assert codec is not None
+
+    def enc(value: Any) -> str:
+        return codec.encode(valid(meta, slot.field, value))
+
+    lo, hi = prefix, prefix + MAX_CHAR
+    if isinstance(op, BeginsWith):
+        if not _is_str_codec(codec):
+            raise QueryPlanError(
+                "query.begins-with-type",
+                f"begins_with needs a str field, but {meta.cls.__name__}.{slot.field} is encoded "
+                f"by {codec!r}; use a range instead.",
+            )
+        text = prefix + codec.validate_prefix(op.prefix)
+        return text, text + MAX_CHAR
+    if isinstance(op, Between):
+        return _lower(enc(op.low), True, prefix, exact_var), _upper(
+            enc(op.high), True, prefix, exact_var
+        )
+    assert isinstance(op, Compare)
+    value = enc(op.value)
+    if op.op == "=":
+        return _lower(value, True, prefix, exact_var), _upper(value, True, prefix, exact_var)
+    if op.op in (">", ">="):
+        return _lower(value, op.op == ">=", prefix, exact_var), hi
+    return lo, _upper(value, op.op == "<=", prefix, exact_var)
+
+
+def _validate(op: Operator, meta: EntityMeta, slot: FieldSlot) -> None:
+    """Check an operator's values against the field even when no key range is built from them."""
+    codec = slot.codec
+    assert codec is not None
+    if isinstance(op, BeginsWith):
+        codec.validate_prefix(op.prefix)
+    elif isinstance(op, Between):
+        codec.encode(meta.validate_field(slot.field, op.low))
+        codec.encode(meta.validate_field(slot.field, op.high))
+    elif isinstance(op, Compare):
+        codec.encode(meta.validate_field(slot.field, op.value))
+
+
+def _lower(encoded: str, inclusive: bool, prefix: str, exact_var: bool) -> str:
+    if inclusive:
+        return prefix + encoded
+    if exact_var:
+        # The least string above ``encoded`` is ``encoded + U+0000``.
+        return prefix + encoded + "\x00"
+    return prefix + encoded + MAX_CHAR
+
+
+def _upper(encoded: str, inclusive: bool, prefix: str, exact_var: bool) -> str:
+    if inclusive:
+        return prefix + encoded if exact_var else prefix + encoded + MAX_CHAR
+    if exact_var:
+        if encoded == "":
+            raise _Empty("no string sorts below the empty string")
+        if encoded[-1] == "\x00":
+            # No string lies strictly between ``s`` and ``s + U+0000``.
+            return prefix + encoded[:-1]
+    return _pred(prefix + encoded)
+
+
+def _single_eq(ops: Sequence[Operator] | None) -> bool:
+    return ops is not None and len(ops) == 1 and isinstance(ops[0], Compare) and ops[0].op == "="
+
+
+def _equalities(
+    meta: EntityMeta, name: str, ops: Sequence[Operator] | None, valid: Any
+) -> list[Any] | None:
+    """Return the distinct validated values when every operator is an equality, else None."""
+    if not ops or not all(isinstance(op, Compare) and op.op == "=" for op in ops):
+        return None
+    distinct: list[Any] = []
+    for op in ops:
+        value = valid(meta, name, cast("Compare", op).value)
+        if value not in distinct:
+            distinct.append(value)
+    return distinct
+
+
+def _describe_ops(name: str, ops: Sequence[Operator]) -> str:
+    parts = []
+    for op in ops:
+        if isinstance(op, Compare):
+            parts.append(f"{name} {op.op} {op.value!r}")
+        elif isinstance(op, Between):
+            parts.append(f"{name} between {op.low!r} and {op.high!r}")
+        elif isinstance(op, BeginsWith):
+            parts.append(f"{name} begins_with {op.prefix!r}")
+        else:
+            parts.append(f"{name} {op!r}")
+    return " and ".join(parts)
+
+
+class _Valid:
+    """Validates condition values for one plan, each value once per entity and field.
+
+    Every index option of a plan validates the same operator values again; the result is
+    reused only for the very same value object, so it cannot stand for another value.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[type[Entity], str, int], tuple[Any, Any]] = {}
+
+    def __call__(self, meta: EntityMeta, name: str, value: Any) -> Any:
+        key = (meta.cls, name, id(value))
+        hit = self._seen.get(key)
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        checked = meta.validate_field(name, value)
+        self._seen[key] = (value, checked)
+        return checked
+
+
+@dataclass
+class _Fit:
+    """How one index serves one entity's conditions."""
+
+    meta: EntityMeta
+    problem: str | None = None
+    rule: str = ""
+    absorbed: set[str] = field(default_factory=set)
+    unabsorbed: dict[str, str] = field(default_factory=dict)
+    inexact: dict[str, str] = field(default_factory=dict)
+    partitions: list[Any] = field(default_factory=list)
+    sort: _SortCondition | None = None
+    empty: str | None = None
+    shard_field: str | None = None
+
+
+def _fit(
+    meta: EntityMeta,
+    table: Table,
+    index: LocalIndex | GlobalIndex | None,
+    conds: Mapping[str, Sequence[Operator]],
+    valid: _Valid,
+) -> _Fit:
+    """Return how ``index`` serves ``conds`` for one entity (problem set when it cannot)."""
+    fit = _Fit(meta)
+    cls_name = meta.cls.__name__
+    pk_attr, sk_attr = table.index_key_attributes(index)
+    pk_tpl = meta.templates.get(pk_attr)
+    sk_tpl = meta.templates.get(sk_attr) if sk_attr is not None else None
+    if pk_tpl is None or (sk_attr is not None and sk_tpl is None):
+        missing = pk_attr if pk_tpl is None else sk_attr
+        fit.problem = f"{cls_name} has no template for {missing!r}, so its items are not in it"
+        fit.rule = "query.no-template"
+        return fit
+
+    # Partition: every field needs one equality, except a GSI shard, which fans out.
+    values: dict[str, Any] = {}
+    missing_fields_: list[str] = []
+    contradiction: str | None = None
+    for name in pk_tpl.fields:
+        ops = conds.get(name)
+        equal = _equalities(meta, name, ops, valid)
+        if equal is not None and len(equal) > 1:
+            contradiction = f"{_describe_ops(name, ops or ())} leaves no value"
+            values[name] = equal[0]
+            fit.absorbed.add(name)
+        elif equal is not None:
+            values[name] = equal[0]
+            fit.absorbed.add(name)
+        elif not ops and isinstance(index, GlobalIndex) and shard_of(meta, name) is not None:
+            fit.shard_field = name
+        else:
+            missing_fields_.append(name)
+    if missing_fields_:
+        fit.problem = (
+            f"its partition key {pk_attr!r} (template {pk_tpl.source!r}) needs equality on "
+            f"{', '.join(missing_fields_)}"
+        )
+        fit.rule = "query.partition-fields"
+        return fit
+    if contradiction is not None:
+        fit.empty = contradiction  # two different values for one partition field
+    shards: list[int | None] = [None]
+    if fit.shard_field is not None:
+        shard = shard_of(meta, fit.shard_field)
+        assert shard is not None
+        shards = list(range(1, shard.count + 1))
+    for number in shards:
+        rendered = pk_tpl.render(
+            values if number is None else {**values, cast("str", fit.shard_field): number}
+        )
+        if rendered is None or rendered == "":
+            # A None field leaves the key out of the item (a sparse index): no item has it.
+            fit.empty = f"no item has an empty or missing partition key {pk_attr!r}"
+        fit.partitions.append(rendered)
+
+    used = set(pk_tpl.fields)
+    if sk_tpl is not None:
+        used |= set(sk_tpl.fields)
+        try:
+            _fit_sort(fit, sk_tpl, conds, values, valid)
+        except _Empty as empty:
+            fit.empty = empty.why
+    for name in conds:
+        if name not in used:
+            fit.unabsorbed[name] = f"{name} is not part of this index's keys"
+    return fit
+
+
+def _fit_sort(
+    fit: _Fit,
+    tpl: KeyTemplate,
+    conds: Mapping[str, Sequence[Operator]],
+    values: dict[str, Any],
+    valid: _Valid,
+) -> None:
+    meta = fit.meta
+    if tpl.is_direct:
+        _fit_direct(fit, tpl, conds)
+        return
+    names = tpl.fields
+    k = 0
+    while k < len(names) and _single_eq(conds.get(names[k])):
+        name = names[k]
+        if name not in values:
+            values[name] = valid(meta, name, cast("Compare", conds[name][0]).value)
+        fit.absorbed.add(name)
+        k += 1
+    if k == len(names):
+        fit.sort = _SortCondition("=", (to_wire(tpl.render(values)),))
+        return
+    prefix = tpl.prefix(values, k)
+    name = names[k]
+    ops = conds.get(name)
+    after = name
+    if ops:
+        slot = tpl.slots[k]
+        codec = slot.codec
+        assert codec is not None
+        last = tpl.segments[-1] is slot
+        # begins_with is exact on any str field: its separator can occur in no value.
+        prefixes_only = all(isinstance(op, BeginsWith) for op in ops)
+        if codec.prefix_free or last or prefixes_only:
+            # Absorbed even when the range proves empty: that answer is exact too.
+            fit.absorbed.add(name)
+            lo, hi = prefix, prefix + MAX_CHAR
+            for op in ops:
+                if not isinstance(op, (Compare, Between, BeginsWith)):
+                    raise QueryPlanError(
+                        "query.where-operator",
+                        f"where() takes =, <, <=, >, >=, between and begins_with; "
+                        f"put {op!r} on {name} in filter().",
+                    )
+                a, b = _bounds(op, meta, slot, prefix, last and not codec.prefix_free, valid)
+                lo, hi = max(lo, a), min(hi, b)
+            if lo > hi:
+                raise _Empty(f"{_describe_ops(name, ops)} leaves no value")
+            single = ops[0]
+            if len(ops) == 1 and isinstance(single, BeginsWith):
+                fit.sort = _begins(lo)
+            elif lo == "":
+                fit.sort = _SortCondition("<=", (to_wire(hi),))
+            else:
+                fit.sort = _SortCondition("BETWEEN", (to_wire(lo), to_wire(hi)))
+            for later in names[k + 1 :]:
+                if later in conds:
+                    fit.unabsorbed[later] = (
+                        f"{later} follows {name}, which has a range, in template {tpl.source!r}"
+                    )
+            return
+        for op in ops:
+            _validate(op, meta, slot)
+        fit.inexact[name] = (
+            f"{meta.cls.__name__}.{name} has a variable-length encoding and more of template "
+            f"{tpl.source!r} follows it, so a key range over it would also admit keys whose "
+            "value only starts like a bound; give the field a fixed-width type or move it last "
+            "in the template"
+        )
+        fit.unabsorbed[name] = fit.inexact[name]
+    fit.sort = _begins(prefix) if prefix else None
+    for later in names[k + 1 :]:
+        if later in conds and later not in fit.unabsorbed:
+            fit.unabsorbed[later] = (
+                f"{later} follows {after}, which has no equality, in template {tpl.source!r}"
+            )
+
+
+def _begins(prefix: str) -> _SortCondition | None:
+    return _SortCondition("begins_with", (to_wire(prefix),)) if prefix else None
+
+
+def _fit_direct(fit: _Fit, tpl: KeyTemplate, conds: Mapping[str, Sequence[Operator]]) -> None:
+    meta = fit.meta
+    name = tpl.fields[0]
+    ops = conds.get(name)
+    if not ops:
+        return
+    if len(ops) > 1:
+        raise QueryPlanError(
+            "query.repeated-field",
+            f"{name} has several conditions on the number key {tpl.attribute!r}; "
+            "give one (use between() for a range).",
+        )
+    op = ops[0]
+    if isinstance(op, BeginsWith):
+        raise QueryPlanError(
+            "query.begins-with-type",
+            f"begins_with needs a str field, but {meta.cls.__name__}.{name} is the "
+            f"{tpl.attribute_type} key {tpl.attribute!r}.",
+        )
+
+    def enc(value: Any) -> Any:
+        return encode_value(meta, name, value)
+
+    fit.absorbed.add(name)
+    if isinstance(op, Between):
+        low, high = meta.validate_field(name, op.low), meta.validate_field(name, op.high)
+        if low > high:
+            raise _Empty(f"{name} between {op.low!r} and {op.high!r} leaves no value")
+        fit.sort = _SortCondition("BETWEEN", (enc(low), enc(high)))
+    elif isinstance(op, Compare) and op.op in _KEY_OPERATORS:
+        fit.sort = _SortCondition(op.op, (enc(op.value),))
+    else:
+        raise QueryPlanError(
+            "query.where-operator",
+            f"where() takes =, <, <=, >, >=, between and begins_with; put {op!r} on {name} "
+            "in filter().",
+        )

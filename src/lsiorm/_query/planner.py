@@ -1,0 +1,473 @@
+"""The query planner: fit every candidate index, choose the cheapest exact one, build the plan."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+)
+
+from lsiorm._conditions import (
+    And,
+    BeginsWith,
+    Between,
+    Compare,
+    Condition,
+    FieldCondition,
+    Operator,
+    Placeholders,
+)
+from lsiorm._model.entity import (
+    Entity,
+    EntityMeta,
+    meta_of,
+)
+from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
+from lsiorm._model.wire import to_wire
+from lsiorm._query.cursor import _canonical, _Shape
+from lsiorm._query.keyrange import _KEY_OPERATORS, _describe_ops, _Fit, _fit, _Valid
+from lsiorm._query.plan import Candidate, PlannedRequest, QueryPlan
+from lsiorm._query.projection import (
+    _covered,
+    _filter_fields,
+    _index_kind,
+    _key_attrs,
+    _projected,
+    _projection_names,
+    _recoverable,
+)
+from lsiorm._requests.items import compile_entity_condition
+from lsiorm.errors import QueryPlanError, ValidationError
+
+if TYPE_CHECKING:
+    from lsiorm._query.values import Query
+
+    pass
+
+
+@dataclass
+class _Option:
+    """One candidate index with its per-entity fits and what reading from it costs."""
+
+    index: LocalIndex | GlobalIndex | None
+    order: int
+    fits: list[_Fit]
+    problem: str | None = None
+    rule: str = ""
+    score: int = 0
+    absorbed: list[str] = field(default_factory=list)
+    unabsorbed: dict[str, str] = field(default_factory=dict)
+    inexact: dict[str, str] = field(default_factory=dict)
+    fetched: list[str] = field(default_factory=list)
+    unavailable: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.index.name if self.index is not None else "table"
+
+    @property
+    def covers(self) -> bool:
+        return not self.fetched and not self.unavailable
+
+
+# Rules of candidates that serve the partition but fail for another reason, in the order
+# their error is preferred over the generic "query.no-index".
+_SOFT_RULES: Final = (
+    "query.gsi-consistent-read",
+    "query.gsi-projection",
+    "query.filter-not-projected",
+)
+
+
+class _QueryPlanner:
+    def __init__(self, q: Query[Any], count: bool) -> None:
+        self.q = q
+        self.count = count
+        self.metas = [meta_of(cls) for cls in q.entities]
+        self.table = self.metas[0].table
+        self.conds: dict[str, list[Operator]] = {}
+        for c in q.conditions:
+            self.conds.setdefault(c.field, []).append(c.op)
+        self.needed: tuple[str, ...] | None = None if count else q.fields
+        self.valid = _Valid()
+        self.filter_fields = _filter_fields(q.filter_condition)
+
+    def plan(self) -> QueryPlan:
+        self._check_conditions()
+        options = [self._option(index, n) for n, index in enumerate(self._indexes())]
+        best = self._choose(options)
+        candidates = self._candidates(options, best)
+        return self._build(best, candidates)
+
+    def _indexes(self) -> list[LocalIndex | GlobalIndex | None]:
+        if self.q.index_forced:
+            return [self.table.index(self.q.index) if self.q.index is not None else None]
+        return [None, *self.table.local_indexes, *self.table.global_indexes]
+
+    def _check_conditions(self) -> None:
+        for meta in self.metas:
+            for name, ops in self.conds.items():
+                if name not in meta.attributes:  # the model's fields, without a class lookup
+                    raise ValidationError(
+                        "field.unknown",
+                        f"{meta.cls.__name__} has no field {name!r}; fields are "
+                        f"{', '.join(meta.cls.model_fields)}.",
+                        table=self.table.name,
+                    )
+                if name not in meta.key_fields:
+                    raise QueryPlanError(
+                        "query.where-non-key",
+                        f"{meta.cls.__name__}.{name} is in no key template, so no index can use "
+                        f"it; put it in filter() instead of where().",
+                    )
+                for op in ops:
+                    ok = isinstance(op, (Between, BeginsWith)) or (
+                        isinstance(op, Compare) and op.op in _KEY_OPERATORS
+                    )
+                    if not ok:
+                        raise QueryPlanError(
+                            "query.where-operator",
+                            f"where() takes =, <, <=, >, >=, between and begins_with; put "
+                            f"{op!r} on {name} in filter().",
+                        )
+
+    def _wanted(self, meta: EntityMeta) -> list[str]:
+        if self.count:
+            return []
+        return list(self.needed) if self.needed is not None else list(meta.attributes)
+
+    def _option(self, index: LocalIndex | GlobalIndex | None, order: int) -> _Option:
+        fits = [_fit(meta, self.table, index, self.conds, self.valid) for meta in self.metas]
+        option = _Option(index, order, fits)
+        broken = next((f for f in fits if f.problem is not None), None)
+        if broken is not None:
+            option.problem = broken.problem
+            option.rule = broken.rule
+            return option
+        absorbed = set.intersection(*(f.absorbed for f in fits))
+        option.absorbed = [n for n in self.conds if n in absorbed]
+        option.score = len(option.absorbed)
+        for f in fits:
+            option.unabsorbed.update({k: v for k, v in f.unabsorbed.items() if k not in absorbed})
+            option.inexact.update(f.inexact)
+        for name in self.conds:
+            if name not in absorbed and name not in option.unabsorbed:
+                option.unabsorbed[name] = f"{name} is absorbed for some entities only"
+        kind = _index_kind(index)
+        if kind == "global" and self.q.consistent_read:
+            option.problem = "consistent reads are not available on a global secondary index"
+            option.rule = "query.gsi-consistent-read"
+            return option
+        projected = _projected(self.table, index)
+        filter_fields = self.filter_fields
+        if self.q.fallback:
+            filter_fields = filter_fields | set(option.unabsorbed)
+        if projected is not None and filter_fields:
+            lacking = sorted(
+                {
+                    m.attributes[f]
+                    for m in self.metas
+                    for f in filter_fields
+                    if f in m.attributes and m.attributes[f] not in projected
+                }
+            )
+            if lacking:
+                option.problem = (
+                    f"the filter reads {', '.join(lacking)}, which the index does not project "
+                    "(a filter cannot fetch from the table)"
+                )
+                option.rule = "query.filter-not-projected"
+                return option
+        for meta in self.metas:
+            fields, attrs = _covered(meta, self.table, index, self._wanted(meta))
+            if not fields:
+                continue
+            if kind == "local":
+                option.fetched.extend(a for a in attrs if a not in option.fetched)
+            else:
+                option.unavailable.extend(f for f in fields if f not in option.unavailable)
+        if option.unavailable and self.q.missing == "error":
+            option.problem = (
+                f"it does not project {', '.join(option.unavailable)}; use hydrate(), "
+                "partial() or select()"
+            )
+            option.rule = "query.gsi-projection"
+        return option
+
+    def _choose(self, options: list[_Option]) -> _Option:
+        usable = [o for o in options if o.problem is None]
+        if not usable:
+            raise self._no_index(options)
+        best = max(usable, key=lambda o: (o.score, o.covers, o.index is None, -o.order))
+        if best.unabsorbed and not self.q.fallback:
+            raise self._unabsorbed(best, usable)
+        return best
+
+    def _no_index(self, options: list[_Option]) -> QueryPlanError:
+        names = ", ".join(e.__name__ for e in self.q.entities)
+        lines = "; ".join(f"{o.label}: {o.problem}" for o in options)
+        rules = {o.rule for o in options}
+        if self.q.index_forced:
+            option = options[0]
+            return QueryPlanError(
+                option.rule if option.rule != "query.partition-fields" else "query.forced-index",
+                f"Index {option.label} cannot serve this query of {names}: {option.problem}.",
+                table=self.table.name,
+            )
+        for rule in _SOFT_RULES:
+            if rule in rules:
+                return QueryPlanError(
+                    rule,
+                    f"No index can serve this query of {names}: {lines}.",
+                    table=self.table.name,
+                )
+        return QueryPlanError(
+            "query.no-index",
+            f"No index can serve this query of {names} without a scan: {lines}. Add equality "
+            "conditions on those fields, or use scan() explicitly.",
+            table=self.table.name,
+        )
+
+    def _unabsorbed(self, best: _Option, usable: list[_Option]) -> QueryPlanError:
+        # An index whose keys hold the field but cannot bound it exactly explains more than
+        # the winner of the tie, whose keys may not hold the field at all.
+        for option in [best, *usable]:
+            inexact = {n: why for n, why in option.inexact.items() if n in best.unabsorbed}
+            if inexact:
+                name, why = next(iter(inexact.items()))
+                return QueryPlanError(
+                    "query.inexact-range",
+                    f"The range on {name} cannot be exact on {option.label}: {why}. Or call "
+                    "allow_filter_fallback() to read the key range and filter it.",
+                    table=self.table.name,
+                )
+        detail = "; ".join(best.unabsorbed.values())
+        return QueryPlanError(
+            "query.unabsorbed",
+            f"No index answers every where() condition in its key condition (best: "
+            f"{best.label}; {detail}). Move those conditions to filter(), or call "
+            "allow_filter_fallback().",
+            table=self.table.name,
+        )
+
+    def _candidates(self, options: list[_Option], best: _Option) -> tuple[Candidate, ...]:
+        out = []
+        for o in options:
+            out.append(
+                Candidate(
+                    o.index.name if o.index is not None else None,
+                    _index_kind(o.index),
+                    None if o.problem is not None else o.score,
+                    o is best,
+                    _reason(o, best),
+                )
+            )
+        return tuple(out)
+
+    def _build(self, best: _Option, candidates: tuple[Candidate, ...]) -> QueryPlan:
+        q, table, index = self.q, self.table, best.index
+        pk_attr, sk_attr = table.index_key_attributes(index)
+        empty = next((f.empty for f in best.fits if f.empty is not None), None)
+        fallback = {n: ops for n, ops in self.conds.items() if n in best.unabsorbed}
+        if empty is None:
+            empty = next(
+                (why for fit in best.fits if (why := _empty_filter(fit.meta, fallback))), None
+            )
+        kind = _index_kind(index)
+        projected = _projected(table, index)
+        type_available = projected is None or table.type_attribute in projected
+        fetching = bool(best.fetched)
+
+        selected = None if self.count else q.fields
+        requests: list[PlannedRequest] = []
+        grouped: dict[str, tuple[dict[str, Any], list[type[Entity]], list[str]]] = {}
+        first_text: tuple[str | None, str | None, dict[str, str], dict[str, Any]] | None = None
+        # Requests are grouped by their canonical text; one request needs no grouping.
+        single = sum(len(fit.partitions) for fit in best.fits) == 1
+        for fit in best.fits:
+            meta = fit.meta
+            for n, partition in enumerate(fit.partitions):
+                ph = Placeholders()
+                key_text = f"{ph.name(pk_attr)} = {ph.value(to_wire(partition))}"
+                if fit.sort is not None:
+                    assert sk_attr is not None
+                    key_text += " AND " + fit.sort.text(ph.name(sk_attr), ph)
+                filter_parts = []
+                for name, ops in fallback.items():
+                    for op in ops:
+                        filter_parts.append(FieldCondition(name, op))
+                user = q.filter_condition
+                conditions: list[Condition] = list(filter_parts)
+                if user is not None:
+                    conditions.append(user)
+                filter_text = None
+                if conditions:
+                    whole = conditions[0] if len(conditions) == 1 else And(tuple(conditions))
+                    filter_text = compile_entity_condition(meta, whole, ph)
+                params: dict[str, Any] = {"TableName": table.name}
+                if index is not None:
+                    params["IndexName"] = index.name
+                params["KeyConditionExpression"] = key_text
+                if filter_text is not None:
+                    params["FilterExpression"] = filter_text
+                if self.count:
+                    params["Select"] = "COUNT"
+                else:
+                    attrs = _projection_attrs(
+                        meta, table, index, selected, type_available or fetching
+                    )
+                    if attrs is not None:
+                        params["ProjectionExpression"] = _projection_names(attrs, ph)
+                    elif fetching and kind == "local":
+                        params["Select"] = "ALL_ATTRIBUTES"
+                if not q.forward:
+                    params["ScanIndexForward"] = False
+                if q.consistent_read:
+                    params["ConsistentRead"] = True
+                ph.into(params)
+                if first_text is None:
+                    first_text = (key_text, filter_text, dict(ph.names), dict(ph.values))
+                label = meta.cls.__name__
+                if fit.shard_field is not None:
+                    label += f" {fit.shard_field}={n + 1}"
+                signature = "" if single else _canonical(params)
+                if signature in grouped:
+                    grouped[signature][1].append(meta.cls)
+                else:
+                    grouped[signature] = (params, [meta.cls], [label])
+        has_filter = q.filter_condition is not None or bool(fallback)
+        for params, classes, labels in grouped.values():
+            limit = q.request_limit
+            if q.max_items is not None and not has_filter:
+                limit = min(limit or q.max_items, q.max_items)
+            requests.append(
+                PlannedRequest(
+                    params,
+                    tuple(classes),
+                    labels[0] if len(classes) == 1 else "+".join(c.__name__ for c in classes),
+                    None if self.count else limit,
+                )
+            )
+        assert first_text is not None
+        first_key, first_filter, names, values = first_text
+        fallback_text = tuple(_describe_ops(n, ops) for n, ops in fallback.items())
+        final = tuple(requests) if empty is None else ()
+        return QueryPlan(
+            operation="Query",
+            table=table,
+            entities=q.entities,
+            index=index,
+            requests=final,
+            candidates=candidates,
+            key_condition=first_key,
+            filter=first_filter,
+            names=names,
+            values=values,
+            projection=_projection_of(final, names),
+            fetched=tuple(best.fetched) if not self.count else (),
+            unavailable=tuple(best.unavailable) if not self.count else (),
+            missing_mode=q.missing,
+            selected=selected,
+            fallback_filters=fallback_text,
+            forward=q.forward,
+            max_items=q.max_items,
+            request_limit=q.request_limit,
+            consistent=q.consistent_read,
+            count=self.count,
+            merge_attribute=sk_attr,
+            empty=empty,
+            has_filter=has_filter,
+            _shape=_Shape(table.name, index.name if index else None, q.forward, final),
+            cursor=q.cursor,
+        )
+
+
+def _empty_filter(meta: EntityMeta, fallback: Mapping[str, Sequence[Operator]]) -> str | None:
+    """Return why fallback conditions match nothing, if a between() has its bounds reversed.
+
+    DynamoDB refuses such a BETWEEN in a filter, so the plan must not send it.
+    """
+    for name, ops in fallback.items():
+        for op in ops:
+            if isinstance(op, Between):
+                low = _order_key(meta, name, meta.validate_field(name, op.low))
+                high = _order_key(meta, name, meta.validate_field(name, op.high))
+                if low > high:
+                    return f"{_describe_ops(name, [op])} leaves no value"
+    return None
+
+
+def _order_key(meta: EntityMeta, name: str, value: Any) -> Any:
+    """Return a value comparable in key order: its key text when an S template encodes it."""
+    for tpl in meta.templates.values():
+        for slot in tpl.slots:
+            if slot.field == name and slot.codec is not None and not tpl.is_direct:
+                return slot.codec.encode(value)
+    return value
+
+
+def _projection_attrs(
+    meta: EntityMeta,
+    table: Table,
+    index: LocalIndex | GlobalIndex | None,
+    selected: Sequence[str] | None,
+    with_type: bool,
+) -> list[str] | None:
+    """Return the attributes to name in ProjectionExpression, or None for the default.
+
+    Key attributes are always named (cursors and decoding need them); a selected field that
+    the index key text already holds is parsed from it instead of being named, so an LSI does
+    not fetch it.
+    """
+    if selected is None:
+        return None
+    projected = _projected(table, index)
+    keys = sorted(_key_attrs(table, index))
+    recoverable = _recoverable(meta, set(keys))
+    attrs: list[str] = []
+    for name in selected:
+        attr = meta.attributes[name]
+        if projected is None or attr in projected:
+            attrs.append(attr)
+        elif name not in recoverable and isinstance(index, LocalIndex):
+            attrs.append(attr)  # DynamoDB fetches it from the table
+    attrs.extend(keys)
+    if with_type:
+        attrs.append(table.type_attribute)
+    return list(dict.fromkeys(attrs))
+
+
+def _projection_of(
+    requests: Sequence[PlannedRequest], names: Mapping[str, str]
+) -> tuple[str, ...] | None:
+    if not requests:
+        return None
+    text = requests[0].params.get("ProjectionExpression")
+    if text is None:
+        return None
+    return tuple(names.get(part, part) for part in text.split(", "))
+
+
+def _reason(o: _Option, best: _Option) -> str:
+    if o.problem is not None:
+        return f"cannot serve: {o.problem}"
+    absorbed = f"absorbs {o.score} condition{'s' if o.score != 1 else ''}" + (
+        f" ({', '.join(o.absorbed)})" if o.absorbed else ""
+    )
+    cost = ""
+    if o.fetched:
+        cost = f"; fetches {', '.join(o.fetched)} from the table"
+    elif o.unavailable:
+        cost = f"; does not project {', '.join(o.unavailable)}"
+    if o is best:
+        return f"chosen: {absorbed}{cost}"
+    if o.score < best.score:
+        return f"{absorbed}, fewer than {best.label}{cost}"
+    if o.covers != best.covers:
+        return f"{absorbed}, as many as {best.label}, but {best.label} needs no fetch{cost}"
+    if best.index is None:
+        return f"{absorbed}, as many as the table, which wins ties{cost}"
+    return f"{absorbed}, as many as {best.label}, which is declared first{cost}"
