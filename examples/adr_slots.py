@@ -15,9 +15,7 @@ import json
 import uuid
 from datetime import date, datetime, timezone
 
-from lsiorm import Entity, Session, Table, ge, lt
-from lsiorm._model.entity import meta_of
-from lsiorm._query.values import query
+from lsiorm import Entity, Session, Table, ge, key_templates, lt, query
 from lsiorm.testing import example_endpoint
 
 PROJECT = "apollo"
@@ -249,9 +247,9 @@ def summary() -> None:
     for index in app.local_indexes:
         users = []
         for cls in app.entities.values():
-            tpl = meta_of(cls).templates.get(index.sort_key.name)
+            tpl = key_templates(cls).get(index.sort_key.name)
             if tpl is not None:
-                users.append(f"{cls.__name__} {tpl.source!r}")
+                users.append(f"{cls.__name__} {tpl!r}")
         print(f"  {index.name} ({index.projection.type}): {'; '.join(users)}")
 
 

@@ -18,14 +18,15 @@ from lsiorm import (
     KeyAttribute,
     LocalIndex,
     Projection,
+    Query,
     Session,
     Table,
     begins_with,
     between,
     gt,
     lt,
+    query,
 )
-from lsiorm._query.values import Query, query
 from lsiorm.testing import example_endpoint
 
 SHELTER = "Battersea"

@@ -14,9 +14,17 @@ from datetime import datetime, timezone
 
 from pydantic import Field
 
-from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Session, Table, between
-from lsiorm._query.decode import missing_fields
-from lsiorm._query.values import query
+from lsiorm import (
+    Entity,
+    KeyAttribute,
+    LocalIndex,
+    Projection,
+    Session,
+    Table,
+    between,
+    missing_fields,
+    query,
+)
 from lsiorm.testing import example_endpoint
 
 # A fresh name per run: the example may share an engine with other runs (the tests do).

@@ -22,13 +22,14 @@ from lsiorm import (
     KeyAttribute,
     Projection,
     Session,
+    Shard,
     Table,
     begins_with,
     between,
     lt,
+    query,
+    shard_value,
 )
-from lsiorm._model.entity import Shard, shard_value
-from lsiorm._query.values import query
 from lsiorm.testing import example_endpoint
 
 SHARDS = 4

@@ -13,9 +13,17 @@ import uuid
 
 from pydantic import Field
 
-from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Session, Table, ge
-from lsiorm._query.decode import missing_fields
-from lsiorm._query.values import query
+from lsiorm import (
+    Entity,
+    KeyAttribute,
+    LocalIndex,
+    Projection,
+    Session,
+    Table,
+    ge,
+    missing_fields,
+    query,
+)
 from lsiorm.testing import example_endpoint
 
 GOALS = KeyAttribute("Goals", "N")

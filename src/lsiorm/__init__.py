@@ -42,7 +42,7 @@ from lsiorm._model.capacity import (
     write_units,
 )
 from lsiorm._model.encoding import KeyFormat
-from lsiorm._model.entity import Entity, Shard, decode_item, shard_value
+from lsiorm._model.entity import Entity, Shard, decode_item, key_templates, shard_value
 from lsiorm._model.schema import (
     DriftReport,
     GlobalIndex,
@@ -180,6 +180,7 @@ __all__ = [
     "install_fast_json",
     "is_in",
     "item_size",
+    "key_templates",
     "le",
     "lt",
     "missing_fields",

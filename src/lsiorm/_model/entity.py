@@ -727,3 +727,12 @@ def decode(wire):
     exec(source, namespace)
     decode: _ItemDecoder = namespace["decode"]
     return decode
+
+
+def key_templates(cls: type[Entity]) -> dict[str, str]:
+    """Return the key templates an entity class declares, by attribute name.
+
+    ``{"PK": "FORUM#{forum}", "SK": "THREAD#{subject}", "LSI1SK": "..."}``: useful to list which
+    entity types write each index slot of a table.
+    """
+    return {attr: tpl.source for attr, tpl in meta_of(cls).templates.items()}

@@ -1,0 +1,140 @@
+"""The package's layers: pure layers never reach I/O, imports point to earlier layers, no cycles.
+
+Imports are read from the source (module level and inside functions); imports under
+``if TYPE_CHECKING:`` are annotations only and do not count.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import lsiorm
+
+PACKAGE = Path(lsiorm.__file__).parent
+
+#: Layers from the foundation up. A module may import its own layer and earlier ones only.
+LAYERS: list[tuple[str, ...]] = [
+    ("lsiorm.errors",),
+    ("lsiorm._model",),
+    ("lsiorm._conditions",),
+    ("lsiorm._requests",),
+    ("lsiorm._query",),
+    ("lsiorm._ops",),
+    ("lsiorm._io",),
+    ("lsiorm._session", "lsiorm.testing"),
+    ("lsiorm._cli", "lsiorm._compat", "lsiorm"),
+]
+PURE = ("lsiorm.errors", "lsiorm._model", "lsiorm._conditions", "lsiorm._requests", "lsiorm._query")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(tree: ast.AST, module: str) -> set[str]:
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("lsiorm"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.rsplit(".", node.level)[0]
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            if target.startswith("lsiorm"):
+                found.add(target)
+                # `from lsiorm._ops import reads` imports the submodule.
+                found.update(f"{target}.{a.name}" for a in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        imports = _runtime_imports(ast.parse(path.read_text()), name)
+        graph[name] = {i for i in imports if i in modules and i != name}
+    return graph
+
+
+def _layer_of(module: str) -> int:
+    matches = [
+        (len(prefix), number)
+        for number, prefixes in enumerate(LAYERS)
+        for prefix in prefixes
+        if module == prefix or module.startswith(prefix + ".")
+    ]
+    assert matches, f"{module} belongs to no layer; add it to LAYERS"
+    return max(matches)[1]
+
+
+GRAPH = _graph()
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    for module in GRAPH:
+        _layer_of(module)
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_imports_point_to_the_same_or_an_earlier_layer(module: str) -> None:
+    mine = _layer_of(module)
+    upward = sorted(i for i in GRAPH[module] if _layer_of(i) > mine)
+    assert not upward, f"{module} (layer {mine}) imports later layers: {upward}"
+
+
+def test_pure_layers_import_no_io() -> None:
+    for module, imports in GRAPH.items():
+        if module.startswith(PURE):
+            bad = sorted(i for i in imports if not i.startswith(PURE))
+            assert not bad, f"pure module {module} imports {bad}"
+
+
+def test_no_import_cycles() -> None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for dep in sorted(GRAPH[module]):
+            if dep == "lsiorm" or module == "lsiorm":
+                continue  # the package re-exports everything; it is the top, not a cycle member
+            if state.get(dep) == 1:
+                cycle = [*stack[stack.index(dep) :], dep]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if state.get(dep) is None:
+                visit(dep)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(GRAPH):
+        if state.get(module) is None:
+            visit(module)
+
+
+def test_the_layer_test_sees_imports() -> None:
+    # Guard against a walker that finds nothing: the session must import the drivers.
+    assert "lsiorm._io.drivers" in GRAPH["lsiorm._session"]
+    assert "lsiorm._query.plan" in GRAPH["lsiorm._ops.reads"]
