@@ -43,7 +43,12 @@ _RESERVED_LSI_SLOTS = 5
 
 @dataclass(frozen=True)
 class KeyAttribute:
-    """An attribute used in a key schema, with its scalar DynamoDB type."""
+    """An attribute used in a key schema, with its scalar DynamoDB type.
+
+    Args:
+        name: The attribute name, as stored in items.
+        type: ``"S"`` (string, the default), ``"N"`` (number) or ``"B"`` (binary).
+    """
 
     name: str
     type: KeyType = "S"
@@ -51,7 +56,15 @@ class KeyAttribute:
 
 @dataclass(frozen=True)
 class Projection:
-    """Which attributes DynamoDB copies into a secondary index."""
+    """Which attributes DynamoDB copies into a secondary index.
+
+    Build one with :meth:`keys_only`, :meth:`include` or :meth:`all` (the default). The choice
+    is fixed when the table is created.
+
+    Args:
+        type: ``"KEYS_ONLY"``, ``"INCLUDE"`` or ``"ALL"``.
+        attributes: The non-key attributes an ``INCLUDE`` projection copies.
+    """
 
     type: ProjectionType = "ALL"
     attributes: tuple[str, ...] = ()
@@ -79,7 +92,16 @@ class Projection:
 
 @dataclass(frozen=True)
 class LocalIndex:
-    """A local secondary index: the table's partition key with another sort key."""
+    """A local secondary index: the table's partition key with another sort key.
+
+    Local indexes exist only if declared when the table is created (at most five), share the
+    table's partition key and its 10 GB item collection limit, and allow consistent reads.
+
+    Args:
+        name: The index name (3 to 255 characters of ``A-Za-z0-9_.-``).
+        sort_key: The index sort key attribute; items without it are not in the index.
+        projection: The attributes copied into the index (``Projection.all()`` by default).
+    """
 
     name: str
     sort_key: KeyAttribute
@@ -88,7 +110,16 @@ class LocalIndex:
 
 @dataclass(frozen=True)
 class GlobalIndex:
-    """A global secondary index; capacities are required only on a PROVISIONED table."""
+    """A global secondary index: its own partition key and, optionally, sort key.
+
+    Args:
+        name: The index name (3 to 255 characters of ``A-Za-z0-9_.-``).
+        partition_key: The index partition key attribute.
+        sort_key: The index sort key attribute, or None for a partition-key-only index.
+        projection: The attributes copied into the index (``Projection.all()`` by default).
+        read_capacity: Read capacity units, required only on a ``PROVISIONED`` table.
+        write_capacity: Write capacity units, required only on a ``PROVISIONED`` table.
+    """
 
     name: str
     partition_key: KeyAttribute
@@ -131,9 +162,18 @@ _Index: TypeAlias = "LocalIndex | GlobalIndex"
 class Table:
     """A DynamoDB table declaration, checked against DynamoDB's rules when constructed.
 
-    A ``str`` key means a string key attribute of that name. ``type_attribute`` names the
-    attribute that stores an item's entity type; ``collection_warning_gb`` is the item collection
-    size at which writes to a table with LSIs start warning (DynamoDB refuses them at 10 GB).
+    Args:
+        name: The table name (3 to 255 characters of ``A-Za-z0-9_.-``).
+        partition_key: The partition key attribute; a ``str`` means a string attribute.
+        sort_key: The sort key attribute, or None for a table without one.
+        local_indexes: Up to five :class:`LocalIndex` declarations.
+        global_indexes: Up to twenty :class:`GlobalIndex` declarations.
+        billing_mode: ``"PAY_PER_REQUEST"`` (the default) or ``"PROVISIONED"``.
+        read_capacity: Read capacity units, required only when ``PROVISIONED``.
+        write_capacity: Write capacity units, required only when ``PROVISIONED``.
+        type_attribute: The attribute that stores each item's entity type (``"_type"``).
+        collection_warning_gb: The item collection size at which writes to a table with local
+            indexes start warning (DynamoDB refuses them at 10 GB); 8 GB by default.
     """
 
     def __init__(
@@ -171,7 +211,7 @@ class Table:
         sort_key: KeyAttribute | str,
         **kwargs: Any,
     ) -> Table:
-        """Declare a table with ADR-123's five reserved LSI slots, LSI1..LSI5 on LSI1SK..LSI5SK.
+        """Declare a table with all five local index slots reserved, LSI1..LSI5 on LSI1SK..LSI5SK.
 
         Every slot's sort key is a string; odd slots project ALL and even slots KEYS_ONLY. All
         other keyword arguments go to the constructor, except ``local_indexes``: the slots use
