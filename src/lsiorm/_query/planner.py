@@ -40,7 +40,7 @@ from lsiorm._query.projection import (
     _recoverable,
 )
 from lsiorm._requests.items import compile_entity_condition
-from lsiorm.errors import QueryPlanError, ValidationError
+from lsiorm.errors import QueryPlanError
 
 if TYPE_CHECKING:
     from lsiorm._query.values import Query
@@ -110,13 +110,7 @@ class _QueryPlanner:
     def _check_conditions(self) -> None:
         for meta in self.metas:
             for name, ops in self.conds.items():
-                if name not in meta.attributes:  # the model's fields, without a class lookup
-                    raise ValidationError(
-                        "field.unknown",
-                        f"{meta.cls.__name__} has no field {name!r}; fields are "
-                        f"{', '.join(meta.cls.model_fields)}.",
-                        table=self.table.name,
-                    )
+                meta.check_field(name)
                 if name not in meta.key_fields:
                     raise QueryPlanError(
                         "query.where-non-key",
