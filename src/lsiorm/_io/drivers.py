@@ -8,7 +8,6 @@ and pass :class:`~lsiorm._ops.steps.Emit` values out. Resuming the operation aft
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -36,6 +35,8 @@ def _async_transport() -> tuple[type[BaseException], ...]:
     aiohttp comes with aiobotocore and some of its errors reach us unwrapped. It is imported
     here, not at module level, so that ``import lsiorm`` stays free of aiohttp for sync users.
     """
+    import asyncio
+
     try:
         import aiohttp
     except ImportError:  # pragma: no cover - aiohttp is a dependency of aiobotocore
@@ -123,6 +124,8 @@ class AsyncDriver:
         return response
 
     async def _result(self, step: Step) -> Any:
+        import asyncio  # here, not at the top: sync users never load it
+
         if isinstance(step, Call):
             return await self.send(step)
         if isinstance(step, Sleep):

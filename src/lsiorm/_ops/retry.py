@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import tenacity
-from tenacity import DoAttempt, DoSleep, RetryCallState
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsiorm._ops.steps import Operation, Sleep
 from lsiorm.errors import DynamoError
+
+if TYPE_CHECKING:
+    import tenacity
 
 __all__ = ["RetryPolicy", "is_retryable", "run_with_retries"]
 
@@ -57,6 +57,8 @@ class RetryPolicy:
         retry_result: Callable[[Any], bool] | None = None,
     ) -> tenacity.Retrying:
         """Return a tenacity ``Retrying`` configured by this policy."""
+        import tenacity  # on first use: keeps ``import lsiorm`` light
+
         retry: tenacity.retry_base = tenacity.retry_if_exception(retry_exception)
         if retry_result is not None:
             retry = retry | tenacity.retry_if_result(retry_result)
@@ -87,6 +89,8 @@ def run_with_retries(
     ``retry_result``, a result for which it returns True is retried too, and the last such
     result is returned when the policy stops.
     """
+    from tenacity import DoAttempt, DoSleep, RetryCallState
+
     retrying = policy.retrying(retry_exception=retry_if, retry_result=retry_result)
     retrying.begin()
     state = RetryCallState(retrying, fn=None, args=(), kwargs={})
