@@ -16,7 +16,7 @@ import builtins
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
@@ -349,7 +349,7 @@ def _hydrate(
             keys.append(key)
         at.append(position)
     reads = yield from read_keys(ctx, table, keys, extra=_projection(plan))
-    full = _full(plan)
+    full = plan.for_base_items()
     out: list[Entity] = []
     for (stream, _), position in zip(rows, at, strict=True):
         base = reads.items.get(position)
@@ -381,8 +381,3 @@ def _projection(plan: QueryPlan) -> dict[str, Any] | None:
         attrs.extend(meta.attributes[n] for n in plan.selected)
     names = {f"#n{n}": attr for n, attr in enumerate(dict.fromkeys(attrs))}
     return {"ProjectionExpression": ", ".join(names), "ExpressionAttributeNames": names}
-
-
-def _full(plan: QueryPlan) -> QueryPlan:
-    """The plan as seen by base items: nothing is unavailable any more."""
-    return replace(plan, unavailable=(), index=None)
