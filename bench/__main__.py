@@ -152,6 +152,20 @@ def _targets(
                 "frozen plan is built.",
             )
         )
+    if "import" in groups:
+        g = groups["import"]
+        extra = g.variant("import lsiorm").median - g.variant("import boto3").median
+        out.append(
+            Target(
+                "import lsiorm vs import boto3",
+                "≤ 120 ms more",
+                f"{extra * 1e3:+.0f} ms",
+                extra <= 0.120,
+                "import lsiorm loads botocore and pydantic (with pydantic-core) and builds its "
+                "own Entity model; boto3, aioboto3, aiohttp, asyncio, tenacity and orjson are "
+                "left until first needed.",
+            )
+        )
     if memory is not None:
         bound = memory.lazy / memory.one_page
         out.append(
@@ -181,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     quick = args.quick
     page, batch, big = (200, 1_000, 5_000) if quick else (1_000, 10_000, 100_000)
     cpu_rounds, query_rounds, batch_rounds = (2, 5, 1) if quick else (8, 25, 3)
+    import_rounds = 3 if quick else 15
     output = args.output if args.output is not None else (None if quick else DOCS)
 
     started = time.monotonic()
@@ -194,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         engine.open()
         try:
             steps = [
+                ("import", lambda: [workloads.import_time(import_rounds)]),
                 ("decode", lambda: [workloads.decode(rows(page, prefix="d"), cpu_rounds)]),
                 ("encode", lambda: [workloads.encode(rows(page, prefix="e"), cpu_rounds)]),
                 ("query", lambda: [workloads.full_query(engine, rows(page), query_rounds)]),
@@ -230,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = {
         "Sizes": f"decode/encode/query page {page} items, batch write {batch:,} items, "
         f"memory {big:,} items",
-        "Rounds": f"{cpu_rounds} for decode and encode, {query_rounds} for query and compile, "
+        "Rounds": f"{import_rounds} for import time, "
+        f"{cpu_rounds} for decode and encode, {query_rounds} for query and compile, "
         f"{batch_rounds} for sync batch writes and {batch_rounds * 2} for async ones, each after "
         "a discarded warm-up round; the compile row times 50 runs per sample",
         "Order": "every round runs the variants in a fresh random order, so the noise of a "

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import os
+import random
+import subprocess
+import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
@@ -544,6 +549,65 @@ def compile_and_choose(engine: Engine, rounds: int) -> Group:
         variants,
         1,
         notes=[f"The plan chose {chosen.index_name!r} among the table and its LSI."],
+    )
+
+
+# -- import time -----------------------------------------------------------------------------------
+
+#: The modules whose import is timed, baseline first.
+IMPORTED = ("boto3", "lsiorm")
+_TIME_IMPORT = (
+    "import time; started = time.perf_counter(); import {module}; "
+    "print(time.perf_counter() - started)"
+)
+
+
+def _import_seconds(module: str, env: dict[str, str]) -> float:
+    """Import ``module`` in a fresh interpreter and return how long the import took there."""
+    done = subprocess.run(
+        [sys.executable, "-c", _TIME_IMPORT.format(module=module)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    return float(done.stdout.strip())
+
+
+def import_time(rounds: int) -> Group:
+    """Time ``import boto3`` and ``import lsiorm``, each in a fresh subprocess, interleaved.
+
+    The time is taken inside the subprocess around the import statement alone, so interpreter
+    start-up is left out. Every round runs the imports in a new random order after one
+    discarded warm-up round, which fills the OS file cache and writes the bytecode of every
+    module imported (into a temporary folder, so as users have it even where
+    PYTHONDONTWRITEBYTECODE is set).
+    """
+    variants = [Variant(f"import {m}", lambda _: None) for m in IMPORTED]
+    order = list(zip(IMPORTED, variants, strict=True))
+    shuffle = random.Random(1).shuffle
+    with tempfile.TemporaryDirectory(prefix="lsiorm-bench-pyc-") as pyc:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = pyc
+        for round_number in range(1 + rounds):
+            shuffle(order)
+            for module, variant in order:
+                seconds = _import_seconds(module, env)
+                if round_number:
+                    variant.samples.append(seconds)
+    extra = variants[1].median - variants[0].median
+    return Group(
+        "import",
+        "Import time, each in a fresh interpreter",
+        WALL,
+        variants[0].name,
+        variants,
+        1,
+        notes=[
+            f"import lsiorm takes {extra * 1e3:.0f} ms more than import boto3. It loads "
+            "botocore and pydantic; boto3, aioboto3, aiohttp, asyncio, tenacity and orjson "
+            "are imported when first needed."
+        ],
     )
 
 

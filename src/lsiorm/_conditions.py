@@ -12,7 +12,7 @@ every value ``:vK`` through one :class:`Placeholders` allocator per request.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -42,6 +42,7 @@ __all__ = [
     "contains",
     "eq",
     "exists",
+    "field_conditions",
     "ge",
     "gt",
     "is_in",
@@ -298,16 +299,21 @@ def as_operator(value: Any) -> Operator:
     return Compare("=", value)
 
 
-def conjuncts(condition: Condition | None) -> list[FieldCondition | Or | Not]:
-    """Flatten nested Ands into their parts."""
+def field_conditions(condition: Condition | None) -> Iterator[FieldCondition]:
+    """Yield every field condition of a condition tree, left to right, through And, Or and Not.
+
+    The one walker over condition trees: code that needs the fields a condition names (or the
+    ones it applies a given operator to) filters what this yields.
+    """
     if condition is None:
-        return []
-    if isinstance(condition, And):
-        out: list[FieldCondition | Or | Not] = []
+        return
+    if isinstance(condition, FieldCondition):
+        yield condition
+    elif isinstance(condition, Not):
+        yield from field_conditions(condition.item)
+    else:
         for item in condition.items:
-            out.extend(conjuncts(item))
-        return out
-    return [condition]
+            yield from field_conditions(item)
 
 
 # -- compilation -------------------------------------------------------------------------------
@@ -404,31 +410,3 @@ def compile_condition(
 
 def _group(text: str, c: Condition) -> str:
     return f"({text})" if isinstance(c, (And, Or)) else text
-
-
-def field_names(condition: Condition | None) -> set[str]:
-    """Return every field a condition mentions."""
-    if condition is None:
-        return set()
-    if isinstance(condition, FieldCondition):
-        return {condition.field}
-    if isinstance(condition, Not):
-        return field_names(condition.item)
-    out: set[str] = set()
-    for c in condition.items:
-        out |= field_names(c)
-    return out
-
-
-def condition_from(
-    value: Condition | Mapping[str, Any] | Iterable[Condition] | None,
-) -> Condition | None:
-    """Accept a condition, a mapping of keyword conditions, or several conditions to AND."""
-    if value is None:
-        return None
-    if isinstance(value, (FieldCondition, And, Or, Not)):
-        return value
-    if isinstance(value, Mapping):
-        return where(**value)
-    items = tuple(value)
-    return all_of(*items) if items else None

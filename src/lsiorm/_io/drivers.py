@@ -1,15 +1,16 @@
 """The two thin I/O drivers: one runs operations on boto3, the other awaits aioboto3.
 
-Each driver does four things only: send a :class:`~lsiorm.steps.Call` with the client and type
-any failure, sleep, run a :class:`~lsiorm.steps.Gather` (one by one, or concurrently), and pass
-:class:`~lsiorm.steps.Emit` values out. Everything else lives in the shared operations.
+Each driver does four things only: send a :class:`~lsiorm._ops.steps.Call` with the client and
+type any failure, sleep, run a :class:`~lsiorm._ops.steps.Gather` (one by one, or concurrently),
+and pass :class:`~lsiorm._ops.steps.Emit` values out. Resuming the operation after each step is
+:func:`~lsiorm._ops.steps.advance`, shared by both. Everything else lives in the operations.
 """
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, TypeVar
 
 from botocore import xform_name
@@ -17,7 +18,7 @@ from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
 from lsiorm._ops.service_errors import from_error_response, from_transport_failure
-from lsiorm._ops.steps import Call, Emit, Gather, Operation, Sleep, Step
+from lsiorm._ops.steps import Call, Done, Emit, Gather, Operation, Sleep, Step, advance
 from lsiorm.errors import LsiormError
 
 __all__ = ["AsyncDriver", "SyncDriver", "no_botocore_retries"]
@@ -25,16 +26,22 @@ __all__ = ["AsyncDriver", "SyncDriver", "no_botocore_retries"]
 T = TypeVar("T")
 
 _TRANSPORT: tuple[type[BaseException], ...] = (HTTPClientError, BotocoreConnectionError)
-try:  # aiohttp comes with aiobotocore; some of its errors reach us unwrapped.
-    import aiohttp
 
-    _ASYNC_TRANSPORT: tuple[type[BaseException], ...] = (
-        *_TRANSPORT,
-        aiohttp.ClientError,
-        asyncio.TimeoutError,
-    )
-except ImportError:  # pragma: no cover - aiohttp is a dependency of aiobotocore
-    _ASYNC_TRANSPORT = _TRANSPORT
+
+@functools.cache
+def _async_transport() -> tuple[type[BaseException], ...]:
+    """The transport errors of the async client, resolved on first use.
+
+    aiohttp comes with aiobotocore and some of its errors reach us unwrapped. It is imported
+    here, not at module level, so that ``import lsiorm`` stays free of aiohttp for sync users.
+    """
+    import asyncio
+
+    try:
+        import aiohttp
+    except ImportError:  # pragma: no cover - aiohttp is a dependency of aiobotocore
+        return (*_TRANSPORT, asyncio.TimeoutError)
+    return (*_TRANSPORT, aiohttp.ClientError, asyncio.TimeoutError)
 
 
 def no_botocore_retries() -> dict[str, Any]:
@@ -71,38 +78,30 @@ class SyncDriver:
             return [self.run(op) for op in step.operations]
         raise TypeError(f"unknown step {step!r}")
 
-    def _loop(self, op: Operation[T]) -> Generator[Any, None, T]:
-        # StopIteration must not escape a generator (PEP 479): turn it into the return value.
+    def _next(self, op: Operation[Any], step: Step) -> Step | Done:
         try:
-            step = next(op)
-            while True:
-                if isinstance(step, Emit):
-                    yield step.value
-                    step = op.send(None)
-                    continue
-                try:
-                    result = self._result(step)
-                except LsiormError as exc:
-                    step = op.throw(exc)
-                    continue
-                step = op.send(result)
-        except StopIteration as stop:
-            value: T = stop.value
-            return value
+            result = self._result(step)
+        except LsiormError as exc:
+            return advance(op, error=exc)
+        return advance(op, result)
 
     def run(self, op: Operation[T]) -> T:
-        """Run an operation to its end and return its result."""
-        loop = self._loop(op)
-        while True:
-            try:
-                next(loop)
-            except StopIteration as stop:
-                value: T = stop.value
-                return value
+        """Run an operation to its end and return its result (emitted values are dropped)."""
+        step = advance(op)
+        while not isinstance(step, Done):
+            step = advance(op) if isinstance(step, Emit) else self._next(op, step)
+        value: T = step.value
+        return value
 
     def iterate(self, op: Operation[Any]) -> Iterator[Any]:
         """Run an operation, yielding each value it emits."""
-        yield from self._loop(op)
+        step = advance(op)
+        while not isinstance(step, Done):
+            if isinstance(step, Emit):
+                yield step.value
+                step = advance(op)
+            else:
+                step = self._next(op, step)
 
 
 class AsyncDriver:
@@ -120,11 +119,13 @@ class AsyncDriver:
             raise from_error_response(
                 exc.response, call.operation, call.params, call.tables
             ) from exc
-        except _ASYNC_TRANSPORT as exc:
+        except _async_transport() as exc:
             raise from_transport_failure(exc, call.operation, call.params) from exc
         return response
 
     async def _result(self, step: Step) -> Any:
+        import asyncio  # here, not at the top: sync users never load it
+
         if isinstance(step, Call):
             return await self.send(step)
         if isinstance(step, Sleep):
@@ -146,44 +147,27 @@ class AsyncDriver:
             return results
         raise TypeError(f"unknown step {step!r}")
 
-    async def _advance(self, op: Operation[Any], step: Step) -> Step | _Done:
-        # Coroutines must not raise StopIteration either (PEP 479): report the end as _Done.
-        if isinstance(step, Emit):
-            return _resume(op.send, None)
+    async def _next(self, op: Operation[Any], step: Step) -> Step | Done:
         try:
             result = await self._result(step)
         except LsiormError as exc:
-            return _resume(op.throw, exc)
-        return _resume(op.send, result)
+            return advance(op, error=exc)
+        return advance(op, result)
 
     async def run(self, op: Operation[T]) -> T:
-        """Run an operation to its end and return its result."""
-        step = _resume(lambda _: next(op), None)
-        while not isinstance(step, _Done):
-            step = await self._advance(op, step)
+        """Run an operation to its end and return its result (emitted values are dropped)."""
+        step = advance(op)
+        while not isinstance(step, Done):
+            step = advance(op) if isinstance(step, Emit) else await self._next(op, step)
         value: T = step.value
         return value
 
     async def iterate(self, op: Operation[Any]) -> AsyncIterator[Any]:
         """Run an operation, yielding each value it emits."""
-        step = _resume(lambda _: next(op), None)
-        while not isinstance(step, _Done):
+        step = advance(op)
+        while not isinstance(step, Done):
             if isinstance(step, Emit):
                 yield step.value
-            step = await self._advance(op, step)
-
-
-class _Done:
-    """The end of an operation, carrying its return value."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-
-def _resume(fn: Callable[[Any], Step], arg: Any) -> Step | _Done:
-    try:
-        return fn(arg)
-    except StopIteration as stop:
-        return _Done(stop.value)
+                step = advance(op)
+            else:
+                step = await self._next(op, step)

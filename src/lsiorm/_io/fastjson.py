@@ -28,8 +28,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-import orjson
-
 __all__ = [
     "DISABLE_ENV",
     "OPERATIONS",
@@ -284,6 +282,9 @@ class ResponseFastPath:
     """
 
     def __init__(self, service_model: Any) -> None:
+        import orjson  # when a client gets the fast path, not on ``import lsiorm``
+
+        self._loads: Callable[[bytes], Any] = orjson.loads
         self._converters: dict[str, _Convert] = {}
         memo: dict[str, _Convert] = {}
         for name in sorted(OPERATIONS & set(service_model.operation_names)):
@@ -319,7 +320,7 @@ class ResponseFastPath:
             if not (text.isascii() and text.isdigit()) or binascii.crc32(body) != int(text):
                 return None
         try:
-            parsed: dict[str, Any] = convert(orjson.loads(body))
+            parsed: dict[str, Any] = convert(self._loads(body))
         except (ValueError, TypeError, AttributeError):
             # orjson.JSONDecodeError, binascii.Error and _Unusual are all ValueErrors.
             return None

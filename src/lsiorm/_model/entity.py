@@ -111,8 +111,8 @@ class EntityMeta:
             self._adapters[name] = ad
         return ad
 
-    def validate_field(self, name: str, value: Any) -> Any:
-        """Validate a value for one field, raising lsiorm's ValidationError on failure."""
+    def check_field(self, name: str) -> None:
+        """Raise ``field.unknown`` unless ``name`` is a field of the model."""
         if name not in self.cls.model_fields:
             raise ValidationError(
                 "field.unknown",
@@ -120,6 +120,10 @@ class EntityMeta:
                 f"fields are {', '.join(self.cls.model_fields)}.",
                 table=self.table.name,
             )
+
+    def validate_field(self, name: str, value: Any) -> Any:
+        """Validate a value for one field, raising lsiorm's ValidationError on failure."""
+        self.check_field(name)
         try:
             return self.adapter(name).validate_python(value)
         except Exception as exc:  # pydantic.ValidationError, with its own message

@@ -6,10 +6,11 @@ UnprocessedItems / UnprocessedKeys, with the session's backoff, until nothing is
 retry policy stops. The chunks run as one :class:`~lsiorm.steps.Gather` step: one by one under the
 sync driver, concurrently (bounded) under the async one.
 
-A chunk has one retry budget. Its requests go through :func:`lsiorm.core.call` with a single
-attempt each, and one :func:`~lsiorm.retry.run_with_retries` loop re-sends both a failed request
-(throttling, 5xx, dropped connection) and a partly processed one. So a chunk never sends more than
-``policy.max_attempts`` requests, instead of ``max_attempts`` squared with two nested loops.
+A chunk has one retry budget. Its requests go through :func:`lsiorm._ops.pipeline.send_once`
+(hooks, no retry), and one :func:`~lsiorm._ops.retry.run_with_retries` loop re-sends both a
+failed request (throttling, 5xx, dropped connection) and a partly processed one. So a chunk never
+sends more than ``policy.max_attempts`` requests, instead of ``max_attempts`` squared with two
+nested loops. Query hydration reads base items through the same chunk runner (:func:`read_keys`).
 
 When the policy stops, or a chunk fails with an error that is never retried, the items that were
 not done are reported, as the very objects the caller passed in, by
@@ -20,15 +21,15 @@ Nothing is dropped silently.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TypeAlias, TypeVar, cast
 
 from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of, wire_item
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_from_wire, item_size, item_to_wire
-from lsiorm._ops.pipeline import Context, call
-from lsiorm._ops.retry import NO_RETRY, run_with_retries
+from lsiorm._ops.pipeline import Context, send_once
+from lsiorm._ops.retry import run_with_retries
 from lsiorm._ops.steps import Gather, Operation
 from lsiorm._requests.items import key_values
 from lsiorm.errors import (
@@ -46,6 +47,7 @@ __all__ = [
     "DeleteTarget",
     "GetKey",
     "KeyIdentity",
+    "KeyReads",
     "batch_get",
     "batch_get_requests",
     "batch_write",
@@ -53,6 +55,7 @@ __all__ = [
     "chunked",
     "key_identity",
     "primary_key_of",
+    "read_keys",
 ]
 
 #: DynamoDB's limit on the requests of one BatchWriteItem call.
@@ -126,7 +129,7 @@ class _Entry:
 
     order: int
     table: Table
-    cls: type[Entity]
+    cls: type[Entity] | None
     ident: KeyIdentity
     request: dict[str, Any]
     source: Any
@@ -135,7 +138,8 @@ class _Entry:
 
 def _describe(entry: _Entry) -> str:
     key = item_from_wire(_entry_key(entry))
-    return f"{entry.cls.__name__} {key!r} in table {entry.table.name!r}"
+    what = entry.cls.__name__ if entry.cls is not None else "item"
+    return f"{what} {key!r} in table {entry.table.name!r}"
 
 
 def _entry_key(entry: _Entry) -> dict[str, Any]:
@@ -290,12 +294,14 @@ def _write_params(entries: Sequence[_Entry]) -> dict[str, Any]:
     return {"RequestItems": items}
 
 
-def _get_params(entries: Sequence[_Entry], consistent: bool) -> dict[str, Any]:
+def _get_params(
+    entries: Sequence[_Entry], consistent: bool, extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     items: dict[str, dict[str, Any]] = {}
     for entry in entries:
         spec = items.get(entry.table.name)
         if spec is None:
-            spec = items[entry.table.name] = {"Keys": []}
+            spec = items[entry.table.name] = {"Keys": [], **(extra or {})}
             if consistent:
                 spec["ConsistentRead"] = True
         spec["Keys"].append(entry.request)
@@ -336,16 +342,22 @@ class _ChunkOutcome:
     left: list[_Entry]
     calls: int = 0
     error: DynamoError | None = None
-    found: dict[int, Entity] = field(default_factory=dict)
+    found: dict[int, Any] = field(default_factory=dict)
 
 
-_Take: TypeAlias = Callable[[Mapping[str, Any], Sequence[_Entry], dict[int, Entity]], list[_Entry]]
+_Take: TypeAlias = Callable[[Mapping[str, Any], Sequence[_Entry], dict[int, Any]], list[_Entry]]
+_Decode: TypeAlias = Callable[[_Entry, Mapping[str, Any]], Any]
+"""Turns an item read for an entry into the value handed back (None: counts as not found)."""
 
 
 def _matching(
     pending: Sequence[_Entry], listed: Mapping[str, Sequence[Mapping[str, Any]]]
 ) -> list[_Entry]:
-    """Return the pending entries whose keys appear in ``listed`` ({table: [wire keys]})."""
+    """Return the pending entries whose keys appear in ``listed`` ({table: [wire keys]}).
+
+    They keep the order DynamoDB listed them in, so the next attempt re-sends exactly what it
+    handed back; reports sort them into the caller's order.
+    """
     by_ident = {e.ident: e for e in pending}
     out: list[_Entry] = []
     for table_name, wire_keys in listed.items():
@@ -353,11 +365,11 @@ def _matching(
             entry = by_ident.pop(key_identity(table_name, wire_key), None)
             if entry is not None:
                 out.append(entry)
-    return sorted(out, key=lambda e: e.order)
+    return out
 
 
 def _take_writes(
-    response: Mapping[str, Any], pending: Sequence[_Entry], found: dict[int, Entity]
+    response: Mapping[str, Any], pending: Sequence[_Entry], found: dict[int, Any]
 ) -> list[_Entry]:
     tables = {e.table.name: e.table for e in pending}
     listed: dict[str, list[Mapping[str, Any]]] = {}
@@ -374,8 +386,22 @@ def _take_writes(
     return _matching(pending, listed)
 
 
-def _take_gets(
-    response: Mapping[str, Any], pending: Sequence[_Entry], found: dict[int, Entity]
+def _take_gets(decode: _Decode) -> _Take:
+    """Return the response reader of a batch get that hands back ``decode(entry, item)``."""
+
+    def take(
+        response: Mapping[str, Any], pending: Sequence[_Entry], found: dict[int, Any]
+    ) -> list[_Entry]:
+        return _take_read(response, pending, found, decode)
+
+    return take
+
+
+def _take_read(
+    response: Mapping[str, Any],
+    pending: Sequence[_Entry],
+    found: dict[int, Any],
+    decode: _Decode,
 ) -> list[_Entry]:
     tables = {e.table.name: e.table for e in pending}
     by_ident = {e.ident: e for e in pending}
@@ -387,9 +413,9 @@ def _take_gets(
             entry = by_ident.get(key_identity(table_name, primary_key_of(table, item)))
             if entry is None:
                 continue
-            entity = decode_item(entry.table, item, only=(entry.cls,))
-            if entity is not None:
-                found[entry.order] = entity
+            value = decode(entry, item)
+            if value is not None:
+                found[entry.order] = value
     listed = {
         name: list(spec.get("Keys") or ())
         for name, spec in (response.get("UnprocessedKeys") or {}).items()
@@ -406,12 +432,11 @@ def _run_chunk(
 ) -> Operation[_ChunkOutcome]:
     """Send one chunk, then its unprocessed remainder, until done or the policy stops."""
     outcome = _ChunkOutcome(list(entries))
-    single = replace(ctx, retry=NO_RETRY)
     tables = tuple({e.table.name: e.table for e in entries}.values())
 
     def attempt() -> Operation[list[_Entry]]:
         outcome.calls += 1
-        response = yield from call(single, operation, params_of(outcome.left), tables)
+        response = yield from send_once(ctx, operation, params_of(outcome.left), tables)
         outcome.left = take(response, outcome.left, outcome.found)
         return outcome.left
 
@@ -473,6 +498,41 @@ def _leftovers(
     return left, error, error.code if error is not None else default_cause
 
 
+@dataclass(frozen=True)
+class _Reads:
+    """What reading entries got: the values found (by entry order), and the entries not read."""
+
+    found: dict[int, Any]
+    left: list[_Entry]
+    error: DynamoError | None
+    cause: str
+
+
+def _read(
+    ctx: Context,
+    entries: list[_Entry],
+    params_of: Callable[[Sequence[_Entry]], dict[str, Any]],
+    decode: _Decode,
+    concurrency: int,
+) -> Operation[_Reads]:
+    """Read entries with BatchGetItem: chunked, concurrent, one retry loop per chunk."""
+    chunks = chunked(entries, MAX_BATCH_GET, MAX_REQUEST_BYTES, _size)
+    if not chunks:
+        return _Reads({}, [], None, "UnprocessedKeys")
+    take = _take_gets(decode)
+    ops = [_run_chunk(ctx, "BatchGetItem", c, params_of, take) for c in chunks]
+    outcomes = cast("list[_ChunkOutcome]", (yield Gather(tuple(ops), limit=concurrency)))
+    found: dict[int, Any] = {}
+    for o in outcomes:
+        found.update(o.found)
+    left, error, cause = _leftovers(outcomes, "UnprocessedKeys")
+    return _Reads(found, left, error, cause)
+
+
+def _decode_entry(entry: _Entry, item: Mapping[str, Any]) -> Entity | None:
+    return decode_item(entry.table, item, only=None if entry.cls is None else (entry.cls,))
+
+
 def batch_get(
     ctx: Context,
     cls_or_classes: type[E] | Sequence[type[E]],
@@ -490,25 +550,53 @@ def batch_get(
     """
     _check_concurrency(concurrency)
     entries = _get_entries(cls_or_classes, keys)
-    chunks = chunked(entries, MAX_BATCH_GET, MAX_REQUEST_BYTES, _size)
-    if not chunks:
-        return []
 
     def params_of(pending: Sequence[_Entry]) -> dict[str, Any]:
         return _get_params(pending, consistent)
 
-    ops = [_run_chunk(ctx, "BatchGetItem", c, params_of, _take_gets) for c in chunks]
-    outcomes = cast("list[_ChunkOutcome]", (yield Gather(tuple(ops), limit=concurrency)))
-    found: dict[int, Entity] = {}
-    for o in outcomes:
-        found.update(o.found)
-    result = cast("list[E]", [found[i] for i in sorted(found)])
-    left, error, cause = _leftovers(outcomes, "UnprocessedKeys")
-    if left:
+    reads = yield from _read(ctx, entries, params_of, _decode_entry, concurrency)
+    result = cast("list[E]", [reads.found[i] for i in sorted(reads.found)])
+    if reads.left:
         raise BatchGetIncompleteError(
-            f"Batch get gave up: {len(left)} of {len(entries)} keys were not read "
-            f"(cause: {cause}).",
-            unprocessed=[e.source for e in left],
+            f"Batch get gave up: {len(reads.left)} of {len(entries)} keys were not read "
+            f"(cause: {reads.cause}).",
+            unprocessed=[e.source for e in reads.left],
             found=result,
-        ) from error
+        ) from reads.error
     return result
+
+
+@dataclass(frozen=True)
+class KeyReads:
+    """Base items read by primary key: per key position the item, and the positions not read."""
+
+    items: dict[int, dict[str, Any]]
+    left: list[int]
+    error: DynamoError | None
+    cause: str
+
+
+def read_keys(
+    ctx: Context,
+    table: Table,
+    keys: Sequence[dict[str, Any]],
+    *,
+    extra: Mapping[str, Any] | None = None,
+    concurrency: int = 8,
+) -> Operation[KeyReads]:
+    """Read the items of distinct wire primary keys of one table, the way :func:`batch_get` does.
+
+    The same chunking (100 keys, 16 MB), concurrency and single retry loop per chunk. ``extra``
+    goes into each request's table entry (e.g. a ProjectionExpression). Keys not read are
+    reported by position, never raised here: the caller knows what they stand for.
+    """
+    entries = [
+        _Entry(n, table, None, key_identity(table.name, key), key, key, item_size(key))
+        for n, key in enumerate(keys)
+    ]
+
+    def params_of(pending: Sequence[_Entry]) -> dict[str, Any]:
+        return _get_params(pending, False, extra)
+
+    reads = yield from _read(ctx, entries, params_of, lambda _, item: dict(item), concurrency)
+    return KeyReads(reads.found, [e.order for e in reads.left], reads.error, reads.cause)

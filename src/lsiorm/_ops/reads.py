@@ -16,28 +16,25 @@ import builtins
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
 from lsiorm._model.entity import Entity, meta_of
+from lsiorm._ops.batch import KeyIdentity, key_identity, read_keys
 from lsiorm._ops.pipeline import Context, call
-from lsiorm._ops.retry import run_with_retries
-from lsiorm._ops.steps import Emit, Gather, Operation, Step
+from lsiorm._ops.steps import Emit, Gather, Operation
 from lsiorm._query.cursor import CursorState, decode_cursor, encode_cursor
 from lsiorm._query.decode import decode
 from lsiorm._query.plan import PlannedRequest, QueryPlan
 from lsiorm._query.values import Query, Scan, ScanProgress
-from lsiorm.errors import BatchGetIncompleteError, LsiormError
+from lsiorm.errors import BatchGetIncompleteError
 
 __all__ = ["Page", "all", "count", "first", "page", "pages"]
 
 log = logging.getLogger("lsiorm.query")
 
 E = TypeVar("E", bound=Entity)
-
-# BatchGetItem reads at most 100 keys per request.
-_BATCH_GET_MAX = 100
 
 
 @dataclass(frozen=True)
@@ -48,6 +45,9 @@ class Page(Generic[E]):
     cursor: str | None
     #: Items DynamoDB evaluated for this page, including those a filter dropped.
     scanned: int = 0
+
+
+_Sink = Callable[[Page[Any]], None]
 
 
 @dataclass
@@ -217,12 +217,20 @@ def _cursor(plan: QueryPlan, streams: Sequence[_Stream]) -> str | None:
 def pages(ctx: Context, source: Query[E] | Scan[E]) -> Operation[None]:
     """Emit the results page by page, each :class:`Page` with the cursor that resumes after it."""
     plan = _plan_of(source)
-    return _pages(ctx, plan)
+    return _pages(ctx, plan, None)
 
 
-def _pages(ctx: Context, plan: QueryPlan) -> Operation[None]:
+def _pages(ctx: Context, plan: QueryPlan, sink: _Sink | None) -> Operation[None]:
+    """Read the plan page by page; each page is emitted, or handed to ``sink`` when given."""
+
+    def out(page: Page[Any]) -> Operation[None]:
+        if sink is None:
+            yield Emit(page)
+        else:
+            sink(page)
+
     if plan.empty is not None or not plan.requests:
-        yield Emit(Page([], None, 0))
+        yield from out(Page([], None, 0))
         return
     streams = [_Stream(n, r) for n, r in enumerate(plan.requests)]
     if plan.cursor is not None:
@@ -240,7 +248,7 @@ def _pages(ctx: Context, plan: QueryPlan) -> Operation[None]:
         if waiting and (merge or not builtins.any(s.buffer for s in streams)):
             if results:
                 last_cursor = _cursor(plan, streams)
-                yield Emit(Page(results, last_cursor, scanned))
+                yield from out(Page(results, last_cursor, scanned))
                 emitted, results, scanned = True, [], 0
             before = sum(s.scanned for s in waiting)
             yield from _fetch_round(ctx, plan, waiting, remaining)
@@ -255,34 +263,13 @@ def _pages(ctx: Context, plan: QueryPlan) -> Operation[None]:
     # DynamoDB may only find out on the next request that a page was the last; then one more
     # (empty) page carries the final cursor, so the last page's cursor is None when all is read.
     if results or not emitted or final != last_cursor:
-        yield Emit(Page(results, final, scanned))
-
-
-def _drain(op: Operation[None], sink: Callable[[Any], None]) -> Operation[None]:
-    """Run ``op`` inside this operation, handing each value it emits to ``sink``."""
-    try:
-        step: Step = next(op)
-        while True:
-            if isinstance(step, Emit):
-                sink(step.value)
-                step = op.send(None)
-                continue
-            try:
-                result = yield step
-            except LsiormError as exc:
-                step = op.throw(exc)
-                continue
-            step = op.send(result)
-    except StopIteration:
-        return
-    finally:
-        op.close()
+        yield from out(Page(results, final, scanned))
 
 
 def page(ctx: Context, source: Query[E] | Scan[E]) -> Operation[Page[E]]:
     """Return every result (up to the limit) as one page, with the cursor that resumes after it."""
     collected: list[Page[E]] = []
-    yield from _drain(pages(ctx, source), collected.append)
+    yield from _pages(ctx, _plan_of(source), collected.append)
     items = [item for p in collected for item in p.items]
     return Page(items, collected[-1].cursor, sum(p.scanned for p in collected))
 
@@ -290,7 +277,7 @@ def page(ctx: Context, source: Query[E] | Scan[E]) -> Operation[Page[E]]:
 def all(ctx: Context, source: Query[E] | Scan[E]) -> Operation[list[E]]:
     """Return every result (up to the limit) as a list."""
     items: list[E] = []
-    yield from _drain(pages(ctx, source), lambda p: items.extend(p.items))
+    yield from _pages(ctx, _plan_of(source), lambda p: items.extend(p.items))
     return items
 
 
@@ -344,81 +331,53 @@ def _decode_rows(
 def _hydrate(
     ctx: Context, plan: QueryPlan, rows: Sequence[tuple[_Stream, _Row]]
 ) -> Operation[list[Entity]]:
-    """Read the base items of index rows with BatchGetItem, keeping the index order."""
+    """Read the base items of index rows the way ``batch_get`` does, keeping the index order.
+
+    Each distinct key is read once; every row then takes the item of its own key, so the
+    result follows the rows, and a row whose item is gone (deleted since the index was read)
+    is left out.
+    """
     table = plan.table
     primary = [k for k in table.index_key_attributes(None) if k is not None]
-    keys: dict[str, dict[str, Any]] = {}
+    positions: dict[KeyIdentity, int] = {}
+    keys: list[dict[str, Any]] = []
+    at: list[int] = []
     for _, row in rows:
         key = {k: row.item[k] for k in primary}
-        keys.setdefault(_key_id(key), key)
-    found: dict[str, dict[str, Any]] = {}
-    extra: dict[str, Any] = {}
-    if plan.selected is not None:
-        names: dict[str, str] = {}
-        attrs = [*primary, table.type_attribute]
-        for cls in plan.entities:
-            meta = meta_of(cls)
-            attrs.extend(meta.attributes[n] for n in plan.selected)
-        for attr in dict.fromkeys(attrs):
-            names[f"#n{len(names)}"] = attr
-        extra = {
-            "ProjectionExpression": ", ".join(names),
-            "ExpressionAttributeNames": names,
-        }
-    batch = list(keys.values())
-    for start in range(0, len(batch), _BATCH_GET_MAX):
-        yield from _get_chunk(ctx, plan, batch[start : start + _BATCH_GET_MAX], extra, found)
+        position = positions.setdefault(key_identity(table.name, key), len(keys))
+        if position == len(keys):
+            keys.append(key)
+        at.append(position)
+    reads = yield from read_keys(ctx, table, keys, extra=_projection(plan))
+    full = plan.for_base_items()
     out: list[Entity] = []
-    for stream, row in rows:
-        base = found.get(_key_id({k: row.item[k] for k in primary}))
+    for (stream, _), position in zip(rows, at, strict=True):
+        base = reads.items.get(position)
         if base is None:
-            continue  # deleted since the index was read
-        entity = decode(_full(plan), base, stream.request.entities)
+            continue
+        entity = decode(full, base, stream.request.entities)
         if entity is not None:
             out.append(entity)
+    if reads.left:
+        raise BatchGetIncompleteError(
+            f"Reading the base items of the rows of index {plan.index_name!r} in table "
+            f"{table.name!r} gave up: {len(reads.left)} of {len(keys)} keys were not read "
+            f"(cause: {reads.cause}).",
+            unprocessed=[keys[p] for p in reads.left],
+            found=out,
+        ) from reads.error
     return out
 
 
-def _full(plan: QueryPlan) -> QueryPlan:
-    """The plan as seen by base items: nothing is unavailable any more."""
-    return replace(plan, unavailable=(), index=None)
-
-
-def _key_id(key: dict[str, Any]) -> str:
-    parts = []
-    for name in sorted(key):
-        ((tag, raw),) = key[name].items()
-        parts.append(f"{name}\x00{tag}\x00{raw.hex() if isinstance(raw, bytes) else raw}")
-    return "\x01".join(parts)
-
-
-def _get_chunk(
-    ctx: Context,
-    plan: QueryPlan,
-    keys: list[dict[str, Any]],
-    extra: dict[str, Any],
-    found: dict[str, dict[str, Any]],
-) -> Operation[None]:
+def _projection(plan: QueryPlan) -> dict[str, Any] | None:
+    """The ProjectionExpression of the base reads when only some fields are selected."""
+    if plan.selected is None:
+        return None
     table = plan.table
-    primary = [k for k in table.index_key_attributes(None) if k is not None]
-    pending = list(keys)
-
-    def attempt() -> Operation[list[dict[str, Any]]]:
-        nonlocal pending
-        request = {table.name: {"Keys": pending, **extra}}
-        response = yield from call(ctx, "BatchGetItem", {"RequestItems": request}, (table,))
-        for item in (response.get("Responses") or {}).get(table.name, ()):
-            found[_key_id({k: item[k] for k in primary})] = item
-        left: list[dict[str, Any]] = (
-            (response.get("UnprocessedKeys") or {}).get(table.name) or {}
-        ).get("Keys", [])
-        pending = left
-        return left
-
-    left = yield from run_with_retries(ctx.retry, attempt, retry_result=bool)
-    if left:
-        raise BatchGetIncompleteError(
-            f"BatchGetItem on table {table.name!r} left {len(left)} keys unread after retries.",
-            unprocessed=list(left),
-            found=list(found.values()),
-        )
+    attrs = [k for k in table.index_key_attributes(None) if k is not None]
+    attrs.append(table.type_attribute)
+    for cls in plan.entities:
+        meta = meta_of(cls)
+        attrs.extend(meta.attributes[n] for n in plan.selected)
+    names = {f"#n{n}": attr for n, attr in enumerate(dict.fromkeys(attrs))}
+    return {"ProjectionExpression": ", ".join(names), "ExpressionAttributeNames": names}

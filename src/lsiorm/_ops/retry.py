@@ -1,8 +1,12 @@
 """Retry policy: tenacity strategies, run inside the shared core so sync and async agree.
 
 The core never calls tenacity's own sleeping loop. It drives tenacity's decision function
-(``Retrying.iter``) step by step and turns each ``DoSleep`` into a :class:`~lsiorm.steps.Sleep`
+(``Retrying.iter``) step by step and turns each ``DoSleep`` into a :class:`~lsiorm._ops.steps.Sleep`
 step, so one implementation serves both drivers.
+
+Each request is retried by exactly one loop. :func:`lsiorm._ops.pipeline.call` runs one around a
+single request; an operation that re-sends a changing request (a batch chunk with its unprocessed
+remainder) runs its own loop around :func:`lsiorm._ops.pipeline.send_once`, which never retries.
 
 botocore has a retry loop of its own. Sessions built by lsiorm turn it off
 (``max_attempts=1``), so the attempts of one request are exactly those of this policy. A client
@@ -14,13 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import tenacity
-from tenacity import DoAttempt, DoSleep, RetryCallState
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsiorm._ops.steps import Operation, Sleep
 from lsiorm.errors import DynamoError
+
+if TYPE_CHECKING:
+    import tenacity
 
 __all__ = ["RetryPolicy", "is_retryable", "run_with_retries"]
 
@@ -53,6 +57,8 @@ class RetryPolicy:
         retry_result: Callable[[Any], bool] | None = None,
     ) -> tenacity.Retrying:
         """Return a tenacity ``Retrying`` configured by this policy."""
+        import tenacity  # on first use: keeps ``import lsiorm`` light
+
         retry: tenacity.retry_base = tenacity.retry_if_exception(retry_exception)
         if retry_result is not None:
             retry = retry | tenacity.retry_if_result(retry_result)
@@ -69,22 +75,23 @@ class RetryPolicy:
         )
 
 
-NO_RETRY = RetryPolicy(max_attempts=1)
-
-
 def run_with_retries(
     policy: RetryPolicy,
     attempt: Callable[[], Operation[T]],
     *,
+    retry_if: Callable[[BaseException], bool] = is_retryable,
     retry_result: Callable[[T], bool] | None = None,
-    on_error: Callable[[BaseException], None] | None = None,
 ) -> Operation[T]:
     """Run ``attempt()`` until it succeeds, or the policy stops; yields the backoff sleeps.
 
-    Each attempt is a fresh sub-operation. With ``retry_result``, a result for which it returns
-    True is retried too, and the last such result is returned when the policy stops.
+    Each attempt is a fresh sub-operation. A failed attempt is retried when ``retry_if`` says
+    so (by default :func:`is_retryable`); the error itself is never changed. With
+    ``retry_result``, a result for which it returns True is retried too, and the last such
+    result is returned when the policy stops.
     """
-    retrying = policy.retrying(retry_result=retry_result)
+    from tenacity import DoAttempt, DoSleep, RetryCallState
+
+    retrying = policy.retrying(retry_exception=retry_if, retry_result=retry_result)
     retrying.begin()
     state = RetryCallState(retrying, fn=None, args=(), kwargs={})
     while True:
@@ -93,8 +100,6 @@ def run_with_retries(
             try:
                 result = yield from attempt()
             except DynamoError as exc:
-                if on_error is not None:
-                    on_error(exc)
                 state.set_exception((type(exc), exc, exc.__traceback__))
             else:
                 state.set_result(result)

@@ -11,6 +11,9 @@ An operation is a generator. It yields a step and receives the step's result:
   result is None.
 
 The generator's return value is the operation's result. Nothing here does I/O.
+
+:func:`advance` is the one place that resumes an operation: both drivers call it after each
+step, with the step's result or its failure, and get back the next step or :class:`Done`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from lsiorm._model.schema import Table
 
-__all__ = ["Call", "Emit", "Gather", "Operation", "Sleep", "Step"]
+__all__ = ["Call", "Done", "Emit", "Gather", "Operation", "Sleep", "Step", "advance"]
 
 T = TypeVar("T")
 
@@ -60,3 +63,27 @@ class Emit:
 
 Step = Call | Sleep | Gather | Emit
 Operation = Generator[Step, Any, T]
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The end of an operation, carrying its return value."""
+
+    value: Any
+
+
+def advance(
+    op: Operation[Any], result: Any = None, error: BaseException | None = None
+) -> Step | Done:
+    """Resume ``op`` with a step's result (or throw its failure in); return the next step or Done.
+
+    Call it with no result to start an operation. The end of a generator is a StopIteration,
+    which must not escape into another generator or a coroutine (PEP 479): here it becomes
+    :class:`Done`.
+    """
+    try:
+        if error is not None:
+            return op.throw(error)
+        return op.send(result)
+    except StopIteration as stop:
+        return Done(stop.value)

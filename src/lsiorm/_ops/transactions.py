@@ -2,16 +2,18 @@
 
 Each write action is a small value (:class:`Put`, :class:`Update`, :class:`Delete`,
 :class:`ConditionCheck`) turned into its part of the request by the same builders as the
-single-item operations in :mod:`lsiorm.crud`, so keys, key-template rewrites, optimistic locking
+single-item operations, so keys, key-template rewrites, optimistic locking
 and conditions mean exactly what they mean there.
 
 Retries. A transaction is sent with one ``ClientRequestToken`` (a uuid4 unless given), the same
 on every attempt, so a retry after a dropped connection cannot apply it twice. Besides what
-:func:`lsiorm.retry.is_retryable` retries, two answers are retried here: a cancellation whose
+:func:`~lsiorm._ops.retry.is_retryable` retries, two answers are retried here: a cancellation whose
 every failing reason is transient (TransactionConflict, ProvisionedThroughputExceeded,
 ThrottlingError; a cancelled transaction changed nothing), and TransactionInProgressException
 (an earlier attempt with this token is still running). A cancellation with any other reason,
-such as a failed condition, is raised at once with its reasons tied to the actions.
+such as a failed condition, is raised at once with its reasons tied to the actions. Which
+failures are retried is decided by a predicate given to the one retry loop of the request; the
+errors themselves are left as they are.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_from_wire, item_to_wire
 from lsiorm._ops.batch import KeyIdentity, key_identity, primary_key_of
 from lsiorm._ops.pipeline import Context, call
-from lsiorm._ops.retry import NO_RETRY, run_with_retries
+from lsiorm._ops.retry import is_retryable
 from lsiorm._ops.steps import Operation
 from lsiorm._requests.items import (
     UpdateSpec,
@@ -310,27 +312,22 @@ def transact_get_request(gets: Sequence[Get]) -> dict[str, Any]:
 # -- sending -----------------------------------------------------------------------------------
 
 
-def _mark_transient(exc: BaseException) -> None:
-    """Let the retry loop re-send the transient transaction failures named in the module doc."""
+def _transient(exc: BaseException) -> bool:
+    """Return True for what a transaction retries: see the module doc."""
+    if is_retryable(exc):
+        return True
     if isinstance(exc, TransactionCanceledError):
         failed = {r.code for r in exc.failed}
-        if failed and failed <= _TRANSIENT_REASONS:
-            exc.retryable = True
-    elif isinstance(exc, DynamoError) and exc.code == "TransactionInProgressException":
-        exc.retryable = True
+        return bool(failed) and failed <= _TRANSIENT_REASONS
+    return isinstance(exc, DynamoError) and exc.code == "TransactionInProgressException"
 
 
 def _send(
     ctx: Context, operation: str, params: dict[str, Any], parts: Sequence[_Part]
 ) -> Operation[dict[str, Any]]:
-    single = replace(ctx, retry=NO_RETRY)
     tables = tuple({p.table.name: p.table for p in parts}.values())
-
-    def attempt() -> Operation[dict[str, Any]]:
-        return (yield from call(single, operation, params, tables))
-
     try:
-        return (yield from run_with_retries(ctx.retry, attempt, on_error=_mark_transient))
+        return (yield from call(ctx, operation, params, tables, retry_if=_transient))
     except TransactionCanceledError as exc:
         tied = _tied(exc, parts)
         full = _collection_full(tied, parts)

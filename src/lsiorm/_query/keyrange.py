@@ -338,13 +338,7 @@ def _fit_sort(
             # Absorbed even when the range proves empty: that answer is exact too.
             fit.absorbed.add(name)
             lo, hi = prefix, prefix + MAX_CHAR
-            for op in ops:
-                if not isinstance(op, (Compare, Between, BeginsWith)):
-                    raise QueryPlanError(
-                        "query.where-operator",
-                        f"where() takes =, <, <=, >, >=, between and begins_with; "
-                        f"put {op!r} on {name} in filter().",
-                    )
+            for op in ops:  # the planner let only key operators into where()
                 a, b = _bounds(op, meta, slot, prefix, last and not codec.prefix_free, valid)
                 lo, hi = max(lo, a), min(hi, b)
             if lo > hi:
@@ -412,11 +406,6 @@ def _fit_direct(fit: _Fit, tpl: KeyTemplate, conds: Mapping[str, Sequence[Operat
         if low > high:
             raise _Empty(f"{name} between {op.low!r} and {op.high!r} leaves no value")
         fit.sort = _SortCondition("BETWEEN", (enc(low), enc(high)))
-    elif isinstance(op, Compare) and op.op in _KEY_OPERATORS:
-        fit.sort = _SortCondition(op.op, (enc(op.value),))
     else:
-        raise QueryPlanError(
-            "query.where-operator",
-            f"where() takes =, <, <=, >, >=, between and begins_with; put {op!r} on {name} "
-            "in filter().",
-        )
+        assert isinstance(op, Compare)  # the planner let only key operators into where()
+        fit.sort = _SortCondition(op.op, (enc(op.value),))

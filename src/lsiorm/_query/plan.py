@@ -1,13 +1,21 @@
-"""Plans: the index chosen, the exact requests, and why each candidate won or lost."""
+"""Plans: the index chosen, the exact requests, and why each candidate won or lost.
+
+A :class:`QueryPlan` holds three smaller values, each built in one place: the
+:class:`IndexChoice` (where it reads and what that index returns), the :class:`ReadOptions`
+(what the caller asked for beyond the conditions) and the :class:`PlannedRequests` (what is
+sent). The plan's flat attributes (``plan.index_name``, ``plan.requests``, ``plan.consistent``,
+...) read through to them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import (
     TYPE_CHECKING,
     Any,
     Literal,
+    Protocol,
 )
 
 from lsiorm._model.entity import (
@@ -60,50 +68,20 @@ class PlannedRequest:
 
 
 @dataclass(frozen=True)
-class QueryPlan:
-    """Everything decided before any I/O: index, requests, projection, decoding, and why."""
+class IndexChoice:
+    """Where a plan reads: the table, the index chosen and why, and what that index returns."""
 
-    operation: Literal["Query", "Scan"]
     table: Table
-    entities: tuple[type[Entity], ...]
     index: LocalIndex | GlobalIndex | None
-    requests: tuple[PlannedRequest, ...]
     candidates: tuple[Candidate, ...]
-    key_condition: str | None
-    filter: str | None
-    names: dict[str, str]
-    values: dict[str, Any]
     #: Attributes named in ProjectionExpression (None: every attribute the index returns).
-    projection: tuple[str, ...] | None
+    projection: tuple[str, ...] | None = None
     #: Attributes DynamoDB fetches from the base table for each item (LSI queries).
-    fetched: tuple[str, ...]
-    #: Fields the index cannot return (GSI), handled by ``missing_mode``.
-    unavailable: tuple[str, ...]
-    missing_mode: MissingMode
-    #: Fields results carry (None: all fields, as complete entities).
-    selected: tuple[str, ...] | None
-    #: Key conditions evaluated as a filter because no index answers them exactly.
-    fallback_filters: tuple[str, ...]
-    forward: bool
-    max_items: int | None
-    request_limit: int | None
-    consistent: bool
-    count: bool
+    fetched: tuple[str, ...] = ()
+    #: Fields the index cannot return (GSI), handled by the read options' ``missing_mode``.
+    unavailable: tuple[str, ...] = ()
     #: The sort key attribute by which several requests are merged.
-    merge_attribute: str | None
-    #: Why the query provably matches nothing (then no request is sent).
-    empty: str | None
-    has_filter: bool
-    #: What the cursor fingerprint covers; fixed when the plan is built.
-    _shape: _Shape = field(repr=False)
-    cursor: str | None
-    segments: int = 1
-    on_progress: Callable[[ScanProgress], None] | None = field(default=None, compare=False)
-
-    @property
-    def fingerprint(self) -> str:
-        """The digest of the plan's request shape that its cursors carry."""
-        return self._shape.fingerprint
+    merge_attribute: str | None = None
 
     @property
     def index_name(self) -> str | None:
@@ -117,6 +95,243 @@ class QueryPlan:
         if self.index is not None:
             keys.extend(self.table.index_key_attributes(self.index))
         return tuple(dict.fromkeys(k for k in keys if k is not None))
+
+
+class ReadSource(Protocol):
+    """What a query or a scan value says about how to read (see :meth:`ReadOptions.of`)."""
+
+    @property
+    def fields(self) -> tuple[str, ...] | None: ...
+    @property
+    def max_items(self) -> int | None: ...
+    @property
+    def request_limit(self) -> int | None: ...
+    @property
+    def consistent_read(self) -> bool: ...
+    @property
+    def cursor(self) -> str | None: ...
+    @property
+    def missing(self) -> MissingMode: ...
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How a plan reads: order, limits, consistency, counting, segments and missing fields."""
+
+    forward: bool = True
+    consistent: bool = False
+    max_items: int | None = None
+    request_limit: int | None = None
+    count: bool = False
+    segments: int = 1
+    missing_mode: MissingMode = "error"
+    #: Fields results carry (None: all fields, as complete entities).
+    selected: tuple[str, ...] | None = None
+    cursor: str | None = None
+    on_progress: Callable[[ScanProgress], None] | None = field(default=None, compare=False)
+
+    @classmethod
+    def of(
+        cls,
+        source: ReadSource,
+        *,
+        count: bool,
+        forward: bool = True,
+        segments: int = 1,
+        on_progress: Callable[[ScanProgress], None] | None = None,
+    ) -> ReadOptions:
+        """Return the read options a query or scan value asks for (a count selects nothing)."""
+        return cls(
+            forward=forward,
+            consistent=source.consistent_read,
+            max_items=source.max_items,
+            request_limit=source.request_limit,
+            count=count,
+            segments=segments,
+            missing_mode=source.missing,
+            selected=None if count else source.fields,
+            cursor=source.cursor,
+            on_progress=on_progress,
+        )
+
+
+@dataclass(frozen=True)
+class PlannedRequests:
+    """What a plan sends: the requests, the expressions of the first, and what shapes them."""
+
+    requests: tuple[PlannedRequest, ...]
+    #: What the cursor fingerprint covers; fixed when the plan is built.
+    shape: _Shape = field(repr=False)
+    key_condition: str | None = None
+    filter: str | None = None
+    names: dict[str, str] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+    #: Key conditions evaluated as a filter because no index answers them exactly.
+    fallback_filters: tuple[str, ...] = ()
+    has_filter: bool = False
+    #: Why the query provably matches nothing (then no request is sent).
+    empty: str | None = None
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """Everything decided before any I/O: index, requests, projection, decoding, and why."""
+
+    operation: Literal["Query", "Scan"]
+    entities: tuple[type[Entity], ...]
+    choice: IndexChoice
+    options: ReadOptions
+    planned: PlannedRequests
+
+    def for_base_items(self) -> QueryPlan:
+        """The plan as seen by items read from the base table: nothing is unavailable."""
+        return replace(self, choice=replace(self.choice, unavailable=(), index=None))
+
+    # -- the index choice
+
+    @property
+    def table(self) -> Table:
+        """The table read."""
+        return self.choice.table
+
+    @property
+    def index(self) -> LocalIndex | GlobalIndex | None:
+        """The index read (None: the base table)."""
+        return self.choice.index
+
+    @property
+    def index_name(self) -> str | None:
+        """The name of the chosen index (None: the base table)."""
+        return self.choice.index_name
+
+    @property
+    def candidates(self) -> tuple[Candidate, ...]:
+        """Every index considered, with why it won or lost."""
+        return self.choice.candidates
+
+    @property
+    def projection(self) -> tuple[str, ...] | None:
+        """Attributes named in ProjectionExpression (None: all the index returns)."""
+        return self.choice.projection
+
+    @property
+    def fetched(self) -> tuple[str, ...]:
+        """Attributes DynamoDB fetches from the base table for each item (LSI queries)."""
+        return self.choice.fetched
+
+    @property
+    def unavailable(self) -> tuple[str, ...]:
+        """Fields the index cannot return (GSI), handled by ``missing_mode``."""
+        return self.choice.unavailable
+
+    @property
+    def merge_attribute(self) -> str | None:
+        """The sort key attribute by which several requests are merged."""
+        return self.choice.merge_attribute
+
+    @property
+    def key_attributes(self) -> tuple[str, ...]:
+        """The attributes of a key in this table or index (an ExclusiveStartKey's attributes)."""
+        return self.choice.key_attributes
+
+    # -- the read options
+
+    @property
+    def forward(self) -> bool:
+        """True for ascending sort-key order."""
+        return self.options.forward
+
+    @property
+    def consistent(self) -> bool:
+        """True for strongly consistent reads."""
+        return self.options.consistent
+
+    @property
+    def max_items(self) -> int | None:
+        """The most items to return (None: all)."""
+        return self.options.max_items
+
+    @property
+    def request_limit(self) -> int | None:
+        """The ``Limit`` of each request (None: none)."""
+        return self.options.request_limit
+
+    @property
+    def count(self) -> bool:
+        """True when the plan counts (Select=COUNT) instead of reading items."""
+        return self.options.count
+
+    @property
+    def segments(self) -> int:
+        """The number of parallel scan segments."""
+        return self.options.segments
+
+    @property
+    def missing_mode(self) -> MissingMode:
+        """What to do with fields the index does not project."""
+        return self.options.missing_mode
+
+    @property
+    def selected(self) -> tuple[str, ...] | None:
+        """Fields results carry (None: all fields, as complete entities)."""
+        return self.options.selected
+
+    @property
+    def cursor(self) -> str | None:
+        """The cursor the reading resumes from."""
+        return self.options.cursor
+
+    @property
+    def on_progress(self) -> Callable[[ScanProgress], None] | None:
+        """The scan progress callback."""
+        return self.options.on_progress
+
+    # -- the planned requests
+
+    @property
+    def requests(self) -> tuple[PlannedRequest, ...]:
+        """The requests sent (more pages follow with ExclusiveStartKey)."""
+        return self.planned.requests
+
+    @property
+    def key_condition(self) -> str | None:
+        """The KeyConditionExpression of the first request."""
+        return self.planned.key_condition
+
+    @property
+    def filter(self) -> str | None:
+        """The FilterExpression of the first request."""
+        return self.planned.filter
+
+    @property
+    def names(self) -> dict[str, str]:
+        """The ExpressionAttributeNames of the first request."""
+        return self.planned.names
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The ExpressionAttributeValues of the first request."""
+        return self.planned.values
+
+    @property
+    def fallback_filters(self) -> tuple[str, ...]:
+        """Key conditions evaluated as a filter because no index answers them exactly."""
+        return self.planned.fallback_filters
+
+    @property
+    def has_filter(self) -> bool:
+        """True when DynamoDB filters items after reading them."""
+        return self.planned.has_filter
+
+    @property
+    def empty(self) -> str | None:
+        """Why the query provably matches nothing (then no request is sent)."""
+        return self.planned.empty
+
+    @property
+    def fingerprint(self) -> str:
+        """The digest of the plan's request shape that its cursors carry."""
+        return self.planned.shape.fingerprint
 
     def single_request(self) -> dict[str, Any]:
         """Return the parameters of the plan's only request; refuse when there are none or many."""

@@ -29,7 +29,14 @@ from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
 from lsiorm._model.wire import to_wire
 from lsiorm._query.cursor import _canonical, _Shape
 from lsiorm._query.keyrange import _KEY_OPERATORS, _describe_ops, _Fit, _fit, _Valid
-from lsiorm._query.plan import Candidate, PlannedRequest, QueryPlan
+from lsiorm._query.plan import (
+    Candidate,
+    IndexChoice,
+    PlannedRequest,
+    PlannedRequests,
+    QueryPlan,
+    ReadOptions,
+)
 from lsiorm._query.projection import (
     _covered,
     _filter_fields,
@@ -40,7 +47,7 @@ from lsiorm._query.projection import (
     _recoverable,
 )
 from lsiorm._requests.items import compile_entity_condition
-from lsiorm.errors import QueryPlanError, ValidationError
+from lsiorm.errors import QueryPlanError
 
 if TYPE_CHECKING:
     from lsiorm._query.values import Query
@@ -110,13 +117,7 @@ class _QueryPlanner:
     def _check_conditions(self) -> None:
         for meta in self.metas:
             for name, ops in self.conds.items():
-                if name not in meta.attributes:  # the model's fields, without a class lookup
-                    raise ValidationError(
-                        "field.unknown",
-                        f"{meta.cls.__name__} has no field {name!r}; fields are "
-                        f"{', '.join(meta.cls.model_fields)}.",
-                        table=self.table.name,
-                    )
+                meta.check_field(name)
                 if name not in meta.key_fields:
                     raise QueryPlanError(
                         "query.where-non-key",
@@ -356,32 +357,29 @@ class _QueryPlanner:
         fallback_text = tuple(_describe_ops(n, ops) for n, ops in fallback.items())
         final = tuple(requests) if empty is None else ()
         return QueryPlan(
-            operation="Query",
-            table=table,
-            entities=q.entities,
-            index=index,
-            requests=final,
-            candidates=candidates,
-            key_condition=first_key,
-            filter=first_filter,
-            names=names,
-            values=values,
-            projection=_projection_of(final, names),
-            fetched=tuple(best.fetched) if not self.count else (),
-            unavailable=tuple(best.unavailable) if not self.count else (),
-            missing_mode=q.missing,
-            selected=selected,
-            fallback_filters=fallback_text,
-            forward=q.forward,
-            max_items=q.max_items,
-            request_limit=q.request_limit,
-            consistent=q.consistent_read,
-            count=self.count,
-            merge_attribute=sk_attr,
-            empty=empty,
-            has_filter=has_filter,
-            _shape=_Shape(table.name, index.name if index else None, q.forward, final),
-            cursor=q.cursor,
+            "Query",
+            q.entities,
+            IndexChoice(
+                table,
+                index,
+                candidates,
+                projection=_projection_of(final, names),
+                fetched=tuple(best.fetched) if not self.count else (),
+                unavailable=tuple(best.unavailable) if not self.count else (),
+                merge_attribute=sk_attr,
+            ),
+            ReadOptions.of(q, count=self.count, forward=q.forward),
+            PlannedRequests(
+                final,
+                _Shape(table.name, index.name if index else None, q.forward, final),
+                key_condition=first_key,
+                filter=first_filter,
+                names=names,
+                values=values,
+                fallback_filters=fallback_text,
+                has_filter=has_filter,
+                empty=empty,
+            ),
         )
 
 

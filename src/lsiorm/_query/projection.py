@@ -8,12 +8,7 @@ from typing import (
     Literal,
 )
 
-from lsiorm._conditions import (
-    Condition,
-    FieldCondition,
-    Not,
-    Placeholders,
-)
+from lsiorm._conditions import Condition, Placeholders, field_conditions
 from lsiorm._model.entity import (
     EntityMeta,
 )
@@ -60,13 +55,8 @@ def _covered(
 
 
 def _filter_fields(condition: Condition | None) -> set[str]:
-    if condition is None:
-        return set()
-    if isinstance(condition, FieldCondition):
-        return {condition.field}
-    if isinstance(condition, Not):
-        return _filter_fields(condition.item)
-    return {f for c in condition.items for f in _filter_fields(c)}
+    """The fields a filter names."""
+    return {c.field for c in field_conditions(condition)}
 
 
 def _projection_names(attrs: Iterable[str], ph: Placeholders) -> str:

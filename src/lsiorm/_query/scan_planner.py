@@ -16,7 +16,14 @@ from lsiorm._model.entity import (
 )
 from lsiorm._model.wire import to_wire
 from lsiorm._query.cursor import _canonical, _Shape
-from lsiorm._query.plan import Candidate, PlannedRequest, QueryPlan
+from lsiorm._query.plan import (
+    Candidate,
+    IndexChoice,
+    PlannedRequest,
+    PlannedRequests,
+    QueryPlan,
+    ReadOptions,
+)
 from lsiorm._query.planner import _projection_attrs, _projection_of
 from lsiorm._query.projection import (
     _covered,
@@ -127,34 +134,27 @@ class _ScanPlanner:
             )
         label = index.name if index is not None else None
         return QueryPlan(
-            operation="Scan",
-            table=table,
-            entities=s.entities,
-            index=index,
-            requests=tuple(requests),
-            candidates=(Candidate(label, kind, None, True, "named by scan().using()"),),
-            key_condition=None,
-            filter=filter_text,
-            names=dict(ph.names),
-            values=dict(ph.values),
-            projection=_projection_of(requests, ph.names),
-            fetched=tuple(fetched) if not self.count else (),
-            unavailable=tuple(unavailable) if not self.count else (),
-            missing_mode=s.missing,
-            selected=selected,
-            fallback_filters=(),
-            forward=True,
-            max_items=s.max_items,
-            request_limit=s.request_limit,
-            consistent=s.consistent_read,
-            count=self.count,
-            merge_attribute=None,
-            empty=None,
-            has_filter=filter_text is not None,
-            _shape=_Shape(table.name, label, True, tuple(requests)),
-            cursor=s.cursor,
-            segments=s.total_segments,
-            on_progress=s.on_progress,
+            "Scan",
+            s.entities,
+            IndexChoice(
+                table,
+                index,
+                (Candidate(label, kind, None, True, "named by scan().using()"),),
+                projection=_projection_of(requests, ph.names),
+                fetched=tuple(fetched) if not self.count else (),
+                unavailable=tuple(unavailable) if not self.count else (),
+            ),
+            ReadOptions.of(
+                s, count=self.count, segments=s.total_segments, on_progress=s.on_progress
+            ),
+            PlannedRequests(
+                tuple(requests),
+                _Shape(table.name, label, True, tuple(requests)),
+                filter=filter_text,
+                names=dict(ph.names),
+                values=dict(ph.values),
+                has_filter=filter_text is not None,
+            ),
         )
 
     def _filter(self, meta: EntityMeta, type_available: bool) -> str:

@@ -69,13 +69,9 @@ def _positive(value: int, what: str) -> int:
 
 def _check_fields(entities: Sequence[type[Entity]], names: Iterable[str]) -> None:
     for cls in entities:
+        meta = meta_of(cls)
         for name in names:
-            if name not in cls.model_fields:
-                raise ValidationError(
-                    "field.unknown",
-                    f"{cls.__name__} has no field {name!r}; fields are "
-                    f"{', '.join(cls.model_fields)}.",
-                )
+            meta.check_field(name)
 
 
 class _Reader(abc.ABC, Generic[E]):

@@ -12,10 +12,9 @@ from typing import Any
 from lsiorm._conditions import (
     Condition,
     Contains,
-    FieldCondition,
-    Not,
     Placeholders,
     compile_condition,
+    field_conditions,
 )
 from lsiorm._model.entity import Entity, EntityMeta, meta_of, wire_item
 from lsiorm._model.wire import item_to_wire, to_wire
@@ -72,13 +71,7 @@ def _is_text_field(meta: EntityMeta, name: str) -> bool:
 
 def _element_fields(condition: Condition | None) -> set[str]:
     """Fields whose condition values are elements (contains), not whole field values."""
-    if condition is None:
-        return set()
-    if isinstance(condition, FieldCondition):
-        return {condition.field} if isinstance(condition.op, Contains) else set()
-    if isinstance(condition, Not):
-        return _element_fields(condition.item)
-    return {f for c in condition.items for f in _element_fields(c)}
+    return {c.field for c in field_conditions(condition) if isinstance(c.op, Contains)}
 
 
 def _join(*parts: str | None) -> str | None:

@@ -1,0 +1,53 @@
+"""``import lsiorm`` stays light: the async stack and other heavy modules load when first used."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+#: Modules a sync user never needs, and what loads each when it is needed.
+DEFERRED = {
+    "aiohttp": "the async driver, on its first transport error check",
+    "aioboto3": "AsyncSession, when it builds its client",
+    "aiobotocore": "AsyncSession, when it builds its client",
+    "asyncio": "the async driver",
+    "boto3": "Session, when it builds its client",
+    "tenacity": "the first retried request",
+    "orjson": "the fast JSON path, when a client gets it",
+}
+
+
+def _loaded_after(statement: str) -> set[str]:
+    code = f"import sys; {statement}; print(' '.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+def test_import_lsiorm_loads_neither_aiohttp_nor_aioboto3() -> None:
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import lsiorm, sys; "
+            "assert 'aiohttp' not in sys.modules and 'aioboto3' not in sys.modules",
+        ],
+        check=True,
+    )
+
+
+def test_import_lsiorm_defers_what_only_some_callers_need() -> None:
+    loaded = _loaded_after("import lsiorm")
+    assert sorted(set(DEFERRED) & loaded) == []
+
+
+@pytest.mark.parametrize("module", ["aiohttp", "asyncio", "tenacity"])
+def test_deferred_modules_do_load_when_used(module: str) -> None:
+    """The lazy imports are real: running the async driver and a retry loads them."""
+    statement = (
+        "from lsiorm._io.drivers import _async_transport; "
+        "_async_transport(); "
+        "from lsiorm._ops.retry import RetryPolicy; RetryPolicy().retrying()"
+    )
+    assert module in _loaded_after(statement)
