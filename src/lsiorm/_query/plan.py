@@ -98,6 +98,12 @@ class QueryPlan:
     _shape: _Shape = field(repr=False)
     cursor: str | None
     segments: int = 1
+    #: Per request, how other entity types sharing the index are kept out (key or type filter).
+    type_filters: tuple[str, ...] = ()
+    #: Items a forced sparse index cannot see (their optional key fields are None).
+    sparse: tuple[str, ...] = ()
+    #: Open ends of two-bound ranges on Number/Binary sort keys, filtered after a BETWEEN.
+    residual_filters: tuple[str, ...] = ()
     on_progress: Callable[[ScanProgress], None] | None = field(default=None, compare=False)
 
     @property
