@@ -524,7 +524,9 @@ def test_gsi_missing_fields_need_hydrate_partial_or_select() -> None:
 
 def test_filter_on_an_attribute_the_index_does_not_project_is_refused() -> None:
     with pytest.raises(QueryPlanError) as caught:
-        query(Thread).where(author="ann").using("AuthorIndex").filter(replies=gt(1)).hydrate().plan()
+        query(Thread).where(author="ann").using("AuthorIndex").filter(
+            replies=gt(1)
+        ).hydrate().plan()
     assert caught.value.rule == "query.filter-not-projected"
 
 
@@ -691,7 +693,13 @@ def test_query_shape_changes_the_fingerprint() -> None:
 
 
 def test_keys_only_items_decode_by_template_and_foreign_items_drop() -> None:
-    plan = query(Thread).where(author="ann").using("AuthorIndex").select("forum", "subject", "last_post").plan()
+    plan = (
+        query(Thread)
+        .where(author="ann")
+        .using("AuthorIndex")
+        .select("forum", "subject", "last_post")
+        .plan()
+    )
     item = {
         "ForumName": s("S3"),
         "Subject": s("Hello"),
@@ -875,7 +883,9 @@ def test_hydration_retries_unprocessed_keys_and_keeps_index_order() -> None:
         ],
     )
     ctx = Context(RetryPolicy(max_attempts=3, initial=0.001, maximum=0.002))
-    got = SyncDriver(client).run(all_items(ctx, query(Thread).where(author="ann").using("AuthorIndex").hydrate()))
+    got = SyncDriver(client).run(
+        all_items(ctx, query(Thread).where(author="ann").using("AuthorIndex").hydrate())
+    )
     assert got == threads
     batch_calls = [p for op, p in client.requests if op == "BatchGetItem"]
     assert [len(p["RequestItems"][table]["Keys"]) for p in batch_calls] == [3, 2]
@@ -898,7 +908,9 @@ def test_hydration_that_never_completes_raises_with_the_keys_left() -> None:
     client.last = stuck
     ctx = Context(RetryPolicy(max_attempts=3, initial=0.001, maximum=0.002))
     with pytest.raises(BatchGetIncompleteError) as caught:
-        SyncDriver(client).run(all_items(ctx, query(Thread).where(author="ann").using("AuthorIndex").hydrate()))
+        SyncDriver(client).run(
+            all_items(ctx, query(Thread).where(author="ann").using("AuthorIndex").hydrate())
+        )
     assert caught.value.unprocessed == [_key(threads[0])]
     assert sum(op == "BatchGetItem" for op, _ in client.requests) == 3
 

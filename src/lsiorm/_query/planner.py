@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 import types
 import typing
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -250,7 +250,9 @@ class _QueryPlanner:
             raise self._no_index(options)
         best = max(usable, key=lambda o: (o.score, o.covers, o.index is None, -o.order))
         if best.unabsorbed and not self.q.fallback:
-            raise self._unabsorbed(best, usable)
+            sparse = next((o for o in options if o.rule == "query.sparse-index"), None)
+            note = "" if sparse is None else f" ({sparse.label} is not used: {sparse.problem}.)"
+            raise self._unabsorbed(best, usable, note)
         return best
 
     def _no_index(self, options: list[_Option]) -> QueryPlanError:
@@ -278,7 +280,7 @@ class _QueryPlanner:
             table=self.table.name,
         )
 
-    def _unabsorbed(self, best: _Option, usable: list[_Option]) -> QueryPlanError:
+    def _unabsorbed(self, best: _Option, usable: list[_Option], note: str) -> QueryPlanError:
         # An index whose keys hold the field but cannot bound it exactly explains more than
         # the winner of the tie, whose keys may not hold the field at all.
         for option in [best, *usable]:
@@ -288,7 +290,7 @@ class _QueryPlanner:
                 return QueryPlanError(
                     "query.inexact-range",
                     f"The range on {name} cannot be exact on {option.label}: {why}. Or call "
-                    "allow_filter_fallback() to read the key range and filter it.",
+                    f"allow_filter_fallback() to read the key range and filter it.{note}",
                     table=self.table.name,
                 )
         detail = "; ".join(best.unabsorbed.values())
@@ -296,7 +298,7 @@ class _QueryPlanner:
             "query.unabsorbed",
             f"No index answers every where() condition in its key condition (best: "
             f"{best.label}; {detail}). Move those conditions to filter(), or call "
-            "allow_filter_fallback().",
+            f"allow_filter_fallback().{note}",
             table=self.table.name,
         )
 
@@ -446,8 +448,7 @@ class _QueryPlanner:
             cursor=q.cursor,
             type_filters=tuple(type_filters),
             sparse=tuple(
-                f"{name} items whose {' or '.join(fields)} is None (they are not in "
-                f"{best.label})"
+                f"{name} items whose {' or '.join(fields)} is None (they are not in {best.label})"
                 for name, fields in best.sparse.items()
             ),
             residual_filters=tuple(
@@ -541,14 +542,17 @@ def _bool_values(ops: Sequence[Operator]) -> list[bool]:
             if isinstance(op, Between):
                 ok = ok and op.low <= value <= op.high
             elif isinstance(op, Compare):
-                ok = ok and {
-                    "=": value == op.value,
-                    "<>": value != op.value,
-                    "<": value < op.value,
-                    "<=": value <= op.value,
-                    ">": value > op.value,
-                    ">=": value >= op.value,
-                }[op.op]
+                ok = (
+                    ok
+                    and {
+                        "=": value == op.value,
+                        "<>": value != op.value,
+                        "<": value < op.value,
+                        "<=": value <= op.value,
+                        ">": value > op.value,
+                        ">=": value >= op.value,
+                    }[op.op]
+                )
         if ok:
             out.append(value)
     return out
