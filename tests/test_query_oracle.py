@@ -832,7 +832,9 @@ def _draw_six(data: st.DataObject) -> SixCase:
         if data.draw(st.booleans()):
             zone = data.draw(st.sampled_from(ZONES))
             kinds: tuple[type[Entity], ...] = tuple(
-                data.draw(st.lists(st.sampled_from([Owl, Hound]), min_size=1, max_size=2, unique=True))
+                data.draw(
+                    st.lists(st.sampled_from([Owl, Hound]), min_size=1, max_size=2, unique=True)
+                )
             )
             return SixCase(
                 query(*kinds).where(zone=zone),
