@@ -398,9 +398,23 @@ def test_number_sort_key_uses_plain_comparisons() -> None:
     assert params["ExpressionAttributeValues"] == {":v0": s("France"), ":v1": {"N": "3"}}
     between_params = query(Record).where(country="France", goals=between(1, 4)).compile()
     assert between_params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2"
-    with pytest.raises(QueryPlanError) as repeated:
-        query(Record).where(country="F", goals=gt(1)).where(goals=lt(4)).plan()
-    assert repeated.value.rule == "query.repeated-field"
+    # Two bounds make one BETWEEN; an open end is also filtered exactly.
+    two = query(Record).where(country="F", goals=gt(1)).where(goals=le(4))
+    params = two.compile()
+    assert params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2"
+    assert params["ExpressionAttributeValues"][":v1"] == {"N": "1"}
+    assert params["ExpressionAttributeValues"][":v2"] == {"N": "4"}
+    assert params["FilterExpression"] == "#n2 > :v3"
+    assert params["ExpressionAttributeNames"]["#n2"] == "goals"
+    assert params["ExpressionAttributeValues"][":v3"] == {"N": "1"}
+    assert "open end" in str(two.explain())
+    closed = query(Record).where(country="F", goals=ge(1)).where(goals=le(4)).compile()
+    assert closed["KeyConditionExpression"].endswith("BETWEEN :v1 AND :v2")
+    assert "FilterExpression" not in closed
+    assert query(Record).where(country="F", goals=gt(4)).where(goals=lt(4)).plan().empty
+    tight = query(Record).where(country="F", goals=gt(1)).where(goals=ge(3)).compile()
+    assert tight["KeyConditionExpression"] == "#n0 = :v0 AND #n1 >= :v1"
+    assert tight["ExpressionAttributeValues"][":v1"] == {"N": "3"}
 
 
 def test_inexact_range_is_refused_then_served_with_a_filter_on_opt_in() -> None:
@@ -448,9 +462,9 @@ def test_the_index_absorbing_most_conditions_wins_and_all_candidates_are_explain
 
 
 def test_ties_prefer_the_base_table() -> None:
-    plan = query(Thread).where(forum="S3").plan()
+    plan = query(Badge).where(owner="o").plan()
     assert plan.index is None
-    lsi = next(c for c in plan.candidates if c.label == "LastPostIndex")
+    lsi = next(c for c in plan.candidates if c.label == "LSI3")
     assert lsi.score == 1
     assert "table" in lsi.reason
 
@@ -485,7 +499,7 @@ def test_no_index_names_the_missing_partition_fields() -> None:
 
 def test_gsi_consistent_read_is_refused() -> None:
     with pytest.raises(QueryPlanError) as caught:
-        query(Thread).where(author="ann").consistent().plan()
+        query(Thread).where(author="ann").using("AuthorIndex").consistent().plan()
     assert caught.value.rule == "query.gsi-consistent-read"
     with pytest.raises(QueryPlanError) as forced:
         query(Thread).where(author="ann").using("AuthorIndex").select("subject").consistent().plan()
@@ -493,7 +507,7 @@ def test_gsi_consistent_read_is_refused() -> None:
 
 
 def test_gsi_missing_fields_need_hydrate_partial_or_select() -> None:
-    q = query(Thread).where(author="ann")
+    q = query(Thread).where(author="ann").using("AuthorIndex")
     with pytest.raises(QueryPlanError) as caught:
         q.plan()
     assert caught.value.rule == "query.gsi-projection"
@@ -510,7 +524,9 @@ def test_gsi_missing_fields_need_hydrate_partial_or_select() -> None:
 
 def test_filter_on_an_attribute_the_index_does_not_project_is_refused() -> None:
     with pytest.raises(QueryPlanError) as caught:
-        query(Thread).where(author="ann").filter(replies=gt(1)).hydrate().plan()
+        query(Thread).where(author="ann").using("AuthorIndex").filter(
+            replies=gt(1)
+        ).hydrate().plan()
     assert caught.value.rule == "query.filter-not-projected"
 
 
@@ -639,7 +655,7 @@ def test_scan_filters_by_entity_type_and_splits_into_segments() -> None:
 
 
 def test_count_selects_count_and_needs_no_projection() -> None:
-    params = query(Thread).where(author="ann").compile(count=True)
+    params = query(Thread).where(author="ann").using("AuthorIndex").compile(count=True)
     assert params["Select"] == "COUNT"
     assert "ProjectionExpression" not in params
 
@@ -677,7 +693,13 @@ def test_query_shape_changes_the_fingerprint() -> None:
 
 
 def test_keys_only_items_decode_by_template_and_foreign_items_drop() -> None:
-    plan = query(Thread).where(author="ann").select("forum", "subject", "last_post").plan()
+    plan = (
+        query(Thread)
+        .where(author="ann")
+        .using("AuthorIndex")
+        .select("forum", "subject", "last_post")
+        .plan()
+    )
     item = {
         "ForumName": s("S3"),
         "Subject": s("Hello"),
@@ -861,7 +883,9 @@ def test_hydration_retries_unprocessed_keys_and_keeps_index_order() -> None:
         ],
     )
     ctx = Context(RetryPolicy(max_attempts=3, initial=0.001, maximum=0.002))
-    got = SyncDriver(client).run(all_items(ctx, query(Thread).where(author="ann").hydrate()))
+    got = SyncDriver(client).run(
+        all_items(ctx, query(Thread).where(author="ann").using("AuthorIndex").hydrate())
+    )
     assert got == threads
     batch_calls = [p for op, p in client.requests if op == "BatchGetItem"]
     assert [len(p["RequestItems"][table]["Keys"]) for p in batch_calls] == [3, 2]
@@ -884,13 +908,15 @@ def test_hydration_that_never_completes_raises_with_the_keys_left() -> None:
     client.last = stuck
     ctx = Context(RetryPolicy(max_attempts=3, initial=0.001, maximum=0.002))
     with pytest.raises(BatchGetIncompleteError) as caught:
-        SyncDriver(client).run(all_items(ctx, query(Thread).where(author="ann").hydrate()))
+        SyncDriver(client).run(
+            all_items(ctx, query(Thread).where(author="ann").using("AuthorIndex").hydrate())
+        )
     assert caught.value.unprocessed == [_key(threads[0])]
     assert sum(op == "BatchGetItem" for op, _ in client.requests) == 3
 
 
 def test_equality_on_none_or_an_empty_partition_matches_nothing() -> None:
-    assert query(Thread).where(author=None).hydrate().plan().empty is not None
+    assert query(Thread).where(author=None).using("AuthorIndex").hydrate().plan().empty is not None
     assert query(Thread).where(forum="").plan().empty is not None
 
 

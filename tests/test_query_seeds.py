@@ -326,7 +326,7 @@ def test_pages_resume_from_a_cursor_and_refuse_a_foreign_one(world: World) -> No
 
 
 def test_gsi_results_are_hydrated_or_partial_never_defaulted(world: World) -> None:
-    q = query(Thread).where(author="ann")
+    q = query(Thread).where(author="ann").using("AuthorIndex")
     expected = sorted((t for t in FORUM if t.author == "ann"), key=lambda t: t.last_post)
     hydrated = world.session.all(q.hydrate())
     assert hydrated == expected

@@ -12,8 +12,9 @@ every value ``:vK`` through one :class:`Placeholders` allocator per request.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import Any, cast
 
 from lsiorm.errors import ValidationError
@@ -386,11 +387,21 @@ def compile_condition(
         return ph.value(encode(condition.field, v))
 
     if isinstance(op, Compare):
+        if op.op in _ORDERING:
+            wire = encode(condition.field, op.value)
+            _check_operand(condition.field, op.op, wire, _SCALARS)
+            return f"{name} {op.op} {ph.value(wire)}"
         return f"{name} {op.op} {val(op.value)}"
     if isinstance(op, Between):
-        return f"{name} BETWEEN {val(op.low)} AND {val(op.high)}"
+        low, high = encode(condition.field, op.low), encode(condition.field, op.high)
+        _check_operand(condition.field, "BETWEEN", low, _SCALARS)
+        _check_operand(condition.field, "BETWEEN", high, _SCALARS)
+        _check_between(condition.field, low, high)
+        return f"{name} BETWEEN {ph.value(low)} AND {ph.value(high)}"
     if isinstance(op, BeginsWith):
-        return f"begins_with({name}, {val(op.prefix)})"
+        wire = encode(condition.field, op.prefix)
+        _check_operand(condition.field, "begins_with", wire, ("S", "B"))
+        return f"begins_with({name}, {ph.value(wire)})"
     if isinstance(op, Exists):
         return f"attribute_exists({name})"
     if isinstance(op, NotExists):
@@ -406,6 +417,76 @@ def compile_condition(
     if isinstance(op, Contains):
         return f"contains({name}, {val(op.value)})"
     raise ValidationError("condition.operator", f"Unknown operator {op!r}.")
+
+
+_ORDERING = frozenset({"<", "<=", ">", ">="})
+_SCALARS = ("S", "N", "B")
+_TYPE_NAMES = {
+    "S": "a string",
+    "N": "a number",
+    "B": "binary",
+    "BOOL": "a bool",
+    "NULL": "None",
+    "L": "a list",
+    "M": "a map",
+    "SS": "a string set",
+    "NS": "a number set",
+    "BS": "a binary set",
+}
+
+
+def _tag(wire: Any) -> str:
+    return next(iter(wire)) if isinstance(wire, Mapping) and len(wire) == 1 else "?"
+
+
+def _check_operand(field: str, operator: str, wire: Any, allowed: tuple[str, ...]) -> None:
+    """Refuse, before any request, an operand type DynamoDB refuses for this operator.
+
+    DynamoDB orders (<, <=, >, >=, BETWEEN) strings, numbers and binary only, and begins_with
+    takes a string or binary prefix; a bool compares with = and <> alone.
+    """
+    tag = _tag(wire)
+    if tag in allowed:
+        return
+    what = _TYPE_NAMES.get(tag, "this type")
+    if tag == "BOOL":
+        raise ValidationError(
+            "condition.bool-operator",
+            f"The condition on {field!r} applies {operator} to a bool; DynamoDB compares bool "
+            "values only with = and <> (use eq() or ne()).",
+        )
+    raise ValidationError(
+        "condition.operand-type",
+        f"The condition on {field!r} applies {operator} to {what}; DynamoDB accepts only "
+        f"{' or '.join(_TYPE_NAMES[t] for t in allowed)} there.",
+    )
+
+
+def _check_between(field: str, low: Any, high: Any) -> None:
+    """Refuse a BETWEEN whose bounds differ in type or are reversed, as DynamoDB does."""
+    lt, ht = _tag(low), _tag(high)
+    if lt != ht:
+        raise ValidationError(
+            "condition.operand-type",
+            f"between() on {field!r} has bounds of different types ({_TYPE_NAMES.get(lt, lt)} "
+            f"and {_TYPE_NAMES.get(ht, ht)}); DynamoDB refuses that.",
+        )
+    lo, hi = low[lt], high[ht]
+    if lt == "N":
+        try:
+            reversed_ = Decimal(lo) > Decimal(hi)
+        except InvalidOperation:
+            return
+    elif lt == "S":
+        reversed_ = lo > hi
+    else:
+        reversed_ = bytes(lo) > bytes(hi)
+    if reversed_:
+        raise ValidationError(
+            "condition.between-order",
+            f"between() on {field!r} has its lower bound above its upper bound; DynamoDB "
+            "refuses such a BETWEEN (swap the bounds).",
+        )
 
 
 def _group(text: str, c: Condition) -> str:

@@ -135,6 +135,12 @@ def _render(plan: QueryPlan, estimate: ReadEstimate | None = None) -> str:
         lines.append(indent + "(applied after the read: items it drops still cost capacity)")
     for text in plan.fallback_filters:
         row("fallback", f"{text} is filtered, not part of the key condition")
+    for text in plan.residual_filters:
+        row("open end", f"{text}: the key condition reads the closed range, the filter is exact")
+    for text in plan.type_filters:
+        row("types", text)
+    for text in plan.sparse:
+        row("not seen", text)
     if plan.names:
         row("names", ", ".join(f"{k} = {v}" for k, v in plan.names.items()))
     for n, (k, v) in enumerate(plan.values.items()):

@@ -9,7 +9,7 @@ inside one namespace never reaches another entity's items.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
@@ -226,6 +226,8 @@ class _Fit:
     sort: _SortCondition | None = None
     empty: str | None = None
     shard_field: str | None = None
+    #: Absorbed conditions the key condition reads too widely, filtered exactly (open ends).
+    residual: dict[str, list[Operator]] = field(default_factory=dict)
 
 
 def _fit(
@@ -377,29 +379,83 @@ def _begins(prefix: str) -> _SortCondition | None:
     return _SortCondition("begins_with", (to_wire(prefix),)) if prefix else None
 
 
+def _fit_direct_range(
+    fit: _Fit, name: str, ops: Sequence[Operator], enc: Callable[[Any], Any]
+) -> None:
+    """Compile several conditions on a Number or Binary sort key into one key condition.
+
+    The tightest lower and upper bounds make a BETWEEN; an open (exclusive) end cannot be
+    written in a BETWEEN, so it is also sent as an exact filter (``fit.residual``).
+    """
+    meta = fit.meta
+    lower: tuple[Any, bool] | None = None  # (value, inclusive)
+    upper: tuple[Any, bool] | None = None
+    for op in ops:
+        if isinstance(op, Between):
+            bounds = [(op.low, True, True), (op.high, True, False)]
+        elif isinstance(op, Compare) and op.op in _KEY_OPERATORS:
+            if op.op == "=":
+                bounds = [(op.value, True, True), (op.value, True, False)]
+            else:
+                bounds = [(op.value, op.op.endswith("="), op.op.startswith(">"))]
+        else:
+            raise QueryPlanError(
+                "query.where-operator",
+                f"where() takes =, <, <=, >, >=, between and begins_with; put {op!r} on {name} "
+                "in filter().",
+            )
+        for raw, inclusive, is_lower in bounds:
+            value = meta.validate_field(name, raw)
+            if is_lower:
+                if lower is None or value > lower[0] or (value == lower[0] and not inclusive):
+                    lower = (value, inclusive)
+            elif upper is None or value < upper[0] or (value == upper[0] and not inclusive):
+                upper = (value, inclusive)
+    fit.absorbed.add(name)
+    described = _describe_ops(name, ops)
+    if lower is not None and upper is not None:
+        if lower[0] > upper[0] or (lower[0] == upper[0] and not (lower[1] and upper[1])):
+            raise _Empty(f"{described} leaves no value")
+        if lower[0] == upper[0]:
+            fit.sort = _SortCondition("=", (enc(lower[0]),))
+            return
+        fit.sort = _SortCondition("BETWEEN", (enc(lower[0]), enc(upper[0])))
+        open_ends: list[Operator] = []
+        if not lower[1]:
+            open_ends.append(Compare(">", lower[0]))
+        if not upper[1]:
+            open_ends.append(Compare("<", upper[0]))
+        if open_ends:
+            fit.residual[name] = open_ends
+        return
+    if lower is not None:
+        fit.sort = _SortCondition(">=" if lower[1] else ">", (enc(lower[0]),))
+    else:
+        assert upper is not None
+        fit.sort = _SortCondition("<=" if upper[1] else "<", (enc(upper[0]),))
+
+
 def _fit_direct(fit: _Fit, tpl: KeyTemplate, conds: Mapping[str, Sequence[Operator]]) -> None:
     meta = fit.meta
     name = tpl.fields[0]
     ops = conds.get(name)
     if not ops:
         return
-    if len(ops) > 1:
-        raise QueryPlanError(
-            "query.repeated-field",
-            f"{name} has several conditions on the number key {tpl.attribute!r}; "
-            "give one (use between() for a range).",
-        )
-    op = ops[0]
-    if isinstance(op, BeginsWith):
-        raise QueryPlanError(
-            "query.begins-with-type",
-            f"begins_with needs a str field, but {meta.cls.__name__}.{name} is the "
-            f"{tpl.attribute_type} key {tpl.attribute!r}.",
-        )
+    for op in ops:
+        if isinstance(op, BeginsWith):
+            raise QueryPlanError(
+                "query.begins-with-type",
+                f"begins_with needs a str field, but {meta.cls.__name__}.{name} is the "
+                f"{tpl.attribute_type} key {tpl.attribute!r}.",
+            )
 
     def enc(value: Any) -> Any:
         return encode_value(meta, name, value)
 
+    if len(ops) > 1:
+        _fit_direct_range(fit, name, ops, enc)
+        return
+    op = ops[0]
     fit.absorbed.add(name)
     if isinstance(op, Between):
         low, high = meta.validate_field(name, op.low), meta.validate_field(name, op.high)

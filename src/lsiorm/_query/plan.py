@@ -82,6 +82,8 @@ class IndexChoice:
     unavailable: tuple[str, ...] = ()
     #: The sort key attribute by which several requests are merged.
     merge_attribute: str | None = None
+    #: Items a forced sparse index cannot see (their optional key fields are None).
+    sparse: tuple[str, ...] = ()
 
     @property
     def index_name(self) -> str | None:
@@ -171,6 +173,10 @@ class PlannedRequests:
     has_filter: bool = False
     #: Why the query provably matches nothing (then no request is sent).
     empty: str | None = None
+    #: Per request, how other entity types sharing the index are kept out (key or type filter).
+    type_filters: tuple[str, ...] = ()
+    #: Open ends of two-bound ranges on Number/Binary sort keys, filtered after a BETWEEN.
+    residual_filters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -228,6 +234,11 @@ class QueryPlan:
     def merge_attribute(self) -> str | None:
         """The sort key attribute by which several requests are merged."""
         return self.choice.merge_attribute
+
+    @property
+    def sparse(self) -> tuple[str, ...]:
+        """Items a forced sparse index cannot see (their optional key fields are None)."""
+        return self.choice.sparse
 
     @property
     def key_attributes(self) -> tuple[str, ...]:
@@ -322,6 +333,16 @@ class QueryPlan:
     def has_filter(self) -> bool:
         """True when DynamoDB filters items after reading them."""
         return self.planned.has_filter
+
+    @property
+    def type_filters(self) -> tuple[str, ...]:
+        """Per request, how other entity types sharing the index are kept out."""
+        return self.planned.type_filters
+
+    @property
+    def residual_filters(self) -> tuple[str, ...]:
+        """Open ends of two-bound ranges on Number/Binary sort keys, filtered after a BETWEEN."""
+        return self.planned.residual_filters
 
     @property
     def empty(self) -> str | None:

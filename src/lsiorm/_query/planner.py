@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import types
+import typing
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
     Any,
     Final,
+    cast,
 )
 
 from lsiorm._conditions import (
@@ -18,6 +21,7 @@ from lsiorm._conditions import (
     Condition,
     FieldCondition,
     Operator,
+    Or,
     Placeholders,
 )
 from lsiorm._model.entity import (
@@ -28,6 +32,7 @@ from lsiorm._model.entity import (
 from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
 from lsiorm._model.wire import to_wire
 from lsiorm._query.cursor import _canonical, _Shape
+from lsiorm._query.exactness import intruders, sparse_fields, type_filter_text
 from lsiorm._query.keyrange import _KEY_OPERATORS, _describe_ops, _Fit, _fit, _Valid
 from lsiorm._query.plan import (
     Candidate,
@@ -70,6 +75,8 @@ class _Option:
     inexact: dict[str, str] = field(default_factory=dict)
     fetched: list[str] = field(default_factory=list)
     unavailable: list[str] = field(default_factory=list)
+    #: Per entity, the optional key fields whose None leaves matching items out of the index.
+    sparse: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -83,6 +90,8 @@ class _Option:
 # Rules of candidates that serve the partition but fail for another reason, in the order
 # their error is preferred over the generic "query.no-index".
 _SOFT_RULES: Final = (
+    "query.sparse-index",
+    "query.type-not-projected",
     "query.gsi-consistent-read",
     "query.gsi-projection",
     "query.filter-not-projected",
@@ -148,6 +157,8 @@ class _QueryPlanner:
             option.problem = broken.problem
             option.rule = broken.rule
             return option
+        if self._exactness(option):
+            return option
         absorbed = set.intersection(*(f.absorbed for f in fits))
         option.absorbed = [n for n in self.conds if n in absorbed]
         option.score = len(option.absorbed)
@@ -198,13 +209,51 @@ class _QueryPlanner:
             option.rule = "query.gsi-projection"
         return option
 
+    def _exactness(self, option: _Option) -> bool:
+        """Set the option's problem when it could miss matching items or cannot tell types apart.
+
+        A forced index (``using()``) may be sparse on purpose: the plan then says which items
+        it cannot see.
+        """
+        index = option.index
+        for meta in self.metas:
+            fields = sparse_fields(meta, self.table, index, self.conds, self.q.filter_condition)
+            if fields:
+                option.sparse[meta.cls.__name__] = fields
+        if option.sparse and not self.q.index_forced:
+            name, fields = next(iter(option.sparse.items()))
+            option.problem = (
+                f"{name} items whose {' or '.join(fields)} is None are not in it (a sparse "
+                "index); add a where() condition on those fields, or name it with using()"
+            )
+            option.rule = "query.sparse-index"
+            return True
+        projected = _projected(self.table, index)
+        if projected is None or self.table.type_attribute in projected:
+            return False
+        for fit in option.fits:
+            peers = [
+                f.meta.cls
+                for f in option.fits
+                if f.partitions == fit.partitions and f.sort == fit.sort
+            ]
+            for partition in fit.partitions:
+                foreign = intruders(self.table, index, partition, fit.sort, peers)
+                if foreign and fit.empty is None:
+                    option.problem = _type_not_projected(self.table, index, foreign)
+                    option.rule = "query.type-not-projected"
+                    return True
+        return False
+
     def _choose(self, options: list[_Option]) -> _Option:
         usable = [o for o in options if o.problem is None]
         if not usable:
             raise self._no_index(options)
         best = max(usable, key=lambda o: (o.score, o.covers, o.index is None, -o.order))
         if best.unabsorbed and not self.q.fallback:
-            raise self._unabsorbed(best, usable)
+            sparse = next((o for o in options if o.rule == "query.sparse-index"), None)
+            note = "" if sparse is None else f" ({sparse.label} is not used: {sparse.problem}.)"
+            raise self._unabsorbed(best, usable, note)
         return best
 
     def _no_index(self, options: list[_Option]) -> QueryPlanError:
@@ -232,7 +281,7 @@ class _QueryPlanner:
             table=self.table.name,
         )
 
-    def _unabsorbed(self, best: _Option, usable: list[_Option]) -> QueryPlanError:
+    def _unabsorbed(self, best: _Option, usable: list[_Option], note: str) -> QueryPlanError:
         # An index whose keys hold the field but cannot bound it exactly explains more than
         # the winner of the tie, whose keys may not hold the field at all.
         for option in [best, *usable]:
@@ -242,7 +291,7 @@ class _QueryPlanner:
                 return QueryPlanError(
                     "query.inexact-range",
                     f"The range on {name} cannot be exact on {option.label}: {why}. Or call "
-                    "allow_filter_fallback() to read the key range and filter it.",
+                    f"allow_filter_fallback() to read the key range and filter it.{note}",
                     table=self.table.name,
                 )
         detail = "; ".join(best.unabsorbed.values())
@@ -250,7 +299,7 @@ class _QueryPlanner:
             "query.unabsorbed",
             f"No index answers every where() condition in its key condition (best: "
             f"{best.label}; {detail}). Move those conditions to filter(), or call "
-            "allow_filter_fallback().",
+            f"allow_filter_fallback().{note}",
             table=self.table.name,
         )
 
@@ -277,6 +326,10 @@ class _QueryPlanner:
             empty = next(
                 (why for fit in best.fits if (why := _empty_filter(fit.meta, fallback))), None
             )
+        if empty is None:
+            empty = next(
+                (why for fit in best.fits if (why := _empty_bool(fit.meta, fallback))), None
+            )
         kind = _index_kind(index)
         projected = _projected(table, index)
         type_available = projected is None or table.type_attribute in projected
@@ -284,8 +337,7 @@ class _QueryPlanner:
 
         selected = None if self.count else q.fields
         requests: list[PlannedRequest] = []
-        grouped: dict[str, tuple[dict[str, Any], list[type[Entity]], list[str]]] = {}
-        first_text: tuple[str | None, str | None, dict[str, str], dict[str, Any]] | None = None
+        grouped: dict[str, _Group] = {}
         # Requests are grouped by their canonical text; one request needs no grouping.
         single = sum(len(fit.partitions) for fit in best.fits) == 1
         for fit in best.fits:
@@ -296,10 +348,10 @@ class _QueryPlanner:
                 if fit.sort is not None:
                     assert sk_attr is not None
                     key_text += " AND " + fit.sort.text(ph.name(sk_attr), ph)
-                filter_parts = []
-                for name, ops in fallback.items():
-                    for op in ops:
-                        filter_parts.append(FieldCondition(name, op))
+                filter_parts: list[Condition] = []
+                if empty is None:
+                    for name, ops in {**fit.residual, **fallback}.items():
+                        filter_parts.extend(_filter_conditions(meta, name, ops))
                 user = q.filter_condition
                 conditions: list[Condition] = list(filter_parts)
                 if user is not None:
@@ -329,18 +381,27 @@ class _QueryPlanner:
                 if q.consistent_read:
                     params["ConsistentRead"] = True
                 ph.into(params)
-                if first_text is None:
-                    first_text = (key_text, filter_text, dict(ph.names), dict(ph.values))
                 label = meta.cls.__name__
                 if fit.shard_field is not None:
                     label += f" {fit.shard_field}={n + 1}"
                 signature = "" if single else _canonical(params)
                 if signature in grouped:
-                    grouped[signature][1].append(meta.cls)
+                    grouped[signature].classes.append(meta.cls)
                 else:
-                    grouped[signature] = (params, [meta.cls], [label])
-        has_filter = q.filter_condition is not None or bool(fallback)
-        for params, classes, labels in grouped.values():
+                    grouped[signature] = _Group(params, [meta.cls], label, ph, partition, fit)
+        type_filters = (
+            _add_type_filters(table, index, grouped.values(), type_available)
+            if empty is None
+            else []
+        )
+        has_filter = (
+            q.filter_condition is not None
+            or bool(fallback)
+            or bool(type_filters)
+            or any(fit.residual for fit in best.fits)
+        )
+        for group in grouped.values():
+            params, classes = group.params, group.classes
             limit = q.request_limit
             if q.max_items is not None and not has_filter:
                 limit = min(limit or q.max_items, q.max_items)
@@ -348,12 +409,15 @@ class _QueryPlanner:
                 PlannedRequest(
                     params,
                     tuple(classes),
-                    labels[0] if len(classes) == 1 else "+".join(c.__name__ for c in classes),
+                    group.label if len(classes) == 1 else "+".join(c.__name__ for c in classes),
                     None if self.count else limit,
                 )
             )
-        assert first_text is not None
-        first_key, first_filter, names, values = first_text
+        first = requests[0].params
+        first_key = first["KeyConditionExpression"]
+        first_filter = first.get("FilterExpression")
+        names = dict(first.get("ExpressionAttributeNames", {}))
+        values = dict(first.get("ExpressionAttributeValues", {}))
         fallback_text = tuple(_describe_ops(n, ops) for n, ops in fallback.items())
         final = tuple(requests) if empty is None else ()
         return QueryPlan(
@@ -367,6 +431,11 @@ class _QueryPlanner:
                 fetched=tuple(best.fetched) if not self.count else (),
                 unavailable=tuple(best.unavailable) if not self.count else (),
                 merge_attribute=sk_attr,
+                sparse=tuple(
+                    f"{name} items whose {' or '.join(fields)} is None "
+                    f"(they are not in {best.label})"
+                    for name, fields in best.sparse.items()
+                ),
             ),
             ReadOptions.of(q, count=self.count, forward=q.forward),
             PlannedRequests(
@@ -379,8 +448,133 @@ class _QueryPlanner:
                 fallback_filters=fallback_text,
                 has_filter=has_filter,
                 empty=empty,
+                type_filters=tuple(type_filters),
+                residual_filters=tuple(
+                    _describe_ops(n, ops) for fit in best.fits for n, ops in fit.residual.items()
+                ),
             ),
         )
+
+
+@dataclass
+class _Group:
+    """One request being built, and the entity types whose items it returns."""
+
+    params: dict[str, Any]
+    classes: list[type[Entity]]
+    label: str
+    ph: Placeholders
+    partition: Any
+    fit: _Fit
+
+
+def _add_type_filters(
+    table: Table,
+    index: LocalIndex | GlobalIndex | None,
+    groups: Iterable[_Group],
+    type_available: bool,
+) -> list[str]:
+    """Filter each request on the type attribute when other types can share its key range.
+
+    Returns one line per request for explain(): whether its key condition alone keeps other
+    types out, or which types the filter drops.
+    """
+    lines: list[str] = []
+    pk_attr, sk_attr = table.index_key_attributes(index)
+    for group in groups:
+        names = "+".join(c.__name__ for c in group.classes)
+        foreign = intruders(table, index, group.partition, group.fit.sort, group.classes)
+        if not foreign:
+            shared = any(
+                cls not in group.classes
+                and pk_attr in (templates := meta_of(cast("type[Entity]", cls)).templates)
+                and (sk_attr is None or sk_attr in templates)
+                for cls in table.entities.values()
+            )
+            if shared:
+                lines.append(f"{names}: exact by the key condition (no other type's keys in it)")
+            continue
+        if not type_available:
+            raise QueryPlanError(
+                "query.type-not-projected",
+                f"Index {index.name if index else 'table'} cannot serve this query of {names}: "
+                f"{_type_not_projected(table, index, foreign)}.",
+                table=table.name,
+            )
+        params, ph = group.params, group.ph
+        text = type_filter_text(table, group.classes, ph)
+        existing = params.get("FilterExpression")
+        params["FilterExpression"] = text if existing is None else f"({existing}) AND {text}"
+        ph.into(params)
+        lines.append(
+            f"{names}: filtered on {table.type_attribute} because items of "
+            f"{', '.join(foreign)} can share its key range"
+        )
+    return lines
+
+
+def _type_not_projected(
+    table: Table, index: LocalIndex | GlobalIndex | None, foreign: Sequence[str]
+) -> str:
+    return (
+        f"items of {', '.join(foreign)} can share its key range and it does not project the "
+        f"type attribute {table.type_attribute!r}, so a filter cannot drop them (and count() "
+        f"would count them); project {table.type_attribute!r} "
+        f"(Projection.include({table.type_attribute!r}, ...)) or query another index"
+    )
+
+
+def _is_bool(meta: EntityMeta, name: str) -> bool:
+    annotation = meta.cls.model_fields[name].annotation
+    return annotation is bool or (
+        typing.get_origin(annotation) in (typing.Union, types.UnionType)
+        and bool in typing.get_args(annotation)
+    )
+
+
+def _bool_values(ops: Sequence[Operator]) -> list[bool]:
+    """The bool values that satisfy every operator (False < True, as in key order)."""
+    out = []
+    for value in (False, True):
+        ok = True
+        for op in ops:
+            if isinstance(op, Between):
+                ok = ok and op.low <= value <= op.high
+            elif isinstance(op, Compare):
+                ok = (
+                    ok
+                    and {
+                        "=": value == op.value,
+                        "<>": value != op.value,
+                        "<": value < op.value,
+                        "<=": value <= op.value,
+                        ">": value > op.value,
+                        ">=": value >= op.value,
+                    }[op.op]
+                )
+        if ok:
+            out.append(value)
+    return out
+
+
+def _empty_bool(meta: EntityMeta, fallback: Mapping[str, Sequence[Operator]]) -> str | None:
+    for name, ops in fallback.items():
+        if _is_bool(meta, name) and not _bool_values(ops):
+            return f"{_describe_ops(name, ops)} leaves no value"
+    return None
+
+
+def _filter_conditions(meta: EntityMeta, name: str, ops: Sequence[Operator]) -> list[Condition]:
+    """Return a key condition as filter conditions DynamoDB accepts.
+
+    DynamoDB compares bool values only with = and <>, so a range on a bool becomes the
+    equalities it allows (a None value matches neither).
+    """
+    if not _is_bool(meta, name):
+        return [FieldCondition(name, op) for op in ops]
+    values = _bool_values(ops)
+    equalities: list[Condition] = [FieldCondition(name, Compare("=", v)) for v in values]
+    return [equalities[0] if len(equalities) == 1 else Or(tuple(equalities))]
 
 
 def _empty_filter(meta: EntityMeta, fallback: Mapping[str, Sequence[Operator]]) -> str | None:

@@ -1,0 +1,176 @@
+"""Exact reads from overloaded indexes: no item missing, no item of another type counted.
+
+Two facts decide whether reading one index answers a query exactly:
+
+* **Sparse slots.** An item is in a secondary index only when every field of the index's key
+  templates has a value. A field that may be None leaves some items out, unless the query
+  itself requires a value for it (a ``where()`` condition, or a filter conjunct that no
+  missing value satisfies).
+* **Shared key ranges.** Every declared entity type whose templates can render a key inside
+  the range a request reads is in its results. When a type that was not asked for can be
+  there, the request carries a filter on the table's type attribute, so that reads, limits
+  and ``count()`` see the asked types only.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lsiorm._conditions import (
+    And,
+    BeginsWith,
+    Between,
+    Compare,
+    Condition,
+    Contains,
+    FieldCondition,
+    In,
+    Placeholders,
+)
+from lsiorm._model.encoding import MAX_CHAR
+from lsiorm._model.entity import Entity, EntityMeta, meta_of, shard_of
+from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
+from lsiorm._model.template import KeyTemplate
+from lsiorm._model.wire import from_wire, to_wire
+from lsiorm.errors import KeyEncodingError
+
+if TYPE_CHECKING:
+    from lsiorm._query.keyrange import _SortCondition
+
+
+def _may_be_none(meta: EntityMeta, name: str) -> bool:
+    """Whether an entity's field can hold None (a shard is always filled in)."""
+    if shard_of(meta, name) is not None:
+        return False
+    info = meta.cls.model_fields[name]
+    annotation = info.annotation
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        return type(None) in typing.get_args(annotation)
+    return annotation is None or annotation is type(None) or info.default is None
+
+
+def _excludes_none(condition: Condition | None) -> set[str]:
+    """Fields that a filter requires to hold a value (conjuncts no None value satisfies)."""
+    if condition is None:
+        return set()
+    if isinstance(condition, And):
+        return {f for c in condition.items for f in _excludes_none(c)}
+    if isinstance(condition, FieldCondition):
+        op = condition.op
+        if isinstance(op, Compare) and op.op != "<>" and op.value is not None:
+            return {condition.field}
+        if isinstance(op, Between) and op.low is not None and op.high is not None:
+            return {condition.field}
+        if isinstance(op, (BeginsWith, Contains)):
+            return {condition.field}
+        if isinstance(op, In) and op.values and all(v is not None for v in op.values):
+            return {condition.field}
+    return set()
+
+
+def sparse_fields(
+    meta: EntityMeta,
+    table: Table,
+    index: LocalIndex | GlobalIndex | None,
+    constrained: Iterable[str],
+    filter_condition: Condition | None,
+) -> list[str]:
+    """Return the fields of the index's key templates whose None leaves a matching item out.
+
+    The base table holds every item (its key fields cannot be optional), so it has none.
+    """
+    if index is None:
+        return []
+    required = set(constrained) | _excludes_none(filter_condition)
+    out: list[str] = []
+    for attr in table.index_key_attributes(index):
+        tpl = meta.templates.get(attr) if attr is not None else None
+        if tpl is None:
+            continue
+        for name in tpl.fields:
+            if name not in required and name not in out and _may_be_none(meta, name):
+                out.append(name)
+    return out
+
+
+def _renders(tpl: KeyTemplate, value: Any) -> bool:
+    """Whether the template can render exactly this key value (conservatively True)."""
+    if tpl.is_direct:
+        return True
+    if not isinstance(value, str):
+        return False
+    try:
+        tpl.parse(value)
+    except KeyEncodingError:
+        return False
+    return True
+
+
+def _sort_interval(sort: _SortCondition) -> tuple[str, str] | None:
+    """Return an inclusive string interval holding every key the condition reads (None: any)."""
+    raw = [from_wire(v) for v in sort.operands]
+    if not all(isinstance(v, str) for v in raw):
+        return None
+    if sort.op == "begins_with":
+        return raw[0], raw[0] + MAX_CHAR
+    if sort.op == "BETWEEN":
+        return raw[0], raw[1]
+    if sort.op == "=":
+        return raw[0], raw[0]
+    if sort.op in ("<", "<="):
+        return "", raw[0]
+    return raw[0], MAX_CHAR * 2
+
+
+def _sort_reaches(tpl: KeyTemplate, sort: _SortCondition | None) -> bool:
+    """Whether a key rendered by ``tpl`` can satisfy the sort condition (conservatively True)."""
+    if sort is None or tpl.is_direct:
+        return True
+    if sort.op == "=":
+        return _renders(tpl, from_wire(sort.operands[0]))
+    interval = _sort_interval(sort)
+    if interval is None:
+        return True
+    lo, hi = interval
+    # Every key of the template starts with its namespace, and MAX_CHAR occurs in no key text.
+    ns = tpl.namespace
+    return lo <= ns + MAX_CHAR and ns <= hi
+
+
+def intruders(
+    table: Table,
+    index: LocalIndex | GlobalIndex | None,
+    partition: Any,
+    sort: _SortCondition | None,
+    wanted: Sequence[type[Entity]],
+) -> list[str]:
+    """Return the type names, not among ``wanted``, whose items can lie in the key range read."""
+    pk_attr, sk_attr = table.index_key_attributes(index)
+    out: list[str] = []
+    for type_name, cls in table.entities.items():
+        if cls in wanted:
+            continue
+        other = meta_of(typing.cast("type[Entity]", cls))
+        pk_tpl = other.templates.get(pk_attr)
+        sk_tpl = other.templates.get(sk_attr) if sk_attr is not None else None
+        if pk_tpl is None or (sk_attr is not None and sk_tpl is None):
+            continue  # its items are not in this index
+        if not _renders(pk_tpl, partition):
+            continue
+        if sk_tpl is not None and not _sort_reaches(sk_tpl, sort):
+            continue
+        out.append(type_name)
+    return out
+
+
+def type_filter_text(table: Table, wanted: Sequence[type[Entity]], ph: Placeholders) -> str:
+    """Return the FilterExpression part that keeps the wanted types only."""
+    name = ph.name(table.type_attribute)
+    types = [meta_of(cls).type_name for cls in wanted]
+    if len(types) == 1:
+        return f"{name} = {ph.value(to_wire(types[0]))}"
+    return f"{name} IN ({', '.join(ph.value(to_wire(t)) for t in types)})"
