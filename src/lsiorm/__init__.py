@@ -84,6 +84,7 @@ from lsiorm.errors import (
     ItemTooLargeError,
     KeyEncodingError,
     LsiormError,
+    MissingDependencyError,
     NotFoundError,
     PartialKeyUpdateError,
     QueryPlanError,
@@ -98,7 +99,19 @@ from lsiorm.errors import (
     ValidationError,
 )
 
-__version__ = "0.2.0.dev0"
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lsiorm")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0.0.0+unknown"
+
+
+__version__: str = _version()
+del _version
+"""The installed lsiorm version (from the package metadata)."""
 
 __all__ = [
     "AsyncSession",
@@ -131,6 +144,7 @@ __all__ = [
     "KeyFormat",
     "LocalIndex",
     "LsiormError",
+    "MissingDependencyError",
     "NotFoundError",
     "Page",
     "PartialKeyUpdateError",

@@ -25,16 +25,22 @@ __all__ = ["AsyncDriver", "SyncDriver", "no_botocore_retries"]
 T = TypeVar("T")
 
 _TRANSPORT: tuple[type[BaseException], ...] = (HTTPClientError, BotocoreConnectionError)
-try:  # aiohttp comes with aiobotocore; some of its errors reach us unwrapped.
-    import aiohttp
+_async_transport: tuple[type[BaseException], ...] | None = None
 
-    _ASYNC_TRANSPORT: tuple[type[BaseException], ...] = (
-        *_TRANSPORT,
-        aiohttp.ClientError,
-        asyncio.TimeoutError,
-    )
-except ImportError:  # pragma: no cover - aiohttp is a dependency of aiobotocore
-    _ASYNC_TRANSPORT = _TRANSPORT
+
+def _async_transport_errors() -> tuple[type[BaseException], ...]:
+    """The transport failures of aiobotocore; aiohttp is imported on first async use only."""
+    global _async_transport
+    if _async_transport is None:
+        errors: tuple[type[BaseException], ...] = (*_TRANSPORT, asyncio.TimeoutError)
+        try:  # aiohttp comes with aiobotocore; some of its errors reach us unwrapped.
+            import aiohttp
+
+            errors = (*errors, aiohttp.ClientError)
+        except ImportError:  # pragma: no cover - aiohttp is a dependency of aiobotocore
+            pass
+        _async_transport = errors
+    return _async_transport
 
 
 def no_botocore_retries() -> dict[str, Any]:
@@ -120,7 +126,7 @@ class AsyncDriver:
             raise from_error_response(
                 exc.response, call.operation, call.params, call.tables
             ) from exc
-        except _ASYNC_TRANSPORT as exc:
+        except _async_transport_errors() as exc:
             raise from_transport_failure(exc, call.operation, call.params) from exc
         return response
 
