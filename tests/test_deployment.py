@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -57,9 +60,7 @@ def prefixed_session(endpoint_url: str, prefix: str) -> Iterator[Session]:
 
 
 def live_items(dynamodb_client: Any, name: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = dynamodb_client.scan(TableName=name, ConsistentRead=True)[
-        "Items"
-    ]
+    items: list[dict[str, Any]] = dynamodb_client.scan(TableName=name, ConsistentRead=True)["Items"]
     return items
 
 
@@ -199,8 +200,6 @@ def test_a_client_passed_in_gets_the_fast_path_unless_turned_off() -> None:
 
 
 def test_async_session_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.util
-
     real = importlib.util.find_spec
 
     def find_spec(name: str, *args: Any) -> Any:
@@ -211,3 +210,21 @@ def test_async_session_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatc
         AsyncSession(region_name="us-east-1")
     assert excinfo.value.extra == "async"
     assert isinstance(excinfo.value, ImportError)
+
+
+def test_import_lsiorm_loads_no_async_stack() -> None:
+    code = (
+        "import sys, lsiorm, lsiorm.testing, lsiorm.errors\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('aioboto3', 'aiobotocore', 'aiohttp', 'moto'))\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("aioboto3") is not None, reason="the async extra is installed"
+)
+def test_async_session_without_aioboto3_installed() -> None:
+    with pytest.raises(MissingDependencyError, match=r'pip install "lsiorm\[async\]"'):
+        AsyncSession(region_name="us-east-1")

@@ -20,7 +20,7 @@ from lsiorm.testing import DYNAMODB_LOCAL_DIR_ENV, ENDPOINT_URL_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 
-MODELS = '''
+MODELS = """
 from lsiorm import Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Table
 
 shop = Table(
@@ -52,9 +52,9 @@ class Order(
     placed: str
     note: str = ""
     v: int = 0
-'''
+"""
 
-CONFTEST = '''
+CONFTEST = """
 import pytest
 
 from shopapp.models import shop
@@ -63,9 +63,9 @@ from shopapp.models import shop
 @pytest.fixture
 def lsiorm_tables():
     return [shop]
-'''
+"""
 
-TESTS = '''
+TESTS = """
 import pytest
 
 from lsiorm import Put, missing_fields, query
@@ -105,7 +105,7 @@ async def test_async_session(lsiorm_async_session):
     await lsiorm_async_session.put(Order(cid="c2", oid="1", placed="2026-02-01"))
     got = await lsiorm_async_session.get(Order, cid="c2", oid="1", consistent=True)
     assert got.placed == "2026-02-01"
-'''
+"""
 
 PYTEST_INI = """
 [pytest]
@@ -186,7 +186,7 @@ def test_an_external_endpoint_is_used_when_set(app: Path) -> None:
         tables = server_tables(server.endpoint_url)
     assert code == 0, output
     assert "1 passed" in output, output
-    assert tables == []  # the test's table was created there, and deleted after it
+    assert not [t for t in tables if t.endswith("-Shop")]  # created there, deleted after
 
 
 def server_tables(url: str) -> list[str]:
