@@ -338,7 +338,6 @@ def test_get_and_query_read_items(explain_app: str, endpoint_url: str) -> None:
     import json
 
     from lsiorm import Session
-
     from lsiorm._cli import load_target
 
     table = load_target(f"{explain_app}:threads")
