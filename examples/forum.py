@@ -1,7 +1,7 @@
-"""Seed 000: the forum Thread table with LastPostIndex, on embedded moto or any endpoint.
+"""The forum Thread table with LastPostIndex, on embedded moto or any endpoint.
 
 Run it with ``make demo``. It creates the table, puts threads, reads one back, moves a thread's
-LastPostIndex key with an update, and answers the seed's questions with LSI queries: the threads
+LastPostIndex key with an update, and answers the forum questions of the DynamoDB developer guide with LSI queries: the threads
 posted in a time range, a non-projected attribute (Tags) being fetched, how many threads a time
 range holds, and the thread with the most replies. Set LSIORM_ENDPOINT_URL to run it against
 another endpoint (DynamoDB Local, AWS).
@@ -112,7 +112,7 @@ def walkthrough(session: Session) -> None:
         f"ReplyCount = {raw['ReplyCount']['N']}"
     )
 
-    # Seed 000: "threads posted within a particular time period" is a LastPostIndex range.
+    # The guide's question: "threads posted within a particular time period" is a LastPostIndex range.
     autumn = between(utc(2015, 8, 31), utc(2015, 11, 30))
     in_range = query(Thread).where(forum="S3", last_post=autumn)
     print("\nS3 threads with a last post from 2015-08-31 to 2015-11-30 (LastPostIndex):")

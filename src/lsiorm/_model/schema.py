@@ -171,7 +171,7 @@ class Table:
         sort_key: KeyAttribute | str,
         **kwargs: Any,
     ) -> Table:
-        """Declare a table with ADR-123's five reserved LSI slots, LSI1..LSI5 on LSI1SK..LSI5SK.
+        """Declare a table with all five LSI slots reserved, LSI1..LSI5 on LSI1SK..LSI5SK.
 
         Every slot's sort key is a string; odd slots project ALL and even slots KEYS_ONLY. All
         other keyword arguments go to the constructor, except ``local_indexes``: the slots use
