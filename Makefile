@@ -14,7 +14,7 @@ MIN_STAMP := $(MIN_VENV)/.installed-stamp
 # The quick part of the suite run there: moto only, no async stack.
 MIN_TESTS := tests/test_public_api.py tests/test_deployment.py tests/test_schema.py \
 	tests/test_wire.py tests/test_transactions.py tests/test_query_fetch.py \
-	tests/test_fastjson.py tests/test_cli.py tests/test_pytest_plugin.py
+	tests/test_fastjson.py tests/test_pytest_plugin.py
 
 DDB_LOCAL_VERSION := 10.3.0
 DDB_LOCAL_PREFIX := .cache/dynamodb-local
@@ -101,7 +101,6 @@ demo: venv
 		LSIORM_DYNAMODB_LOCAL_DIR="$$(ls -d "$(CURDIR)"/$(DDB_LOCAL_GLOB) | sort | tail -n 1)" \
 		LSIORM_EXAMPLE_ENGINE=dynamodb-local $(BIN)/python examples/forum.py; \
 	else \
-		echo "Java is not installed, so this runs on moto, which does not fetch the attributes an LSI does not hold; install Java 17+ to see them fetched."; \
 		LSIORM_EXAMPLE_ENGINE=moto $(BIN)/python examples/forum.py; \
 	fi
 
