@@ -151,7 +151,7 @@ def pets(session: Session) -> None:
     print("\nparrots with fewer than 5 words:")
     shown("fewer than 5", session.all(fewer))
 
-    # The seed's literal BETWEEN 'parrot:words:000005' AND 'parrot:words:999999' is inclusive,
+    # The usual hand-written BETWEEN 'parrot:words:000005' AND 'parrot:words:999999' is inclusive,
     # so it answers ">= 5", not "> 5"; lsiorm's gt(5) starts after every key of 5 instead.
     raw = session.client.query(
         TableName=animals.name,
