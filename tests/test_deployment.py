@@ -228,3 +228,24 @@ def test_import_lsiorm_loads_no_async_stack() -> None:
 def test_async_session_without_aioboto3_installed() -> None:
     with pytest.raises(MissingDependencyError, match=r'pip install "lsiorm\[async\]"'):
         AsyncSession(region_name="us-east-1")
+
+
+async def test_async_session_from_an_aioboto3_session_with_a_prefix(
+    endpoint_url: str, prefix: str, dynamodb_client: Any
+) -> None:
+    aioboto3 = pytest.importorskip("aioboto3", reason="needs the async extra")
+    base = aioboto3.Session(region_name="us-east-1")
+    async with AsyncSession(
+        aioboto3_session=base, endpoint_url=endpoint_url, table_prefix=prefix
+    ) as s:
+        assert fast_json_of(s.client) is not None
+        assert await s.create_table(shop) is True
+        try:
+            await s.put(Product(store="a", sku="1", price=5))
+            assert len(live_items(dynamodb_client, f"{prefix}Shop")) == 1
+            got = await s.get(Product, store="a", sku="1", consistent=True)
+            assert got is not None
+            assert got.price == 5
+            assert (await s.check_table(shop)).ok
+        finally:
+            await s.delete_table(shop, wait=False)

@@ -206,6 +206,15 @@ def server_tables(url: str) -> list[str]:
     return names
 
 
+def test_tables_from_the_ini_option(app: Path) -> None:
+    (app / "tests" / "conftest.py").write_text("")  # no lsiorm_tables fixture of its own
+    ini = app / "pytest.ini"
+    ini.write_text(ini.read_text() + "lsiorm_tables = shopapp.models:shop\n")
+    code, output = run_app(app, "-k", "gsi")
+    assert code == 0, output
+    assert "1 passed" in output, output
+
+
 def test_unknown_engine_is_a_usage_error(app: Path) -> None:
     code, output = run_app(app, "--lsiorm-engine", "postgres")
     assert code != 0
