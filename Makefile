@@ -8,6 +8,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# A second venv with the oldest supported dependencies (constraints/minimum.txt), sync only.
+MIN_VENV := .venv-min
+MIN_STAMP := $(MIN_VENV)/.installed-stamp
+# The quick part of the suite run there: moto only, no async stack.
+MIN_TESTS := tests/test_public_api.py tests/test_deployment.py tests/test_schema.py \
+	tests/test_wire.py tests/test_transactions.py tests/test_query_fetch.py \
+	tests/test_fastjson.py tests/test_pytest_plugin.py
 
 DDB_LOCAL_VERSION := 10.3.0
 DDB_LOCAL_PREFIX := .cache/dynamodb-local
@@ -20,15 +27,17 @@ PYTEST_ARGS ?=
 
 # Dummy credentials so boto3 clients work against local engines; real values in the
 # environment win.
-test demo bench: export AWS_ACCESS_KEY_ID ?= testing
-test demo bench: export AWS_SECRET_ACCESS_KEY ?= testing
-test demo bench: export AWS_DEFAULT_REGION ?= us-east-1
+test test-min demo bench: export AWS_ACCESS_KEY_ID ?= testing
+test test-min demo bench: export AWS_SECRET_ACCESS_KEY ?= testing
+test test-min demo bench: export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help venv ddb-local lint typecheck docs test demo bench clean distclean
+.PHONY: help venv ddb-local lint typecheck docs test test-min demo bench clean distclean
 
 help:
-	@echo "make demo       run examples/forum.py against an embedded moto server"
-	@echo "make test       lint, typecheck, build docs, run pytest on moto and DynamoDB Local"
+	@echo "make demo       run examples/forum.py on DynamoDB Local (moto when Java is missing)"
+	@echo "make test       lint, typecheck, build docs, run pytest on moto and DynamoDB Local,"
+	@echo "                then test-min"
+	@echo "make test-min   a quick part of the suite with the oldest supported dependencies"
 	@echo "make venv       create .venv and install lsiorm with the dev extra"
 	@echo "make ddb-local  install DynamoDB Local into $(DDB_LOCAL_PREFIX)"
 	@echo "make lint | typecheck | docs | bench | clean | distclean"
@@ -41,6 +50,13 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	@touch $@
+
+$(MIN_STAMP): pyproject.toml constraints/minimum.txt
+	$(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(MIN_VENV)/bin/python -m pip install --quiet -c constraints/minimum.txt \
+		-e ".[testing]" pytest pytest-asyncio hypothesis
 	@touch $@
 
 ddb-local:
@@ -71,9 +87,22 @@ test: venv ddb-local lint typecheck docs
 	LSIORM_DYNAMODB_LOCAL_DIR="$$(ls -d "$(CURDIR)"/$(DDB_LOCAL_GLOB) | sort | tail -n 1)"; \
 	export LSIORM_DYNAMODB_LOCAL_DIR; \
 	$(BIN)/pytest $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-min
 
+test-min: $(MIN_STAMP)
+	$(MIN_VENV)/bin/python -m pip list --format=freeze 2>/dev/null \
+		| grep -iE '^(boto3|botocore|pydantic|tenacity|orjson)==' | tr '\n' ' '; echo
+	$(MIN_VENV)/bin/pytest -q -p no:cacheprovider --backend moto $(MIN_TESTS)
+
+# DynamoDB Local when Java is there (installed and started by the demo, stopped after it),
+# moto otherwise.
 demo: venv
-	$(BIN)/python examples/forum.py
+	@if command -v java >/dev/null 2>&1 && $(MAKE) --no-print-directory -s ddb-local; then \
+		LSIORM_DYNAMODB_LOCAL_DIR="$$(ls -d "$(CURDIR)"/$(DDB_LOCAL_GLOB) | sort | tail -n 1)" \
+		LSIORM_EXAMPLE_ENGINE=dynamodb-local $(BIN)/python examples/forum.py; \
+	else \
+		LSIORM_EXAMPLE_ENGINE=moto $(BIN)/python examples/forum.py; \
+	fi
 
 bench: venv ddb-local
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
@@ -88,4 +117,4 @@ clean:
 
 # Also drops the venv, DynamoDB Local and the egg-info: the next `make test` starts from scratch.
 distclean: clean
-	rm -rf $(VENV) .cache src/*.egg-info
+	rm -rf $(VENV) $(MIN_VENV) .cache src/*.egg-info

@@ -400,7 +400,7 @@ def full_query(engine: Engine, data: list[Row], rounds: int) -> Group:
     return group
 
 
-PROPOSED_QUERY = "lsiorm fast path, pages decoded by decode_item (proposed)"
+PROPOSED_QUERY = "lsiorm fast path, pages decoded by decode_item by hand"
 
 
 def _decode_item_pages(ctx: Any, params: dict[str, Any]) -> Any:

@@ -1,4 +1,4 @@
-"""Seed 004 (ADR-123): five reserved LSI slots, filled one by one, on moto or any endpoint.
+"""Five reserved LSI slots, filled one by one, on moto or any endpoint.
 
 Run it with ``.venv/bin/python examples/adr_slots.py``. The table is declared once with
 ``Table.with_reserved_lsi_slots`` (LSI1..LSI5 on String keys LSI1SK..LSI5SK; odd slots project

@@ -1,10 +1,10 @@
-"""Seed 002: dogs, cats and parrots overloading one LSI sort key, on moto or any endpoint.
+"""Dogs, cats and parrots overloading one LSI sort key, on moto or any endpoint.
 
 Run it with ``.venv/bin/python examples/animals.py``. Three entity types write one attribute,
 ``index1``, each under its own namespace (``dog:command:``, ``cat:treeclimbed:``,
 ``parrot:words:`` with zero-padded counts), so one LSI answers begins_with queries per namespace
 and numeric ranges over parrots that no dog or cat can leak into. An address book in another
-partition uses the same index for the seed's London:Westminster:Downing St hierarchy. Set
+partition uses the same index for a London:Westminster:Downing St hierarchy. Set
 LSIORM_ENDPOINT_URL to run it against another endpoint (DynamoDB Local, AWS).
 """
 
@@ -152,7 +152,7 @@ def pets(session: Session) -> None:
     print("\nparrots with fewer than 5 words:")
     shown("fewer than 5", session.all(fewer))
 
-    # The seed's literal BETWEEN 'parrot:words:000005' AND 'parrot:words:999999' is inclusive,
+    # The usual hand-written BETWEEN 'parrot:words:000005' AND 'parrot:words:999999' is inclusive,
     # so it answers ">= 5", not "> 5"; lsiorm's gt(5) starts after every key of 5 instead.
     raw = session.client.query(
         TableName=animals.name,
@@ -165,7 +165,7 @@ def pets(session: Session) -> None:
         },
     )["Items"]
     names = ", ".join(item["name"]["S"] for item in raw)
-    print(f"\nthe seed's hand-written BETWEEN 000005 AND 999999 returns: {names}")
+    print(f"\na hand-written BETWEEN 000005 AND 999999 returns: {names}")
 
     everyone = query(Dog, Cat, Parrot).where(shelter=SHELTER).using("Index1")
     print("\nthe whole partition through Index1, each item decoded as its own class:")

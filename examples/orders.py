@@ -1,4 +1,4 @@
-"""Seed 001: GSI design for an Orders table and a Business directory, on moto or any endpoint.
+"""GSI design for an Orders table and a Business directory, on moto or any endpoint.
 
 Run it with ``.venv/bin/python examples/orders.py``. It shows one GSI (CustomerId, OrderDate)
 answering several questions, the composite sort key Status:OrderDate (pending orders more than
@@ -147,7 +147,7 @@ def main(endpoint_url: str) -> None:
 
 
 def order_queries(session: Session) -> None:
-    """Write orders and answer the seed's order questions through the three GSIs."""
+    """Write orders and answer the order questions through the three GSIs."""
     batch = [
         new_order("O-1001", "C-1", 30, Status.DELIVERED, "19.99"),
         new_order("O-1002", "C-1", 12, Status.PENDING, "5.00"),

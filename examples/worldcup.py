@@ -1,8 +1,8 @@
-"""Seed 003: World Cup goals per country and game, with a Number LSI key, on moto or any endpoint.
+"""World Cup goals per country and game, with a Number LSI key, on moto or any endpoint.
 
 Run it with ``.venv/bin/python examples/worldcup.py``. The table is keyed by Country and Game;
 three LSIs share the Number sort key Goals and differ only in projection (KEYS_ONLY, INCLUDE
-Matches as in the seed's GoalsIndex, and ALL), so explain() shows what each one fetches for the
+Matches as in GoalsIndex, and ALL), so explain() shows what each one fetches for the
 same query. A descending query with limit 1 finds each country's top-scoring game. Set
 LSIORM_ENDPOINT_URL to run it against another endpoint (DynamoDB Local, AWS).
 """

@@ -78,12 +78,72 @@ def test_create_existing_table_is_a_service_error(
     assert "lsiorm create-table:" in capsys.readouterr().err
 
 
-def test_check_missing_table(
+def test_check_missing_table_is_drift(
     app: str, endpoint_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _ = run("check", f"{app}:threads", "--endpoint-url", endpoint_url)
-    assert code == EXIT_SERVICE
-    assert "ResourceNotFound" in capsys.readouterr().err
+    code, out = run("check", f"{app}:threads", "--endpoint-url", endpoint_url)
+    assert code == EXIT_FOUND
+    assert "does not exist" in out
+    assert "ResourceNotFound" not in out + capsys.readouterr().err
+
+
+def test_create_table_exists_ok_and_delete_table(app: str, endpoint_url: str) -> None:
+    url = ("--endpoint-url", endpoint_url)
+    assert run("create-table", f"{app}:threads", *url)[0] == EXIT_OK
+    code, out = run("create-table", f"{app}:threads", "--exists-ok", *url)
+    assert code == EXIT_OK
+    assert "already exists" in out
+    assert run("delete-table", f"{app}:threads", *url)[0] == EXIT_USAGE  # needs --yes
+    code, out = run("delete-table", f"{app}:threads", "--yes", *url)
+    assert code == EXIT_OK
+    assert "Deleted table" in out
+    assert run("check", f"{app}:threads", *url)[0] == EXIT_FOUND
+
+
+def test_table_prefix_names_the_live_table(app: str, endpoint_url: str) -> None:
+    url = ("--endpoint-url", endpoint_url, "--table-prefix", "stage-")
+    code, out = run("create-table", f"{app}:threads", *url)
+    assert code == EXIT_OK
+    name = sys.modules[app].threads.name
+    assert f"'stage-{name}'" in out
+    assert run("check", f"{app}:threads", *url)[0] == EXIT_OK
+    assert run("check", f"{app}:threads", "--endpoint-url", endpoint_url)[0] == EXIT_FOUND
+    assert run("delete-table", f"{app}:threads", "--yes", *url)[0] == EXIT_OK
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import lsiorm
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"lsiorm {lsiorm.__version__}"
+    assert lsiorm.__version__[0].isdigit()
+
+
+@pytest.mark.parametrize(
+    ("lsis", "gsis", "text"),
+    [
+        (1, 0, "1 local index"),
+        (2, 0, "2 local indexes"),
+        (0, 1, "1 global index"),
+        (1, 1, "1 local and 1 global index"),
+        (2, 3, "2 local and 3 global indexes"),
+        (0, 0, "no secondary indexes"),
+    ],
+)
+def test_index_summary_grammar(lsis: int, gsis: int, text: str) -> None:
+    from lsiorm import GlobalIndex, KeyAttribute, LocalIndex, Table
+    from lsiorm._cli import _index_summary
+
+    table = Table(
+        "Grammar",
+        "pk",
+        "sk",
+        local_indexes=[LocalIndex(f"Local{i}", KeyAttribute(f"l{i}")) for i in range(lsis)],
+        global_indexes=[GlobalIndex(f"Global{i}", KeyAttribute(f"g{i}")) for i in range(gsis)],
+    )
+    assert _index_summary(table) == text
 
 
 @pytest.mark.parametrize(
@@ -107,7 +167,10 @@ def test_unreachable_endpoint(app: str, capsys: pytest.CaptureFixture[str]) -> N
     url = f"http://127.0.0.1:{free_port()}"
     code, _ = run("check", f"{app}:threads", "--endpoint-url", url)
     assert code == EXIT_SERVICE
-    assert "failed" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "failed" in err
+    assert "EndpointConnectionError" in err
+    assert err.count("EndpointConnectionError") == 1, err  # each error said once
 
 
 def test_unknown_command_exits_2() -> None:
@@ -155,6 +218,14 @@ def test_collections_reports_largest_and_threshold(app: str, endpoint_url: str) 
     assert code == EXIT_USAGE
 
 
+def test_collections_of_an_empty_table(app: str, endpoint_url: str) -> None:
+    assert run("create-table", f"{app}:threads", "--endpoint-url", endpoint_url)[0] == EXIT_OK
+    code, out = run("collections", f"{app}:threads", "--endpoint-url", endpoint_url)
+    assert code == EXIT_OK
+    assert "0 items read; no item collections" in out
+    assert "the 0" not in out
+
+
 EXPLAIN_MODELS = """
 from datetime import datetime
 
@@ -174,12 +245,23 @@ threads = Table(
 class Thread(
     Entity,
     table=threads,
-    keys={"ForumName": "{forum}", "Subject": "{subject}", "LastPostDateTime": "{last_post}"},
+    keys={"ForumName": "{forum}", "Subject": "T#{subject}", "LastPostDateTime": "{last_post}"},
 ):
     forum: str
     subject: str
     last_post: datetime | None = None
     replies: int = 0
+
+
+class Reply(
+    Entity,
+    table=threads,
+    keys={"ForumName": "{forum}", "Subject": "R#{subject}#{n:04d}"},
+):
+    forum: str
+    subject: str
+    n: int
+    text: str = ""
 
 
 recent = query(Thread).where(
@@ -241,3 +323,81 @@ def test_explain_errors_are_usage_errors(
     code, _ = run("explain", f"{explain_app}:threads", *extra)
     assert code == EXIT_USAGE
     assert message in capsys.readouterr().err
+
+
+def test_explain_several_entities(explain_app: str) -> None:
+    code, out = run(
+        "explain", f"{explain_app}:threads", "--entity", "Thread,Reply", "--where", "forum=S3"
+    )
+    assert code == EXIT_OK, out
+    assert "Thread" in out
+    assert "Reply" in out
+
+
+def test_get_and_query_read_items(explain_app: str, endpoint_url: str) -> None:
+    import json
+
+    from lsiorm import Session
+    from lsiorm._cli import load_target
+
+    table = load_target(f"{explain_app}:threads")
+    module = sys.modules[explain_app]
+    url = ("--endpoint-url", endpoint_url, "--table-prefix", f"q{uuid.uuid4().hex[:6]}-")
+    assert run("create-table", f"{explain_app}:threads", *url)[0] == EXIT_OK
+    with Session(endpoint_url=endpoint_url, region_name="us-east-1", table_prefix=url[3]) as s:
+        s.put(module.Thread(forum="S3", subject="a", replies=2))
+        s.put(module.Thread(forum="S3", subject="b", replies=5))
+        s.put(module.Reply(forum="S3", subject="a", n=1, text="hi"))
+    try:
+        target = f"{explain_app}:threads"
+        code, out = run(
+            "get",
+            target,
+            "--entity",
+            "Thread",
+            "--key",
+            "forum=S3",
+            "--key",
+            "subject=b",
+            "--json",
+            *url,
+        )
+        assert code == EXIT_OK, out
+        assert json.loads(out) == {
+            "entity": "Thread",
+            "forum": "S3",
+            "subject": "b",
+            "last_post": None,
+            "replies": 5,
+        }
+        code, _ = run(
+            "get", target, "--entity", "Thread", "--key", "forum=S3", "--key", "subject=zz", *url
+        )
+        assert code == EXIT_FOUND
+        code, out = run(
+            "query", target, "--entity", "Thread,Reply", "--where", "forum=S3", "--json", *url
+        )
+        assert code == EXIT_OK, out
+        rows = json.loads(out)
+        assert sorted((r["entity"], r["subject"]) for r in rows) == [
+            ("Reply", "a"),
+            ("Thread", "a"),
+            ("Thread", "b"),
+        ]
+        code, out = run(
+            "query",
+            target,
+            "--entity",
+            "Thread",
+            "--where",
+            "forum=S3",
+            "--where",
+            "subject>a",
+            *url,
+        )
+        assert code == EXIT_OK, out
+        assert "(1 item)" in out
+        assert "subject='b'" in out
+    finally:
+        assert run("delete-table", f"{explain_app}:threads", "--yes", *url)[0] == EXIT_OK
+        assert table.name == "ExplainThreads"

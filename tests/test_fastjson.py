@@ -13,7 +13,6 @@ from decimal import Decimal
 from enum import Enum, IntEnum
 from typing import Any
 
-import aioboto3
 import boto3
 import botocore.session
 import pytest
@@ -623,6 +622,7 @@ def test_a_corrupted_body_checksum_falls_back_on_the_engine(
 async def test_async_client_matches_botocore_on_the_engine(
     endpoint_url: str, filled_table: str
 ) -> None:
+    aioboto3 = pytest.importorskip("aioboto3", reason="needs the async extra")
     plain = client_for(endpoint_url, fast=False)
     async with aioboto3.Session().client(
         "dynamodb",

@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lsiorm._query",),
     ("lsiorm._ops",),
     ("lsiorm._io",),
-    ("lsiorm._session", "lsiorm.testing"),
+    ("lsiorm._session", "lsiorm.testing", "lsiorm.pytest_plugin"),
     ("lsiorm._cli", "lsiorm._compat", "lsiorm"),
 ]
 PURE = ("lsiorm.errors", "lsiorm._model", "lsiorm._conditions", "lsiorm._requests", "lsiorm._query")

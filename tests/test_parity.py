@@ -39,6 +39,7 @@ from lsiorm._ops.transactions import (
 )
 from lsiorm.errors import (
     ConditionFailedError,
+    DynamoError,
     NotFoundError,
     ResourceNotFoundError,
     StaleVersionError,
@@ -288,12 +289,22 @@ async def test_transaction_cancellation_names_the_entity(api: Api) -> None:
 
 async def test_table_create_check_delete(api: Api) -> None:
     table = Table(f"parity_t_{uuid.uuid4().hex[:8]}", "pk", "sk")
-    await api.call("create_table", table)
+    assert await api.call("create_table", table) is True
     report = await api.call("check_table", table)
     assert report.ok, str(report)
+    # Idempotent creation: an existing table is left alone and reported as not created.
+    assert await api.call("create_table", table, exists_ok=True) is False
+    with pytest.raises(DynamoError) as excinfo:
+        await api.call("create_table", table)
+    assert excinfo.value.code == "ResourceInUseException"
     await api.call("delete_table", table)
+    # A missing table is drift, not an exception.
+    missing = await api.run(table_ops.check_table(api.ctx, table))
+    assert not missing.ok
+    assert [d.kind for d in missing.drifts] == ["missing"]
+    assert table.name in str(missing)
     with pytest.raises(ResourceNotFoundError):
-        await api.run(table_ops.check_table(api.ctx, table))
+        await api.call("delete_table", table)
 
 
 class Recorder:

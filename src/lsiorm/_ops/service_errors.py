@@ -146,7 +146,7 @@ def from_transport_failure(
     """Return the typed error for a connection that failed before a response arrived."""
     table = params.get("TableName")
     return TransportError(
-        f"{type(exc).__name__}: {exc}",
+        str(exc) or type(exc).__name__,  # the code (the class name) is shown before it
         code=type(exc).__name__,
         operation=operation,
         table=table if isinstance(table, str) else None,
