@@ -186,8 +186,13 @@ def test_the_guides_fetch_example() -> None:
     assert strong.total == 5.0  # 20 KB of result in 4 KB units
     eventual = estimate_query(table, "LastPostIndex", items, attributes=["Tags"])
     assert eventual == ReadEstimate("Thread", 2.0, {"LastPostIndex": 0.5})
-    projected_only = estimate_query(table, "LastPostIndex", items, attributes=["Replies"])
+    projected_only = estimate_query(
+        table, "LastPostIndex", items, attributes=["Replies"], rule="documented"
+    )
     assert projected_only == ReadEstimate("Thread", 0.0, {"LastPostIndex": 0.5})
+    # DynamoDB Local fetches for any ProjectionExpression on the LSI (the default rule).
+    engine = estimate_query(table, "LastPostIndex", items, attributes=["Replies"])
+    assert engine == eventual
 
 
 def test_index_reads_sum_entries_without_overhead_then_round() -> None:
@@ -230,6 +235,26 @@ def test_a_base_table_query_sums_items_then_rounds() -> None:
     ],
 )
 def test_needs_fetch_follows_the_documented_rule(
+    index: str | None, attributes: list[str], select: Any, fetches: bool
+) -> None:
+    assert needs_fetch(TABLE, index, attributes, select=select, rule="documented") is fetches
+
+
+@pytest.mark.parametrize(
+    ("index", "attributes", "select", "fetches"),
+    [
+        (None, ["anything"], None, False),
+        ("All", ["anything"], "ALL_ATTRIBUTES", False),
+        ("Keys", [], None, False),
+        ("Keys", [], "ALL_PROJECTED_ATTRIBUTES", False),
+        ("Keys", [], "COUNT", False),
+        ("Keys", [], "ALL_ATTRIBUTES", True),
+        ("Keys", ["PK", "K"], None, True),  # DynamoDB Local fetches for any projection
+        ("Some", ["p"], "SPECIFIC_ATTRIBUTES", True),
+        ("Global", ["r"], None, False),
+    ],
+)
+def test_needs_fetch_follows_the_engine_by_default(
     index: str | None, attributes: list[str], select: Any, fetches: bool
 ) -> None:
     assert needs_fetch(TABLE, index, attributes, select=select) is fetches
@@ -292,7 +317,9 @@ def utc(day: int) -> datetime:
 
 def test_dry_runs_estimate_entity_writes_without_io() -> None:
     thread = Thread(forum="S3", subject="LSIs", last_post=utc(1), replies=4)
-    assert dry_run_put(thread) == WriteEstimate("Thread", 1.0, {"LastPostIndex": 1.0})
+    assert dry_run_put(thread, assume_new=True) == WriteEstimate(
+        "Thread", 1.0, {"LastPostIndex": 1.0}
+    )
     assert dry_run_put(thread, old=thread) == WriteEstimate("Thread", 1.0)
     assert dry_run_put(thread, old=thread.to_wire(), transactional=True) == WriteEstimate(
         "Thread", 2.0
@@ -304,7 +331,15 @@ def test_dry_runs_estimate_entity_writes_without_io() -> None:
     assert dry_run_update(thread, set={"replies": 5}).per_index == {"LastPostIndex": 1.0}
     assert dry_run_delete(thread) == WriteEstimate("Thread", 1.0, {"LastPostIndex": 1.0})
     unposted = Thread(forum="S3", subject="draft", tags=["t" * 1500])
-    assert dry_run_put(unposted) == WriteEstimate("Thread", 2.0)
+    assert dry_run_put(unposted, assume_new=True) == WriteEstimate("Thread", 2.0)
+
+
+def test_a_put_without_its_old_item_is_refused_not_priced_as_new() -> None:
+    thread = Thread(forum="S3", subject="LSIs", last_post=utc(1))
+    with pytest.raises(ValidationError) as caught:
+        dry_run_put(thread)
+    assert caught.value.rule == "capacity.old-item-unknown"
+    assert "assume_new=True" in str(caught.value)
 
 
 def test_dry_run_update_validates_like_an_update() -> None:

@@ -11,7 +11,7 @@ from typing import (
     Final,
 )
 
-from lsiorm._model.capacity import ReadEstimate, estimate_query
+from lsiorm._model.capacity import ReadEstimate, estimate_request, needs_fetch
 from lsiorm._model.entity import (
     Entity,
     wire_item,
@@ -33,33 +33,53 @@ class Explanation:
 
     plan: QueryPlan
     estimate: ReadEstimate | None = None
+    #: The ConsumedCapacity DynamoDB reported for the same request, when it was measured.
+    measured: ReadEstimate | None = None
 
     def __str__(self) -> str:
-        return _render(self.plan, self.estimate)
+        return _render(self.plan, self.estimate, self.measured)
+
+    def with_measured(self, measured: ReadEstimate | None) -> Explanation:
+        """Return this explanation with a measured read cost to show beside the estimate."""
+        return Explanation(self.plan, self.estimate, measured)
 
 
 def _estimate(plan: QueryPlan, sample: Iterable[Entity] | None) -> ReadEstimate | None:
     """Return the capacity model's read cost of one page that matches the sample items."""
-    if sample is None or plan.count:
+    if sample is None or plan.empty is not None or not plan.requests:
         return None
     items = [wire_item(e) for e in sample]
-    return estimate_query(
+    return estimate_request(plan.table, plan.operation, plan.requests[0].first_params(), items)
+
+
+def _fetches(plan: QueryPlan, rule: str) -> bool:
+    if plan.operation != "Query" or not plan.requests:
+        return False
+    params = plan.requests[0].params
+    return needs_fetch(
         plan.table,
         plan.index,
-        items,
-        consistent=plan.consistent,
-        attributes=plan.projection or (),
-        select="ALL_ATTRIBUTES" if plan.projection is None and plan.fetched else None,
+        plan.projection or (),
+        select=params.get("Select"),
+        rule="engine" if rule == "engine" else "documented",
     )
 
 
 def _cost_rule(plan: QueryPlan) -> str:
     """Describe, without data, how DynamoDB will charge this query's reads."""
     half = "" if plan.consistent else ", halved (eventually consistent)"
-    what = "items" if plan.index is None else f"{plan.index.name} entries (+ keys)"
+    if plan.operation == "Scan" and isinstance(plan.index, LocalIndex):
+        what = f"whole items in {plan.index.name}, charged to the index,"
+    else:
+        what = "items" if plan.index is None else f"{plan.index.name} entries (+ keys)"
     rule = f"{what} summed per page, rounded up to 4 KB: 1 read unit per 4 KB{half}"
-    if plan.fetched:
+    if _fetches(plan, "engine"):
         rule += "; plus each matched item read whole from the table, rounded up to 4 KB alone"
+        if not _fetches(plan, "documented"):
+            rule += (
+                " (DynamoDB Local fetches for any projection on this index; "
+                "AWS documents no fetch when every attribute is projected)"
+            )
     return rule
 
 
@@ -114,7 +134,9 @@ def _projection_text(plan: QueryPlan) -> str:
     return f"the attributes {plan.index.name} projects"
 
 
-def _render(plan: QueryPlan, estimate: ReadEstimate | None = None) -> str:
+def _render(
+    plan: QueryPlan, estimate: ReadEstimate | None = None, measured: ReadEstimate | None = None
+) -> str:
     names = ", ".join(e.__name__ for e in plan.entities)
     what = "Count" if plan.count else plan.operation
     lines = [f"{what} {names}"]
@@ -167,10 +189,12 @@ def _render(plan: QueryPlan, estimate: ReadEstimate | None = None) -> str:
         extras.append(f"page size {plan.request_limit}")
     extras.append("strongly consistent" if plan.consistent else "eventually consistent")
     row("read", ", ".join(extras))
-    if not plan.count and plan.empty is None:
+    if plan.empty is None:
         row("cost", _cost_rule(plan))
         if estimate is not None:
             lines.append(indent + f"sample estimate: {estimate}")
+        if measured is not None:
+            lines.append(indent + f"measured: {measured}")
     if len(plan.requests) > 1:
         merge = (
             f", merged by {plan.merge_attribute}"
