@@ -20,6 +20,7 @@ from lsiorm._ops import audit, batch, items, reads, tables, transactions
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult, DeleteTarget, GetKey
 from lsiorm._ops.collection_guard import CollectionWatcher
+from lsiorm._ops.meter import CapacityMeter
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
@@ -31,6 +32,7 @@ from lsiorm._requests.items import UpdateSpec, key_values
 __all__ = ["AsyncSession", "Session"]
 
 E = TypeVar("E", bound=Entity)
+T = TypeVar("T")
 
 
 class _Operations:
@@ -39,10 +41,16 @@ class _Operations:
     ctx: Context
 
     def __init__(
-        self, retry: RetryPolicy | None, hooks: Sequence[object], watch_collections: bool
+        self,
+        retry: RetryPolicy | None,
+        hooks: Sequence[object],
+        watch_collections: bool,
+        consumed_capacity: bool = False,
     ) -> None:
         #: The item-collection watcher (on by default; see docs/collections.md), or None.
         self.collections = CollectionWatcher() if watch_collections else None
+        #: The consumed-capacity meter (asks DynamoDB only when enabled; docs/capacity.md).
+        self.capacity = CapacityMeter(consumed_capacity)
         watcher = (self.collections,) if self.collections is not None else ()
         self.ctx = Context(retry or RetryPolicy(), (*watcher, *hooks))
 
@@ -100,6 +108,40 @@ class _Operations:
         return items.delete(self.ctx, cls, values, condition=condition, expected_version=expected)
 
 
+class _MeteredSync:
+    """The sync driver, with each operation passed through the session's capacity meter."""
+
+    def __init__(self, driver: SyncDriver, meter: CapacityMeter) -> None:
+        self.inner = driver
+        self.meter = meter
+
+    def run(self, op: Operation[T]) -> T:
+        return self.inner.run(self.meter.wrap(op))
+
+    def iterate(self, op: Operation[Any]) -> Iterator[Any]:
+        return self.inner.iterate(self.meter.wrap(op))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class _MeteredAsync:
+    """The async driver, with each operation passed through the session's capacity meter."""
+
+    def __init__(self, driver: AsyncDriver, meter: CapacityMeter) -> None:
+        self.inner = driver
+        self.meter = meter
+
+    async def run(self, op: Operation[T]) -> T:
+        return await self.inner.run(self.meter.wrap(op))
+
+    def iterate(self, op: Operation[Any]) -> AsyncIterator[Any]:
+        return self.inner.iterate(self.meter.wrap(op))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 def _client_kwargs(
     endpoint_url: str | None, region_name: str | None, extra: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -125,6 +167,8 @@ class Session(_Operations):
     item-collection watcher is installed unless ``watch_collections=False``; it is
     ``session.collections``. A client built here parses responses with the fast JSON path
     (:mod:`lsiorm.fastjson`) unless ``fast_json=False``; a client passed in is left as it is.
+    ``consumed_capacity=True`` asks every read and write for its consumed capacity and meters
+    it in ``session.capacity`` (see :class:`lsiorm.CapacityMeter`).
     """
 
     def __init__(
@@ -137,9 +181,10 @@ class Session(_Operations):
         hooks: Sequence[object] = (),
         watch_collections: bool = True,
         fast_json: bool = True,
+        consumed_capacity: bool = False,
         **client_kwargs: Any,
     ) -> None:
-        super().__init__(retry, hooks, watch_collections)
+        super().__init__(retry, hooks, watch_collections, consumed_capacity)
         if client is None:
             import boto3
 
@@ -149,7 +194,7 @@ class Session(_Operations):
             if fast_json:
                 fastjson.install(client)
         self.client = client
-        self.driver = SyncDriver(client)
+        self.driver = _MeteredSync(SyncDriver(client), self.capacity)
 
     def __enter__(self) -> Session:
         return self
@@ -326,14 +371,15 @@ class AsyncSession(_Operations):
         hooks: Sequence[object] = (),
         watch_collections: bool = True,
         fast_json: bool = True,
+        consumed_capacity: bool = False,
         **client_kwargs: Any,
     ) -> None:
-        super().__init__(retry, hooks, watch_collections)
+        super().__init__(retry, hooks, watch_collections, consumed_capacity)
         self._fast_json = fast_json
         self._client_kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
         self._stack: AsyncExitStack | None = None
         self.client = client
-        self.driver = AsyncDriver(client)
+        self.driver = _MeteredAsync(AsyncDriver(client), self.capacity)
 
     async def __aenter__(self) -> AsyncSession:
         if self.client is None:
@@ -345,7 +391,7 @@ class AsyncSession(_Operations):
             )
             if self._fast_json:
                 fastjson.install(self.client)
-            self.driver = AsyncDriver(self.client)
+            self.driver = _MeteredAsync(AsyncDriver(self.client), self.capacity)
         return self
 
     async def __aexit__(

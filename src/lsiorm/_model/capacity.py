@@ -20,6 +20,7 @@ __all__ = [
     "ITEM_STORAGE_OVERHEAD",
     "READ_UNIT_BYTES",
     "WRITE_UNIT_BYTES",
+    "ConsumedCapacity",
     "FetchRule",
     "ReadEstimate",
     "Select",
@@ -110,6 +111,23 @@ class ReadEstimate(_Units):
     For a query of an index, ``per_index`` holds the reads of the index entries and
     ``table_units`` the fetches of base-table items, as DynamoDB reports them.
     """
+
+
+@dataclass(frozen=True)
+class ConsumedCapacity(_Units):
+    """The capacity DynamoDB reported for one table (``ReturnConsumedCapacity=INDEXES``).
+
+    ``table_units`` is what the table consumed and ``per_index`` each index; ``total`` is
+    DynamoDB's ``CapacityUnits``. Compare it with an estimate with :meth:`matches`.
+    """
+
+    def matches(self, estimate: _Units) -> bool:
+        """Whether an estimate gives exactly these figures, for the table and every index."""
+        return (
+            self.table == estimate.table
+            and self.table_units == estimate.table_units
+            and self.per_index == estimate.per_index
+        )
 
 
 def write_units(size: int) -> int:
