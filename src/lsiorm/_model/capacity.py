@@ -397,9 +397,9 @@ def estimate_scan(
     """Return the read units of one scan page that reads ``items`` (full base-table items).
 
     The sizes are summed, then rounded up to 4 KB, whatever the Select, ProjectionExpression
-    or filter. A scan of a GSI reads its entries. A scan of an LSI is charged to the index,
-    for the whole items in it (not their entries) and nothing to the table, even when the LSI
-    projects only keys: that is how DynamoDB Local charges it (see ``docs/capacity.md``).
+    or filter. A scan of an index is charged to the index, for the whole items in it (not their
+    entries), and nothing to the table, even when the index projects only keys: that is how
+    DynamoDB Local charges it (see ``docs/capacity.md``).
     """
     resolved = _resolve(table, index)
     if resolved is None:
@@ -410,7 +410,7 @@ def estimate_scan(
         entry = index_entry(table, resolved, item)
         if entry is None:
             continue
-        size += item_size(item if isinstance(resolved, LocalIndex) else entry)
+        size += item_size(item)
     units = read_units(size, consistent=consistent)
     return ReadEstimate(table.name, 0.0, {resolved.name: units} if units else {})
 
