@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
@@ -11,7 +11,12 @@ from typing import (
     Final,
 )
 
-from lsiorm._model.capacity import ReadEstimate, estimate_request, needs_fetch
+from lsiorm._model.capacity import (
+    ConsumedCapacity,
+    ReadEstimate,
+    estimate_request,
+    needs_fetch,
+)
 from lsiorm._model.entity import (
     Entity,
     wire_item,
@@ -39,9 +44,22 @@ class Explanation:
     def __str__(self) -> str:
         return _render(self.plan, self.estimate, self.measured)
 
-    def with_measured(self, measured: ReadEstimate | None) -> Explanation:
-        """Return this explanation with a measured read cost to show beside the estimate."""
-        return Explanation(self.plan, self.estimate, measured)
+    def with_measured(
+        self, measured: ReadEstimate | ConsumedCapacity | Sequence[ConsumedCapacity] | None
+    ) -> Explanation:
+        """Return this explanation with a measured read cost to show beside the estimate.
+
+        ``measured`` is what DynamoDB reported: a ``Page.consumed`` (its entries for the
+        query's table are summed), one ConsumedCapacity, or a ReadEstimate.
+        """
+        if measured is None or isinstance(measured, ReadEstimate):
+            return Explanation(self.plan, self.estimate, measured)
+        entries = [measured] if isinstance(measured, ConsumedCapacity) else list(measured)
+        total = ReadEstimate(self.plan.table.name, 0.0)
+        for entry in entries:
+            if entry.table == total.table:
+                total = total + ReadEstimate(entry.table, entry.table_units, dict(entry.per_index))
+        return Explanation(self.plan, self.estimate, total)
 
 
 def _estimate(plan: QueryPlan, sample: Iterable[Entity] | None) -> ReadEstimate | None:
