@@ -6,8 +6,18 @@ from datetime import datetime, timezone
 
 from pydantic import Field
 
-from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Table, between, query, scan
-from lsiorm._model.capacity import ReadEstimate, estimate_query
+from lsiorm import (
+    Entity,
+    GlobalIndex,
+    KeyAttribute,
+    LocalIndex,
+    Projection,
+    Table,
+    between,
+    query,
+    scan,
+)
+from lsiorm._model.capacity import ReadEstimate, estimate_batch_get, estimate_query
 from lsiorm._model.entity import wire_item
 
 table = Table(
@@ -99,3 +109,27 @@ def test_consistent_reads_cost_double_and_no_sample_gives_no_estimate() -> None:
     assert consistent.estimate.total == 2 * eventual.total
     assert Q.explain().estimate is None
     assert "halved" not in str(Q.consistent().explain())
+
+
+gsi_table = Table(
+    "ExplainHydrate",
+    "PK",
+    "SK",
+    global_indexes=[GlobalIndex("ByTag", KeyAttribute("Tag"), None, Projection.keys_only())],
+)
+
+
+class Card(Entity, table=gsi_table, keys={"PK": "C#{cid}", "SK": "CARD", "Tag": "{tag}"}):
+    cid: str
+    tag: str | None = None
+    body: str = ""
+
+
+def test_hydration_adds_the_batch_get_of_whole_items() -> None:
+    cards = [Card(cid=str(i), tag="t", body="x" * 5000) for i in range(3)]
+    explanation = query(Card).where(tag="t").hydrate().explain(sample=cards)
+    wire = [wire_item(c) for c in cards]
+    index_read = estimate_query(gsi_table, "ByTag", wire)
+    assert explanation.estimate == index_read + estimate_batch_get(gsi_table, wire)
+    assert explanation.estimate.table_units == 3 * 1.0  # each ~5 KB item: 2 units, halved
+    assert "BatchGetItem (hydrate)" in str(explanation)

@@ -14,6 +14,7 @@ from typing import (
 from lsiorm._model.capacity import (
     ConsumedCapacity,
     ReadEstimate,
+    estimate_batch_get,
     estimate_request,
     needs_fetch,
 )
@@ -67,7 +68,15 @@ def _estimate(plan: QueryPlan, sample: Iterable[Entity] | None) -> ReadEstimate 
     if sample is None or plan.empty is not None or not plan.requests:
         return None
     items = [wire_item(e) for e in sample]
-    return estimate_request(plan.table, plan.operation, plan.requests[0].first_params(), items)
+    estimate = estimate_request(plan.table, plan.operation, plan.requests[0].first_params(), items)
+    if plan.count or not _hydrates(plan):
+        return estimate
+    # hydrate(): the items are read again, whole, with an eventually consistent BatchGetItem.
+    return estimate + estimate_batch_get(plan.table, items)
+
+
+def _hydrates(plan: QueryPlan) -> bool:
+    return bool(plan.unavailable) and plan.missing_mode == "hydrate"
 
 
 def _fetches(plan: QueryPlan, rule: str) -> bool:
@@ -91,6 +100,11 @@ def _cost_rule(plan: QueryPlan) -> str:
     else:
         what = "items" if plan.index is None else f"{plan.index.name} entries (+ keys)"
     rule = f"{what} summed per page, rounded up to 4 KB: 1 read unit per 4 KB{half}"
+    if _hydrates(plan) and not plan.count:
+        rule += (
+            "; plus each item read again with BatchGetItem (hydrate), rounded up to 4 KB alone, "
+            "halved"
+        )
     if _fetches(plan, "engine"):
         rule += "; plus each matched item read whole from the table, rounded up to 4 KB alone"
         if not _fetches(plan, "documented"):
