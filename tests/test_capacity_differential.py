@@ -64,7 +64,7 @@ from lsiorm import (
 from lsiorm._model.wire import item_from_wire
 from lsiorm.errors import LsiormError
 
-#: Another seed runs other operations: LSIORM_CAPACITY_SEED=7 pytest tests/test_capacity_differential.py
+#: LSIORM_CAPACITY_SEED=7 (any text) runs other random operations.
 SEED = int(os.environ.get("LSIORM_CAPACITY_SEED", "20261123"))
 OPERATIONS = 220  # per table layout: two layouts make 440 operations a run
 
