@@ -352,6 +352,8 @@ class Workload:
     query: tuple[Any, bool] | None = None
     #: Stored items an entity does not give back exactly (see ``exact``).
     inexact: int = 0
+    #: The operations left in this round (see ``choose``).
+    pending: list[Callable[[], Callable[[Any], Any]]] = field(default_factory=list)
 
     # values
 
@@ -594,11 +596,15 @@ class Workload:
         return lambda s: s.all(q)
 
     def choose(self) -> Callable[[Any], Any]:
-        ops = [self.put_doc] * 5 + [self.put_note] * 2 + [self.update_doc] * 4
-        ops += [self.update_note] * 2 + [self.delete] * 3 + [self.get] * 2 + [self.batch_get]
-        ops += [self.transact_get, self.transact_write, self.transact_write, self.batch_write]
-        ops += [self.read] * 10
-        return self.rng.choice(ops)()
+        """Return the next operation: every kind, in its proportion, in each round of 37."""
+        if not self.pending:
+            ops = [self.put_doc] * 5 + [self.put_note] * 2 + [self.update_doc] * 4
+            ops += [self.update_note] * 2 + [self.delete] * 3 + [self.get] * 2
+            ops += [self.batch_get, self.transact_get, self.transact_write, self.transact_write]
+            ops += [self.batch_write] + [self.read] * 10
+            self.rng.shuffle(ops)
+            self.pending = ops
+        return self.pending.pop()()
 
 
 # -- running -----------------------------------------------------------------------------------
