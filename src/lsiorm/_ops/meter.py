@@ -94,8 +94,10 @@ class CapacityMeter:
 
     ``enabled`` (``Session(consumed_capacity=True)``) asks every read and write for
     ``ReturnConsumedCapacity=INDEXES``; :meth:`measure` does so for the calls inside its block
-    only. ``last`` holds what the last finished call consumed, ``totals`` the running sum per
-    table since the session began (or :meth:`reset`).
+    only. ``last`` holds what the last finished call consumed (with concurrent async calls, the
+    one that finished last), ``totals`` the running sum per table since the session began (or
+    :meth:`reset`). Results with a ``consumed`` field (a ``Page``, a batch write or transaction
+    result) carry their own call's figures, whatever runs concurrently.
     """
 
     def __init__(self, enabled: bool = False) -> None:
