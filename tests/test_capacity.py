@@ -18,7 +18,12 @@ from lsiorm._model.capacity import (
     dry_run_delete,
     dry_run_put,
     dry_run_update,
+    estimate_batch_get,
+    estimate_condition_check,
+    estimate_get,
     estimate_query,
+    estimate_scan,
+    estimate_transact_get,
     estimate_write,
     index_entry,
     index_entry_size,
@@ -186,8 +191,13 @@ def test_the_guides_fetch_example() -> None:
     assert strong.total == 5.0  # 20 KB of result in 4 KB units
     eventual = estimate_query(table, "LastPostIndex", items, attributes=["Tags"])
     assert eventual == ReadEstimate("Thread", 2.0, {"LastPostIndex": 0.5})
-    projected_only = estimate_query(table, "LastPostIndex", items, attributes=["Replies"])
+    projected_only = estimate_query(
+        table, "LastPostIndex", items, attributes=["Replies"], rule="documented"
+    )
     assert projected_only == ReadEstimate("Thread", 0.0, {"LastPostIndex": 0.5})
+    # DynamoDB Local fetches for any ProjectionExpression on the LSI (the default rule).
+    engine = estimate_query(table, "LastPostIndex", items, attributes=["Replies"])
+    assert engine == eventual
 
 
 def test_index_reads_sum_entries_without_overhead_then_round() -> None:
@@ -230,6 +240,26 @@ def test_a_base_table_query_sums_items_then_rounds() -> None:
     ],
 )
 def test_needs_fetch_follows_the_documented_rule(
+    index: str | None, attributes: list[str], select: Any, fetches: bool
+) -> None:
+    assert needs_fetch(TABLE, index, attributes, select=select, rule="documented") is fetches
+
+
+@pytest.mark.parametrize(
+    ("index", "attributes", "select", "fetches"),
+    [
+        (None, ["anything"], None, False),
+        ("All", ["anything"], "ALL_ATTRIBUTES", False),
+        ("Keys", [], None, False),
+        ("Keys", [], "ALL_PROJECTED_ATTRIBUTES", False),
+        ("Keys", [], "COUNT", False),
+        ("Keys", [], "ALL_ATTRIBUTES", True),
+        ("Keys", ["PK", "K"], None, True),  # DynamoDB Local fetches for any projection
+        ("Some", ["p"], "SPECIFIC_ATTRIBUTES", True),
+        ("Global", ["r"], None, False),
+    ],
+)
+def test_needs_fetch_follows_the_engine_by_default(
     index: str | None, attributes: list[str], select: Any, fetches: bool
 ) -> None:
     assert needs_fetch(TABLE, index, attributes, select=select) is fetches
@@ -292,7 +322,9 @@ def utc(day: int) -> datetime:
 
 def test_dry_runs_estimate_entity_writes_without_io() -> None:
     thread = Thread(forum="S3", subject="LSIs", last_post=utc(1), replies=4)
-    assert dry_run_put(thread) == WriteEstimate("Thread", 1.0, {"LastPostIndex": 1.0})
+    assert dry_run_put(thread, assume_new=True) == WriteEstimate(
+        "Thread", 1.0, {"LastPostIndex": 1.0}
+    )
     assert dry_run_put(thread, old=thread) == WriteEstimate("Thread", 1.0)
     assert dry_run_put(thread, old=thread.to_wire(), transactional=True) == WriteEstimate(
         "Thread", 2.0
@@ -304,7 +336,15 @@ def test_dry_runs_estimate_entity_writes_without_io() -> None:
     assert dry_run_update(thread, set={"replies": 5}).per_index == {"LastPostIndex": 1.0}
     assert dry_run_delete(thread) == WriteEstimate("Thread", 1.0, {"LastPostIndex": 1.0})
     unposted = Thread(forum="S3", subject="draft", tags=["t" * 1500])
-    assert dry_run_put(unposted) == WriteEstimate("Thread", 2.0)
+    assert dry_run_put(unposted, assume_new=True) == WriteEstimate("Thread", 2.0)
+
+
+def test_a_put_without_its_old_item_is_refused_not_priced_as_new() -> None:
+    thread = Thread(forum="S3", subject="LSIs", last_post=utc(1))
+    with pytest.raises(ValidationError) as caught:
+        dry_run_put(thread)
+    assert caught.value.rule == "capacity.old-item-unknown"
+    assert "assume_new=True" in str(caught.value)
 
 
 def test_dry_run_update_validates_like_an_update() -> None:
@@ -358,7 +398,56 @@ def test_put_and_delete_of_one_item_cost_the_same(new: WireItem) -> None:
     assert put.table_units == write_units(item_size(new)) >= 1
     for name in INDEXES:
         size = index_entry_size(TABLE, name, new)
+        if size and name == "Global":
+            size -= INDEX_ENTRY_OVERHEAD  # a GSI entry's writes count no overhead
         assert put.per_index.get(name, 0.0) == (write_units(size) if size else 0)
+
+
+def test_a_gsi_entry_counts_no_overhead_in_write_units_an_lsi_entry_does() -> None:
+    # Two KEYS_ONLY entries of 1,007 bytes (PK 3 + SK 3 + key 1,001): one LSI's, one GSI's.
+    wire = item(K="k" * 1000, G="g" * 1000)
+    assert [item_size(index_entry(TABLE, n, wire) or {}) for n in ("Keys", "Global")] == [1007] * 2
+    put = estimate_write(TABLE, None, wire)
+    assert put.per_index["Keys"] == 2.0  # 1,107 bytes with the overhead
+    assert put.per_index["Global"] == 1.0  # 1,007 bytes
+
+
+@given(st.lists(st.one_of(st.none(), items()), max_size=6), st.booleans())
+def test_single_item_reads_round_each_item_and_price_missing_ones(
+    found: list[WireItem | None], consistent: bool
+) -> None:
+    gets = [estimate_get(TABLE, i, consistent=consistent) for i in found]
+    batch = estimate_batch_get(TABLE, found, consistent=consistent)
+    present = [g for g, i in zip(gets, found, strict=True) if i is not None]
+    assert batch.table_units == sum(g.table_units for g in present)  # a missing one costs 0
+    for got, wire in zip(gets, found, strict=True):
+        blocks = max(1, -(-(item_size(wire) if wire else 0) // 4096))
+        assert got.table_units == (blocks if consistent else blocks / 2)
+        assert not got.per_index
+    transact = estimate_transact_get(TABLE, found)
+    strong = [estimate_get(TABLE, i, consistent=True).table_units for i in found]
+    assert transact.table_units == 2 * sum(strong)
+    for wire in found:
+        check = estimate_condition_check(TABLE, wire)
+        assert check.table_units == 2 * estimate_get(TABLE, wire, consistent=True).table_units
+
+
+@given(st.lists(items(), max_size=6), st.booleans())
+def test_a_scan_of_an_index_charges_the_whole_items_in_it(
+    found: list[WireItem], consistent: bool
+) -> None:
+    for index in ("All", "Keys", "Some", "Global"):
+        scanned = estimate_scan(TABLE, index, found, consistent=consistent)
+        inside = [i for i in found if index_entry(TABLE, index, i) is not None]
+        whole = estimate_scan(TABLE, None, inside, consistent=consistent)
+        assert scanned.table_units == 0
+        assert scanned.per_index.get(index, 0.0) == whole.table_units
+
+
+def test_missing_items_in_writes_follow_the_engine() -> None:
+    assert estimate_write(TABLE, None, None) == WriteEstimate("Cap", 1.0)
+    assert estimate_write(TABLE, None, None, batched=True) == WriteEstimate("Cap", 2.0)
+    assert estimate_write(TABLE, None, None, transactional=True) == WriteEstimate("Cap", 1.0)
 
 
 @given(items(), items())

@@ -391,8 +391,8 @@ def test_model_equals_consumed_capacity(session: Session, table_name: str, layou
 def test_local_fetches_even_for_projected_attributes(session: Session, table_name: str) -> None:
     """DynamoDB Local fetches when a ProjectionExpression names only projected attributes.
 
-    The documented rule (and :func:`needs_fetch`) fetches only for attributes the index does
-    not project; ``fetch=True`` makes the model follow the engine.
+    The documented rule fetches only for attributes the index does not project; the model's
+    default rule follows the engine.
     """
     table = mixed_table(table_name)
     session.create_table(table)
@@ -413,9 +413,12 @@ def test_local_fetches_even_for_projected_attributes(session: Session, table_nam
     finally:
         session.delete_table(table, wait=False)
     reported = ReadEstimate.from_consumed(response["ConsumedCapacity"])
-    assert not needs_fetch(table, "ByInclude", ["tags"])
-    documented = estimate_query(table, "ByInclude", [item], consistent=True, attributes=["tags"])
-    local = estimate_query(table, "ByInclude", [item], consistent=True, fetch=True)
+    assert not needs_fetch(table, "ByInclude", ["tags"], rule="documented")
+    assert needs_fetch(table, "ByInclude", ["tags"])
+    documented = estimate_query(
+        table, "ByInclude", [item], consistent=True, attributes=["tags"], rule="documented"
+    )
+    local = estimate_query(table, "ByInclude", [item], consistent=True, attributes=["tags"])
     assert documented != reported
     assert local == reported
     assert reported.table_units == 2.0  # the 5 KB item, fetched whole

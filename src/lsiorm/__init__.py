@@ -31,12 +31,19 @@ from lsiorm._io.fastjson import fast_path_of as fast_json_of
 from lsiorm._io.fastjson import install as install_fast_json
 from lsiorm._io.fastjson import uninstall as uninstall_fast_json
 from lsiorm._model.capacity import (
+    ConsumedCapacity,
     ReadEstimate,
     WriteEstimate,
     dry_run_delete,
     dry_run_put,
     dry_run_update,
+    estimate_batch_get,
+    estimate_condition_check,
+    estimate_get,
     estimate_query,
+    estimate_request,
+    estimate_scan,
+    estimate_transact_get,
     estimate_write,
     index_entry_size,
     read_units,
@@ -57,6 +64,7 @@ from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult
 from lsiorm._ops.collection_guard import CollectionEstimate, CollectionWarning, CollectionWatcher
 from lsiorm._ops.hooks import HookRequest
+from lsiorm._ops.meter import CapacityMeter, Measurement
 from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.transactions import (
@@ -120,12 +128,14 @@ __all__ = [
     "BatchWriteIncompleteError",
     "BatchWriteResult",
     "CancellationReason",
+    "CapacityMeter",
     "CollectionEstimate",
     "CollectionSize",
     "CollectionWarning",
     "CollectionWatcher",
     "ConditionCheck",
     "ConditionFailedError",
+    "ConsumedCapacity",
     "DeclarationError",
     "Delete",
     "DriftReport",
@@ -145,6 +155,7 @@ __all__ = [
     "KeyFormat",
     "LocalIndex",
     "LsiormError",
+    "Measurement",
     "MissingDependencyError",
     "NotFoundError",
     "Page",
@@ -185,7 +196,13 @@ __all__ = [
     "dry_run_put",
     "dry_run_update",
     "eq",
+    "estimate_batch_get",
+    "estimate_condition_check",
+    "estimate_get",
     "estimate_query",
+    "estimate_request",
+    "estimate_scan",
+    "estimate_transact_get",
     "estimate_write",
     "exists",
     "fast_json_of",

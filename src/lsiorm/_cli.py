@@ -18,7 +18,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from lsiorm._model.schema import Table
 from lsiorm._ops.retry import RetryPolicy
@@ -64,7 +64,9 @@ def load_table(spec: str) -> Table:
 CLI_RETRY = RetryPolicy(max_attempts=3, max_delay=5.0)
 
 
-def _session(args: argparse.Namespace, hooks: Sequence[object] = ()) -> Any:
+def _session(
+    args: argparse.Namespace, hooks: Sequence[object] = (), *, capacity: bool = False
+) -> Any:
     from lsiorm._session import Session
 
     return Session(
@@ -74,6 +76,7 @@ def _session(args: argparse.Namespace, hooks: Sequence[object] = ()) -> Any:
         table_prefix=args.table_prefix,
         retry=CLI_RETRY,
         hooks=hooks,
+        consumed_capacity=capacity,
     )
 
 
@@ -92,6 +95,15 @@ def _index_summary(table: Table) -> str:
     if lsis:
         return plural(lsis, "local index", "local indexes")
     return plural(gsis, "global index", "global indexes")
+
+
+def _write_capacity(out: TextIO, meter: Any) -> None:
+    """Print what a session's requests consumed, per table (``--capacity``)."""
+    totals = meter.totals
+    if not totals:
+        out.write("Consumed capacity: none reported.\n")
+    for name, consumed in totals.items():
+        out.write(f"Consumed capacity of {name!r}: {consumed}\n")
 
 
 class Progress:
@@ -166,8 +178,9 @@ def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -
                 seen["items"] += int(response.get("Count") or 0)
                 progress.tick(f"scanned {seen['items']} items ({seen['pages']} pages)")
 
-    with _session(args, [Count()]) as session:
+    with _session(args, [Count()], capacity=args.capacity) as session:
         sizes = session.largest_collections(table, 0, limit=args.top)
+        meter = session.capacity
     over = [size for size in sizes if size.exceeds(threshold)]
     read = plural(seen["items"], "item")
     if not sizes:
@@ -181,6 +194,8 @@ def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -
             f"  {size.attribute}={size.key!r}: {size.total_bytes} bytes "
             f"({size.gb:.6f} GB), {size.items} items{flag}\n"
         )
+    if args.capacity:
+        _write_capacity(out, meter)
     if over:
         out.write(f"{plural(len(over), 'collection')} at or above {threshold:g} GB.\n")
         return EXIT_FOUND
@@ -285,7 +300,10 @@ def _built_query(args: argparse.Namespace, target: Any) -> Any:
 def cmd_explain(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Print the plan of a query: a Query value, or one built from the command line."""
     q = _built_query(args, load_target(args.target))
-    out.write(f"{q.explain()}\n")
+    if not args.sample:
+        out.write(f"{q.explain()}\n")
+        return EXIT_OK
+    out.write(f"{_sampled(args, q)}\n")
     return EXIT_OK
 
 
@@ -341,6 +359,45 @@ def cmd_get(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     else:
         out.write(f"{item!r}\n")
     return EXIT_OK
+
+
+def _sampled(args: argparse.Namespace, q: Any) -> str:
+    """Run a query's first page; return its explanation with the estimate and the measure.
+
+    The model prices each request of the page from its exact parameters and the whole items it
+    returned, read again by key on an unmetered session (items a filter dropped are not seen).
+    """
+    from lsiorm._model.capacity import ReadEstimate, estimate_request
+    from lsiorm._query.explain import Explanation
+
+    plan = q.plan()
+    table = plan.table
+    primary = [k for k in table.index_key_attributes(None) if k is not None]
+    sent: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+
+    class Record:
+        def after(self, request: Any, response: dict[str, Any]) -> None:
+            if request.operation in ("Query", "Scan"):
+                sent.append((request.operation, request.params, response))
+
+    with _session(args, [Record()], capacity=True) as session:
+        first = next(iter(session.pages(q)))
+    estimate = ReadEstimate(table.name, 0.0)
+    with _session(args) as plain:
+        for operation, params, response in sent:
+            items = []
+            for row in response.get("Items") or ():
+                key = {k: row[k] for k in primary}
+                found = plain.call("GetItem", {"TableName": table.name, "Key": key})
+                if "Item" in found:
+                    items.append(found["Item"])
+            kind: Literal["Query", "Scan"] = "Query" if operation == "Query" else "Scan"
+            estimate = estimate + estimate_request(table, kind, params, items)
+    explanation = Explanation(plan, estimate).with_measured(first.consumed)
+    return (
+        f"{explanation}\n  sampled: the first page, {len(first.items)} items, "
+        f"{len(sent)} request(s) to {table.name!r}"
+    )
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
@@ -420,6 +477,15 @@ def build_parser() -> argparse.ArgumentParser:
         "Query value.",
     )
     _query_options(explain)
+    explain.add_argument(
+        "--sample",
+        action="store_true",
+        help="run the query's first page; print the model's estimate for its items beside the "
+        "consumed capacity DynamoDB reports",
+    )
+    colls.add_argument(
+        "--capacity", action="store_true", help="print the consumed capacity of the scan"
+    )
     colls.add_argument("--top", type=int, default=10, help="how many collections to list")
     return parser
 

@@ -21,6 +21,7 @@ from lsiorm._ops import audit, batch, items, reads, tables, transactions
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult, DeleteTarget, GetKey
 from lsiorm._ops.collection_guard import CollectionWatcher
+from lsiorm._ops.meter import CapacityMeter
 from lsiorm._ops.naming import NameResolver, prefixed
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.reads import Page
@@ -34,6 +35,7 @@ from lsiorm.errors import MissingDependencyError
 __all__ = ["AsyncSession", "Session"]
 
 E = TypeVar("E", bound=Entity)
+T = TypeVar("T")
 
 
 class _Operations:
@@ -48,9 +50,12 @@ class _Operations:
         watch_collections: bool,
         table_prefix: str = "",
         table_names: Callable[[str], str] | None = None,
+        consumed_capacity: bool = False,
     ) -> None:
         #: The item-collection watcher (on by default; see docs/collections.md), or None.
         self.collections = CollectionWatcher() if watch_collections else None
+        #: The consumed-capacity meter (asks DynamoDB only when enabled; docs/capacity.md).
+        self.capacity = CapacityMeter(consumed_capacity)
         watcher = (self.collections,) if self.collections is not None else ()
         self.ctx = Context(
             retry or RetryPolicy(), (*watcher, *hooks), _resolver(table_prefix, table_names)
@@ -130,6 +135,40 @@ def _install_fast_json(client: Any) -> None:
         fastjson.install(client)
 
 
+class _MeteredSync:
+    """The sync driver, with each operation passed through the session's capacity meter."""
+
+    def __init__(self, driver: SyncDriver, meter: CapacityMeter) -> None:
+        self.inner = driver
+        self.meter = meter
+
+    def run(self, op: Operation[T]) -> T:
+        return self.inner.run(self.meter.wrap(op))
+
+    def iterate(self, op: Operation[Any]) -> Iterator[Any]:
+        return self.inner.iterate(self.meter.wrap(op))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class _MeteredAsync:
+    """The async driver, with each operation passed through the session's capacity meter."""
+
+    def __init__(self, driver: AsyncDriver, meter: CapacityMeter) -> None:
+        self.inner = driver
+        self.meter = meter
+
+    async def run(self, op: Operation[T]) -> T:
+        return await self.inner.run(self.meter.wrap(op))
+
+    def iterate(self, op: Operation[Any]) -> AsyncIterator[Any]:
+        return self.inner.iterate(self.meter.wrap(op))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 def _client_kwargs(
     endpoint_url: str | None, region_name: str | None, extra: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -152,11 +191,12 @@ class Session(_Operations):
 
     Without ``client``, one is built from ``boto3_session`` (or a new ``boto3.Session`` for
     ``profile_name``) with botocore's own retries turned off, so that the ``retry`` policy alone
-    decides (see :mod:`lsiorm.retry`). ``hooks`` are middleware. The item-collection watcher is
-    installed unless ``watch_collections=False``; it is ``session.collections``. The client,
-    built here or passed in, parses responses with the fast JSON path unless
-    ``fast_json=False``. ``table_prefix`` (``"dev-"``) or ``table_names`` (a function of the
-    declared name) choose the live table each declared table stands for.
+    decides. ``hooks`` are middleware. The item-collection watcher is installed unless
+    ``watch_collections=False``; it is ``session.collections``. The client, built here or passed
+    in, parses responses with the fast JSON path unless ``fast_json=False``. ``table_prefix``
+    (``"dev-"``) or ``table_names`` (a function of the declared name) choose the live table each
+    declared table stands for. ``consumed_capacity=True`` asks every read and write for its
+    consumed capacity and meters it in ``session.capacity``.
     """
 
     def __init__(
@@ -173,9 +213,12 @@ class Session(_Operations):
         profile_name: str | None = None,
         table_prefix: str = "",
         table_names: Callable[[str], str] | None = None,
+        consumed_capacity: bool = False,
         **client_kwargs: Any,
     ) -> None:
-        super().__init__(retry, hooks, watch_collections, table_prefix, table_names)
+        super().__init__(
+            retry, hooks, watch_collections, table_prefix, table_names, consumed_capacity
+        )
         if client is None:
             import boto3
 
@@ -188,7 +231,7 @@ class Session(_Operations):
         if fast_json:
             _install_fast_json(client)
         self.client = client
-        self.driver = SyncDriver(client)
+        self.driver = _MeteredSync(SyncDriver(client), self.capacity)
 
     def __enter__(self) -> Session:
         return self
@@ -378,9 +421,12 @@ class AsyncSession(_Operations):
         profile_name: str | None = None,
         table_prefix: str = "",
         table_names: Callable[[str], str] | None = None,
+        consumed_capacity: bool = False,
         **client_kwargs: Any,
     ) -> None:
-        super().__init__(retry, hooks, watch_collections, table_prefix, table_names)
+        super().__init__(
+            retry, hooks, watch_collections, table_prefix, table_names, consumed_capacity
+        )
         if client is None and aioboto3_session is None:
             if importlib.util.find_spec("aioboto3") is None:
                 raise MissingDependencyError("AsyncSession", "aioboto3", "async")
@@ -396,7 +442,7 @@ class AsyncSession(_Operations):
         self.client = client
         if client is not None and fast_json:
             _install_fast_json(client)
-        self.driver = AsyncDriver(client)
+        self.driver = _MeteredAsync(AsyncDriver(client), self.capacity)
 
     async def __aenter__(self) -> AsyncSession:
         if self.client is None:
@@ -411,7 +457,7 @@ class AsyncSession(_Operations):
             )
             if self._fast_json:
                 fastjson.install(self.client)
-            self.driver = AsyncDriver(self.client)
+            self.driver = _MeteredAsync(AsyncDriver(self.client), self.capacity)
         return self
 
     async def __aexit__(

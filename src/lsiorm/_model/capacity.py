@@ -12,7 +12,7 @@ from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from lsiorm._model.entity import Entity, meta_of, wire_item
 from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
-from lsiorm._model.wire import WireItem, item_from_wire, item_size
+from lsiorm._model.wire import WireItem, item_from_wire, item_size, item_to_wire, number_to_wire
 from lsiorm.errors import ValidationError
 
 __all__ = [
@@ -20,13 +20,21 @@ __all__ = [
     "ITEM_STORAGE_OVERHEAD",
     "READ_UNIT_BYTES",
     "WRITE_UNIT_BYTES",
+    "ConsumedCapacity",
+    "FetchRule",
     "ReadEstimate",
     "Select",
     "WriteEstimate",
     "dry_run_delete",
     "dry_run_put",
     "dry_run_update",
+    "estimate_batch_get",
+    "estimate_condition_check",
+    "estimate_get",
     "estimate_query",
+    "estimate_request",
+    "estimate_scan",
+    "estimate_transact_get",
     "estimate_write",
     "index_entry",
     "index_entry_size",
@@ -105,6 +113,23 @@ class ReadEstimate(_Units):
     """
 
 
+@dataclass(frozen=True)
+class ConsumedCapacity(_Units):
+    """The capacity DynamoDB reported for one table (``ReturnConsumedCapacity=INDEXES``).
+
+    ``table_units`` is what the table consumed and ``per_index`` each index; ``total`` is
+    DynamoDB's ``CapacityUnits``. Compare it with an estimate with :meth:`matches`.
+    """
+
+    def matches(self, estimate: _Units) -> bool:
+        """Whether an estimate gives exactly these figures, for the table and every index."""
+        return (
+            self.table == estimate.table
+            and self.table_units == estimate.table_units
+            and self.per_index == estimate.per_index
+        )
+
+
 def write_units(size: int) -> int:
     """Return the write units for ``size`` bytes: one per started 1 KB, and at least one."""
     return max(1, -(-size // WRITE_UNIT_BYTES))
@@ -150,6 +175,12 @@ def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return a == b or item_from_wire(a) == item_from_wire(b)
 
 
+def _entry_write_units(index: Index, entry: Mapping[str, Any]) -> int:
+    # DynamoDB Local adds the 100-byte entry overhead to LSI entries only, not to GSI entries.
+    overhead = INDEX_ENTRY_OVERHEAD if isinstance(index, LocalIndex) else 0
+    return write_units(item_size(entry) + overhead)
+
+
 def _index_write(
     table: Table, index: Index, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None
 ) -> int:
@@ -160,9 +191,9 @@ def _index_write(
     if before is None or after is None:
         entry = after if before is None else before
         assert entry is not None
-        return write_units(item_size(entry) + INDEX_ENTRY_OVERHEAD)
-    old_units = write_units(item_size(before) + INDEX_ENTRY_OVERHEAD)
-    new_units = write_units(item_size(after) + INDEX_ENTRY_OVERHEAD)
+        return _entry_write_units(index, entry)
+    old_units = _entry_write_units(index, before)
+    new_units = _entry_write_units(index, after)
     keys = [k for k in table.index_key_attributes(index) if k is not None]
     if not _same({k: before[k] for k in keys}, {k: after[k] for k in keys}):
         return old_units + new_units  # the old entry is deleted, the new one put
@@ -177,15 +208,21 @@ def estimate_write(
     new_item: Mapping[str, Any] | None,
     *,
     transactional: bool = False,
+    batched: bool = False,
 ) -> WriteEstimate:
     """Return the write units of changing one item from ``old_item`` to ``new_item`` (wire).
 
     A put of a new item has no ``old_item``; a delete has no ``new_item``; an overwrite or an
     update has both. The table pays for the larger of the two items; each index pays 1 unit
-    per started KB of an entry put or removed, both when its key changes, the larger when its
-    entry changes in place, and nothing when the entry is untouched. A transactional write
-    costs twice as much.
+    per started KB of an entry put or removed (an LSI entry counts 100 bytes of overhead, a
+    GSI entry none), both when its key changes, the larger when its entry changes in place,
+    and nothing when the entry is untouched. A transactional write costs twice as much.
+
+    A write that finds no item and leaves none (a delete of a missing item) costs 1 unit, and
+    2 inside a BatchWriteItem (``batched=True``), as DynamoDB Local charges it.
     """
+    if old_item is None and new_item is None:
+        return WriteEstimate(table.name, 2.0 if batched else 1.0)
     old_size = item_size(old_item) if old_item is not None else 0
     new_size = item_size(new_item) if new_item is not None else 0
     factor = 2 if transactional else 1
@@ -200,9 +237,74 @@ def estimate_write(
     )
 
 
+def estimate_condition_check(table: Table, item: Mapping[str, Any] | None) -> WriteEstimate:
+    """Return the units of a ConditionCheck action of a transaction on ``item`` (None: missing).
+
+    It reads the item transactionally: 2 units per started 4 KB, and 2 for a missing item.
+    They are reported with the transaction's writes, so the result adds to their estimates.
+    """
+    size = item_size(item) if item is not None else 0
+    return WriteEstimate(table.name, float(2 * max(1, -(-size // READ_UNIT_BYTES))))
+
+
+# -- reads of single items -----------------------------------------------------------------------
+
+
+def estimate_get(
+    table: Table,
+    item: Mapping[str, Any] | None,
+    *,
+    consistent: bool = False,
+    transactional: bool = False,
+    batched: bool = False,
+) -> ReadEstimate:
+    """Return the read units of reading one item by its key (``item`` None: it is missing).
+
+    The whole stored item is charged, whatever the ProjectionExpression: 1 unit per started
+    4 KB, half when eventually consistent. A missing item still costs the minimum (0.5 or 1),
+    except in a BatchGetItem (``batched=True``), where it costs nothing. A TransactGetItems
+    read (``transactional=True``) costs 2 units per started 4 KB, and 2 for a missing item.
+    """
+    size = item_size(item) if item is not None else 0
+    blocks = -(-size // READ_UNIT_BYTES)
+    if transactional:
+        return ReadEstimate(table.name, float(2 * max(1, blocks)))
+    if item is None and batched:
+        return ReadEstimate(table.name, 0.0)
+    units = float(max(1, blocks))
+    return ReadEstimate(table.name, units if consistent else units / 2)
+
+
+def estimate_batch_get(
+    table: Table, items: Iterable[Mapping[str, Any] | None], *, consistent: bool = False
+) -> ReadEstimate:
+    """Return the read units of a BatchGetItem on one table: each item rounded on its own.
+
+    ``items`` holds the stored item of each key read, None for a key with no item.
+    """
+    total = ReadEstimate(table.name, 0.0)
+    for item in items:
+        total = total + estimate_get(table, item, consistent=consistent, batched=True)
+    return total
+
+
+def estimate_transact_get(table: Table, items: Iterable[Mapping[str, Any] | None]) -> ReadEstimate:
+    """Return the read units of a TransactGetItems on one table: twice each item's 4 KB units."""
+    total = ReadEstimate(table.name, 0.0)
+    for item in items:
+        total = total + estimate_get(table, item, transactional=True)
+    return total
+
+
+# -- queries and scans ---------------------------------------------------------------------------
+
+
 def _top_level(path: str) -> str:
     cut = min((i for i in (path.find("."), path.find("[")) if i >= 0), default=len(path))
     return path[:cut]
+
+
+FetchRule = Literal["engine", "documented"]
 
 
 def needs_fetch(
@@ -211,11 +313,16 @@ def needs_fetch(
     attributes: Collection[str] = (),
     *,
     select: Select | None = None,
+    rule: FetchRule = "engine",
 ) -> bool:
     """Return whether a query reads base-table items besides the index entries.
 
-    Only an LSI that does not project ALL fetches: for ``select="ALL_ATTRIBUTES"``, or when
-    ``attributes`` (top-level names or document paths) name an attribute it does not project.
+    Only a query of an LSI that does not project ALL fetches: for ``select="ALL_ATTRIBUTES"``,
+    and for a ProjectionExpression (``attributes``: top-level names or document paths).
+    ``rule="engine"`` (the default) follows DynamoDB Local, which fetches for every
+    ProjectionExpression on such an LSI; ``rule="documented"`` follows AWS's documentation,
+    which fetches only when an attribute is not projected (see ``docs/capacity.md``).
+    A scan never fetches (see :func:`estimate_scan`).
     """
     resolved = _resolve(table, index)
     if not isinstance(resolved, LocalIndex):
@@ -227,6 +334,8 @@ def needs_fetch(
         return True
     if select in ("ALL_PROJECTED_ATTRIBUTES", "COUNT"):
         return False
+    if rule == "engine":
+        return bool(attributes)
     return any(_top_level(a) not in projected for a in attributes)
 
 
@@ -239,20 +348,25 @@ def estimate_query(
     select: Select | None = None,
     attributes: Collection[str] = (),
     fetch: bool | None = None,
+    rule: FetchRule = "engine",
 ) -> ReadEstimate:
     """Return the read units of one query page that reads ``items`` (full base-table items).
 
     ``items`` are the items the key condition matches, before any filter (a filter does not
     lower the cost); items without the index key are not in the index and are skipped. The
     index entries' sizes are summed, then rounded up to 4 KB; each fetched item is rounded up
-    to 4 KB on its own. ``fetch`` overrides :func:`needs_fetch`, for engines that fetch in
-    other cases (see ``docs/capacity.md``).
+    to 4 KB on its own. ``Select=COUNT`` costs the same reads. Whether items are fetched
+    follows :func:`needs_fetch` with ``rule``; ``fetch`` overrides it.
     """
     resolved = _resolve(table, index)
     if resolved is None:
         size = sum(item_size(item) for item in items)
         return ReadEstimate(table.name, read_units(size, consistent=consistent))
-    fetching = needs_fetch(table, resolved, attributes, select=select) if fetch is None else fetch
+    fetching = (
+        needs_fetch(table, resolved, attributes, select=select, rule=rule)
+        if fetch is None
+        else fetch
+    )
     if fetching and isinstance(resolved, GlobalIndex):
         raise ValidationError(
             "capacity.gsi-fetch",
@@ -273,22 +387,128 @@ def estimate_query(
     return ReadEstimate(table.name, fetched, {resolved.name: units} if units else {})
 
 
+def estimate_scan(
+    table: Table,
+    index: Index | str | None,
+    items: Iterable[Mapping[str, Any]],
+    *,
+    consistent: bool = False,
+) -> ReadEstimate:
+    """Return the read units of one scan page that reads ``items`` (full base-table items).
+
+    The sizes are summed, then rounded up to 4 KB, whatever the Select, ProjectionExpression
+    or filter. A scan of an index is charged to the index, for the whole items in it (not their
+    entries), and nothing to the table, even when the index projects only keys: that is how
+    DynamoDB Local charges it (see ``docs/capacity.md``).
+    """
+    resolved = _resolve(table, index)
+    if resolved is None:
+        size = sum(item_size(item) for item in items)
+        return ReadEstimate(table.name, read_units(size, consistent=consistent))
+    size = 0
+    for item in items:
+        entry = index_entry(table, resolved, item)
+        if entry is None:
+            continue
+        size += item_size(item)
+    units = read_units(size, consistent=consistent)
+    return ReadEstimate(table.name, 0.0, {resolved.name: units} if units else {})
+
+
+def _projection_attributes(params: Mapping[str, Any]) -> list[str]:
+    text = params.get("ProjectionExpression")
+    if not text:
+        return []
+    names: Mapping[str, str] = params.get("ExpressionAttributeNames") or {}
+    out = []
+    for part in str(text).split(","):
+        path = part.strip()
+        head = _top_level(path)
+        out.append(names.get(head, head) + path[len(head) :])
+    return out
+
+
+def estimate_request(
+    table: Table,
+    operation: Literal["Query", "Scan"],
+    params: Mapping[str, Any],
+    items: Iterable[Mapping[str, Any]],
+) -> ReadEstimate:
+    """Return the read units of one Query or Scan request (its exact ``params``, as sent).
+
+    ``items`` are the full base-table items the request reads (for a page, those before its
+    filter and within its Limit). Index, consistency, Select and ProjectionExpression are taken
+    from ``params``, and the engine's fetch rule applies.
+    """
+    index_name = params.get("IndexName")
+    index = table.index(index_name) if index_name else None
+    consistent = bool(params.get("ConsistentRead"))
+    if operation == "Scan":
+        return estimate_scan(table, index, items, consistent=consistent)
+    return estimate_query(
+        table,
+        index,
+        items,
+        consistent=consistent,
+        select=params.get("Select"),
+        attributes=_projection_attributes(params),
+    )
+
+
+# -- dry runs of entity writes -------------------------------------------------------------------
+
+
 def _wire_of(value: Entity | Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return wire_item(value) if isinstance(value, Entity) else value
+
+
+def _bumped(entity: Entity) -> Entity:
+    """The entity as a put stores it: a versioned entity's version goes up by one."""
+    meta = meta_of(entity)
+    if meta.version_field is None:
+        return entity
+    current = getattr(entity, meta.version_field) or 0
+    return entity.model_copy(update={meta.version_field: current + 1})
 
 
 def dry_run_put(
     entity: Entity,
     old: Entity | Mapping[str, Any] | None = None,
     *,
+    assume_new: bool = False,
     transactional: bool = False,
 ) -> WriteEstimate:
-    """Return the write units a put of ``entity`` would consume, over ``old`` if it exists.
+    """Return the write units a put of ``entity`` would consume, priced as the put writes it.
 
-    ``old`` is the stored item with the same key, as an entity or a wire item.
+    ``old`` is the stored item with the same key (an entity or a wire item). An overwrite
+    costs more than a new item, so without ``old`` the put is refused unless
+    ``assume_new=True`` says no item has that key, or the entity is versioned with no version
+    yet (such a put only ever creates). A versioned entity is priced with the version it
+    will be stored with (one more than now).
     """
-    table = meta_of(entity).table
-    return estimate_write(table, _wire_of(old), wire_item(entity), transactional=transactional)
+    meta = meta_of(entity)
+    stored = _bumped(entity)
+    creates = meta.version_field is not None and not getattr(entity, meta.version_field)
+    if old is None and not (assume_new or creates):
+        raise ValidationError(
+            "capacity.old-item-unknown",
+            f"dry_run_put({type(entity).__name__}) cannot price the put without the item it "
+            "would overwrite: pass old= (the stored entity or wire item), or assume_new=True "
+            "when no item has this key.",
+            table=meta.table.name,
+        )
+    return estimate_write(meta.table, _wire_of(old), wire_item(stored), transactional=transactional)
+
+
+def _add(current: Mapping[str, Any] | None, delta: Mapping[str, Any]) -> dict[str, Any]:
+    """What UpdateItem's ADD makes of an attribute: a number summed, a set joined."""
+    ((tag, raw),) = delta.items()
+    if tag == "N":
+        base = item_from_wire({"v": current})["v"] if current is not None else 0
+        total = base + item_from_wire({"v": delta})["v"]
+        return {"N": number_to_wire(total)}
+    existing = list(current.get(tag, ())) if current is not None else []
+    return {tag: existing + [v for v in raw if v not in existing]}
 
 
 def dry_run_update(
@@ -296,21 +516,42 @@ def dry_run_update(
     *,
     set: Mapping[str, Any] | None = None,
     remove: Collection[str] = (),
+    add: Mapping[str, Any] | None = None,
     transactional: bool = False,
 ) -> WriteEstimate:
-    """Return the write units of updating the stored ``entity`` with ``set`` and ``remove``.
+    """Return the write units of updating the stored ``entity`` with ``set``, ``remove``, ``add``.
 
-    Field values are validated as an update validates them; key attributes derived from the
-    changed fields are rewritten, and dropped when a field they need is removed.
+    Field values are validated as an update validates them. A removed field (or one set to
+    None) leaves the item, as UpdateItem's REMOVE does; ``add`` sums numbers and joins sets;
+    key attributes derived from changed fields are rewritten, and dropped when a field they
+    need is gone; a versioned entity's version goes up by one.
     """
     meta = meta_of(entity)
     changes = {name: meta.validate_field(name, value) for name, value in (set or {}).items()}
     for name in remove:
         changes[name] = meta.validate_field(name, None)
-    after = entity.model_copy(update=changes)
-    return estimate_write(
-        meta.table, wire_item(entity), wire_item(after), transactional=transactional
-    )
+    before = wire_item(entity)
+    after_entity = _bumped(entity.model_copy(update=changes))
+    rendered = wire_item(after_entity)
+    after = dict(before)
+    touched = {meta.attributes[name] for name in changes}
+    if meta.version_field is not None:
+        touched.add(meta.attributes[meta.version_field])
+    # Derived key attributes follow the fields they are made of.
+    changed_fields = {*changes, *(add or {})}
+    for attr, template in meta.templates.items():
+        if changed_fields & {*template.fields}:
+            touched.add(attr)
+    for attr in touched:
+        value = rendered.get(attr)
+        if value is None or value == {"NULL": True}:
+            after.pop(attr, None)
+        else:
+            after[attr] = value
+    for name, delta in (add or {}).items():
+        attr = meta.attributes[name]
+        after[attr] = _add(after.get(attr), item_to_wire({"v": delta})["v"])
+    return estimate_write(meta.table, before, after, transactional=transactional)
 
 
 def dry_run_delete(entity: Entity, *, transactional: bool = False) -> WriteEstimate:

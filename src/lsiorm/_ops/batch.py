@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TypeAlias, TypeVar, cast
 
+from lsiorm._model.capacity import ConsumedCapacity
 from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of, wire_item
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_from_wire, item_size, item_to_wire
@@ -121,6 +122,9 @@ class BatchWriteResult:
 
     written: int
     calls: int
+    #: The capacity the batch consumed, per table, when the session's capacity meter asked
+    #: for it; empty otherwise.
+    consumed: tuple[ConsumedCapacity, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

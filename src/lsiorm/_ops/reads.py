@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
+from lsiorm._model.capacity import ConsumedCapacity
 from lsiorm._model.entity import Entity, meta_of
 from lsiorm._ops.batch import KeyIdentity, key_identity, read_keys
 from lsiorm._ops.pipeline import Context, call
@@ -45,6 +46,9 @@ class Page(Generic[E]):
     cursor: str | None
     #: Items DynamoDB evaluated for this page, including those a filter dropped.
     scanned: int = 0
+    #: The capacity this page's requests consumed, per table, when the session's capacity
+    #: meter asked for it (see ``docs/capacity.md``); empty otherwise.
+    consumed: tuple[ConsumedCapacity, ...] = ()
 
 
 _Sink = Callable[[Page[Any]], None]

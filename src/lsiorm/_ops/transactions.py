@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 from lsiorm._conditions import Condition
+from lsiorm._model.capacity import ConsumedCapacity
 from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_from_wire, item_to_wire
@@ -135,6 +136,9 @@ class TransactWriteResult:
     token: str
     stored: tuple[Entity | None, ...]
     response: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: The capacity the transaction consumed, per table, when the session's capacity meter
+    #: asked for it; empty otherwise.
+    consumed: tuple[ConsumedCapacity, ...] = ()
 
 
 @dataclass(frozen=True)

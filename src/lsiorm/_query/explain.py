@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
@@ -11,7 +11,13 @@ from typing import (
     Final,
 )
 
-from lsiorm._model.capacity import ReadEstimate, estimate_query
+from lsiorm._model.capacity import (
+    ConsumedCapacity,
+    ReadEstimate,
+    estimate_batch_get,
+    estimate_request,
+    needs_fetch,
+)
 from lsiorm._model.entity import (
     Entity,
     wire_item,
@@ -33,33 +39,79 @@ class Explanation:
 
     plan: QueryPlan
     estimate: ReadEstimate | None = None
+    #: The ConsumedCapacity DynamoDB reported for the same request, when it was measured.
+    measured: ReadEstimate | None = None
 
     def __str__(self) -> str:
-        return _render(self.plan, self.estimate)
+        return _render(self.plan, self.estimate, self.measured)
+
+    def with_measured(
+        self, measured: ReadEstimate | ConsumedCapacity | Sequence[ConsumedCapacity] | None
+    ) -> Explanation:
+        """Return this explanation with a measured read cost to show beside the estimate.
+
+        ``measured`` is what DynamoDB reported: a ``Page.consumed`` (its entries for the
+        query's table are summed), one ConsumedCapacity, or a ReadEstimate.
+        """
+        if measured is None or isinstance(measured, ReadEstimate):
+            return Explanation(self.plan, self.estimate, measured)
+        entries = [measured] if isinstance(measured, ConsumedCapacity) else list(measured)
+        total = ReadEstimate(self.plan.table.name, 0.0)
+        for entry in entries:
+            if entry.table == total.table:
+                total = total + ReadEstimate(entry.table, entry.table_units, dict(entry.per_index))
+        return Explanation(self.plan, self.estimate, total)
 
 
 def _estimate(plan: QueryPlan, sample: Iterable[Entity] | None) -> ReadEstimate | None:
     """Return the capacity model's read cost of one page that matches the sample items."""
-    if sample is None or plan.count:
+    if sample is None or plan.empty is not None or not plan.requests:
         return None
     items = [wire_item(e) for e in sample]
-    return estimate_query(
+    estimate = estimate_request(plan.table, plan.operation, plan.requests[0].first_params(), items)
+    if plan.count or not _hydrates(plan):
+        return estimate
+    # hydrate(): the items are read again, whole, with an eventually consistent BatchGetItem.
+    return estimate + estimate_batch_get(plan.table, items)
+
+
+def _hydrates(plan: QueryPlan) -> bool:
+    return bool(plan.unavailable) and plan.missing_mode == "hydrate"
+
+
+def _fetches(plan: QueryPlan, rule: str) -> bool:
+    if plan.operation != "Query" or not plan.requests:
+        return False
+    params = plan.requests[0].params
+    return needs_fetch(
         plan.table,
         plan.index,
-        items,
-        consistent=plan.consistent,
-        attributes=plan.projection or (),
-        select="ALL_ATTRIBUTES" if plan.projection is None and plan.fetched else None,
+        plan.projection or (),
+        select=params.get("Select"),
+        rule="engine" if rule == "engine" else "documented",
     )
 
 
 def _cost_rule(plan: QueryPlan) -> str:
     """Describe, without data, how DynamoDB will charge this query's reads."""
     half = "" if plan.consistent else ", halved (eventually consistent)"
-    what = "items" if plan.index is None else f"{plan.index.name} entries (+ keys)"
+    if plan.operation == "Scan" and isinstance(plan.index, LocalIndex):
+        what = f"whole items in {plan.index.name}, charged to the index,"
+    else:
+        what = "items" if plan.index is None else f"{plan.index.name} entries (+ keys)"
     rule = f"{what} summed per page, rounded up to 4 KB: 1 read unit per 4 KB{half}"
-    if plan.fetched:
+    if _hydrates(plan) and not plan.count:
+        rule += (
+            "; plus each item read again with BatchGetItem (hydrate), rounded up to 4 KB alone, "
+            "halved"
+        )
+    if _fetches(plan, "engine"):
         rule += "; plus each matched item read whole from the table, rounded up to 4 KB alone"
+        if not _fetches(plan, "documented"):
+            rule += (
+                " (DynamoDB Local fetches for any projection on this index; "
+                "AWS documents no fetch when every attribute is projected)"
+            )
     return rule
 
 
@@ -114,7 +166,9 @@ def _projection_text(plan: QueryPlan) -> str:
     return f"the attributes {plan.index.name} projects"
 
 
-def _render(plan: QueryPlan, estimate: ReadEstimate | None = None) -> str:
+def _render(
+    plan: QueryPlan, estimate: ReadEstimate | None = None, measured: ReadEstimate | None = None
+) -> str:
     names = ", ".join(e.__name__ for e in plan.entities)
     what = "Count" if plan.count else plan.operation
     lines = [f"{what} {names}"]
@@ -173,10 +227,12 @@ def _render(plan: QueryPlan, estimate: ReadEstimate | None = None) -> str:
         extras.append(f"page size {plan.request_limit}")
     extras.append("strongly consistent" if plan.consistent else "eventually consistent")
     row("read", ", ".join(extras))
-    if not plan.count and plan.empty is None:
+    if plan.empty is None:
         row("cost", _cost_rule(plan))
         if estimate is not None:
             lines.append(indent + f"sample estimate: {estimate}")
+        if measured is not None:
+            lines.append(indent + f"measured: {measured}")
     if len(plan.requests) > 1:
         merge = (
             f", merged by {plan.merge_attribute}"

@@ -1,0 +1,211 @@
+"""Consumed capacity: ask DynamoDB for it on every request and report it, once for sync and async.
+
+:class:`CapacityMeter` wraps each operation a session runs (see :meth:`CapacityMeter.wrap`).
+When it is on, every read or write request asks for ``ReturnConsumedCapacity=INDEXES``; each
+response's ``ConsumedCapacity`` is added to the meter's running totals per table, logged to the
+``lsiorm.capacity`` logger, and attached to the results that have a ``consumed`` field: each
+:class:`~lsiorm.Page` carries what its own requests consumed (hydration's BatchGetItem
+included), a batch write or transaction result what the whole call consumed. Results without
+such a field (an entity, a list, a count) leave the figure in ``meter.last``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Final, TypeVar
+
+from lsiorm._model.capacity import ConsumedCapacity
+from lsiorm._ops.steps import Call, Emit, Gather, Operation, Step
+from lsiorm.errors import LsiormError
+
+__all__ = ["CAPACITY_OPERATIONS", "CapacityMeter", "consumed_of"]
+
+log = logging.getLogger("lsiorm.capacity")
+
+T = TypeVar("T")
+
+#: The API operations that accept ReturnConsumedCapacity.
+CAPACITY_OPERATIONS: Final = frozenset(
+    {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Query",
+        "Scan",
+        "BatchGetItem",
+        "BatchWriteItem",
+        "TransactGetItems",
+        "TransactWriteItems",
+    }
+)
+
+
+def consumed_of(response: Mapping[str, Any]) -> tuple[ConsumedCapacity, ...]:
+    """Return a response's ConsumedCapacity (one entry or a list of them), one per table."""
+    raw = response.get("ConsumedCapacity")
+    if not raw:
+        return ()
+    entries = raw if isinstance(raw, list) else [raw]
+    return tuple(ConsumedCapacity.from_consumed(entry) for entry in entries)
+
+
+class _Tally:
+    """Consumed capacity summed per table, in first-seen order."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, ConsumedCapacity] = {}
+
+    def add(self, consumed: ConsumedCapacity) -> None:
+        known = self.tables.get(consumed.table)
+        self.tables[consumed.table] = consumed if known is None else known + consumed
+
+    def take(self) -> tuple[ConsumedCapacity, ...]:
+        out = tuple(self.tables.values())
+        self.tables = {}
+        return out
+
+
+class Measurement:
+    """What the requests sent while :meth:`CapacityMeter.measure` was open consumed."""
+
+    def __init__(self) -> None:
+        self._tally = _Tally()
+
+    @property
+    def consumed(self) -> tuple[ConsumedCapacity, ...]:
+        """The consumed capacity, one entry per table."""
+        return tuple(self._tally.tables.values())
+
+    @property
+    def total(self) -> float:
+        """Every unit consumed, on every table and index."""
+        return sum(c.total for c in self._tally.tables.values())
+
+    def __str__(self) -> str:
+        return "; ".join(f"{c.table}: {c}" for c in self.consumed) or "nothing consumed"
+
+
+class CapacityMeter:
+    """A session's consumed-capacity meter (``session.capacity``).
+
+    ``enabled`` (``Session(consumed_capacity=True)``) asks every read and write for
+    ``ReturnConsumedCapacity=INDEXES``; :meth:`measure` does so for the calls inside its block
+    only. ``last`` holds what the last finished call consumed (with concurrent async calls, the
+    one that finished last), ``totals`` the running sum per table since the session began (or
+    :meth:`reset`). Results with a ``consumed`` field (a ``Page``, a batch write or transaction
+    result) carry their own call's figures, whatever runs concurrently.
+    """
+
+    def __init__(self, enabled: bool = False) -> None:
+        self.enabled = enabled
+        self._totals = _Tally()
+        self._open: list[Measurement] = []
+        #: What the last finished session call consumed, one entry per table (empty when
+        #: that call was not metered).
+        self.last: tuple[ConsumedCapacity, ...] = ()
+
+    @property
+    def totals(self) -> dict[str, ConsumedCapacity]:
+        """The running consumed capacity per table name (with its per-index figures)."""
+        return dict(self._totals.tables)
+
+    @property
+    def total(self) -> float:
+        """Every unit consumed since the session began or the last :meth:`reset`."""
+        return sum(c.total for c in self._totals.tables.values())
+
+    def reset(self) -> None:
+        """Forget the running totals and ``last``."""
+        self._totals = _Tally()
+        self.last = ()
+
+    @contextmanager
+    def measure(self) -> Iterator[Measurement]:
+        """Measure the calls made inside the block, even when the meter is not ``enabled``.
+
+        Under an async session, calls that other tasks run meanwhile are measured too.
+        """
+        measurement = Measurement()
+        self._open.append(measurement)
+        try:
+            yield measurement
+        finally:
+            self._open.remove(measurement)
+
+    @property
+    def requesting(self) -> bool:
+        """Whether requests now ask for their consumed capacity."""
+        return self.enabled or bool(self._open)
+
+    # -- the wrapper around every operation ----------------------------------------------------
+
+    def wrap(self, op: Operation[T]) -> Operation[T]:
+        """Return ``op`` metered when the meter is on, else ``op`` itself."""
+        if not self.requesting:
+            self.last = ()
+            return op
+        return self._metered(op)
+
+    def _metered(self, op: Operation[T]) -> Operation[T]:
+        whole = _Tally()
+        page = _Tally()
+        result = yield from self._observe(op, (whole, page))
+        consumed = tuple(whole.tables.values())
+        self.last = consumed
+        attached: T = _attach(result, consumed)
+        return attached
+
+    def _record(self, call: Call, response: Mapping[str, Any], tallies: tuple[_Tally, ...]) -> None:
+        for consumed in consumed_of(response):
+            for tally in (*tallies, self._totals, *(m._tally for m in self._open)):
+                tally.add(consumed)
+            log.info("%s %s: %s", call.operation, consumed.table, consumed)
+
+    def _observe(self, op: Operation[T], tallies: tuple[_Tally, _Tally]) -> Operation[T]:
+        """Run ``op`` inside this operation, asking for and recording consumed capacity."""
+        try:
+            step: Step = next(op)
+            while True:
+                if isinstance(step, Emit):
+                    yield Emit(_attach(step.value, tallies[1].take()))
+                    step = op.send(None)
+                    continue
+                sent: Step = step
+                if (
+                    isinstance(step, Call)
+                    and step.operation in CAPACITY_OPERATIONS
+                    and "ReturnConsumedCapacity" not in step.params
+                ):
+                    params = {**step.params, "ReturnConsumedCapacity": "INDEXES"}
+                    sent = Call(step.operation, params, step.tables)
+                elif isinstance(step, Gather):
+                    parts = tuple(self._observe(o, tallies) for o in step.operations)
+                    sent = Gather(parts, step.limit)
+                try:
+                    result = yield sent
+                except LsiormError as exc:
+                    step = op.throw(exc)
+                    continue
+                if isinstance(sent, Call):
+                    self._record(sent, result, tallies)
+                step = op.send(result)
+        except StopIteration as stop:
+            value: T = stop.value
+            return value
+        finally:
+            op.close()
+
+
+def _attach(value: Any, consumed: tuple[ConsumedCapacity, ...]) -> Any:
+    """Return a result with its ``consumed`` field filled in (other values as they are)."""
+    if (
+        dataclasses.is_dataclass(value)
+        and not isinstance(value, type)
+        and any(f.name == "consumed" for f in dataclasses.fields(value))
+    ):
+        return dataclasses.replace(value, consumed=consumed)
+    return value
