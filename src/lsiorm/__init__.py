@@ -56,6 +56,7 @@ from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult
 from lsiorm._ops.collection_guard import CollectionEstimate, CollectionWarning, CollectionWatcher
 from lsiorm._ops.hooks import HookRequest
+from lsiorm._ops.items import DeleteResult
 from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.transactions import (
@@ -76,6 +77,8 @@ from lsiorm.errors import (
     BatchWriteIncompleteError,
     CancellationReason,
     ConditionFailedError,
+    ConfigurationError,
+    CursorError,
     DeclarationError,
     DynamoError,
     IndexKeyTypeError,
@@ -85,6 +88,7 @@ from lsiorm.errors import (
     KeyEncodingError,
     LsiormError,
     NotFoundError,
+    OutcomeUnknownError,
     PartialKeyUpdateError,
     QueryPlanError,
     ResourceNotFoundError,
@@ -112,8 +116,11 @@ __all__ = [
     "CollectionWatcher",
     "ConditionCheck",
     "ConditionFailedError",
+    "ConfigurationError",
+    "CursorError",
     "DeclarationError",
     "Delete",
+    "DeleteResult",
     "DriftReport",
     "DynamoError",
     "Entity",
@@ -132,6 +139,7 @@ __all__ = [
     "LocalIndex",
     "LsiormError",
     "NotFoundError",
+    "OutcomeUnknownError",
     "Page",
     "PartialKeyUpdateError",
     "Projection",

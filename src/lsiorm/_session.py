@@ -20,6 +20,7 @@ from lsiorm._ops import audit, batch, items, reads, tables, transactions
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult, DeleteTarget, GetKey
 from lsiorm._ops.collection_guard import CollectionWatcher
+from lsiorm._ops.items import DeleteResult, Idempotency
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
@@ -27,10 +28,12 @@ from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import Get, TransactAction, TransactWriteResult
 from lsiorm._query.values import Query, Scan
 from lsiorm._requests.items import UpdateSpec, key_values
+from lsiorm.errors import ConfigurationError
 
 __all__ = ["AsyncSession", "Session"]
 
 E = TypeVar("E", bound=Entity)
+T = TypeVar("T")
 
 
 class _Operations:
@@ -73,13 +76,22 @@ class _Operations:
         remove: Sequence[str],
         add: Mapping[str, Any] | None,
         condition: Condition | None,
+        idempotency: Idempotency = "none",
     ) -> Operation[E]:
         cls: type[E] = target if isinstance(target, type) else type(target)
         instance = None if isinstance(target, type) else target
         meta = meta_of(cls)
         values = key_values(meta, instance if instance is not None else key, fields)
         spec = UpdateSpec(dict(set or {}), tuple(remove), dict(add or {}))
-        return items.update(self.ctx, cls, values, spec, condition=condition, instance=instance)
+        return items.update(
+            self.ctx,
+            cls,
+            values,
+            spec,
+            condition=condition,
+            instance=instance,
+            idempotency=idempotency,
+        )
 
     def _delete(
         self,
@@ -87,7 +99,7 @@ class _Operations:
         key: Mapping[str, Any] | None,
         fields: Mapping[str, Any],
         condition: Condition | None,
-    ) -> Operation[E | None]:
+    ) -> Operation[DeleteResult[E]]:
         cls: type[E] = target if isinstance(target, type) else type(target)
         meta = meta_of(cls)
         instance = None if isinstance(target, type) else target
@@ -97,7 +109,36 @@ class _Operations:
             if instance is not None and meta.version_field is not None
             else None
         )
-        return items.delete(self.ctx, cls, values, condition=condition, expected_version=expected)
+        return items.delete_result(
+            self.ctx, cls, values, condition=condition, expected_version=expected
+        )
+
+    def _delete_item(
+        self,
+        target: type[E] | E,
+        key: Mapping[str, Any] | None,
+        fields: Mapping[str, Any],
+        condition: Condition | None,
+    ) -> Operation[E | None]:
+        result = yield from self._delete(target, key, fields, condition)
+        return items.deleted_item(result, target)
+
+
+def _client(factory: Any, kwargs: Mapping[str, Any]) -> Any:
+    """Build a botocore client, turning botocore's configuration errors into typed ones."""
+    from botocore.exceptions import BotoCoreError, NoRegionError
+
+    try:
+        return factory("dynamodb", **kwargs)
+    except NoRegionError as exc:
+        raise ConfigurationError(
+            "config.no-region",
+            "No AWS region is configured: pass region_name=..., or set AWS_DEFAULT_REGION.",
+        ) from exc
+    except (BotoCoreError, ValueError) as exc:
+        raise ConfigurationError(
+            "config.client", f"Cannot build the DynamoDB client: {exc}"
+        ) from exc
 
 
 def _client_kwargs(
@@ -143,8 +184,9 @@ class Session(_Operations):
         if client is None:
             import boto3
 
-            client = boto3.session.Session().client(
-                "dynamodb", **_client_kwargs(endpoint_url, region_name, client_kwargs)
+            client = _client(
+                boto3.session.Session().client,
+                _client_kwargs(endpoint_url, region_name, client_kwargs),
             )
             if fast_json:
                 fastjson.install(client)
@@ -220,10 +262,19 @@ class Session(_Operations):
         remove: Sequence[str] = (),
         add: Mapping[str, Any] | None = None,
         condition: Condition | None = None,
+        idempotency: Idempotency = "none",
         **fields: Any,
     ) -> E:
-        """Update an existing item and return it as stored; rewrites affected key attributes."""
-        return self.driver.run(self._update(target, key, fields, set, remove, add, condition))
+        """Update an existing item and return it as stored; rewrites affected key attributes.
+
+        ``idempotency`` decides how an update that ADDs to a number is kept from being applied
+        twice when an answer is lost (see docs/reliability.md): ``"none"`` (no resend after an
+        ambiguous failure: OutcomeUnknownError) or ``"transaction"`` (applied once as a
+        transaction with a request token: twice the write units, plus one consistent read).
+        """
+        return self.driver.run(
+            self._update(target, key, fields, set, remove, add, condition, idempotency)
+        )
 
     def delete(
         self,
@@ -233,7 +284,22 @@ class Session(_Operations):
         condition: Condition | None = None,
         **fields: Any,
     ) -> E | None:
-        """Delete one item; return what was deleted, or None."""
+        """Delete one item; return what was deleted, or None.
+
+        Raises OutcomeUnknownError if an attempt whose answer was lost may have deleted it;
+        :meth:`delete_result` reports that case as ``deleted=None`` instead.
+        """
+        return self.driver.run(self._delete_item(target, key, fields, condition))
+
+    def delete_result(
+        self,
+        target: type[E] | E,
+        key: Mapping[str, Any] | None = None,
+        *,
+        condition: Condition | None = None,
+        **fields: Any,
+    ) -> DeleteResult[E]:
+        """Delete one item; say whether this call deleted it (True, False, None: unknown)."""
         return self.driver.run(self._delete(target, key, fields, condition))
 
     def audit_collection(self, table: Table, partition_value: Any) -> CollectionSize:
@@ -313,7 +379,8 @@ class AsyncSession(_Operations):
     """Asynchronous access to DynamoDB over aioboto3, with the same methods as Session.
 
     Use it as ``async with AsyncSession(...) as session:``, or pass an entered aiobotocore
-    client as ``client``.
+    client as ``client``. Used without ``async with``, it opens its client on the first call;
+    then ``await session.close()`` closes it.
     """
 
     def __init__(
@@ -333,20 +400,24 @@ class AsyncSession(_Operations):
         self._client_kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
         self._stack: AsyncExitStack | None = None
         self.client = client
-        self.driver = AsyncDriver(client)
+        self.driver: AsyncDriver | _OpeningDriver = AsyncDriver(client) if client is not None else _OpeningDriver(self)
 
-    async def __aenter__(self) -> AsyncSession:
+    async def open(self) -> AsyncSession:
+        """Open the client (``async with`` does this; so does the first call)."""
         if self.client is None:
             import aioboto3
 
-            self._stack = AsyncExitStack()
-            self.client = await self._stack.enter_async_context(
-                aioboto3.Session().client("dynamodb", **self._client_kwargs)
-            )
+            stack = AsyncExitStack()
+            client = _client(aioboto3.Session().client, self._client_kwargs)
+            self.client = await stack.enter_async_context(client)
+            self._stack = stack
             if self._fast_json:
                 fastjson.install(self.client)
             self.driver = AsyncDriver(self.client)
         return self
+
+    async def __aenter__(self) -> AsyncSession:
+        return await self.open()
 
     async def __aexit__(
         self,
@@ -362,6 +433,7 @@ class AsyncSession(_Operations):
             stack, self._stack = self._stack, None
             await stack.aclose()
             self.client = None
+            self.driver = _OpeningDriver(self)
 
     async def run(self, op: Operation[Any]) -> Any:
         """Run any lsiorm operation generator with this session's driver."""
@@ -419,10 +491,13 @@ class AsyncSession(_Operations):
         remove: Sequence[str] = (),
         add: Mapping[str, Any] | None = None,
         condition: Condition | None = None,
+        idempotency: Idempotency = "none",
         **fields: Any,
     ) -> E:
-        """Update an existing item and return it as stored; rewrites affected key attributes."""
-        return await self.driver.run(self._update(target, key, fields, set, remove, add, condition))
+        """Update an existing item and return it as stored; see :meth:`Session.update`."""
+        return await self.driver.run(
+            self._update(target, key, fields, set, remove, add, condition, idempotency)
+        )
 
     async def delete(
         self,
@@ -432,7 +507,18 @@ class AsyncSession(_Operations):
         condition: Condition | None = None,
         **fields: Any,
     ) -> E | None:
-        """Delete one item; return what was deleted, or None."""
+        """Delete one item; return what was deleted, or None (see :meth:`Session.delete`)."""
+        return await self.driver.run(self._delete_item(target, key, fields, condition))
+
+    async def delete_result(
+        self,
+        target: type[E] | E,
+        key: Mapping[str, Any] | None = None,
+        *,
+        condition: Condition | None = None,
+        **fields: Any,
+    ) -> DeleteResult[E]:
+        """Delete one item; say whether this call deleted it (True, False, None: unknown)."""
         return await self.driver.run(self._delete(target, key, fields, condition))
 
     async def audit_collection(self, table: Table, partition_value: Any) -> CollectionSize:
@@ -510,3 +596,19 @@ class AsyncSession(_Operations):
         async for page in self.pages(source):
             for item in page.items:
                 yield item
+
+
+class _OpeningDriver:
+    """The driver of an AsyncSession not yet opened: opens it on the first call."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def run(self, op: Operation[T]) -> T:
+        await self._session.open()
+        return await self._session.driver.run(op)
+
+    async def iterate(self, op: Operation[Any]) -> AsyncIterator[Any]:
+        await self._session.open()
+        async for value in self._session.driver.iterate(op):
+            yield value

@@ -13,10 +13,14 @@ from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from typing import Any, TypeVar
 
 from botocore import xform_name
-from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
-from lsiorm._ops.service_errors import from_error_response, from_transport_failure
+from lsiorm._ops.service_errors import (
+    from_botocore_failure,
+    from_error_response,
+    from_transport_failure,
+)
 from lsiorm._ops.steps import Call, Emit, Gather, Operation, Sleep, Step
 from lsiorm.errors import LsiormError
 
@@ -59,6 +63,8 @@ class SyncDriver:
             ) from exc
         except _TRANSPORT as exc:
             raise from_transport_failure(exc, call.operation, call.params) from exc
+        except BotoCoreError as exc:
+            raise from_botocore_failure(exc, call.operation, call.params) from exc
         return response
 
     def _result(self, step: Step) -> Any:
@@ -122,6 +128,8 @@ class AsyncDriver:
             ) from exc
         except _ASYNC_TRANSPORT as exc:
             raise from_transport_failure(exc, call.operation, call.params) from exc
+        except BotoCoreError as exc:
+            raise from_botocore_failure(exc, call.operation, call.params) from exc
         return response
 
     async def _result(self, step: Step) -> Any:
