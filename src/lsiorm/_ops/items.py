@@ -17,8 +17,9 @@ write may have been applied. What happens next depends on the write (docs/reliab
   With ``idempotency="transaction"`` it is sent as a one-action TransactWriteItems with a
   ClientRequestToken, which DynamoDB applies once however often it is resent within ten
   minutes (at twice the write units, plus one consistent read for the result);
-* when the retries run out after an ambiguous failure, the outcome is unknown, and
-  OutcomeUnknownError says so instead of the last transient error.
+* when the retries run out after an ambiguous failure, the outcome is unknown: the last
+  error is then a TransportError or InternalServerError (which say so by their kind), or, if
+  the last attempt was throttled, an OutcomeUnknownError.
 """
 
 from __future__ import annotations
@@ -138,7 +139,9 @@ def _send(
             )
         )
     except RetryableError as exc:
-        if attempts.ambiguous is not None:
+        # A last failure that is itself ambiguous (TransportError, InternalServerError) already
+        # says the outcome is unknown; a throttle after an ambiguous failure would not.
+        if attempts.ambiguous is not None and not is_ambiguous(exc):
             raise attempts.unknown(
                 exc, "an attempt may have been applied before the retries ran out"
             ) from exc
