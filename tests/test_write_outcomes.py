@@ -189,9 +189,8 @@ class Checker:
         elif kind in ("vput", "vupdate"):
             # Nobody else writes: a stale version is always a wrong report.
             expected_rev = (before.rev if before is not None else 0) + 1
-            if isinstance(error, StaleVersionError) or error is not None:
-                self.bad(where)
-            elif after != result or after.rev != expected_rev or after.body != body:
+            wrong = isinstance(error, StaleVersionError) or error is not None
+            if wrong or after != result or after.rev != expected_rev or after.body != body:
                 self.bad(where)
         elif kind in ("delete", "vdelete"):
             if error is not None or after is not None:
@@ -199,9 +198,8 @@ class Checker:
             elif result.deleted is True:
                 if before is None or result.item != before:
                     self.bad(where)
-            elif result.deleted is False:
-                if before is not None:
-                    self.bad(where)
+            elif result.deleted is False and before is not None:
+                self.bad(where)
             # deleted=None: unknown, and the item is gone (checked above).
 
     transactions = True
@@ -244,16 +242,19 @@ async def test_single_writes_report_the_truth_at_30_percent_faults(
     # transactional ADD runs on DynamoDB Local only.
     tx = backend != "moto"
     calls = 150 if backend == "moto" else 300
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as direct:
-        with FaultProxy(endpoint_url, rate=0.3, kinds=WRITE_KINDS, seed=11) as proxy:
-            checker = await run_loop(mode, proxy.endpoint_url, direct, doc, vdoc, calls, tx)
-            stats = dict(proxy.stats)
+    with (
+        Session(endpoint_url=endpoint_url, region_name="us-east-1") as direct,
+        FaultProxy(endpoint_url, rate=0.3, kinds=WRITE_KINDS, seed=11) as proxy,
+    ):
+        checker = await run_loop(mode, proxy.endpoint_url, direct, doc, vdoc, calls, tx)
+        stats = dict(proxy.stats)
     assert checker.disagreements == [], "\n".join(checker.disagreements[:10])
     # The faults really happened, every kind, and lost answers hit single writes.
     assert all(stats.get(kind, 0) > 0 for kind in WRITE_KINDS), stats
     assert 0.2 < stats["faults"] / stats["requests"] < 0.4, stats
     # Lost answers were recovered as successes, not only reported as unknown.
-    assert checker.outcomes["create:ok"] > 0 and checker.outcomes["vupdate:ok"] > 0
+    assert checker.outcomes["create:ok"] > 0
+    assert checker.outcomes["vupdate:ok"] > 0
     assert sum(v for k, v in checker.outcomes.items() if k.endswith(":ok")) > calls // 2
 
 
@@ -281,7 +282,8 @@ def test_create_only_put_whose_answer_was_lost_succeeds(
     proxy, hook = lost_once(endpoint_url)
     with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
         stored = session.put(doc(did="b", body="new"), create_only=True)
-    assert isinstance(hook.errors[0], TransportError) and proxy.stats["lost-response"] == 1
+    assert isinstance(hook.errors[0], TransportError)
+    assert proxy.stats["lost-response"] == 1
     with Session(endpoint_url=endpoint_url) as direct:
         assert direct.get(doc, did="b", consistent=True) == stored
 
@@ -293,9 +295,12 @@ def test_create_only_put_of_someone_elses_item_still_fails(
     with Session(endpoint_url=endpoint_url) as direct:
         direct.put(doc(did="b", body="theirs"))
     proxy, hook = lost_once(endpoint_url)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
-        with pytest.raises(ConditionFailedError):
-            session.put(doc(did="b", body="mine"), create_only=True)
+    with (
+        proxy,
+        Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session,
+        pytest.raises(ConditionFailedError),
+    ):
+        session.put(doc(did="b", body="mine"), create_only=True)
 
 
 def test_versioned_update_whose_answer_was_lost_succeeds(
@@ -307,7 +312,8 @@ def test_versioned_update_whose_answer_was_lost_succeeds(
     proxy, hook = lost_once(endpoint_url)
     with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
         updated = session.update(stored, set={"body": "new"})
-    assert updated.rev == stored.rev + 1 and updated.body == "new"
+    assert updated.rev == stored.rev + 1
+    assert updated.body == "new"
     with Session(endpoint_url=endpoint_url) as direct:
         assert direct.get(vdoc, did="v", consistent=True) == updated
 
@@ -319,9 +325,12 @@ def test_add_whose_answer_was_lost_is_never_applied_twice(
     with Session(endpoint_url=endpoint_url) as direct:
         direct.put(doc(did="a"))
     proxy, hook = lost_once(endpoint_url)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
-        with pytest.raises(OutcomeUnknownError) as caught:
-            session.update(doc, did="a", add={"hits": 1})
+    with (
+        proxy,
+        Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session,
+        pytest.raises(OutcomeUnknownError) as caught,
+    ):
+        session.update(doc, did="a", add={"hits": 1})
     assert caught.value.request["operation"] == "UpdateItem"
     assert proxy.stats["forwarded"] == 1  # never re-sent
     with Session(endpoint_url=endpoint_url) as direct:
@@ -339,7 +348,8 @@ def test_transactional_add_whose_answer_was_lost_applies_once(
     proxy, hook = lost_once(endpoint_url)
     with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
         result = session.update(doc, did="a", add={"hits": 1}, idempotency="transaction")
-    assert result.hits == 1 and isinstance(hook.errors[0], TransportError)
+    assert result.hits == 1
+    assert isinstance(hook.errors[0], TransportError)
     with Session(endpoint_url=endpoint_url) as direct:
         assert direct.get(doc, did="a", consistent=True).hits == 1
 
@@ -354,7 +364,8 @@ def test_delete_whose_answer_was_lost_does_not_claim_nothing_was_deleted(
     proxy, hook = lost_once(endpoint_url)
     with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
         result = session.delete_result(doc, did="a")
-        assert result.deleted is None and result.item is None
+        assert result.deleted is None
+        assert result.item is None
         proxy.rate, hook.errors = 1.0, []
         with pytest.raises(OutcomeUnknownError):
             session.delete(doc, did="b")
@@ -363,5 +374,6 @@ def test_delete_whose_answer_was_lost_does_not_claim_nothing_was_deleted(
     with Session(endpoint_url=endpoint_url) as direct:
         direct.put(doc(did="c", body="x"))
         gone = direct.delete_result(doc, did="c")
-        assert gone.deleted is True and gone.item == doc(did="c", body="x")
+        assert gone.deleted is True
+        assert gone.item == doc(did="c", body="x")
         assert direct.delete(doc, did="c") is None

@@ -124,21 +124,26 @@ class _Operations:
         return items.deleted_item(result, target)
 
 
+def _client_error(exc: Exception) -> ConfigurationError:
+    """Return the typed error for a botocore failure while building a client."""
+    from botocore.exceptions import NoRegionError
+
+    if isinstance(exc, NoRegionError):
+        return ConfigurationError(
+            "config.no-region",
+            "No AWS region is configured: pass region_name=..., or set AWS_DEFAULT_REGION.",
+        )
+    return ConfigurationError("config.client", f"Cannot build the DynamoDB client: {exc}")
+
+
 def _client(factory: Any, kwargs: Mapping[str, Any]) -> Any:
     """Build a botocore client, turning botocore's configuration errors into typed ones."""
-    from botocore.exceptions import BotoCoreError, NoRegionError
+    from botocore.exceptions import BotoCoreError
 
     try:
         return factory("dynamodb", **kwargs)
-    except NoRegionError as exc:
-        raise ConfigurationError(
-            "config.no-region",
-            "No AWS region is configured: pass region_name=..., or set AWS_DEFAULT_REGION.",
-        ) from exc
     except (BotoCoreError, ValueError) as exc:
-        raise ConfigurationError(
-            "config.client", f"Cannot build the DynamoDB client: {exc}"
-        ) from exc
+        raise _client_error(exc) from exc
 
 
 def _client_kwargs(
@@ -400,16 +405,22 @@ class AsyncSession(_Operations):
         self._client_kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
         self._stack: AsyncExitStack | None = None
         self.client = client
-        self.driver: AsyncDriver | _OpeningDriver = AsyncDriver(client) if client is not None else _OpeningDriver(self)
+        self.driver: AsyncDriver | _OpeningDriver = (
+            AsyncDriver(client) if client is not None else _OpeningDriver(self)
+        )
 
     async def open(self) -> AsyncSession:
         """Open the client (``async with`` does this; so does the first call)."""
         if self.client is None:
             import aioboto3
+            from botocore.exceptions import BotoCoreError
 
             stack = AsyncExitStack()
             client = _client(aioboto3.Session().client, self._client_kwargs)
-            self.client = await stack.enter_async_context(client)
+            try:
+                self.client = await stack.enter_async_context(client)
+            except (BotoCoreError, ValueError) as exc:
+                raise _client_error(exc) from exc
             self._stack = stack
             if self._fast_json:
                 fastjson.install(self.client)

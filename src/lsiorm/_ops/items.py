@@ -74,7 +74,12 @@ Idempotency = Literal["none", "transaction"]
 
 # Transport failures that happen before the request leaves: it cannot have been applied.
 _NOT_SENT = frozenset(
-    {"EndpointConnectionError", "ConnectTimeoutError", "ProxyConnectionError", "ClientConnectorError"}
+    {
+        "EndpointConnectionError",
+        "ConnectTimeoutError",
+        "ProxyConnectionError",
+        "ClientConnectorError",
+    }
 )
 
 
@@ -129,9 +134,7 @@ class _Attempts:
         )
 
 
-def _send(
-    ctx: Context, meta: EntityMeta, attempts: _Attempts
-) -> Operation[dict[str, Any]]:
+def _send(ctx: Context, meta: EntityMeta, attempts: _Attempts) -> Operation[dict[str, Any]]:
     try:
         return (
             yield from call(
@@ -277,9 +280,7 @@ def deleted_item(result: DeleteResult[E], target: type[E] | E) -> E | None:
 
 def _additive(spec: UpdateSpec) -> bool:
     """Whether applying the update twice differs from applying it once (ADD of a number)."""
-    return any(
-        not isinstance(v, (set, frozenset)) for v in (spec.add or {}).values()
-    )
+    return any(not isinstance(v, (set, frozenset)) for v in (spec.add or {}).values())
 
 
 def _applied(
@@ -347,11 +348,7 @@ def update(
                 table=meta.table.name,
                 key=params["Key"],
             ) from exc
-        if (
-            attempts.ambiguous is not None
-            and not additive
-            and _applied(meta, spec, old, instance)
-        ):
+        if attempts.ambiguous is not None and not additive and _applied(meta, spec, old, instance):
             # An earlier attempt of this call made these changes; its answer was lost.
             return cast("E", decode_item(meta.table, old, only=(cls,)))
         if instance is not None and meta.version_field is not None:

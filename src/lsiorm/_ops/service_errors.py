@@ -7,19 +7,19 @@ from typing import TYPE_CHECKING, Any
 
 from lsiorm.errors import (
     CancellationReason,
-    ConfigurationError,
-    LsiormError,
-    ValidationError,
     ConditionFailedError,
+    ConfigurationError,
     DynamoError,
     InternalServerError,
     ItemCollectionSizeLimitError,
+    LsiormError,
     ResourceNotFoundError,
     ServiceValidationError,
     ThrottledError,
     TransactionCanceledError,
     TransactionConflictError,
     TransportError,
+    ValidationError,
 )
 
 if TYPE_CHECKING:

@@ -14,6 +14,7 @@ Key and item sizes are checked where items and keys are built (see ``_model.enti
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -69,10 +70,9 @@ def _check_expressions(operation: str, params: Mapping[str, Any]) -> None:
         for k, v in values.items():
             total += len(str(k).encode())
             if isinstance(v, Mapping):
-                try:
+                # A malformed value is the service's to refuse, with its own message.
+                with contextlib.suppress(ValidationError):
                     total += attribute_value_size(v)
-                except ValidationError:
-                    pass  # a malformed value is the service's to refuse, with its own message
     if total > MAX_SUBSTITUTION_BYTES:
         raise ValidationError(
             "expression.max-substitutions-2mb",
