@@ -33,7 +33,7 @@ from lsiorm import (
 
 QUICK = RetryPolicy(max_attempts=2, max_delay=2.0, initial=0.001, maximum=0.01)
 # Methods that never talk to DynamoDB or only manage the session.
-LOCAL = {"add_hook", "close", "run", "open"}
+LOCAL = {"add_hook", "close", "run"}
 
 
 def declare() -> tuple[Table, type[Any]]:

@@ -409,7 +409,7 @@ class AsyncSession(_Operations):
             AsyncDriver(client) if client is not None else _OpeningDriver(self)
         )
 
-    async def open(self) -> AsyncSession:
+    async def _open(self) -> AsyncSession:
         """Open the client (``async with`` does this; so does the first call)."""
         if self.client is None:
             import aioboto3
@@ -428,7 +428,7 @@ class AsyncSession(_Operations):
         return self
 
     async def __aenter__(self) -> AsyncSession:
-        return await self.open()
+        return await self._open()
 
     async def __aexit__(
         self,
@@ -616,10 +616,10 @@ class _OpeningDriver:
         self._session = session
 
     async def run(self, op: Operation[T]) -> T:
-        await self._session.open()
+        await self._session._open()
         return await self._session.driver.run(op)
 
     async def iterate(self, op: Operation[Any]) -> AsyncIterator[Any]:
-        await self._session.open()
+        await self._session._open()
         async for value in self._session.driver.iterate(op):
             yield value
