@@ -91,7 +91,8 @@ def test_update_to_none_removes_and_next_put_stays_absent(
     session, client, doc = world
     session.put(doc(did="a", note="n", status="open", rev=1))
     updated = session.update(doc, did="a", set={"note": None, "status": None})
-    assert updated.note is None and updated.status is None
+    assert updated.note is None
+    assert updated.status is None
     item = raw(client, doc, "a")
     assert {"note", "status", "gpk"}.isdisjoint(item)
     assert item["gsk"] == {"S": "R#00001"}  # its template does not use status
@@ -108,8 +109,10 @@ def test_update_through_an_instance_with_a_none_template_field(
     # gsk needs rev; status (gpk's field) is None: the update requires it to be absent, and
     # the put left it absent, so the condition holds.
     updated = session.update(stored, set={"rev": 5})
-    assert updated.rev == 5 and updated.status is None
-    assert "gsk" in raw(client, doc, "a") and "gpk" not in raw(client, doc, "a")
+    assert updated.rev == 5
+    assert updated.status is None
+    assert "gsk" in raw(client, doc, "a")
+    assert "gpk" not in raw(client, doc, "a")
 
 
 def test_conditions_and_add_see_none_as_absent_after_every_write(
