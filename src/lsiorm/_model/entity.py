@@ -213,6 +213,11 @@ def _key_limit(table: Table, attribute: str) -> tuple[int, str]:
     return MAX_PARTITION_KEY_BYTES, "key.partition-max-2048-bytes"
 
 
+def checked_key(meta: EntityMeta, tpl: KeyTemplate, value: Any) -> Any:
+    """Return a rendered key attribute value, checked against DynamoDB's key rules."""
+    return _checked_key(meta, tpl, value)
+
+
 def _checked_key(meta: EntityMeta, tpl: KeyTemplate, value: Any) -> Any:
     declared = meta.table.key_attributes[tpl.attribute]
     ok = (

@@ -17,7 +17,7 @@ from lsiorm._conditions import (
     Placeholders,
     compile_condition,
 )
-from lsiorm._model.entity import Entity, EntityMeta, meta_of, wire_item
+from lsiorm._model.entity import Entity, EntityMeta, checked_key, meta_of, wire_item
 from lsiorm._model.wire import item_to_wire, to_wire
 from lsiorm.errors import (
     PartialKeyUpdateError,
@@ -278,7 +278,7 @@ def update_request(
         if any(v is None for v in known.values()):
             remove_parts.append(ph.name(attr))
             continue
-        rendered = tpl.render(known)
+        rendered = checked_key(meta, tpl, tpl.render(known))
         set_parts.append(f"{ph.name(attr)} = {ph.value(to_wire(rendered))}")
 
     if meta.version_field is not None:
