@@ -14,6 +14,8 @@ from decimal import Decimal
 from typing import Annotated, Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import Field
 
 from lsiorm import (
@@ -29,6 +31,7 @@ from lsiorm import (
     Session,
     Shard,
     Table,
+    ValidationError,
     any_of,
     gt,
     is_in,
@@ -470,3 +473,25 @@ def test_bad_input_is_refused_before_any_request(
     assert f"[rule: {rule}]" in str(caught.value)
     if label.startswith("declaration"):
         assert isinstance(caught.value, DeclarationError)
+
+
+@given(text=st.text(min_size=1, max_size=1100))
+def test_a_key_is_refused_exactly_when_it_is_over_its_byte_limit(text: str) -> None:
+    size = len(text.encode("utf-8", "surrogatepass"))
+    try:
+        wire = Direct(k=text).to_wire()
+    except ValidationError as exc:
+        if exc.rule == "key.partition-max-2048-bytes":
+            assert size > 2048
+        return
+    assert size <= 2048
+    assert wire["pk"] == {"S": text}
+
+
+@given(label=st.text(alphabet="aé€", min_size=300, max_size=600))
+def test_a_derived_sort_key_is_refused_exactly_over_1024_bytes(label: str) -> None:
+    if len(label.encode()) > 1024:
+        with pytest.raises(ValidationError, match=r"rule: key\.sort-max-1024-bytes"):
+            item(label=label).to_wire()
+    else:
+        assert item(label=label).to_wire()["gsk"] == {"S": label}
