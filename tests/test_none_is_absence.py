@@ -101,6 +101,17 @@ def test_update_to_none_removes_and_next_put_stays_absent(
     assert session.get(doc, did="a", consistent=True) == again
 
 
+def test_a_required_field_that_allows_none_can_be_removed(
+    world: tuple[Session, Any, type[Any]],
+) -> None:
+    session, client, doc = world
+    session.put(doc(did="r", note="n"))
+    cleared = session.update(doc, did="r", remove=["note"])
+    assert cleared.note is None
+    assert "note" not in raw(client, doc, "r")
+    assert session.get(doc, did="r", consistent=True) == cleared
+
+
 def test_update_through_an_instance_with_a_none_template_field(
     world: tuple[Session, Any, type[Any]],
 ) -> None:

@@ -43,6 +43,11 @@ from lsiorm.errors import (
 __all__ = ["Entity", "EntityMeta", "Shard", "decode_item", "meta_of", "shard_of", "shard_value"]
 
 
+def allows_none(annotation: Any) -> bool:
+    """Return True when a field annotation admits None (``T | None``)."""
+    return _allows_none(annotation)
+
+
 def _allows_none(annotation: Any) -> bool:
     origin = typing.get_origin(annotation)
     if origin is Union or origin is types.UnionType:

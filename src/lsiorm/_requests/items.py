@@ -17,7 +17,14 @@ from lsiorm._conditions import (
     Placeholders,
     compile_condition,
 )
-from lsiorm._model.entity import Entity, EntityMeta, checked_key, meta_of, wire_item
+from lsiorm._model.entity import (
+    Entity,
+    EntityMeta,
+    allows_none,
+    checked_key,
+    meta_of,
+    wire_item,
+)
 from lsiorm._model.wire import item_to_wire, to_wire
 from lsiorm.errors import (
     PartialKeyUpdateError,
@@ -215,7 +222,8 @@ def update_request(
         )
     for name in removes:
         info = meta.cls.model_fields[name]
-        if info.is_required():
+        # None is absence: a required field that allows None may be removed (it reads as None).
+        if info.is_required() and not allows_none(info.annotation):
             raise ValidationError(
                 "update.remove-required",
                 f"Cannot remove {cls_name}.{name}: the field is required.",
