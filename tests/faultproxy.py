@@ -6,9 +6,14 @@ in one of these ways instead, chosen at random among ``kinds``:
 * ``"throttle"``: HTTP 400 with DynamoDB's error body for ``throttle_code``
   (ProvisionedThroughputExceededException by default);
 * ``"error500"``: HTTP 500 with an InternalServerError body;
+* ``"error503"``: HTTP 503 with a ServiceUnavailable JSON body;
+* ``"html503"``: HTTP 503 with an HTML body, as a load balancer in front would answer;
 * ``"drop"``: the connection is closed without any response, the request never forwarded;
 * ``"lost-response"``: the request is forwarded and applied, then the connection is closed
-  before the response (the case that makes idempotency matter);
+  before the response (the case that makes idempotency matter). Single writes (PutItem,
+  UpdateItem, DeleteItem) get it like every other operation: applied, then dropped;
+* ``"applied-500"``: the request is forwarded and applied, then answered with a 500, so the
+  client believes it failed;
 * ``"partial"``: for BatchWriteItem / BatchGetItem only, part of the batch is forwarded and the
   rest comes back as UnprocessedItems / UnprocessedKeys in the real response shape. (The
   shortened body no longer matches its SigV4 signature; local engines do not check it.)
@@ -36,7 +41,16 @@ from urllib.parse import urlsplit
 
 __all__ = ["KINDS", "FaultProxy"]
 
-KINDS = ("throttle", "error500", "drop", "lost-response", "partial")
+KINDS = (
+    "throttle",
+    "error500",
+    "error503",
+    "html503",
+    "drop",
+    "lost-response",
+    "applied-500",
+    "partial",
+)
 _BATCH_OPERATIONS = frozenset({"BatchWriteItem", "BatchGetItem"})
 _ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
 _JSON = "application/x-amz-json-1.0"
@@ -89,12 +103,22 @@ class _Handler(BaseHTTPRequestHandler):
         if kind == "error500":
             self._error(500, "InternalServerError", "Injected internal server error.")
             return
+        if kind == "error503":
+            self._error(503, "ServiceUnavailable", "Injected: service unavailable.")
+            return
+        if kind == "html503":
+            page = b"<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>"
+            self._reply(503, page, content_type="text/html")
+            return
         if kind == "partial":
             self._partial(operation, body)
             return
         forwarded = proxy.forward(self.headers, body)
         if forwarded is None or kind == "lost-response":
             self._drop()
+            return
+        if kind == "applied-500":
+            self._error(500, "InternalServerError", "Injected: applied, then answered 500.")
             return
         self._reply(*forwarded)
 
@@ -109,9 +133,9 @@ class _Handler(BaseHTTPRequestHandler):
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
 
-    def _reply(self, status: int, payload: bytes) -> None:
+    def _reply(self, status: int, payload: bytes, content_type: str = _JSON) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", _JSON)
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
         self.send_header("x-amz-crc32", str(zlib.crc32(payload) & 0xFFFFFFFF))
         self.send_header("x-amzn-RequestId", "faultproxy")

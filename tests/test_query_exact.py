@@ -189,8 +189,12 @@ def test_a_bool_filter_takes_only_equality(op: Any) -> None:
 
 def test_operand_types_dynamodb_refuses_are_refused_locally() -> None:
     with pytest.raises(ValidationError) as prefix:
-        query(Kitten).where(zoo="z").filter(age=begins_with("1")).compile()
+        query(Kitten).where(zoo="z").filter(age=begins_with(1)).compile()
     assert prefix.value.rule == "condition.operand-type"
+    # Text for a number key field is refused earlier, by the strict key-value check.
+    with pytest.raises(ValidationError) as text:
+        query(Kitten).where(zoo="z").filter(age=begins_with("1")).compile()
+    assert text.value.rule == "key.value-type"
     with pytest.raises(ValidationError) as none:
         query(Kitten).where(zoo="z").filter(cond("color") < None).compile()
     assert none.value.rule == "condition.operand-type"

@@ -64,6 +64,7 @@ from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult
 from lsiorm._ops.collection_guard import CollectionEstimate, CollectionWarning, CollectionWatcher
 from lsiorm._ops.hooks import HookRequest
+from lsiorm._ops.items import DeleteResult
 from lsiorm._ops.meter import CapacityMeter, Measurement
 from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
@@ -85,6 +86,8 @@ from lsiorm.errors import (
     BatchWriteIncompleteError,
     CancellationReason,
     ConditionFailedError,
+    ConfigurationError,
+    CursorError,
     DeclarationError,
     DynamoError,
     IndexKeyTypeError,
@@ -95,6 +98,7 @@ from lsiorm.errors import (
     LsiormError,
     MissingDependencyError,
     NotFoundError,
+    OutcomeUnknownError,
     PartialKeyUpdateError,
     QueryPlanError,
     ResourceNotFoundError,
@@ -135,9 +139,12 @@ __all__ = [
     "CollectionWatcher",
     "ConditionCheck",
     "ConditionFailedError",
+    "ConfigurationError",
     "ConsumedCapacity",
+    "CursorError",
     "DeclarationError",
     "Delete",
+    "DeleteResult",
     "DriftReport",
     "DynamoError",
     "Entity",
@@ -158,6 +165,7 @@ __all__ = [
     "Measurement",
     "MissingDependencyError",
     "NotFoundError",
+    "OutcomeUnknownError",
     "Page",
     "PartialKeyUpdateError",
     "Projection",

@@ -243,11 +243,14 @@ def _typed(cls: Any, name: str, value: Any) -> Any:
     if name not in cls.model_fields:
         return value  # the query reports the unknown field with its own rule
     if isinstance(value, Between):
-        return Between(meta.validate_field(name, value.low), meta.validate_field(name, value.high))
+        return Between(
+            meta.validate_field(name, value.low, strict=False),
+            meta.validate_field(name, value.high, strict=False),
+        )
     if isinstance(value, Compare):
-        return Compare(value.op, meta.validate_field(name, value.value))
+        return Compare(value.op, meta.validate_field(name, value.value, strict=False))
     if isinstance(value, str):
-        return meta.validate_field(name, value)
+        return meta.validate_field(name, value, strict=False)
     return value
 
 

@@ -386,6 +386,13 @@ def compile_condition(
     def val(v: Any) -> str:
         return ph.value(encode(condition.field, v))
 
+    if isinstance(op, Compare) and op.value is None and op.op in ("=", "<>"):
+        # None is absence: "= None" holds for a missing attribute (and for a NULL one, as
+        # older versions stored None), "<> None" for any other value.
+        null = ph.value({"S": "NULL"})
+        if op.op == "=":
+            return f"(attribute_not_exists({name}) OR attribute_type({name}, {null}))"
+        return f"(attribute_exists({name}) AND NOT attribute_type({name}, {null}))"
     if isinstance(op, Compare):
         if op.op in _ORDERING:
             wire = encode(condition.field, op.value)

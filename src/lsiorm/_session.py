@@ -21,6 +21,7 @@ from lsiorm._ops import audit, batch, items, reads, tables, transactions
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult, DeleteTarget, GetKey
 from lsiorm._ops.collection_guard import CollectionWatcher
+from lsiorm._ops.items import DeleteResult, Idempotency
 from lsiorm._ops.meter import CapacityMeter
 from lsiorm._ops.naming import NameResolver, prefixed
 from lsiorm._ops.pipeline import Context, call
@@ -30,7 +31,7 @@ from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import Get, TransactAction, TransactWriteResult
 from lsiorm._query.values import Query, Scan
 from lsiorm._requests.items import UpdateSpec, key_values
-from lsiorm.errors import MissingDependencyError
+from lsiorm.errors import ConfigurationError, MissingDependencyError
 
 __all__ = ["AsyncSession", "Session"]
 
@@ -92,13 +93,22 @@ class _Operations:
         remove: Sequence[str],
         add: Mapping[str, Any] | None,
         condition: Condition | None,
+        idempotency: Idempotency = "none",
     ) -> Operation[E]:
         cls: type[E] = target if isinstance(target, type) else type(target)
         instance = None if isinstance(target, type) else target
         meta = meta_of(cls)
         values = key_values(meta, instance if instance is not None else key, fields)
         spec = UpdateSpec(dict(set or {}), tuple(remove), dict(add or {}))
-        return items.update(self.ctx, cls, values, spec, condition=condition, instance=instance)
+        return items.update(
+            self.ctx,
+            cls,
+            values,
+            spec,
+            condition=condition,
+            instance=instance,
+            idempotency=idempotency,
+        )
 
     def _delete(
         self,
@@ -106,7 +116,7 @@ class _Operations:
         key: Mapping[str, Any] | None,
         fields: Mapping[str, Any],
         condition: Condition | None,
-    ) -> Operation[E | None]:
+    ) -> Operation[DeleteResult[E]]:
         cls: type[E] = target if isinstance(target, type) else type(target)
         meta = meta_of(cls)
         instance = None if isinstance(target, type) else target
@@ -116,7 +126,41 @@ class _Operations:
             if instance is not None and meta.version_field is not None
             else None
         )
-        return items.delete(self.ctx, cls, values, condition=condition, expected_version=expected)
+        return items.delete_result(
+            self.ctx, cls, values, condition=condition, expected_version=expected
+        )
+
+    def _delete_item(
+        self,
+        target: type[E] | E,
+        key: Mapping[str, Any] | None,
+        fields: Mapping[str, Any],
+        condition: Condition | None,
+    ) -> Operation[E | None]:
+        result = yield from self._delete(target, key, fields, condition)
+        return items.deleted_item(result, target)
+
+
+def _client_error(exc: Exception) -> ConfigurationError:
+    """Return the typed error for a botocore failure while building a client."""
+    from botocore.exceptions import NoRegionError
+
+    if isinstance(exc, NoRegionError):
+        return ConfigurationError(
+            "config.no-region",
+            "No AWS region is configured: pass region_name=..., or set AWS_DEFAULT_REGION.",
+        )
+    return ConfigurationError("config.client", f"Cannot build the DynamoDB client: {exc}")
+
+
+def _client(factory: Any, kwargs: Mapping[str, Any]) -> Any:
+    """Build a botocore client, turning botocore's configuration errors into typed ones."""
+    from botocore.exceptions import BotoCoreError
+
+    try:
+        return factory("dynamodb", **kwargs)
+    except (BotoCoreError, ValueError) as exc:
+        raise _client_error(exc) from exc
 
 
 def _resolver(prefix: str, names: Callable[[str], str] | None) -> NameResolver | None:
@@ -223,8 +267,9 @@ class Session(_Operations):
             import boto3
 
             factory = boto3_session or boto3.session.Session(profile_name=profile_name)
-            client = factory.client(
-                "dynamodb", **_client_kwargs(endpoint_url, region_name, client_kwargs)
+            client = _client(
+                factory.client,
+                _client_kwargs(endpoint_url, region_name, client_kwargs),
             )
         elif boto3_session is not None or profile_name is not None:
             raise TypeError("Give a client, or boto3_session/profile_name to build one; not both.")
@@ -308,10 +353,19 @@ class Session(_Operations):
         remove: Sequence[str] = (),
         add: Mapping[str, Any] | None = None,
         condition: Condition | None = None,
+        idempotency: Idempotency = "none",
         **fields: Any,
     ) -> E:
-        """Update an existing item and return it as stored; rewrites affected key attributes."""
-        return self.driver.run(self._update(target, key, fields, set, remove, add, condition))
+        """Update an existing item and return it as stored; rewrites affected key attributes.
+
+        ``idempotency`` decides how an update that ADDs to a number is kept from being applied
+        twice when an answer is lost (see docs/reliability.md): ``"none"`` (no resend after an
+        ambiguous failure: OutcomeUnknownError) or ``"transaction"`` (applied once as a
+        transaction with a request token: twice the write units, plus one consistent read).
+        """
+        return self.driver.run(
+            self._update(target, key, fields, set, remove, add, condition, idempotency)
+        )
 
     def delete(
         self,
@@ -321,7 +375,22 @@ class Session(_Operations):
         condition: Condition | None = None,
         **fields: Any,
     ) -> E | None:
-        """Delete one item; return what was deleted, or None."""
+        """Delete one item; return what was deleted, or None.
+
+        Raises OutcomeUnknownError if an attempt whose answer was lost may have deleted it;
+        :meth:`delete_result` reports that case as ``deleted=None`` instead.
+        """
+        return self.driver.run(self._delete_item(target, key, fields, condition))
+
+    def delete_result(
+        self,
+        target: type[E] | E,
+        key: Mapping[str, Any] | None = None,
+        *,
+        condition: Condition | None = None,
+        **fields: Any,
+    ) -> DeleteResult[E]:
+        """Delete one item; say whether this call deleted it (True, False, None: unknown)."""
         return self.driver.run(self._delete(target, key, fields, condition))
 
     def audit_collection(self, table: Table, partition_value: Any) -> CollectionSize:
@@ -404,7 +473,9 @@ class AsyncSession(_Operations):
     client as ``client``. Building a client needs the ``async`` extra
     (``pip install "lsiorm[async]"``); without it the constructor raises
     :class:`~lsiorm.errors.MissingDependencyError`. ``aioboto3_session``, ``profile_name``,
-    ``table_prefix`` and ``table_names`` work as for :class:`Session`.
+    ``table_prefix`` and ``table_names`` work as for :class:`Session`. Used without
+    ``async with``, it opens its client on the first call; then ``await session.close()``
+    closes it.
     """
 
     def __init__(
@@ -442,23 +513,36 @@ class AsyncSession(_Operations):
         self.client = client
         if client is not None and fast_json:
             _install_fast_json(client)
-        self.driver = _MeteredAsync(AsyncDriver(client), self.capacity)
+        self.driver: _MeteredAsync | _OpeningDriver = (
+            _MeteredAsync(AsyncDriver(client), self.capacity)
+            if client is not None
+            else _OpeningDriver(self)
+        )
 
-    async def __aenter__(self) -> AsyncSession:
+    async def _open(self) -> AsyncSession:
+        """Open the client (``async with`` does this; so does the first call)."""
         if self.client is None:
+            from botocore.exceptions import BotoCoreError
+
             factory = self._factory
             if factory is None:
                 import aioboto3
 
                 factory = aioboto3.Session(profile_name=self._profile_name)
-            self._stack = AsyncExitStack()
-            self.client = await self._stack.enter_async_context(
-                factory.client("dynamodb", **self._client_kwargs)
-            )
+            stack = AsyncExitStack()
+            client = _client(factory.client, self._client_kwargs)
+            try:
+                self.client = await stack.enter_async_context(client)
+            except (BotoCoreError, ValueError) as exc:
+                raise _client_error(exc) from exc
+            self._stack = stack
             if self._fast_json:
                 fastjson.install(self.client)
             self.driver = _MeteredAsync(AsyncDriver(self.client), self.capacity)
         return self
+
+    async def __aenter__(self) -> AsyncSession:
+        return await self._open()
 
     async def __aexit__(
         self,
@@ -474,6 +558,7 @@ class AsyncSession(_Operations):
             stack, self._stack = self._stack, None
             await stack.aclose()
             self.client = None
+            self.driver = _OpeningDriver(self)
 
     async def run(self, op: Operation[Any]) -> Any:
         """Run any lsiorm operation generator with this session's driver."""
@@ -539,10 +624,13 @@ class AsyncSession(_Operations):
         remove: Sequence[str] = (),
         add: Mapping[str, Any] | None = None,
         condition: Condition | None = None,
+        idempotency: Idempotency = "none",
         **fields: Any,
     ) -> E:
-        """Update an existing item and return it as stored; rewrites affected key attributes."""
-        return await self.driver.run(self._update(target, key, fields, set, remove, add, condition))
+        """Update an existing item and return it as stored; see :meth:`Session.update`."""
+        return await self.driver.run(
+            self._update(target, key, fields, set, remove, add, condition, idempotency)
+        )
 
     async def delete(
         self,
@@ -552,7 +640,18 @@ class AsyncSession(_Operations):
         condition: Condition | None = None,
         **fields: Any,
     ) -> E | None:
-        """Delete one item; return what was deleted, or None."""
+        """Delete one item; return what was deleted, or None (see :meth:`Session.delete`)."""
+        return await self.driver.run(self._delete_item(target, key, fields, condition))
+
+    async def delete_result(
+        self,
+        target: type[E] | E,
+        key: Mapping[str, Any] | None = None,
+        *,
+        condition: Condition | None = None,
+        **fields: Any,
+    ) -> DeleteResult[E]:
+        """Delete one item; say whether this call deleted it (True, False, None: unknown)."""
         return await self.driver.run(self._delete(target, key, fields, condition))
 
     async def audit_collection(self, table: Table, partition_value: Any) -> CollectionSize:
@@ -630,3 +729,19 @@ class AsyncSession(_Operations):
         async for page in self.pages(source):
             for item in page.items:
                 yield item
+
+
+class _OpeningDriver:
+    """The driver of an AsyncSession not yet opened: opens it on the first call."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def run(self, op: Operation[T]) -> T:
+        await self._session._open()
+        return await self._session.driver.run(op)
+
+    async def iterate(self, op: Operation[Any]) -> AsyncIterator[Any]:
+        await self._session._open()
+        async for value in self._session.driver.iterate(op):
+            yield value

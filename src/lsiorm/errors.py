@@ -22,6 +22,8 @@ __all__ = [
     "BatchWriteIncompleteError",
     "CancellationReason",
     "ConditionFailedError",
+    "ConfigurationError",
+    "CursorError",
     "DeclarationError",
     "DynamoError",
     "IndexKeyTypeError",
@@ -32,6 +34,7 @@ __all__ = [
     "LsiormError",
     "MissingDependencyError",
     "NotFoundError",
+    "OutcomeUnknownError",
     "PartialKeyUpdateError",
     "QueryPlanError",
     "ResourceNotFoundError",
@@ -112,6 +115,22 @@ class MissingDependencyError(LsiormError, ImportError):
         )
 
 
+class CursorError(ValidationError):
+    """A cursor was edited, truncated, or made by another query; caught before any request."""
+
+
+class ConfigurationError(LsiormError):
+    """The client cannot send at all: no credentials, no region, or an unusable setting.
+
+    ``rule`` names what is missing (``"config.no-credentials"``, ``"config.no-region"``, ...);
+    botocore's own exception is kept as ``__cause__``.
+    """
+
+    def __init__(self, rule: str, message: str) -> None:
+        self.rule = rule
+        super().__init__(f"{message} [rule: {rule}]")
+
+
 class NotFoundError(LsiormError, LookupError):
     """The requested item does not exist."""
 
@@ -180,6 +199,21 @@ class ConditionFailedError(DynamoError):
 
 class StaleVersionError(ConditionFailedError):
     """Optimistic locking: the stored version is not the one this write expected."""
+
+
+class OutcomeUnknownError(DynamoError):
+    """A write may or may not have been applied, and lsiorm could not find out which.
+
+    Raised when an attempt failed after the request may have reached DynamoDB (the connection
+    dropped after sending, a timeout, a 5xx answer) and sending it again could apply it twice
+    (an ADD), or when the retries ran out after such a failure. ``request`` holds the
+    operation and the params as sent; ``__cause__`` is the last failure. Read the item to see
+    what happened before writing again.
+    """
+
+    def __init__(self, message: str, *, request: Mapping[str, Any], **kw: Any) -> None:
+        self.request = dict(request)
+        super().__init__(message, **kw)
 
 
 class ServiceValidationError(DynamoError):

@@ -14,10 +14,14 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any, TypeVar
 
 from botocore import xform_name
-from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
-from lsiorm._ops.service_errors import from_error_response, from_transport_failure
+from lsiorm._ops.service_errors import (
+    from_botocore_failure,
+    from_error_response,
+    from_transport_failure,
+)
 from lsiorm._ops.steps import Call, Done, Emit, Gather, Operation, Sleep, Step, advance
 from lsiorm.errors import LsiormError
 
@@ -66,6 +70,8 @@ class SyncDriver:
             ) from exc
         except _TRANSPORT as exc:
             raise from_transport_failure(exc, call.operation, call.params) from exc
+        except BotoCoreError as exc:
+            raise from_botocore_failure(exc, call.operation, call.params) from exc
         return response
 
     def _result(self, step: Step) -> Any:
@@ -121,6 +127,8 @@ class AsyncDriver:
             ) from exc
         except _async_transport() as exc:
             raise from_transport_failure(exc, call.operation, call.params) from exc
+        except BotoCoreError as exc:
+            raise from_botocore_failure(exc, call.operation, call.params) from exc
         return response
 
     async def _result(self, step: Step) -> Any:

@@ -12,11 +12,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, time
 from decimal import Decimal
+from enum import Enum
 from functools import cached_property
 from typing import Any, ClassVar, Final, TypeAlias, Union
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, model_validator
+from pydantic import ValidationError as PydanticValidationError
 from typing_extensions import Self
 
 from lsiorm._model.encoding import codec_for
@@ -39,6 +41,11 @@ from lsiorm.errors import (
 )
 
 __all__ = ["Entity", "EntityMeta", "Shard", "decode_item", "meta_of", "shard_of", "shard_value"]
+
+
+def allows_none(annotation: Any) -> bool:
+    """Return True when a field annotation admits None (``T | None``)."""
+    return _allows_none(annotation)
 
 
 def _allows_none(annotation: Any) -> bool:
@@ -121,9 +128,26 @@ class EntityMeta:
                 table=self.table.name,
             )
 
-    def validate_field(self, name: str, value: Any) -> Any:
-        """Validate a value for one field, raising lsiorm's ValidationError on failure."""
+    def validate_field(self, name: str, value: Any, *, strict: bool | None = None) -> Any:
+        """Validate a value for one field, raising lsiorm's ValidationError on failure.
+
+        Fields used by a key template are checked strictly by default (``strict=None``): a
+        bool is not a number, text is not a number, and bytes are not text, though pydantic
+        would convert them. The same item must not be found under a key it was not written
+        with. ``strict=False`` keeps pydantic's conversions (for text typed on a command line).
+        """
         self.check_field(name)
+        if strict is None:
+            strict = name in self.key_fields
+        if strict:
+            wrong = _strict_mismatch(self.cls.model_fields[name].annotation, value)
+            if wrong is not None:
+                raise ValidationError(
+                    "key.value-type",
+                    f"Value {value!r} ({type(value).__name__}) is not {wrong}, as "
+                    f"{self.cls.__name__}.{name} needs; key fields are not converted.",
+                    table=self.table.name,
+                )
         try:
             return self.adapter(name).validate_python(value)
         except Exception as exc:  # pydantic.ValidationError, with its own message
@@ -164,6 +188,45 @@ class EntityMeta:
         return out
 
 
+def _strict_mismatch(annotation: Any, value: Any) -> str | None:
+    """Return what a key field value should be when its Python type is the wrong kind."""
+    if value is None:
+        return None
+    base = _strip_optional(annotation)
+    if not isinstance(base, type) or issubclass(base, (bool, Enum)):
+        return None
+    if issubclass(base, (int, float, Decimal)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+            return "a number"
+    elif issubclass(base, str):
+        if not isinstance(value, str):
+            return "a str"
+    elif issubclass(base, bytes) and not isinstance(value, (bytes, bytearray, memoryview)):
+        return "bytes"
+    return None
+
+
+#: DynamoDB's limits on key attribute values, in bytes.
+MAX_PARTITION_KEY_BYTES: Final = 2048
+MAX_SORT_KEY_BYTES: Final = 1024
+
+
+def _key_limit(table: Table, attribute: str) -> tuple[int, str]:
+    """Return the size limit of a key attribute: a sort key anywhere gets the smaller one."""
+    sorts = {lsi.sort_key.name for lsi in table.local_indexes}
+    sorts |= {g.sort_key.name for g in table.global_indexes if g.sort_key is not None}
+    if table.sort_key is not None:
+        sorts.add(table.sort_key.name)
+    if attribute in sorts:
+        return MAX_SORT_KEY_BYTES, "key.sort-max-1024-bytes"
+    return MAX_PARTITION_KEY_BYTES, "key.partition-max-2048-bytes"
+
+
+def checked_key(meta: EntityMeta, tpl: KeyTemplate, value: Any) -> Any:
+    """Return a rendered key attribute value, checked against DynamoDB's key rules."""
+    return _checked_key(meta, tpl, value)
+
+
 def _checked_key(meta: EntityMeta, tpl: KeyTemplate, value: Any) -> Any:
     declared = meta.table.key_attributes[tpl.attribute]
     ok = (
@@ -189,6 +252,23 @@ def _checked_key(meta: EntityMeta, tpl: KeyTemplate, value: Any) -> Any:
             "which DynamoDB does not accept for a key.",
             table=meta.table.name,
         )
+    if declared == "B" and len(value) == 0:
+        raise ValidationError(
+            "key.empty-binary",
+            f"Key attribute {tpl.attribute!r} of {meta.cls.__name__} would be empty bytes, "
+            "which DynamoDB does not accept for a key.",
+            table=meta.table.name,
+        )
+    if declared != "N":
+        size = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
+        limit, rule = _key_limit(meta.table, tpl.attribute)
+        if size > limit:
+            raise KeyEncodingError(
+                rule,
+                f"Key attribute {tpl.attribute!r} of {meta.cls.__name__} would be {size} bytes; "
+                f"DynamoDB allows at most {limit} bytes for this key.",
+                table=meta.table.name,
+            )
     return value
 
 
@@ -520,15 +600,45 @@ def _check_overlaps(meta: EntityMeta) -> None:
 def build_item(entity: Entity) -> dict[str, Any]:
     """Return an entity as a python-valued item with derived keys and its type name."""
     meta = meta_of(entity)
+    _check_valid(meta, entity)
     values = {name: getattr(entity, name) for name in type(entity).model_fields}
     for name in meta.shard_fields:
         _check_shard(meta, name, values.get(name))
     keys = meta.key(values)
     keys.update(meta.index_keys(values))  # key checks run before serialising the fields
-    item = entity.model_dump(mode="python", by_alias=True)
+    # None is absence: a field that holds None is not stored at all, as an update that sets
+    # it to None REMOVEs it, so conditions and ADD see the same item either way.
+    item = {
+        k: v for k, v in entity.model_dump(mode="python", by_alias=True).items() if v is not None
+    }
     item.update(keys)
     item[meta.table.type_attribute] = meta.type_name
     return item
+
+
+def _check_valid(meta: EntityMeta, entity: Entity) -> None:
+    """Validate an entity again before it is written (``model_construct`` skips validation)."""
+    cls = type(entity)
+    missing = [n for n in cls.model_fields if n not in entity.__dict__]
+    if missing:
+        raise ValidationError(
+            "entity.partial",
+            f"This {cls.__name__} lacks {', '.join(missing)} (a partial result of a query "
+            "that selected fields, or built without them); writing it would lose them. Read "
+            "the whole item, or use update(..., set=...).",
+            table=meta.table.name,
+        )
+    try:
+        cls.__pydantic_validator__.validate_python(
+            {n: entity.__dict__[n] for n in cls.model_fields}
+        )
+    except PydanticValidationError as exc:
+        raise ValidationError(
+            "entity.invalid",
+            f"This {cls.__name__} is not valid, so it is not written (was it built with "
+            f"model_construct or changed by assignment?): {exc}",
+            table=meta.table.name,
+        ) from exc
 
 
 def _check_shard(meta: EntityMeta, name: str, value: Any) -> None:
@@ -691,6 +801,19 @@ def _indent(text: str, levels: int = 1) -> str:
     return "\n".join("    " * levels + line for line in text.split("\n"))
 
 
+def _absent_is_none(cls: type[Entity]) -> tuple[str, ...]:
+    """Stored names of required fields that allow None: an absent attribute reads as None.
+
+    None is stored as absence (see :func:`build_item`), so a field declared ``x: T | None``
+    without a default must read back as None when its attribute is missing.
+    """
+    return tuple(
+        info.alias or name
+        for name, info in cls.model_fields.items()
+        if info.is_required() and _allows_none(info.annotation)
+    )
+
+
 def _item_decoder(cls: type[Entity]) -> _ItemDecoder:
     """Build the function that turns a wire item into a ``cls`` instance.
 
@@ -700,8 +823,16 @@ def _item_decoder(cls: type[Entity]) -> _ItemDecoder:
     a page of items pays no per-attribute loop or dispatch.
     """
     keys = _model_keys(cls) if cls.__pydantic_complete__ else None
+    absent = _absent_is_none(cls)
     if keys is None:
-        return lambda wire: cls.model_validate(item_from_wire(wire))
+
+        def validate(wire: Mapping[str, Any]) -> Entity:
+            item = item_from_wire(wire)
+            for name in absent:
+                item.setdefault(name, None)
+            return cls.model_validate(item)
+
+        return validate
     blocks = []
     for key, annotation in keys.items():
         tag = _wire_tag(annotation)
@@ -718,10 +849,14 @@ def decode(wire):
         # item_from_wire raises the error it would have raised for this item.
         item_from_wire(wire)
         raise
+    for name in absent_none:
+        if name not in out:
+            out[name] = None
     return cls.__pydantic_validator__.validate_python(out)
 """
     namespace: dict[str, Any] = {
         "absent": _ABSENT,
+        "absent_none": absent,
         "cls": cls,
         "from_wire": from_wire,
         "item_from_wire": item_from_wire,

@@ -2,33 +2,162 @@
 
 Each operation generator sends its request through the pipeline and decodes the response; the
 sync and async sessions run the very same generators.
+
+Outcomes under lost answers. An attempt can fail after its request reached DynamoDB: the
+connection dropped after sending, a timeout, a 5xx answer. Such a failure is *ambiguous*: the
+write may have been applied. What happens next depends on the write (docs/reliability.md):
+
+* a write that gives the same result when applied twice (a plain put, a delete, an update that
+  only SETs and REMOVEs) is simply sent again;
+* a conditional write whose condition then fails is checked against the item DynamoDB returns
+  with the failure (``ReturnValuesOnConditionCheckFailure=ALL_OLD``): if the stored item is
+  the one this call wrote, the call succeeded;
+* an update that ADDs to a number would be applied twice by a plain resend. By default it is
+  not resent after an ambiguous failure; :class:`~lsiorm.errors.OutcomeUnknownError` says so.
+  With ``idempotency="transaction"`` it is sent as a one-action TransactWriteItems with a
+  ClientRequestToken, which DynamoDB applies once however often it is resent within ten
+  minutes (at twice the write units, plus one consistent read for the result);
+* when the retries run out after an ambiguous failure, the outcome is unknown: the last
+  error is then a TransportError or InternalServerError (which say so by their kind), or, if
+  the last attempt was throttled, an OutcomeUnknownError.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar, cast
 
-from lsiorm._conditions import (
-    Condition,
-)
+from lsiorm._conditions import Condition
 from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of
+from lsiorm._model.wire import from_wire, item_from_wire, to_wire
+from lsiorm._ops import transactions
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
 from lsiorm._requests.items import (
     UpdateSpec,
     delete_request,
+    encode_value,
     get_request,
     put_request,
     update_request,
 )
 from lsiorm.errors import (
     ConditionFailedError,
+    DynamoError,
+    InternalServerError,
     NotFoundError,
+    OutcomeUnknownError,
+    RetryableError,
     StaleVersionError,
+    TransactionCanceledError,
+    TransportError,
+    ValidationError,
 )
 
+__all__ = [
+    "DeleteResult",
+    "Idempotency",
+    "delete",
+    "delete_result",
+    "deleted_item",
+    "get",
+    "is_ambiguous",
+    "put",
+    "update",
+]
+
 E = TypeVar("E", bound=Entity)
+
+Idempotency = Literal["none", "transaction"]
+"""How an update that ADDs to a number is kept from being applied twice (see module doc)."""
+
+# Transport failures that happen before the request leaves: it cannot have been applied.
+_NOT_SENT = frozenset(
+    {
+        "EndpointConnectionError",
+        "ConnectTimeoutError",
+        "ProxyConnectionError",
+        "ClientConnectorError",
+    }
+)
+
+
+def is_ambiguous(exc: BaseException) -> bool:
+    """Return True when a failed attempt may nevertheless have been applied by DynamoDB."""
+    if isinstance(exc, TransportError):
+        return exc.code not in _NOT_SENT
+    return isinstance(exc, InternalServerError)
+
+
+@dataclass(frozen=True)
+class DeleteResult(Generic[E]):
+    """What a delete did: ``deleted`` is True, False, or None when it cannot be known.
+
+    ``item`` is the entity the call deleted (None when nothing was deleted, or when an earlier
+    attempt of the same call deleted it and its answer was lost: then ``deleted`` is None).
+    """
+
+    item: E | None
+    deleted: bool | None
+
+
+class _Attempts:
+    """Watches the failed attempts of one write: was any of them ambiguous?"""
+
+    def __init__(self, operation: str, params: dict[str, Any], *, resend: bool = True) -> None:
+        self.operation = operation
+        self.params = params
+        self.resend = resend
+        self.ambiguous: DynamoError | None = None
+
+    def __call__(self, exc: DynamoError) -> None:
+        if not is_ambiguous(exc):
+            return
+        self.ambiguous = exc
+        if not self.resend:
+            raise self.unknown(
+                exc,
+                "it may have been applied, and sending it again could apply it twice (it "
+                "ADDs to a number). Read the item to see, or pass idempotency='transaction'",
+            ) from exc
+
+    def unknown(self, exc: DynamoError, why: str) -> OutcomeUnknownError:
+        return OutcomeUnknownError(
+            f"the outcome is unknown: {why}. Last failure: {exc}",
+            request={"operation": self.operation, "params": self.params},
+            code=exc.code,
+            operation=self.operation,
+            table=exc.table,
+            key=exc.key,
+            response=exc.response,
+        )
+
+
+def _send(ctx: Context, meta: EntityMeta, attempts: _Attempts) -> Operation[dict[str, Any]]:
+    try:
+        return (
+            yield from call(
+                ctx, attempts.operation, attempts.params, (meta.table,), on_error=attempts
+            )
+        )
+    except RetryableError as exc:
+        # A last failure that is itself ambiguous (TransportError, InternalServerError) already
+        # says the outcome is unknown; a throttle after an ambiguous failure would not.
+        if attempts.ambiguous is not None and not is_ambiguous(exc):
+            raise attempts.unknown(
+                exc, "an attempt may have been applied before the retries ran out"
+            ) from exc
+        raise
+
+
+def _same_item(stored: Any, ours: Mapping[str, Any]) -> bool:
+    if not isinstance(stored, Mapping):
+        return False
+    try:
+        return item_from_wire(stored) == item_from_wire(ours)
+    except ValidationError:
+        return False
 
 
 def put(
@@ -37,16 +166,22 @@ def put(
     """Write an entity; return it as stored."""
     meta = meta_of(entity)
     params, stored = put_request(entity, create_only=create_only, condition=condition)
+    if "ConditionExpression" in params:
+        params["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+    attempts = _Attempts("PutItem", params)
     try:
-        yield from call(ctx, "PutItem", params, (meta.table,))
+        yield from _send(ctx, meta, attempts)
     except ConditionFailedError as exc:
+        if attempts.ambiguous is not None and _same_item(exc.response.get("Item"), params["Item"]):
+            # An earlier attempt of this call wrote the item; its answer was lost.
+            return cast("E", stored)
         if meta.version_field is not None and (getattr(entity, meta.version_field) or 0) > 0:
             raise _stale(meta, exc, getattr(entity, meta.version_field)) from exc
         raise
     return cast("E", stored)  # put_request returns a copy of the same class
 
 
-def _stale(meta: EntityMeta, exc: ConditionFailedError, expected: Any) -> StaleVersionError:
+def _stale(meta: EntityMeta, exc: DynamoError, expected: Any) -> StaleVersionError:
     return StaleVersionError(
         f"{meta.cls.__name__} was changed by someone else: expected stored "
         f"{meta.version_field}={expected}",
@@ -81,6 +216,35 @@ def get(
     return cast("E | None", found)  # decode_item(only=(cls,)) gives cls or None
 
 
+def delete_result(
+    ctx: Context,
+    cls: type[E],
+    values: Mapping[str, Any],
+    *,
+    condition: Condition | None = None,
+    expected_version: int | None = None,
+) -> Operation[DeleteResult[E]]:
+    """Delete one item by key; say whether this call deleted it, and what it deleted."""
+    meta = meta_of(cls)
+    params = delete_request(meta, values, condition=condition, expected_version=expected_version)
+    if "ConditionExpression" in params:
+        params["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+    attempts = _Attempts("DeleteItem", params)
+    try:
+        response = yield from _send(ctx, meta, attempts)
+    except ConditionFailedError as exc:
+        if attempts.ambiguous is not None and not exc.response.get("Item"):
+            # The item is gone; an earlier attempt of this call may have deleted it.
+            return DeleteResult(None, None)
+        if expected_version is not None:
+            raise _stale(meta, exc, expected_version) from exc
+        raise
+    old = response.get("Attributes")
+    if old:
+        return DeleteResult(cast("E | None", decode_item(meta.table, old, only=(cls,))), True)
+    return DeleteResult(None, None if attempts.ambiguous is not None else False)
+
+
 def delete(
     ctx: Context,
     cls: type[E],
@@ -89,17 +253,65 @@ def delete(
     condition: Condition | None = None,
     expected_version: int | None = None,
 ) -> Operation[E | None]:
-    """Delete one item by key; return the deleted entity, or None if there was none."""
-    meta = meta_of(cls)
-    params = delete_request(meta, values, condition=condition, expected_version=expected_version)
+    """Delete one item by key; return the deleted entity, or None if there was none.
+
+    Raises OutcomeUnknownError when an earlier attempt's answer was lost and the item is gone:
+    then this call may have deleted it (use :func:`delete_result` to get ``deleted=None``).
+    """
+    result = yield from delete_result(
+        ctx, cls, values, condition=condition, expected_version=expected_version
+    )
+    return deleted_item(result, cls)
+
+
+def deleted_item(result: DeleteResult[E], target: type[E] | E) -> E | None:
+    """Return what a delete deleted, or None; raise OutcomeUnknownError when that is unknown."""
+    if result.deleted is None:
+        meta = meta_of(target)
+        raise OutcomeUnknownError(
+            "the outcome is unknown: an attempt whose answer was lost may have deleted the "
+            "item, which is gone now; what it held cannot be recovered",
+            request={"operation": "DeleteItem"},
+            operation="DeleteItem",
+            table=meta.table.name,
+        )
+    return result.item
+
+
+def _additive(spec: UpdateSpec) -> bool:
+    """Whether applying the update twice differs from applying it once (ADD of a number)."""
+    return any(not isinstance(v, (set, frozenset)) for v in (spec.add or {}).values())
+
+
+def _applied(
+    meta: EntityMeta,
+    spec: UpdateSpec,
+    stored: Mapping[str, Any],
+    instance: Entity | None,
+) -> bool:
+    """Whether a stored item holds every change of this update (and its version bump)."""
     try:
-        response = yield from call(ctx, "DeleteItem", params, (meta.table,))
-    except ConditionFailedError as exc:
-        if expected_version is not None:
-            raise _stale(meta, exc, expected_version) from exc
-        raise
-    old = response.get("Attributes")
-    return cast("E | None", decode_item(meta.table, old, only=(cls,)) if old else None)
+        for name, value in spec.set.items():
+            attr = meta.attributes[name]
+            checked = meta.validate_field(name, value)
+            if checked is None:
+                if attr in stored:
+                    return False
+            elif attr not in stored or from_wire(stored[attr]) != from_wire(
+                encode_value(meta, name, checked)
+            ):
+                return False
+        for name in spec.remove:
+            if meta.attributes[name] in stored:
+                return False
+        if instance is not None and meta.version_field is not None:
+            current = getattr(instance, meta.version_field) or 0
+            got = stored.get(meta.attributes[meta.version_field])
+            if got is None or from_wire(got) != from_wire(to_wire(current + 1)):
+                return False
+    except ValidationError:
+        return False
+    return True
 
 
 def update(
@@ -110,12 +322,23 @@ def update(
     *,
     condition: Condition | None = None,
     instance: Entity | None = None,
+    idempotency: Idempotency = "none",
 ) -> Operation[E]:
     """Update one existing item; return it as stored after the update."""
     meta = meta_of(cls)
+    if idempotency not in ("none", "transaction"):
+        raise ValidationError(
+            "update.idempotency",
+            f"idempotency is 'none' or 'transaction', not {idempotency!r}.",
+            table=meta.table.name,
+        )
     params = update_request(meta, values, spec, condition=condition, instance=instance)
+    additive = _additive(spec)
+    if additive and idempotency == "transaction":
+        return (yield from _update_once(ctx, cls, values, spec, condition, instance))
+    attempts = _Attempts("UpdateItem", params, resend=not additive)
     try:
-        response = yield from call(ctx, "UpdateItem", params, (meta.table,))
+        response = yield from _send(ctx, meta, attempts)
     except ConditionFailedError as exc:
         old = exc.response.get("Item")
         if not old:
@@ -125,6 +348,9 @@ def update(
                 table=meta.table.name,
                 key=params["Key"],
             ) from exc
+        if attempts.ambiguous is not None and not additive and _applied(meta, spec, old, instance):
+            # An earlier attempt of this call made these changes; its answer was lost.
+            return cast("E", decode_item(meta.table, old, only=(cls,)))
         if instance is not None and meta.version_field is not None:
             stored_version = old.get(meta.attributes[meta.version_field], {}).get("N")
             if stored_version != str(getattr(instance, meta.version_field) or 0):
@@ -132,3 +358,57 @@ def update(
         raise
     found = decode_item(meta.table, response.get("Attributes") or {}, only=(cls,))
     return cast("E", found)
+
+
+def _update_once(
+    ctx: Context,
+    cls: type[E],
+    values: Mapping[str, Any],
+    spec: UpdateSpec,
+    condition: Condition | None,
+    instance: Entity | None,
+) -> Operation[E]:
+    """Apply an update as a one-action transaction (applied once), then read the result."""
+    meta = meta_of(cls)
+    action = transactions.Update(
+        instance if instance is not None else cls,
+        None if instance is not None else dict(values),
+        set=dict(spec.set),
+        remove=tuple(spec.remove),
+        add=dict(spec.add or {}),
+        condition=condition,
+    )
+    try:
+        yield from transactions.transact_write(ctx, [action])
+    except TransactionCanceledError as exc:
+        reason = exc.reasons[0] if exc.reasons else None
+        if reason is None or reason.code != "ConditionalCheckFailed":
+            raise
+        old = reason.item
+        if old is None:
+            raise NotFoundError(
+                f"No {cls.__name__} with key {dict(values)!r} in table {meta.table.name!r} "
+                "to update.",
+                table=meta.table.name,
+                key=meta.key(values),
+            ) from exc
+        if instance is not None and meta.version_field is not None:
+            expected = getattr(instance, meta.version_field) or 0
+            if (getattr(old, meta.version_field) or 0) != expected:
+                raise _stale(meta, exc, expected) from exc
+        raise ConditionFailedError(
+            f"the condition of this update of {cls.__name__} is false",
+            code="ConditionalCheckFailedException",
+            operation="TransactWriteItems",
+            table=meta.table.name,
+            key=meta.key(values),
+            response=exc.response,
+        ) from exc
+    found = yield from get(ctx, cls, values, consistent=True)
+    if found is None:
+        raise NotFoundError(
+            f"{cls.__name__} {dict(values)!r} was updated, then deleted before it could be read.",
+            table=meta.table.name,
+            key=meta.key(values),
+        )
+    return found

@@ -16,6 +16,8 @@ from lsiorm._ops.hooks import HookRequest, apply_after, apply_before, apply_erro
 from lsiorm._ops.naming import NameResolver, from_wire, renamed_table, to_wire
 from lsiorm._ops.retry import RetryPolicy, is_retryable, run_with_retries
 from lsiorm._ops.steps import Call, Operation
+from lsiorm._requests.limits import check_request
+from lsiorm.errors import DynamoError
 
 if TYPE_CHECKING:
     from lsiorm._model.schema import Table
@@ -47,11 +49,16 @@ def send_once(
     operation: str,
     params: dict[str, Any],
     tables: tuple[Table, ...] = (),
+    *,
+    on_error: Callable[[DynamoError], None] | None = None,
 ) -> Operation[dict[str, Any]]:
     """Send one API request through the hooks, without retrying; return the response.
 
-    Hooks see the declared table names; the request on the wire carries the live ones.
+    DynamoDB's request limits are checked first (:mod:`lsiorm._requests.limits`), so a request
+    that would be refused is never sent. Hooks see the declared table names; the request on the
+    wire carries the live ones. ``on_error`` sees a failure after the hooks do.
     """
+    check_request(operation, params)
     request = HookRequest(operation, dict(params), tables)
     apply_before(ctx.hooks, request)
     wire_params: dict[str, Any] = request.params
@@ -64,6 +71,8 @@ def send_once(
         response: dict[str, Any] = yield Call(operation, wire_params, wire_tables)
     except Exception as exc:
         apply_error(ctx.hooks, request, exc)
+        if on_error is not None and isinstance(exc, DynamoError):
+            on_error(exc)
         raise
     response = from_wire(operation, response, names)
     apply_after(ctx.hooks, request, response)
@@ -77,13 +86,18 @@ def call(
     tables: tuple[Table, ...] = (),
     *,
     retry_if: Callable[[BaseException], bool] = is_retryable,
+    on_error: Callable[[DynamoError], None] | None = None,
 ) -> Operation[dict[str, Any]]:
     """Send one API request with the hooks and the session's retries; return the response.
 
     ``retry_if`` decides which failures are retried (by default the transient ones).
+    ``on_error`` sees each failed attempt after the hooks do; it may raise an error of its own
+    (one that is not retryable ends the retries).
     """
     return (
         yield from run_with_retries(
-            ctx.retry, lambda: send_once(ctx, operation, params, tables), retry_if=retry_if
+            ctx.retry,
+            lambda: send_once(ctx, operation, params, tables, on_error=on_error),
+            retry_if=retry_if,
         )
     )

@@ -8,21 +8,29 @@ from typing import TYPE_CHECKING, Any
 from lsiorm.errors import (
     CancellationReason,
     ConditionFailedError,
+    ConfigurationError,
     DynamoError,
     InternalServerError,
     ItemCollectionSizeLimitError,
+    LsiormError,
     ResourceNotFoundError,
     ServiceValidationError,
     ThrottledError,
     TransactionCanceledError,
     TransactionConflictError,
     TransportError,
+    ValidationError,
 )
 
 if TYPE_CHECKING:
     from lsiorm._model.schema import Table
 
-__all__ = ["collection_key_of", "from_error_response", "from_transport_failure"]
+__all__ = [
+    "collection_key_of",
+    "from_botocore_failure",
+    "from_error_response",
+    "from_transport_failure",
+]
 
 _BY_CODE: dict[str, type[DynamoError]] = {
     "ConditionalCheckFailedException": ConditionFailedError,
@@ -152,3 +160,33 @@ def from_transport_failure(
         table=table if isinstance(table, str) else None,
         key=_key_of(params),
     )
+
+
+def from_botocore_failure(
+    exc: BaseException, operation: str, params: Mapping[str, Any]
+) -> LsiormError:
+    """Return the typed error for a botocore failure that is neither a response nor transport.
+
+    A request botocore refuses to send (``ParamValidationError``) is a ValidationError; missing
+    credentials or region, and any other client-side botocore failure, a ConfigurationError.
+    """
+    name = type(exc).__name__
+    table = params.get("TableName")
+    if name == "ParamValidationError":
+        return ValidationError(
+            "request.invalid-parameter",
+            f"botocore refused the {operation} request before sending it: {exc}",
+            table=table if isinstance(table, str) else None,
+        )
+    if name in ("NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError"):
+        return ConfigurationError(
+            "config.no-credentials",
+            f"No usable AWS credentials for {operation} ({exc}); configure a profile, the "
+            "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY variables, or an instance role.",
+        )
+    if name == "NoRegionError":
+        return ConfigurationError(
+            "config.no-region",
+            "No AWS region is configured: pass region_name=..., or set AWS_DEFAULT_REGION.",
+        )
+    return ConfigurationError("config.client", f"{operation} could not be sent: {name}: {exc}")

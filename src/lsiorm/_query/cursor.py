@@ -1,11 +1,27 @@
-"""Cursors: opaque, shape-bound positions in a plan's requests."""
+"""Cursors: opaque, shape-bound positions in a plan's requests, with an integrity check.
+
+A cursor is URL-safe base64 of a small JSON document: the format version, the fingerprint of
+the plan's shape (table, index, direction, and every request's parameters but its page size),
+the per-request positions, and a keyed SHA-256 digest (HMAC) over all of that. Decoding
+checks the digest first, so an edited, truncated or foreign cursor is refused with a
+:class:`~lsiorm.errors.CursorError` before any request is sent, then the fingerprint, then the
+form of every key value.
+
+The digest's key is a fixed library constant unless ``LSIORM_CURSOR_SECRET`` is set in the
+environment when lsiorm is imported. With the constant, the check catches accidents (an edit,
+a cut-off copy, a cursor of another query), not an attacker, who can compute the same digest:
+a cursor is then *not* a security boundary. With a secret of your own (the same one in every
+process that reads the cursors), a cursor cannot be forged without it.
+"""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import hashlib
+import hmac
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,13 +36,17 @@ from typing import (
 from lsiorm._model.entity import (
     json_default,
 )
-from lsiorm.errors import ValidationError
+from lsiorm.errors import CursorError
 
 if TYPE_CHECKING:
     from lsiorm._query.plan import PlannedRequest
 
     pass
 
+
+_VERSION = 2
+_LIBRARY_KEY = b"lsiorm cursor integrity v2"
+_KEY = os.environ.get("LSIORM_CURSOR_SECRET", "").encode() or _LIBRARY_KEY
 
 CursorState: TypeAlias = Literal["done"] | dict[str, Any] | None
 """Where one request stands: not started, finished, or the key to start after."""
@@ -59,24 +79,43 @@ class _Shape:
         return hashlib.sha256(_canonical(shape).encode()).hexdigest()[:24]
 
 
+def _digest(body: dict[str, Any]) -> str:
+    return hmac.new(_KEY, _canonical(body).encode(), hashlib.sha256).hexdigest()[:32]
+
+
 def encode_cursor(fingerprint: str, states: Sequence[CursorState]) -> str:
     """Return the opaque cursor of a position in a plan's requests."""
-    body = _canonical({"v": 1, "f": fingerprint, "s": [_key_out(s) for s in states]})
-    return base64.urlsafe_b64encode(body.encode()).decode("ascii").rstrip("=")
+    body: dict[str, Any] = {"v": _VERSION, "f": fingerprint, "s": [_key_out(s) for s in states]}
+    body["m"] = _digest(body)
+    return base64.urlsafe_b64encode(_canonical(body).encode()).decode("ascii").rstrip("=")
+
+
+def _malformed(why: str) -> CursorError:
+    return CursorError("cursor.malformed", f"This cursor was not made by lsiorm: {why}.")
 
 
 def decode_cursor(cursor: str, fingerprint: str, size: int) -> list[CursorState]:
     """Return the per-request positions of a cursor made by a plan with this fingerprint."""
+    if not isinstance(cursor, str):
+        raise _malformed(f"a cursor is a str, not {type(cursor).__name__}")
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
-        ok = isinstance(data, dict) and data.get("v") == 1 and isinstance(data.get("s"), list)
     except (ValueError, UnicodeError, binascii.Error):
-        ok = False
-    if not ok:
-        raise ValidationError("cursor.malformed", "This cursor was not made by lsiorm.")
+        raise _malformed("it is not the base64 JSON of a cursor") from None
+    if not isinstance(data, dict) or not isinstance(data.get("m"), str):
+        raise _malformed("it has no integrity check (or comes from an older lsiorm)")
+    mac = data.pop("m")
+    if not hmac.compare_digest(mac, _digest(data)):
+        raise CursorError(
+            "cursor.tampered",
+            "This cursor fails its integrity check: it was edited, cut short, or made with "
+            "another LSIORM_CURSOR_SECRET. Use cursors exactly as lsiorm returned them.",
+        )
+    if data.get("v") != _VERSION or not isinstance(data.get("s"), list):
+        raise _malformed("unknown cursor format")
     if data.get("f") != fingerprint or len(data["s"]) != size:
-        raise ValidationError(
+        raise CursorError(
             "cursor.mismatch",
             "This cursor belongs to another query: its table, index, conditions or order "
             "differ from this one's.",
@@ -93,12 +132,30 @@ def _key_out(state: CursorState) -> Any:
     }
 
 
+def _value_in(value: Any) -> dict[str, Any]:
+    """Return one key AttributeValue of a cursor, checked: exactly one S, N or B64 string."""
+    if not isinstance(value, dict) or len(value) != 1:
+        raise _malformed(f"a key value is {value!r}, not an AttributeValue")
+    ((tag, raw),) = value.items()
+    if tag not in ("S", "N", "B64") or not isinstance(raw, str):
+        raise _malformed(f"a key value has the unknown type {tag!r}")
+    if tag == "N":
+        try:
+            float(raw)
+        except ValueError:
+            raise _malformed(f"{raw!r} is not a number") from None
+        return {"N": raw}
+    if tag == "B64":
+        try:
+            return {"B": base64.b64decode(raw, validate=True)}
+        except (ValueError, binascii.Error):
+            raise _malformed("a binary key value is not base64") from None
+    return {"S": raw}
+
+
 def _key_in(state: Any) -> CursorState:
     if state is None or state == "done":
         return cast("CursorState", state)
-    if not isinstance(state, dict):
-        raise ValidationError("cursor.malformed", "This cursor was not made by lsiorm.")
-    return {
-        k: ({"B": base64.b64decode(v["B64"])} if isinstance(v, dict) and "B64" in v else v)
-        for k, v in state.items()
-    }
+    if not isinstance(state, dict) or not state:
+        raise _malformed("a position is neither a key nor a mark")
+    return {str(k): _value_in(v) for k, v in state.items()}

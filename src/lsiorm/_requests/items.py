@@ -16,7 +16,14 @@ from lsiorm._conditions import (
     compile_condition,
     field_conditions,
 )
-from lsiorm._model.entity import Entity, EntityMeta, meta_of, wire_item
+from lsiorm._model.entity import (
+    Entity,
+    EntityMeta,
+    allows_none,
+    checked_key,
+    meta_of,
+    wire_item,
+)
 from lsiorm._model.wire import item_to_wire, to_wire
 from lsiorm.errors import (
     PartialKeyUpdateError,
@@ -208,7 +215,8 @@ def update_request(
         )
     for name in removes:
         info = meta.cls.model_fields[name]
-        if info.is_required():
+        # None is absence: a required field that allows None may be removed (it reads as None).
+        if info.is_required() and not allows_none(info.annotation):
             raise ValidationError(
                 "update.remove-required",
                 f"Cannot remove {cls_name}.{name}: the field is required.",
@@ -271,7 +279,7 @@ def update_request(
         if any(v is None for v in known.values()):
             remove_parts.append(ph.name(attr))
             continue
-        rendered = tpl.render(known)
+        rendered = checked_key(meta, tpl, tpl.render(known))
         set_parts.append(f"{ph.name(attr)} = {ph.value(to_wire(rendered))}")
 
     if meta.version_field is not None:
