@@ -1076,3 +1076,31 @@ def test_every_read_mode_equals_brute_force_across_seven_types(
         aio_all = six.loop.run_until_complete(six.aio.all(limited))
         assert [_identity(e) for e in aio_all] == [_identity(e) for e in got]
         assert six.loop.run_until_complete(six.aio.count(q)) == len(want)
+
+
+def test_two_bounds_on_a_number_sort_key_are_exact(six: SixStore) -> None:
+    """Every pair of bounds around the stored ranks, on the sparse Number-sorted GSI."""
+    ranks = sorted({h.rank for h in SIX_ITEMS if isinstance(h, Hamster) and h.rank is not None})
+    values = sorted({v for r in ranks for v in (r - 1, r, r + 1)})[:8]
+    for zone in ZONES:
+        pool = [h for h in SIX_ITEMS if isinstance(h, Hamster) and h.zone == zone]
+        for a in values:
+            for b in values:
+                for low in (gt, ge):
+                    for high in (lt, le):
+                        q = query(Hamster).where(zone=zone, rank=low(a)).where(rank=high(b))
+                        plan = q.plan()
+                        assert plan.index_name == "Rank"
+                        ops = [low(a), high(b)]
+                        want = sorted(
+                            (h for h in pool if all(_matches(op, h.rank) for op in ops)),
+                            key=lambda h: h.rank,  # type: ignore[arg-type,return-value]
+                        )
+                        if plan.empty is not None:
+                            assert want == []
+                            continue
+                        got = six.session.all(q)
+                        # Equal ranks may come back in any order.
+                        assert [h.rank for h in got] == [h.rank for h in want]  # type: ignore[attr-defined]
+                        assert sorted(map(_identity, got)) == sorted(map(_identity, want))
+                        assert six.session.count(q) == len(want)
