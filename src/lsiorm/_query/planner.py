@@ -224,7 +224,7 @@ class _QueryPlanner:
             name, fields = next(iter(option.sparse.items()))
             option.problem = (
                 f"{name} items whose {' or '.join(fields)} is None are not in it (a sparse "
-                "index); add a where() condition on those fields, or name it with using()"
+                "index); require them with a where() or filter() condition, or name it with using()"
             )
             option.rule = "query.sparse-index"
             return True
