@@ -29,6 +29,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal
 
+from lsiorm._io.collection_proxy import ItemCollectionProxy
+
 if TYPE_CHECKING:
     from lsiorm._model.schema import Table
 
@@ -36,6 +38,7 @@ __all__ = [
     "DYNAMODB_LOCAL_DIR_ENV",
     "DynamoDBLocal",
     "EngineNotInstalledError",
+    "ItemCollectionProxy",
     "MotoServer",
     "engine_endpoint",
     "example_endpoint",
