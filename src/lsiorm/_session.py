@@ -6,7 +6,7 @@ hand them to their driver. No operation logic lives here.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, TypeVar
@@ -16,10 +16,11 @@ from lsiorm._io import fastjson
 from lsiorm._io.drivers import AsyncDriver, SyncDriver, no_botocore_retries
 from lsiorm._model.entity import Entity, meta_of
 from lsiorm._model.schema import DriftReport, Table
-from lsiorm._ops import audit, batch, items, reads, tables, transactions
+from lsiorm._ops import audit, batch, items, key_audit, reads, tables, transactions
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult, DeleteTarget, GetKey
 from lsiorm._ops.collection_guard import CollectionWatcher
+from lsiorm._ops.key_audit import JobProgress, KeyAuditReport
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
@@ -248,6 +249,27 @@ class Session(_Operations):
             audit.largest_collections(self.ctx, table, threshold_gb, limit=limit)
         )
 
+    def audit_keys(
+        self,
+        target: Table | type[Entity],
+        *,
+        partition: Any = None,
+        segments: int = 4,
+        dry_run: bool = False,
+        progress: Callable[[JobProgress], object] | None = None,
+    ) -> KeyAuditReport:
+        """Check every item's stored keys against its declaration (read-only; priced first)."""
+        return self.driver.run(
+            key_audit.audit_keys(
+                self.ctx,
+                target,
+                partition=partition,
+                segments=segments,
+                dry_run=dry_run,
+                progress=progress,
+            )
+        )
+
     def batch_write(
         self,
         puts: Sequence[Entity] = (),
@@ -445,6 +467,27 @@ class AsyncSession(_Operations):
         """Scan the table; return collections at or above the threshold, largest first."""
         return await self.driver.run(
             audit.largest_collections(self.ctx, table, threshold_gb, limit=limit)
+        )
+
+    async def audit_keys(
+        self,
+        target: Table | type[Entity],
+        *,
+        partition: Any = None,
+        segments: int = 4,
+        dry_run: bool = False,
+        progress: Callable[[JobProgress], object] | None = None,
+    ) -> KeyAuditReport:
+        """Check every item's stored keys against its declaration (read-only; priced first)."""
+        return await self.driver.run(
+            key_audit.audit_keys(
+                self.ctx,
+                target,
+                partition=partition,
+                segments=segments,
+                dry_run=dry_run,
+                progress=progress,
+            )
         )
 
     async def batch_write(
