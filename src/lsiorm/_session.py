@@ -6,6 +6,7 @@ hand them to their driver. No operation logic lives here.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -16,8 +17,9 @@ from lsiorm._io import fastjson
 from lsiorm._io.drivers import AsyncDriver, SyncDriver, no_botocore_retries
 from lsiorm._model.entity import Entity, meta_of
 from lsiorm._model.schema import DriftReport, Table
-from lsiorm._ops import audit, batch, items, key_audit, reads, tables, transactions
+from lsiorm._ops import audit, backfill, batch, items, key_audit, reads, tables, transactions
 from lsiorm._ops.audit import CollectionSize
+from lsiorm._ops.backfill import BackfillReport
 from lsiorm._ops.batch import BatchWriteResult, DeleteTarget, GetKey
 from lsiorm._ops.collection_guard import CollectionWatcher
 from lsiorm._ops.key_audit import JobProgress, KeyAuditReport
@@ -270,6 +272,31 @@ class Session(_Operations):
             )
         )
 
+    def backfill(
+        self,
+        entity: type[Entity],
+        *,
+        partition: Any = None,
+        segments: int = 4,
+        write_budget: float | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        dry_run: bool = False,
+        progress: Callable[[JobProgress], object] | None = None,
+    ) -> BackfillReport:
+        """Rewrite the stale derived keys of an entity's items, each only if unchanged."""
+        return self.driver.run(
+            backfill.backfill(
+                self.ctx,
+                entity,
+                partition=partition,
+                segments=segments,
+                write_budget=write_budget,
+                checkpoint=checkpoint,
+                dry_run=dry_run,
+                progress=progress,
+            )
+        )
+
     def batch_write(
         self,
         puts: Sequence[Entity] = (),
@@ -485,6 +512,31 @@ class AsyncSession(_Operations):
                 target,
                 partition=partition,
                 segments=segments,
+                dry_run=dry_run,
+                progress=progress,
+            )
+        )
+
+    async def backfill(
+        self,
+        entity: type[Entity],
+        *,
+        partition: Any = None,
+        segments: int = 4,
+        write_budget: float | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        dry_run: bool = False,
+        progress: Callable[[JobProgress], object] | None = None,
+    ) -> BackfillReport:
+        """Rewrite the stale derived keys of an entity's items, each only if unchanged."""
+        return await self.driver.run(
+            backfill.backfill(
+                self.ctx,
+                entity,
+                partition=partition,
+                segments=segments,
+                write_budget=write_budget,
+                checkpoint=checkpoint,
                 dry_run=dry_run,
                 progress=progress,
             )
