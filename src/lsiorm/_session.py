@@ -258,6 +258,7 @@ class Session(_Operations):
         partition: Any = None,
         segments: int = 4,
         dry_run: bool = False,
+        page_size: int | None = None,
         progress: Callable[[JobProgress], object] | None = None,
     ) -> KeyAuditReport:
         """Check every item's stored keys against its declaration (read-only; priced first)."""
@@ -268,6 +269,7 @@ class Session(_Operations):
                 partition=partition,
                 segments=segments,
                 dry_run=dry_run,
+                page_size=page_size,
                 progress=progress,
             )
         )
@@ -281,6 +283,7 @@ class Session(_Operations):
         write_budget: float | None = None,
         checkpoint: str | os.PathLike[str] | None = None,
         dry_run: bool = False,
+        page_size: int | None = None,
         progress: Callable[[JobProgress], object] | None = None,
     ) -> BackfillReport:
         """Rewrite the stale derived keys of an entity's items, each only if unchanged."""
@@ -293,6 +296,7 @@ class Session(_Operations):
                 write_budget=write_budget,
                 checkpoint=checkpoint,
                 dry_run=dry_run,
+                page_size=page_size,
                 progress=progress,
             )
         )
@@ -503,6 +507,7 @@ class AsyncSession(_Operations):
         partition: Any = None,
         segments: int = 4,
         dry_run: bool = False,
+        page_size: int | None = None,
         progress: Callable[[JobProgress], object] | None = None,
     ) -> KeyAuditReport:
         """Check every item's stored keys against its declaration (read-only; priced first)."""
@@ -513,6 +518,7 @@ class AsyncSession(_Operations):
                 partition=partition,
                 segments=segments,
                 dry_run=dry_run,
+                page_size=page_size,
                 progress=progress,
             )
         )
@@ -526,6 +532,7 @@ class AsyncSession(_Operations):
         write_budget: float | None = None,
         checkpoint: str | os.PathLike[str] | None = None,
         dry_run: bool = False,
+        page_size: int | None = None,
         progress: Callable[[JobProgress], object] | None = None,
     ) -> BackfillReport:
         """Rewrite the stale derived keys of an entity's items, each only if unchanged."""
@@ -538,6 +545,7 @@ class AsyncSession(_Operations):
                 write_budget=write_budget,
                 checkpoint=checkpoint,
                 dry_run=dry_run,
+                page_size=page_size,
                 progress=progress,
             )
         )

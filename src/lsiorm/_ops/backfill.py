@@ -287,6 +287,7 @@ def backfill(
     checkpoint: str | os.PathLike[str] | None = None,
     dry_run: bool = False,
     max_attempts: int = 10,
+    page_size: int | None = None,
     progress: Callable[[JobProgress], object] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Operation[BackfillReport]:
@@ -294,11 +295,12 @@ def backfill(
 
     ``write_budget`` is in write units per second (None: unpaced). ``checkpoint`` names the
     file the job stores its position in and resumes from when it exists; a finished job
-    leaves it with every segment done, so running it again reads nothing.
+    leaves it with every segment done, so running it again reads nothing. ``page_size`` caps
+    the items read per page (a checkpoint is stored after each page).
     """
     meta = meta_of(entity)
     table: Table = meta.table
-    spec = ScanSpec(table, entity, partition, segments)
+    spec = ScanSpec(table, entity, partition, segments, page_size=page_size)
     read_estimate, total = yield from price_scan(ctx, spec)
     report = BackfillReport(
         table.name, meta.type_name, read_estimate, WriteEstimate(table.name, 0.0), dry_run

@@ -401,6 +401,7 @@ def audit_keys(
     segments: int = 4,
     examples: int = 3,
     dry_run: bool = False,
+    page_size: int | None = None,
     progress: Callable[[JobProgress], object] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Operation[KeyAuditReport]:
@@ -410,7 +411,7 @@ def audit_keys(
     (``report.estimate``); ``dry_run`` stops there. Read-only.
     """
     entity, table = target_of(target)
-    spec = ScanSpec(table, entity, partition, segments)
+    spec = ScanSpec(table, entity, partition, segments, page_size=page_size)
     estimate, total = yield from price_scan(ctx, spec)
     report = KeyAuditReport(table.name, estimate, dry_run=dry_run)
     if dry_run:
