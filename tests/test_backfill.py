@@ -64,9 +64,9 @@ class WriteLog:
         self.writes: Counter[str] = Counter()
 
     def before(self, request: HookRequest) -> None:
-        if request.operation in ("UpdateItem", "TransactWriteItems"):
-            if self.limit is not None and sum(self.writes.values()) >= self.limit:
-                raise Killed  # a BaseException: hooks swallow Exception, not this
+        writes = request.operation in ("UpdateItem", "TransactWriteItems")
+        if writes and self.limit is not None and sum(self.writes.values()) >= self.limit:
+            raise Killed  # a BaseException: hooks swallow Exception, not this
 
     def after(self, request: HookRequest, response: dict[str, Any]) -> None:
         if request.operation == "UpdateItem":
