@@ -238,11 +238,112 @@ def cmd_explain(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
     return EXIT_OK
 
 
+# -- key lifecycle jobs: audit-keys and backfill ---------------------------------------------
+
+
+def load_job_target(spec: str, entity: str | None) -> Any:
+    """Return the Table or entity class named by ``module:attribute`` (and ``--entity``)."""
+    from lsiorm._model.entity import Entity
+
+    obj = load_target(spec)
+    if isinstance(obj, type) and issubclass(obj, Entity) and obj.__lsiorm__ is not None:
+        if entity is not None:
+            raise UsageError("--entity applies to a Table target, not an entity class.")
+        return obj
+    if not isinstance(obj, Table):
+        raise UsageError(f"{spec} is a {type(obj).__name__}, not a Table or an entity class.")
+    if entity is None:
+        return obj
+    found = obj.entities.get(entity)
+    if found is None:
+        known = ", ".join(sorted(obj.entities)) or "none declared"
+        raise UsageError(f"Table {obj.name!r} has no entity {entity!r} ({known}).")
+    return found
+
+
+def _job_progress(progress: Progress) -> Callable[[Any], None]:
+    return lambda state: progress.tick(str(state))
+
+
+def cmd_audit_keys(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Compare every stored item's key attributes with what its declaration derives."""
+    target = load_job_target(args.target, args.entity)
+    with _session(args) as session:
+        priced = session.audit_keys(target, partition=args.partition, dry_run=True)
+        out.write(f"Reading priced at {priced.estimate} read units.\n")
+        if args.dry_run:
+            out.write(f"{priced}\n")
+            return EXIT_OK
+        report = session.audit_keys(
+            target,
+            partition=args.partition,
+            segments=args.segments,
+            page_size=args.page_size,
+            progress=_job_progress(progress),
+        )
+    out.write(f"{report}\n")
+    return EXIT_OK if report.clean else EXIT_FOUND
+
+
+def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Rewrite the stale derived key attributes of one entity type's items."""
+    from lsiorm._model.entity import meta_of
+
+    target = load_job_target(args.target, args.entity)
+    if isinstance(target, Table):
+        known = ", ".join(sorted(target.entities)) or "none declared"
+        raise UsageError(f"Name the entity to backfill with --entity (entities: {known}).")
+    meta = meta_of(target)
+    checkpoint = args.checkpoint or f"lsiorm-backfill-{meta.table.name}-{meta.type_name}.json"
+    if not args.dry_run:
+        out.write(f"checkpoint: {checkpoint} (run the same command again to resume)\n")
+        out.flush()
+    with _session(args) as session:
+        report = session.backfill(
+            target,
+            partition=args.partition,
+            segments=args.segments,
+            write_budget=args.budget,
+            checkpoint=checkpoint,
+            dry_run=args.dry_run,
+            page_size=args.page_size,
+            progress=_job_progress(progress),
+        )
+    out.write(f"{report}\n")
+    return EXIT_OK if report.complete else EXIT_FOUND
+
+
+def add_job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the audit-keys and backfill subcommands."""
+    jobs = argparse.ArgumentParser(add_help=False)
+    jobs.add_argument("--entity", help="entity type name, for a Table target")
+    jobs.add_argument("--partition", help="read only this partition key value")
+    jobs.add_argument("--segments", type=int, default=4, help="parallel scan segments")
+    jobs.add_argument("--page-size", type=int, default=None, help="items per page")
+    jobs.add_argument("--dry-run", action="store_true", help="price the job, change nothing")
+    sub.add_parser(
+        "audit-keys",
+        parents=[common, jobs],
+        help="find items whose stored keys differ from their declaration",
+        description="target: module:attribute of a Table or of an entity class.",
+    )
+    fill = sub.add_parser(
+        "backfill",
+        parents=[common, jobs],
+        help="rewrite the stale derived keys of an entity's items",
+        description="target: module:attribute of an entity class, or of a Table with --entity.",
+    )
+    fill.add_argument("--budget", type=float, default=None, help="write units per second")
+    fill.add_argument("--checkpoint", help="checkpoint file (default: lsiorm-backfill-*.json)")
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
     "create-table": cmd_create_table,
     "check": cmd_check,
     "collections": cmd_collections,
     "explain": cmd_explain,
+    "audit-keys": cmd_audit_keys,
+    "backfill": cmd_backfill,
 }
 
 
@@ -282,6 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--limit", type=int)
     explain.add_argument("--consistent", action="store_true")
     colls.add_argument("--top", type=int, default=10, help="how many collections to list")
+    add_job_commands(sub, common)
     return parser
 
 
