@@ -147,6 +147,10 @@ class _QueryPlanner:
             option.problem = broken.problem
             option.rule = broken.rule
             return option
+        pending = _pending_slot(self.metas, self.table, index, self.q.index_forced)
+        if pending is not None:
+            option.problem, option.rule = pending, "query.slot-pending"
+            return option
         absorbed = set.intersection(*(f.absorbed for f in fits))
         option.absorbed = [n for n in self.conds if n in absorbed]
         option.score = len(option.absorbed)
@@ -383,6 +387,20 @@ class _QueryPlanner:
             _shape=_Shape(table.name, index.name if index else None, q.forward, final),
             cursor=q.cursor,
         )
+
+
+def _pending_slot(metas: Sequence[EntityMeta], table: Any, index: Any, forced: bool) -> str | None:
+    """Why an index the planner would pick by itself is not ready, or None."""
+    if forced or index is None:
+        return None
+    for meta in metas:
+        for attr in table.index_key_attributes(index):
+            if attr in meta.pending:
+                return (
+                    f"{meta.cls.__name__} marks {attr} pending (not backfilled yet); "
+                    f"use using({index.name!r}) to query it anyway"
+                )
+    return None
 
 
 def _empty_filter(meta: EntityMeta, fallback: Mapping[str, Sequence[Operator]]) -> str | None:
