@@ -17,7 +17,17 @@ from lsiorm._io import fastjson
 from lsiorm._io.drivers import AsyncDriver, SyncDriver, no_botocore_retries
 from lsiorm._model.entity import Entity, meta_of
 from lsiorm._model.schema import DriftReport, Table
-from lsiorm._ops import audit, backfill, batch, items, key_audit, reads, tables, transactions
+from lsiorm._ops import (
+    audit,
+    backfill,
+    batch,
+    items,
+    key_audit,
+    reads,
+    relief,
+    tables,
+    transactions,
+)
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.backfill import BackfillReport
 from lsiorm._ops.batch import BatchWriteResult, DeleteTarget, GetKey
@@ -25,6 +35,7 @@ from lsiorm._ops.collection_guard import CollectionWatcher
 from lsiorm._ops.key_audit import JobProgress, KeyAuditReport
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.reads import Page
+from lsiorm._ops.relief import ReliefReport
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import Get, TransactAction, TransactWriteResult
@@ -301,6 +312,39 @@ class Session(_Operations):
             )
         )
 
+    def relieve_collection(
+        self,
+        table: Table,
+        partition: Any,
+        *,
+        entity: type[Entity] | None = None,
+        match: Callable[[Entity], bool] | None = None,
+        to_table: Table | None = None,
+        to_file: str | os.PathLike[str] | None = None,
+        write_budget: float | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        dry_run: bool = False,
+        page_size: int | None = 100,
+        progress: Callable[[JobProgress], object] | None = None,
+    ) -> ReliefReport:
+        """Move a collection's matching items to a table or file: copy, verify, then delete."""
+        return self.driver.run(
+            relief.relieve_collection(
+                self.ctx,
+                table,
+                partition,
+                entity=entity,
+                match=match,
+                to_table=to_table,
+                to_file=to_file,
+                write_budget=write_budget,
+                checkpoint=checkpoint,
+                dry_run=dry_run,
+                page_size=page_size,
+                progress=progress,
+            )
+        )
+
     def batch_write(
         self,
         puts: Sequence[Entity] = (),
@@ -542,6 +586,39 @@ class AsyncSession(_Operations):
                 entity,
                 partition=partition,
                 segments=segments,
+                write_budget=write_budget,
+                checkpoint=checkpoint,
+                dry_run=dry_run,
+                page_size=page_size,
+                progress=progress,
+            )
+        )
+
+    async def relieve_collection(
+        self,
+        table: Table,
+        partition: Any,
+        *,
+        entity: type[Entity] | None = None,
+        match: Callable[[Entity], bool] | None = None,
+        to_table: Table | None = None,
+        to_file: str | os.PathLike[str] | None = None,
+        write_budget: float | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        dry_run: bool = False,
+        page_size: int | None = 100,
+        progress: Callable[[JobProgress], object] | None = None,
+    ) -> ReliefReport:
+        """Move a collection's matching items to a table or file: copy, verify, then delete."""
+        return await self.driver.run(
+            relief.relieve_collection(
+                self.ctx,
+                table,
+                partition,
+                entity=entity,
+                match=match,
+                to_table=to_table,
+                to_file=to_file,
                 write_budget=write_budget,
                 checkpoint=checkpoint,
                 dry_run=dry_run,
