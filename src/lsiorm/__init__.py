@@ -53,10 +53,13 @@ from lsiorm._model.schema import (
 )
 from lsiorm._model.wire import item_size
 from lsiorm._ops.audit import CollectionSize
+from lsiorm._ops.backfill import BackfillReport
 from lsiorm._ops.batch import BatchWriteResult
 from lsiorm._ops.collection_guard import CollectionEstimate, CollectionWarning, CollectionWatcher
 from lsiorm._ops.hooks import HookRequest
+from lsiorm._ops.key_audit import JobProgress, KeyAuditReport
 from lsiorm._ops.reads import Page
+from lsiorm._ops.relief import ReliefReport
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.transactions import (
     ConditionCheck,
@@ -102,6 +105,7 @@ __version__ = "0.2.0.dev0"
 
 __all__ = [
     "AsyncSession",
+    "BackfillReport",
     "BatchGetIncompleteError",
     "BatchWriteIncompleteError",
     "BatchWriteResult",
@@ -126,7 +130,9 @@ __all__ = [
     "InternalServerError",
     "ItemCollectionSizeLimitError",
     "ItemTooLargeError",
+    "JobProgress",
     "KeyAttribute",
+    "KeyAuditReport",
     "KeyEncodingError",
     "KeyFormat",
     "LocalIndex",
@@ -140,6 +146,7 @@ __all__ = [
     "QueryPlan",
     "QueryPlanError",
     "ReadEstimate",
+    "ReliefReport",
     "ResourceNotFoundError",
     "RetryPolicy",
     "RetryableError",
