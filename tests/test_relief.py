@@ -14,7 +14,7 @@ import pytest
 from lsiorm import Entity, KeyAttribute, LocalIndex, Session, Table
 from lsiorm._model.wire import item_from_wire
 from lsiorm._ops.hooks import HookRequest
-from lsiorm._ops.relief import read_jsonl
+from lsiorm._ops.relief import read_relief_file
 from lsiorm.errors import ItemCollectionSizeLimitError
 from lsiorm.testing import ItemCollectionProxy
 
@@ -160,7 +160,7 @@ def test_relief_to_a_file_stopped_and_resumed_moves_each_item_once(
         assert report.resumed == (stop_at >= 4)  # a checkpoint exists once a page is done
         assert set(hook.seen.values()) == {1}  # every original deleted exactly once
         assert len(hook.seen) == len(events)
-        lines = read_jsonl(target)
+        lines = read_relief_file(target)
         keys = [i["SK"]["S"] for i in lines]
         assert len(keys) == len(set(keys)) == len(events)  # no item lost, none duplicated
         left = stored(session, table, "DEV#d1")

@@ -59,7 +59,7 @@ from lsiorm._ops.collection_guard import CollectionEstimate, CollectionWarning, 
 from lsiorm._ops.hooks import HookRequest
 from lsiorm._ops.key_audit import JobProgress, KeyAuditReport
 from lsiorm._ops.reads import Page
-from lsiorm._ops.relief import ReliefReport
+from lsiorm._ops.relief import ReliefReport, read_relief_file
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.transactions import (
     ConditionCheck,
@@ -194,6 +194,7 @@ __all__ = [
     "ne",
     "not_exists",
     "query",
+    "read_relief_file",
     "read_units",
     "scan",
     "shard_value",

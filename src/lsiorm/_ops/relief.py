@@ -39,7 +39,7 @@ from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
 from lsiorm.errors import ConditionFailedError, ValidationError
 
-__all__ = ["ReliefReport", "read_jsonl", "relieve_collection"]
+__all__ = ["ReliefReport", "read_relief_file", "relieve_collection"]
 
 
 @dataclass
@@ -117,7 +117,7 @@ def _from_json_av(value: Any) -> Any:
     return value
 
 
-def read_jsonl(path: str | os.PathLike[str]) -> list[WireItem]:
+def read_relief_file(path: str | os.PathLike[str]) -> list[WireItem]:
     """Read the items a relief wrote to a JSON Lines file (wire form, bytes restored)."""
     items: list[WireItem] = []
     with Path(path).open() as lines:
@@ -212,7 +212,7 @@ def relieve_collection(
     file_path = Path(to_file) if to_file is not None else None
     in_file: dict[str, WireItem] = {}
     if file_path is not None and file_path.exists() and not dry_run:
-        for item in read_jsonl(file_path):
+        for item in read_relief_file(file_path):
             in_file[_key_text(_key_of(table, item))] = item
     budget = WriteBudget(write_budget, clock)
     matched_sizes: list[WireItem] = []
@@ -275,7 +275,7 @@ def relieve_collection(
                 out.flush()
                 os.fsync(out.fileno())
         # Verify: read the file back, the last line of each key wins.
-        back = {_key_text(_key_of(table, i)): i for i in read_jsonl(file_path)}
+        back = {_key_text(_key_of(table, i)): i for i in read_relief_file(file_path)}
         in_file.update(back)
         return [_same_item(back.get(_key_text(_key_of(table, i)), {}), i) for i in items]
 
