@@ -99,3 +99,31 @@ def test_audit_then_backfill_then_audit(
             assert run("backfill", f"{new}:app", *url)[0] == EXIT_USAGE
         finally:
             session.delete_table(old_module.app)
+
+
+def test_relieve_moves_old_items_to_a_file(
+    modules: tuple[str, str], endpoint_url: str, tmp_path: Path
+) -> None:
+    from lsiorm import read_relief_file
+
+    old, _ = modules
+    url = ("--endpoint-url", endpoint_url)
+    assert run("create-table", f"{old}:app", *url)[0] == EXIT_OK
+    module = sys.modules[old]
+    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as session:
+        session.batch_write(
+            [module.Task(project="x", n=n, due=f"2024-0{1 + n % 9}-01") for n in range(18)]
+        )
+        try:
+            args = ("relieve", f"{old}:app", *url, "--partition", "P#x", "--entity", "Task")
+            code, out = run(*args, "--before", "due=2024-03-01", "--to-file", "old.jsonl")
+            assert code == EXIT_OK, out
+            moved = [n for n in range(18) if f"2024-0{1 + n % 9}-01" < "2024-03-01"]
+            assert f"moved: {len(moved)}; kept: {18 - len(moved)}" in out
+            assert "shrank by" in out
+            lines = read_relief_file(tmp_path / "old.jsonl")
+            assert sorted(i["SK"]["S"] for i in lines) == [f"TASK#{n:04d}" for n in moved]
+            assert run(*args, "--before", "due=2024-03-01")[0] == EXIT_USAGE  # no destination
+            assert run(*args[:-2], "--before", "due=x", "--to-file", "a")[0] == EXIT_USAGE
+        finally:
+            session.delete_table(module.app)

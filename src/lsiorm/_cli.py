@@ -313,6 +313,46 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> i
     return EXIT_OK if report.complete else EXIT_FOUND
 
 
+def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Move a collection's matching items to another table or a JSON Lines file."""
+    table = load_table(args.target)
+    entity = load_job_target(args.target, args.entity) if args.entity else None
+    if (args.to_table is None) == (args.to_file is None):
+        raise UsageError("Give exactly one destination: --to-table module:attribute or --to-file.")
+    match = None
+    if args.before:
+        if entity is None:
+            raise UsageError("--before needs --entity, the type whose field it compares.")
+        name, sep, text = args.before.partition("=")
+        if not sep or name not in entity.model_fields:
+            raise UsageError(f"--before takes field=value with a field of {entity.__name__}.")
+        from lsiorm._model.entity import meta_of
+
+        cutoff = meta_of(entity).validate_field(name, text)
+        match = lambda item: getattr(item, name) < cutoff  # noqa: E731
+    to_table = load_table(args.to_table) if args.to_table else None
+    checkpoint = args.checkpoint or f"lsiorm-relieve-{table.name}.json"
+    if not args.dry_run:
+        out.write(f"checkpoint: {checkpoint} (run the same command again to resume)\n")
+        out.flush()
+    with _session(args) as session:
+        report = session.relieve_collection(
+            table,
+            args.partition,
+            entity=entity,
+            match=match,
+            to_table=to_table,
+            to_file=args.to_file,
+            write_budget=args.budget,
+            checkpoint=checkpoint,
+            dry_run=args.dry_run,
+            page_size=args.page_size or 100,
+            progress=_job_progress(progress),
+        )
+    out.write(f"{report}\n")
+    return EXIT_OK if not report.failed else EXIT_FOUND
+
+
 def add_job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add the audit-keys and backfill subcommands."""
     jobs = argparse.ArgumentParser(add_help=False)
@@ -335,6 +375,21 @@ def add_job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     fill.add_argument("--budget", type=float, default=None, help="write units per second")
     fill.add_argument("--checkpoint", help="checkpoint file (default: lsiorm-backfill-*.json)")
+    relieve = sub.add_parser(
+        "relieve",
+        parents=[common],
+        help="move a collection's matching items to another table or a JSON Lines file",
+        description="target: module:attribute of the Table whose collection is relieved.",
+    )
+    relieve.add_argument("--partition", required=True, help="the collection's partition key")
+    relieve.add_argument("--entity", help="move only items of this entity type")
+    relieve.add_argument("--before", help="move only items with field < value (field=value)")
+    relieve.add_argument("--to-table", help="module:attribute of the destination Table")
+    relieve.add_argument("--to-file", help="JSON Lines file to append the items to")
+    relieve.add_argument("--budget", type=float, default=None, help="write units per second")
+    relieve.add_argument("--checkpoint", help="checkpoint file (default: lsiorm-relieve-*.json)")
+    relieve.add_argument("--page-size", type=int, default=None, help="items per page")
+    relieve.add_argument("--dry-run", action="store_true", help="report, change nothing")
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
@@ -344,6 +399,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
     "explain": cmd_explain,
     "audit-keys": cmd_audit_keys,
     "backfill": cmd_backfill,
+    "relieve": cmd_relieve,
 }
 
 
