@@ -20,6 +20,7 @@ by the audit's size model, measured before and after.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import time
@@ -47,8 +48,10 @@ class ReliefReport:
     """What a relief did to one collection.
 
     ``moved`` items were copied, verified and deleted; ``kept`` did not match; ``retried``
-    counts originals that changed between copy and delete (each was read again); ``failed``
-    lists keys and reasons. ``bytes_before`` and ``bytes_after`` are the collection's size by
+    counts originals that changed between copy and delete (each was read again);
+    ``stale_copies`` counts lines left in a file for originals that changed so that they no
+    longer match and stayed (a table's such copies are deleted); ``failed`` lists keys and
+    reasons. ``bytes_before`` and ``bytes_after`` are the collection's size by
     the audit's size model (item plus LSI entries, with overheads). In a ``dry_run`` nothing is
     written: ``moved`` counts the matching items and ``bytes_after`` is what would remain.
     """
@@ -61,6 +64,7 @@ class ReliefReport:
     moved: int = 0
     kept: int = 0
     retried: int = 0
+    stale_copies: int = 0
     failed: list[tuple[dict[str, Any], str]] = field(default_factory=list)
     bytes_before: int = 0
     bytes_after: int = 0
@@ -82,6 +86,7 @@ class ReliefReport:
             f"  {self.scanned} items read in {self.elapsed:.1f} s",
             f"  {verb}: {self.moved}; kept: {self.kept}",
             f"  changed while moving, and retried: {self.retried}",
+            f"  copies left of items that stayed: {self.stale_copies}",
             f"  failed: {len(self.failed)}",
             f"  collection size: {self.bytes_before} -> {self.bytes_after} bytes "
             f"(shrank by {self.shrank_bytes} bytes)",
@@ -328,7 +333,6 @@ def relieve_collection(
                 try:
                     yield from delete_original(item)
                 except ConditionFailedError:
-                    report.retried += 1
                     response = yield from call(
                         ctx,
                         "GetItem",
@@ -341,11 +345,32 @@ def relieve_collection(
                     )
                     newer = response.get("Item")
                     if newer is None:
-                        continue  # deleted by someone else: the copy stays, as a copy
+                        # Gone: this delete's lost response was retried, or another writer
+                        # deleted it. Either way the original is gone and its copy is kept.
+                        report.moved += 1
+                        continue
+                    report.retried += 1
                     if matches(newer):
                         again.append((newer, item))
+                        continue
+                    report.kept += 1
+                    if to_table is not None:  # it stays: withdraw this run's copy of it
+                        same, names, values = unchanged_condition(item, frozenset())
+                        with contextlib.suppress(ConditionFailedError):
+                            yield from call(
+                                ctx,
+                                "DeleteItem",
+                                {
+                                    "TableName": to_table.name,
+                                    "Key": _key_of(table, item),
+                                    "ConditionExpression": same,
+                                    "ExpressionAttributeNames": names,
+                                    "ExpressionAttributeValues": values,
+                                },
+                                (to_table,),
+                            )
                     else:
-                        report.kept += 1
+                        report.stale_copies += 1
                     continue
                 report.moved += 1
             pending = again
