@@ -23,7 +23,7 @@ from lsiorm import (
     Table,
     Update,
 )
-from lsiorm.errors import ItemCollectionSizeLimitError
+from lsiorm.errors import DynamoError, ItemCollectionSizeLimitError, TransportError
 from lsiorm.testing import ItemCollectionProxy
 
 BYTES_PER_GB = 10_000  # 10 GB = 100 KB
@@ -203,3 +203,10 @@ def test_the_proxy_stops_by_itself_when_idle(endpoint_url: str) -> None:
         time.sleep(0.1)
     assert not proxy.running
     proxy.stop()
+
+
+def test_a_malformed_write_gets_the_engines_own_answer(proxied: Any) -> None:
+    session, table, _, _ = proxied
+    with pytest.raises(DynamoError) as caught:
+        session.call("PutItem", {"TableName": table.name, "Item": {"PK": {"S": "x"}}})
+    assert not isinstance(caught.value, TransportError)  # answered, not a dropped connection

@@ -357,11 +357,21 @@ class ItemCollectionProxy:
             return self._schema_change(headers, body)
         if operation not in _WRITES:
             return self.forward_raw("POST", headers, body)
-        params = json.loads(body)
-        touches = list(_touches(operation, params))
+        try:
+            params = json.loads(body)
+            touches = list(_touches(operation, params))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return self.forward_raw("POST", headers, body)  # malformed: the engine says why
         shapes = {t.table: self._shape(headers, t.table) for t in touches}
         if not any(shapes.values()):
             return self.forward_raw("POST", headers, body)
+        try:
+            for touch in touches:
+                shape = shapes[touch.table]
+                if shape is not None:
+                    touch.key = shape.key_of(touch.key)
+        except KeyError:
+            return self.forward_raw("POST", headers, body)  # a key is missing: the engine says so
         with self._write_lock:
             return self._write(headers, body, operation, params, touches, shapes)
 
@@ -429,7 +439,6 @@ class ItemCollectionProxy:
         for touch in watched:
             shape = shapes[touch.table]
             assert shape is not None
-            touch.key = shape.key_of(touch.key)
             value = touch.key[shape.partition]
             cid = _collection_id(touch.table, shape.partition, value)
             collections[cid] = (touch.table, {shape.partition: value})
