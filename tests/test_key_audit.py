@@ -189,3 +189,44 @@ def test_async_audit_matches_the_sync_one(
         assert report.scanned == sync.scanned == 42
     finally:
         session.delete_table(world["table"])
+
+
+def test_global_index_slots_and_the_type_attribute_are_checked() -> None:
+    from lsiorm import GlobalIndex, KeyAttribute
+
+    def table() -> Table:
+        return Table(
+            "Audit-Gsi",
+            "PK",
+            "SK",
+            global_indexes=[GlobalIndex("ByEmail", KeyAttribute("GPK"), KeyAttribute("GSK"))],
+        )
+
+    class Before(Entity, table=table(), keys={"PK": "U#{u}", "SK": "PROFILE"}, type_name="User"):
+        u: str
+        email: str
+
+    class After(
+        Entity,
+        table=table(),
+        keys={"PK": "U#{u}", "SK": "PROFILE", "GPK": "EMAIL#{email}", "GSK": "U#{u}"},
+        type_name="User",
+    ):
+        u: str
+        email: str
+
+    item = item_to_wire(Before(u="ann", email="a@x").to_item())
+    check = check_item_keys(meta_table(After), item)
+    assert check is not None
+    assert sorted((p.attribute, p.kind) for p in check.problems) == [
+        ("GPK", "missing"),
+        ("GSK", "missing"),
+    ]
+    renamed = {**item_to_wire(After(u="ann", email="a@x").to_item()), "_type": to_wire("Usr")}
+    assert check_item_keys(meta_table(After), renamed) is None  # no declared type "Usr"
+
+
+def meta_table(cls: type[Entity]) -> Table:
+    from lsiorm._model.entity import meta_of
+
+    return meta_of(cls).table

@@ -201,3 +201,60 @@ def test_relief_frees_a_full_collection_behind_the_collection_proxy(
             assert estimate.high_gb < 10
         finally:
             session.delete_table(table)
+
+
+def test_a_concurrent_writer_loses_no_update_during_relief(
+    session: Session, endpoint_url: str, table_name: str
+) -> None:
+    import threading
+
+    from lsiorm.errors import NotFoundError
+
+    table = Table(table_name, "PK", "SK", local_indexes=[LocalIndex("ByDay", KeyAttribute("D"))])
+
+    class Counter_(Entity, table=table, keys={"PK": "C#{box}", "SK": "N#{n:04d}", "D": "{day}"}):
+        box: str
+        n: int
+        day: date
+        hits: int = 0
+
+    archive = Table(f"{table_name}_a", "PK", "SK")
+    session.create_table(table)
+    session.create_table(archive)
+    session.batch_write([Counter_(box="b", n=n, day=date(2024, 1 + n % 4, 1)) for n in range(30)])
+    applied: Counter[int] = Counter()
+    stop = threading.Event()
+
+    def writer() -> None:
+        rng = random.Random(1)
+        with Session(endpoint_url=endpoint_url, region_name="us-east-1") as other:
+            while not stop.is_set():
+                n = rng.randrange(30)
+                try:
+                    other.update(Counter_, box="b", n=n, add={"hits": 1})
+                except NotFoundError:
+                    continue  # already moved: the update did not apply
+                applied[n] += 1
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        report = session.relieve_collection(
+            table, "C#b", match=lambda c: c.day < date(2024, 3, 1), to_table=archive, page_size=3
+        )
+    finally:
+        stop.set()
+        thread.join(timeout=120)
+    try:
+        assert report.failed == []
+        left = {int(i["SK"][2:]): i for i in stored(session, table, "C#b")}
+        moved = {int(i["SK"][2:]): i for i in stored(session, archive, "C#b")}
+        assert set(left) | set(moved) == set(range(30))
+        assert not set(left) & set(moved)
+        for n in range(30):
+            item = left.get(n) or moved[n]
+            assert item.get("hits", 0) == applied[n], n  # every applied update is kept
+        assert all(i["D"] < "2024-03-01" for i in moved.values())
+    finally:
+        session.delete_table(table)
+        session.delete_table(archive)
