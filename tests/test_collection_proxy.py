@@ -210,3 +210,27 @@ def test_a_malformed_write_gets_the_engines_own_answer(proxied: Any) -> None:
     with pytest.raises(DynamoError) as caught:
         session.call("PutItem", {"TableName": table.name, "Item": {"PK": {"S": "x"}}})
     assert not isinstance(caught.value, TransportError)  # answered, not a dropped connection
+
+
+def test_the_async_session_sees_the_same_metrics(endpoint_url: str, table_name: str) -> None:
+    import asyncio
+
+    from lsiorm import AsyncSession
+
+    table, doc = declare(table_name)
+
+    async def run(url: str) -> tuple[Any, int]:
+        async with AsyncSession(endpoint_url=url, region_name="us-east-1") as session:
+            await session.create_table(table)
+            try:
+                for n in range(3):
+                    await session.put(doc(box="z", n=n, rank=n, body="a" * 500))
+                size = await session.audit_collection(table, "BOX#z")
+                return session.collections.estimate(table, "BOX#z"), size.total_bytes
+            finally:
+                await session.delete_table(table)
+
+    with ItemCollectionProxy(endpoint_url, bytes_per_gb=BYTES_PER_GB) as proxy:
+        estimate, size = asyncio.run(run(proxy.endpoint_url))
+    assert estimate is not None
+    assert estimate.high_gb == pytest.approx(size / BYTES_PER_GB)

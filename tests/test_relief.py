@@ -258,3 +258,26 @@ def test_a_concurrent_writer_loses_no_update_during_relief(
     finally:
         session.delete_table(table)
         session.delete_table(archive)
+
+
+def test_async_relief_matches_the_sync_one(
+    session: Session, endpoint_url: str, table_name: str, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from lsiorm import AsyncSession
+
+    table, event, _, events = seed(session, table_name, count=20)
+
+    async def run() -> Any:
+        async with AsyncSession(endpoint_url=endpoint_url, region_name="us-east-1") as s:
+            return await s.relieve_collection(
+                table, "DEV#d1", entity=event, match=older, to_file=tmp_path / "a.jsonl"
+            )
+
+    try:
+        report = asyncio.run(run())
+        assert report.moved == sum(1 for e in events if e.day < CUTOFF)
+        assert len(read_relief_file(tmp_path / "a.jsonl")) == report.moved
+    finally:
+        session.delete_table(table)
