@@ -235,3 +235,26 @@ def test_async_backfill(session: Session, endpoint_url: str, table_name: str) ->
         assert session.audit_keys(doc).clean
     finally:
         session.delete_table(table)
+
+
+def test_an_item_too_wide_for_a_condition_fails_alone(session: Session, table_name: str) -> None:
+    from lsiorm._ops.backfill import MAX_EXPRESSION_BYTES, unchanged_condition
+    from lsiorm.errors import ValidationError
+
+    wide = {f"extra_attribute_{i:03d}": {"S": "x"} for i in range(300)}
+    with pytest.raises(ValidationError, match=r"jobs\.condition-too-long"):
+        unchanged_condition(wide, frozenset())
+    expression, _, _ = unchanged_condition(dict(list(wide.items())[:100]), frozenset())
+    assert len(expression) <= MAX_EXPRESSION_BYTES
+    table, doc = seed(session, table_name)
+    try:
+        key = {"PK": {"S": "USER#u0"}, "SK": {"S": sk(0)}}
+        item = session.call("GetItem", {"TableName": table_name, "Key": key})["Item"]
+        session.call("PutItem", {"TableName": table_name, "Item": {**item, **wide}})
+        report = session.backfill(doc)
+        assert [key for key, _ in report.failed] == [{"PK": "USER#u0", "SK": sk(0)}]
+        assert "jobs.condition-too-long" in report.failed[0][1]
+        assert report.rewritten == STALE - 1
+        assert session.audit_keys(doc).stale_items == 1
+    finally:
+        session.delete_table(table)

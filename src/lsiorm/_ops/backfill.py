@@ -118,7 +118,18 @@ def unchanged_condition(
             parts.append(f"#u{i} = :u{i}")
         else:
             parts.append(f"attribute_not_exists(#u{i})")
-    return " AND ".join(parts), names, values
+    expression = " AND ".join(parts)
+    if len(expression.encode()) > MAX_EXPRESSION_BYTES:
+        raise ValidationError(
+            "jobs.condition-too-long",
+            f"The item has {len(names)} attributes to compare; the condition that it is "
+            f"unchanged would exceed DynamoDB's {MAX_EXPRESSION_BYTES} byte expression limit.",
+        )
+    return expression, names, values
+
+
+#: DynamoDB's limit on the length of one expression.
+MAX_EXPRESSION_BYTES = 4096
 
 
 def _watched_attributes(entity: type[Entity]) -> frozenset[str]:
@@ -412,6 +423,11 @@ def backfill(
             yield from budget.take(units.total)
             try:
                 yield from rewrite(current, check)
+            except ValidationError as exc:  # raised before any request: nothing was written
+                report.failed.append(
+                    ({k: from_wire(v) for k, v in check.stored_key.items()}, str(exc))
+                )
+                return False
             except ConditionFailedError:
                 report.retried += 1
             except TransactionCanceledError as exc:

@@ -312,6 +312,10 @@ def relieve_collection(
                     yield from budget.take(_put_units(to_table, item))
                     try:
                         yield from copy_to_table(item, previous)
+                    except ValidationError as exc:
+                        report.failed.append((_plain_key(table, item), str(exc)))
+                        current.remove(item)
+                        continue
                     except ConditionFailedError:
                         report.failed.append(
                             (_plain_key(table, item), "the destination holds another item")
@@ -332,6 +336,9 @@ def relieve_collection(
             for item in ready:
                 try:
                     yield from delete_original(item)
+                except ValidationError as exc:  # the condition is too long: nothing was sent
+                    report.failed.append((_plain_key(table, item), str(exc)))
+                    continue
                 except ConditionFailedError:
                     response = yield from call(
                         ctx,
@@ -392,6 +399,11 @@ def relieve_collection(
             assert report.estimate is not None
             report.estimate = report.estimate + _move_units(table, to_table, item)
             return True
+        try:  # an item whose delete condition cannot be built is never copied
+            unchanged_condition(item, frozenset())
+        except ValidationError as exc:
+            report.failed.append((_plain_key(table, item), str(exc)))
+            return False
         page.append(item)
         return True
         yield  # pragma: no cover - a generator: the writes run per page, in on_page's turn
