@@ -261,11 +261,35 @@ def check_adr_slots(out: str, fetches: bool) -> None:
     assert "fetched: nothing" in out
 
 
+# -- slot_rollout.py: a reserved slot is pending, backfilled, audited, then ready -------------
+
+
+def check_slot_rollout(out: str, fetches: bool) -> None:
+    written = puts(out, r"put task (\d{4}) due (\S+)")
+    assert len(written) == 35
+    # Worked out from the example's own data: every task, old and new, by due date then number.
+    expected = [f"{n} due {due}" for n, due in sorted(written, key=lambda t: (t[1], t[0]))]
+    old = sum(1 for n, _ in written if int(n) <= 30)
+    assert after(out, "audit before: ") == [f"{old} stale (LSI3SK missing on {old})"]
+    assert after(out, "plan while pending: ") == ["table"]
+    assert after(out, "backfill rewritten: ") == [str(old)]
+    assert after(out, "backfill already current: ") == [str(35 - old)]
+    assert after(out, "backfill retried: ") == ["0; failed: 0"]
+    progress = after(out, "backfill progress: ")
+    assert progress
+    assert progress[-1].startswith("35")
+    assert progress[-1].endswith("segments 2/2")
+    assert after(out, "audit after: ") == ["0 stale; clean: True"]
+    assert after(out, "plan: ") == ["LSI3"]
+    assert after(out, "LSI3 task ") == expected
+
+
 CHECKS: dict[str, Callable[[str, bool], None]] = {
     "adr_slots.py": check_adr_slots,
     "animals.py": check_animals,
     "forum.py": check_forum,
     "orders.py": check_orders,
+    "slot_rollout.py": check_slot_rollout,
     "worldcup.py": check_worldcup,
 }
 

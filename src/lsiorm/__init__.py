@@ -61,12 +61,15 @@ from lsiorm._model.schema import (
 )
 from lsiorm._model.wire import item_size
 from lsiorm._ops.audit import CollectionSize
+from lsiorm._ops.backfill import BackfillReport
 from lsiorm._ops.batch import BatchWriteResult
 from lsiorm._ops.collection_guard import CollectionEstimate, CollectionWarning, CollectionWatcher
 from lsiorm._ops.hooks import HookRequest
 from lsiorm._ops.items import DeleteResult
+from lsiorm._ops.key_audit import JobProgress, KeyAuditReport
 from lsiorm._ops.meter import CapacityMeter, Measurement
 from lsiorm._ops.reads import Page
+from lsiorm._ops.relief import ReliefReport, read_relief_file
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.transactions import (
     ConditionCheck,
@@ -128,6 +131,7 @@ del _version
 
 __all__ = [
     "AsyncSession",
+    "BackfillReport",
     "BatchGetIncompleteError",
     "BatchWriteIncompleteError",
     "BatchWriteResult",
@@ -157,7 +161,9 @@ __all__ = [
     "InternalServerError",
     "ItemCollectionSizeLimitError",
     "ItemTooLargeError",
+    "JobProgress",
     "KeyAttribute",
+    "KeyAuditReport",
     "KeyEncodingError",
     "KeyFormat",
     "LocalIndex",
@@ -174,6 +180,7 @@ __all__ = [
     "QueryPlan",
     "QueryPlanError",
     "ReadEstimate",
+    "ReliefReport",
     "ResourceNotFoundError",
     "RetryPolicy",
     "RetryableError",
@@ -227,6 +234,7 @@ __all__ = [
     "ne",
     "not_exists",
     "query",
+    "read_relief_file",
     "read_units",
     "scan",
     "shard_value",

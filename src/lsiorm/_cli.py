@@ -403,6 +403,160 @@ def _sampled(args: argparse.Namespace, q: Any) -> str:
     )
 
 
+# -- key lifecycle jobs: audit-keys and backfill ---------------------------------------------
+
+
+def load_job_target(spec: str, entity: str | None) -> Any:
+    """Return the Table or entity class named by ``module:attribute`` (and ``--entity``)."""
+    from lsiorm._model.entity import Entity
+
+    obj = load_target(spec)
+    if isinstance(obj, type) and issubclass(obj, Entity) and obj.__lsiorm__ is not None:
+        if entity is not None:
+            raise UsageError("--entity applies to a Table target, not an entity class.")
+        return obj
+    if not isinstance(obj, Table):
+        raise UsageError(f"{spec} is a {type(obj).__name__}, not a Table or an entity class.")
+    if entity is None:
+        return obj
+    found = obj.entities.get(entity)
+    if found is None:
+        known = ", ".join(sorted(obj.entities)) or "none declared"
+        raise UsageError(f"Table {obj.name!r} has no entity {entity!r} ({known}).")
+    return found
+
+
+def _job_progress(progress: Progress) -> Callable[[Any], None]:
+    return lambda state: progress.tick(str(state))
+
+
+def cmd_audit_keys(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Compare every stored item's key attributes with what its declaration derives."""
+    target = load_job_target(args.target, args.entity)
+    with _session(args) as session:
+        priced = session.audit_keys(target, partition=args.partition, dry_run=True)
+        out.write(f"Reading priced at {priced.estimate} read units.\n")
+        if args.dry_run:
+            out.write(f"{priced}\n")
+            return EXIT_OK
+        report = session.audit_keys(
+            target,
+            partition=args.partition,
+            segments=args.segments,
+            page_size=args.page_size,
+            progress=_job_progress(progress),
+        )
+    out.write(f"{report}\n")
+    return EXIT_OK if report.clean else EXIT_FOUND
+
+
+def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Rewrite the stale derived key attributes of one entity type's items."""
+    from lsiorm._model.entity import meta_of
+
+    target = load_job_target(args.target, args.entity)
+    if isinstance(target, Table):
+        known = ", ".join(sorted(target.entities)) or "none declared"
+        raise UsageError(f"Name the entity to backfill with --entity (entities: {known}).")
+    meta = meta_of(target)
+    checkpoint = args.checkpoint or f"lsiorm-backfill-{meta.table.name}-{meta.type_name}.json"
+    if not args.dry_run:
+        out.write(f"checkpoint: {checkpoint} (run the same command again to resume)\n")
+        out.flush()
+    with _session(args) as session:
+        report = session.backfill(
+            target,
+            partition=args.partition,
+            segments=args.segments,
+            write_budget=args.budget,
+            checkpoint=checkpoint,
+            dry_run=args.dry_run,
+            page_size=args.page_size,
+            progress=_job_progress(progress),
+        )
+    out.write(f"{report}\n")
+    return EXIT_OK if report.complete else EXIT_FOUND
+
+
+def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Move a collection's matching items to another table or a JSON Lines file."""
+    table = load_table(args.target)
+    entity = load_job_target(args.target, args.entity) if args.entity else None
+    if (args.to_table is None) == (args.to_file is None):
+        raise UsageError("Give exactly one destination: --to-table module:attribute or --to-file.")
+    match = None
+    if args.before:
+        if entity is None:
+            raise UsageError("--before needs --entity, the type whose field it compares.")
+        name, sep, text = args.before.partition("=")
+        if not sep or name not in entity.model_fields:
+            raise UsageError(f"--before takes field=value with a field of {entity.__name__}.")
+        from lsiorm._model.entity import meta_of
+
+        cutoff = meta_of(entity).validate_field(name, text)
+        match = lambda item: getattr(item, name) < cutoff  # noqa: E731
+    to_table = load_table(args.to_table) if args.to_table else None
+    checkpoint = args.checkpoint or f"lsiorm-relieve-{table.name}.json"
+    if not args.dry_run:
+        out.write(f"checkpoint: {checkpoint} (run the same command again to resume)\n")
+        out.flush()
+    with _session(args) as session:
+        report = session.relieve_collection(
+            table,
+            args.partition,
+            entity=entity,
+            match=match,
+            to_table=to_table,
+            to_file=args.to_file,
+            write_budget=args.budget,
+            checkpoint=checkpoint,
+            dry_run=args.dry_run,
+            page_size=args.page_size or 100,
+            progress=_job_progress(progress),
+        )
+    out.write(f"{report}\n")
+    return EXIT_OK if not report.failed else EXIT_FOUND
+
+
+def add_job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the audit-keys and backfill subcommands."""
+    jobs = argparse.ArgumentParser(add_help=False)
+    jobs.add_argument("--entity", help="entity type name, for a Table target")
+    jobs.add_argument("--partition", help="read only this partition key value")
+    jobs.add_argument("--segments", type=int, default=4, help="parallel scan segments")
+    jobs.add_argument("--page-size", type=int, default=None, help="items per page")
+    jobs.add_argument("--dry-run", action="store_true", help="price the job, change nothing")
+    sub.add_parser(
+        "audit-keys",
+        parents=[common, jobs],
+        help="find items whose stored keys differ from their declaration",
+        description="target: module:attribute of a Table or of an entity class.",
+    )
+    fill = sub.add_parser(
+        "backfill",
+        parents=[common, jobs],
+        help="rewrite the stale derived keys of an entity's items",
+        description="target: module:attribute of an entity class, or of a Table with --entity.",
+    )
+    fill.add_argument("--budget", type=float, default=None, help="write units per second")
+    fill.add_argument("--checkpoint", help="checkpoint file (default: lsiorm-backfill-*.json)")
+    relieve = sub.add_parser(
+        "relieve",
+        parents=[common],
+        help="move a collection's matching items to another table or a JSON Lines file",
+        description="target: module:attribute of the Table whose collection is relieved.",
+    )
+    relieve.add_argument("--partition", required=True, help="the collection's partition key")
+    relieve.add_argument("--entity", help="move only items of this entity type")
+    relieve.add_argument("--before", help="move only items with field < value (field=value)")
+    relieve.add_argument("--to-table", help="module:attribute of the destination Table")
+    relieve.add_argument("--to-file", help="JSON Lines file to append the items to")
+    relieve.add_argument("--budget", type=float, default=None, help="write units per second")
+    relieve.add_argument("--checkpoint", help="checkpoint file (default: lsiorm-relieve-*.json)")
+    relieve.add_argument("--page-size", type=int, default=None, help="items per page")
+    relieve.add_argument("--dry-run", action="store_true", help="report, change nothing")
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
     "create-table": cmd_create_table,
     "check": cmd_check,
@@ -411,6 +565,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
     "get": cmd_get,
     "query": cmd_query,
     "delete-table": cmd_delete_table,
+    "audit-keys": cmd_audit_keys,
+    "backfill": cmd_backfill,
+    "relieve": cmd_relieve,
 }
 
 
@@ -490,6 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--capacity", action="store_true", help="print the consumed capacity of the scan"
     )
     colls.add_argument("--top", type=int, default=10, help="how many collections to list")
+    add_job_commands(sub, common)
     return parser
 
 

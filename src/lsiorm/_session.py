@@ -7,6 +7,7 @@ hand them to their driver. No operation logic lives here.
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -17,15 +18,28 @@ from lsiorm._io import fastjson
 from lsiorm._io.drivers import AsyncDriver, SyncDriver, no_botocore_retries
 from lsiorm._model.entity import Entity, meta_of
 from lsiorm._model.schema import DriftReport, Table
-from lsiorm._ops import audit, batch, items, reads, tables, transactions
+from lsiorm._ops import (
+    audit,
+    backfill,
+    batch,
+    items,
+    key_audit,
+    reads,
+    relief,
+    tables,
+    transactions,
+)
 from lsiorm._ops.audit import CollectionSize
+from lsiorm._ops.backfill import BackfillReport
 from lsiorm._ops.batch import BatchWriteResult, DeleteTarget, GetKey
 from lsiorm._ops.collection_guard import CollectionWatcher
 from lsiorm._ops.items import DeleteResult, Idempotency
+from lsiorm._ops.key_audit import JobProgress, KeyAuditReport
 from lsiorm._ops.meter import CapacityMeter
 from lsiorm._ops.naming import NameResolver, prefixed
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.reads import Page
+from lsiorm._ops.relief import ReliefReport
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import Get, TransactAction, TransactWriteResult
@@ -405,6 +419,89 @@ class Session(_Operations):
             audit.largest_collections(self.ctx, table, threshold_gb, limit=limit)
         )
 
+    def audit_keys(
+        self,
+        target: Table | type[Entity],
+        *,
+        partition: Any = None,
+        segments: int = 4,
+        dry_run: bool = False,
+        page_size: int | None = None,
+        progress: Callable[[JobProgress], object] | None = None,
+    ) -> KeyAuditReport:
+        """Check every item's stored keys against its declaration (read-only; priced first)."""
+        return self.driver.run(
+            key_audit.audit_keys(
+                self.ctx,
+                target,
+                partition=partition,
+                segments=segments,
+                dry_run=dry_run,
+                page_size=page_size,
+                progress=progress,
+            )
+        )
+
+    def backfill(
+        self,
+        entity: type[Entity],
+        *,
+        partition: Any = None,
+        segments: int = 4,
+        write_budget: float | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        dry_run: bool = False,
+        page_size: int | None = None,
+        progress: Callable[[JobProgress], object] | None = None,
+    ) -> BackfillReport:
+        """Rewrite the stale derived keys of an entity's items, each only if unchanged."""
+        return self.driver.run(
+            backfill.backfill(
+                self.ctx,
+                entity,
+                partition=partition,
+                segments=segments,
+                write_budget=write_budget,
+                checkpoint=checkpoint,
+                dry_run=dry_run,
+                page_size=page_size,
+                progress=progress,
+            )
+        )
+
+    def relieve_collection(
+        self,
+        table: Table,
+        partition: Any,
+        *,
+        entity: type[Entity] | None = None,
+        match: Callable[[Entity], bool] | None = None,
+        to_table: Table | None = None,
+        to_file: str | os.PathLike[str] | None = None,
+        write_budget: float | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        dry_run: bool = False,
+        page_size: int | None = 100,
+        progress: Callable[[JobProgress], object] | None = None,
+    ) -> ReliefReport:
+        """Move a collection's matching items to a table or file: copy, verify, then delete."""
+        return self.driver.run(
+            relief.relieve_collection(
+                self.ctx,
+                table,
+                partition,
+                entity=entity,
+                match=match,
+                to_table=to_table,
+                to_file=to_file,
+                write_budget=write_budget,
+                checkpoint=checkpoint,
+                dry_run=dry_run,
+                page_size=page_size,
+                progress=progress,
+            )
+        )
+
     def batch_write(
         self,
         puts: Sequence[Entity] = (),
@@ -664,6 +761,89 @@ class AsyncSession(_Operations):
         """Scan the table; return collections at or above the threshold, largest first."""
         return await self.driver.run(
             audit.largest_collections(self.ctx, table, threshold_gb, limit=limit)
+        )
+
+    async def audit_keys(
+        self,
+        target: Table | type[Entity],
+        *,
+        partition: Any = None,
+        segments: int = 4,
+        dry_run: bool = False,
+        page_size: int | None = None,
+        progress: Callable[[JobProgress], object] | None = None,
+    ) -> KeyAuditReport:
+        """Check every item's stored keys against its declaration (read-only; priced first)."""
+        return await self.driver.run(
+            key_audit.audit_keys(
+                self.ctx,
+                target,
+                partition=partition,
+                segments=segments,
+                dry_run=dry_run,
+                page_size=page_size,
+                progress=progress,
+            )
+        )
+
+    async def backfill(
+        self,
+        entity: type[Entity],
+        *,
+        partition: Any = None,
+        segments: int = 4,
+        write_budget: float | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        dry_run: bool = False,
+        page_size: int | None = None,
+        progress: Callable[[JobProgress], object] | None = None,
+    ) -> BackfillReport:
+        """Rewrite the stale derived keys of an entity's items, each only if unchanged."""
+        return await self.driver.run(
+            backfill.backfill(
+                self.ctx,
+                entity,
+                partition=partition,
+                segments=segments,
+                write_budget=write_budget,
+                checkpoint=checkpoint,
+                dry_run=dry_run,
+                page_size=page_size,
+                progress=progress,
+            )
+        )
+
+    async def relieve_collection(
+        self,
+        table: Table,
+        partition: Any,
+        *,
+        entity: type[Entity] | None = None,
+        match: Callable[[Entity], bool] | None = None,
+        to_table: Table | None = None,
+        to_file: str | os.PathLike[str] | None = None,
+        write_budget: float | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        dry_run: bool = False,
+        page_size: int | None = 100,
+        progress: Callable[[JobProgress], object] | None = None,
+    ) -> ReliefReport:
+        """Move a collection's matching items to a table or file: copy, verify, then delete."""
+        return await self.driver.run(
+            relief.relieve_collection(
+                self.ctx,
+                table,
+                partition,
+                entity=entity,
+                match=match,
+                to_table=to_table,
+                to_file=to_file,
+                write_budget=write_budget,
+                checkpoint=checkpoint,
+                dry_run=dry_run,
+                page_size=page_size,
+                progress=progress,
+            )
         )
 
     async def batch_write(

@@ -33,6 +33,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal
 
+from lsiorm._io.collection_proxy import ItemCollectionProxy
+
 if TYPE_CHECKING:
     from lsiorm._model.schema import Table
 
@@ -42,6 +44,7 @@ __all__ = [
     "ENGINES",
     "DynamoDBLocal",
     "EngineNotInstalledError",
+    "ItemCollectionProxy",
     "MotoServer",
     "default_engine",
     "dynamodb_local_cache",

@@ -72,6 +72,8 @@ class EntityMeta:
     type_name: str
     templates: dict[str, KeyTemplate]
     version_field: str | None
+    #: Index key attributes written but not yet ready for reads: the planner never picks them.
+    pending: frozenset[str] = frozenset()
     _adapters: dict[str, TypeAdapter[Any]] = field(default_factory=dict)
 
     @property
@@ -286,7 +288,11 @@ class Entity(BaseModel):
 
     ``type_name`` (default: the class name) is stored in the table's type attribute so that a
     partition holding several entity types decodes each item as its own class. ``version``
-    names an int field used for optimistic locking.
+    names an int field used for optimistic locking. ``pending`` names index key attributes
+    (slots) that writers derive but readers may not rely on yet, because items written before
+    the slot was declared do not have it: the query planner never picks an index on a pending
+    slot by itself (``using()`` still can). Remove the name once a backfill and an audit show
+    nothing stale (see docs/migrations.md).
     """
 
     model_config = ConfigDict(extra="ignore", validate_by_name=True, validate_by_alias=True)
@@ -300,6 +306,7 @@ class Entity(BaseModel):
         keys: Mapping[str, str] | None = None,
         type_name: str | None = None,
         version: str | None = None,
+        pending: Iterable[str] = (),
         **kwargs: Any,
     ) -> None:
         super().__init_subclass__(**kwargs)
@@ -312,6 +319,7 @@ class Entity(BaseModel):
         keys: Mapping[str, str] | None = None,
         type_name: str | None = None,
         version: str | None = None,
+        pending: Iterable[str] = (),
         **kwargs: Any,
     ) -> None:
         super().__pydantic_init_subclass__(**kwargs)
@@ -323,6 +331,7 @@ class Entity(BaseModel):
             cls.__lsiorm__ = None
             return
         cls.__lsiorm__ = _bind(cls, table, dict(keys or {}), type_name or cls.__name__, version)
+        cls.__lsiorm__.pending = _pending(cls.__lsiorm__, pending)
 
     @model_validator(mode="after")
     def _fill_shards(self) -> Self:
@@ -489,6 +498,24 @@ def _bind(
     _check_overlaps(meta)
     table.entities[type_name] = cls
     return meta
+
+
+def _pending(meta: EntityMeta, pending: Iterable[str]) -> frozenset[str]:
+    """Check ``pending=``: index key attributes the entity derives, never its primary key."""
+    slots = frozenset([pending] if isinstance(pending, str) else pending)
+    primary = {
+        meta.table.partition_key.name,
+        *([meta.table.sort_key.name] if meta.table.sort_key else []),
+    }
+    allowed = ", ".join(sorted(set(meta.templates) - primary)) or "none"
+    for slot in sorted(slots):
+        if slot in primary or slot not in meta.templates:
+            raise DeclarationError(
+                "entity.pending-slot",
+                f"{meta.cls.__name__} marks {slot!r} pending, but pending= names index key "
+                f"attributes the entity has a template for ({allowed}).",
+            )
+    return slots
 
 
 def _bind_template(cls: type[Entity], attr: str, attr_type: str, source: str) -> KeyTemplate:

@@ -157,6 +157,10 @@ class _QueryPlanner:
             option.problem = broken.problem
             option.rule = broken.rule
             return option
+        pending = _pending_slot(self.metas, self.table, index, self.q.index_forced)
+        if pending is not None:
+            option.problem, option.rule = pending, "query.slot-pending"
+            return option
         if self._exactness(option):
             return option
         absorbed = set.intersection(*(f.absorbed for f in fits))
@@ -575,6 +579,20 @@ def _filter_conditions(meta: EntityMeta, name: str, ops: Sequence[Operator]) -> 
     values = _bool_values(ops)
     equalities: list[Condition] = [FieldCondition(name, Compare("=", v)) for v in values]
     return [equalities[0] if len(equalities) == 1 else Or(tuple(equalities))]
+
+
+def _pending_slot(metas: Sequence[EntityMeta], table: Any, index: Any, forced: bool) -> str | None:
+    """Why an index the planner would pick by itself is not ready, or None."""
+    if forced or index is None:
+        return None
+    for meta in metas:
+        for attr in table.index_key_attributes(index):
+            if attr in meta.pending:
+                return (
+                    f"{meta.cls.__name__} marks {attr} pending (not backfilled yet); "
+                    f"use using({index.name!r}) to query it anyway"
+                )
+    return None
 
 
 def _empty_filter(meta: EntityMeta, fallback: Mapping[str, Sequence[Operator]]) -> str | None:

@@ -1,0 +1,466 @@
+"""Key audit: does every stored item carry the key attributes its current declaration derives?
+
+An entity's keys are derived from its fields by templates. When a template changes (a wider
+number, a renamed namespace, a new encoding) or an entity starts using a new index slot, items
+written before keep their old keys. :func:`check_item_keys` compares one stored item with what
+the declaration derives today, attribute by attribute: the primary key, every LSI and GSI key
+attribute, and the type attribute. :func:`audit_keys` does it for a partition or a whole table,
+in parallel scan segments, read-only, priced first by the capacity model.
+
+The scanning machinery (:func:`scan_items`) is shared with the backfill and relief jobs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from lsiorm._model.capacity import ReadEstimate, read_units
+from lsiorm._model.entity import Entity, build_item, decode_item, meta_of
+from lsiorm._model.schema import Table
+from lsiorm._model.wire import AttributeValue, from_wire, to_wire
+from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.steps import Gather, Operation
+from lsiorm.errors import LsiormError, ValidationError
+
+__all__ = [
+    "AttributeTally",
+    "EntityKeyAudit",
+    "ItemKeyCheck",
+    "JobProgress",
+    "KeyAuditReport",
+    "KeyProblem",
+    "ScanSpec",
+    "audit_keys",
+    "check_item_keys",
+    "derived_keys",
+    "price_scan",
+    "scan_items",
+]
+
+ProblemKind = Literal["stale", "missing", "extra"]
+WireItem = dict[str, AttributeValue]
+
+
+@dataclass(frozen=True)
+class KeyProblem:
+    """One key attribute of a stored item that differs from what the declaration derives.
+
+    ``kind`` is ``"stale"`` (stored, but another value), ``"missing"`` (derived, not stored) or
+    ``"extra"`` (stored, but the declaration derives none). Values are Python values.
+    """
+
+    attribute: str
+    kind: ProblemKind
+    stored: Any
+    expected: Any
+
+
+@dataclass(frozen=True)
+class ItemKeyCheck:
+    """The result of checking one stored item against its entity's declaration."""
+
+    entity: type[Entity]
+    stored_key: WireItem
+    expected: WireItem
+    problems: tuple[KeyProblem, ...]
+
+    @property
+    def current(self) -> bool:
+        """Whether every key attribute is what the declaration derives."""
+        return not self.problems
+
+    @property
+    def moves(self) -> bool:
+        """Whether the primary key itself changes (a rewrite is then a move)."""
+        table = meta_of(self.entity).table
+        primary = {table.partition_key.name, *([table.sort_key.name] if table.sort_key else [])}
+        return any(p.attribute in primary for p in self.problems)
+
+
+def key_attribute_names(table: Table) -> tuple[str, ...]:
+    """Every attribute a declaration derives: all key attributes, then the type attribute."""
+    return (*table.key_attributes, table.type_attribute)
+
+
+def derived_keys(entity: Entity) -> WireItem:
+    """The key attributes and type attribute the declaration derives for an entity (wire)."""
+    meta = meta_of(entity)
+    item = build_item(entity)
+    return {name: to_wire(item[name]) for name in key_attribute_names(meta.table) if name in item}
+
+
+def _same(a: AttributeValue, b: AttributeValue) -> bool:
+    return a == b or from_wire(a) == from_wire(b)
+
+
+def check_item_keys(
+    table: Table, item: Mapping[str, AttributeValue], only: Iterable[type[Entity]] | None = None
+) -> ItemKeyCheck | None:
+    """Check one stored item (wire form); None when it is of no declared type (or not in only).
+
+    Raises :class:`~lsiorm.errors.ValidationError` when the item cannot be decoded as its type.
+    """
+    try:
+        entity = decode_item(table, item, only)
+    except LsiormError:
+        raise
+    except Exception as exc:  # pydantic's own ValidationError: the stored fields are invalid
+        raise ValidationError(
+            "audit.undecodable",
+            f"A stored item of table {table.name!r} cannot be decoded as its type: {exc}",
+            table=table.name,
+        ) from exc
+    if entity is None:
+        return None
+    expected = derived_keys(entity)
+    problems: list[KeyProblem] = []
+    for name in key_attribute_names(table):
+        stored, derived = item.get(name), expected.get(name)
+        if stored is None and derived is None:
+            continue
+        if stored is None:
+            assert derived is not None
+            problems.append(KeyProblem(name, "missing", None, from_wire(derived)))
+        elif derived is None:
+            problems.append(KeyProblem(name, "extra", from_wire(stored), None))
+        elif not _same(stored, derived):
+            problems.append(KeyProblem(name, "stale", from_wire(stored), from_wire(derived)))
+    primary = [table.partition_key.name, *([table.sort_key.name] if table.sort_key else [])]
+    stored_key = {name: dict(item[name]) for name in primary if name in item}
+    return ItemKeyCheck(type(entity), stored_key, expected, tuple(problems))
+
+
+# -- scanning -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """Where a job stands: what a progress callback receives after each page.
+
+    ``total`` is the table's approximate item count (DescribeTable's ItemCount), or None.
+    """
+
+    items: int
+    changed: int
+    elapsed: float
+    total: int | None
+    segments_done: int
+    segments: int
+
+    @property
+    def rate(self) -> float:
+        """Items per second so far."""
+        return self.items / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left at the current rate, when the total is known."""
+        if self.total is None or self.rate <= 0:
+            return None
+        return max(0.0, (self.total - self.items) / self.rate)
+
+    def __str__(self) -> str:
+        eta = self.eta
+        total = f"/~{self.total}" if self.total is not None else ""
+        left = f", ETA {eta:.0f} s" if eta is not None else ""
+        return (
+            f"{self.items}{total} items, {self.changed} changed, {self.rate:.0f} items/s{left}, "
+            f"segments {self.segments_done}/{self.segments}"
+        )
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """What to read: a whole table in ``segments`` parallel segments, or one partition.
+
+    ``entity`` narrows the read to one entity type (a filter on the type attribute; the read
+    still costs what it scans). ``partition`` is a partition key value (Python or wire).
+    """
+
+    table: Table
+    entity: type[Entity] | None = None
+    partition: Any = None
+    segments: int = 1
+    consistent: bool = False
+    page_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.segments <= 1_000_000:
+            raise ValidationError(
+                "scan.segments",
+                f"segments is {self.segments}; a scan has 1 to 1,000,000 segments.",
+                table=self.table.name,
+            )
+
+    @property
+    def parallel(self) -> int:
+        """The number of segments actually read (a partition is one query)."""
+        return 1 if self.partition is not None else self.segments
+
+    def params(self) -> dict[str, Any]:
+        """The Query or Scan parameters, without the segment."""
+        table = self.table
+        params: dict[str, Any] = {"TableName": table.name}
+        names: dict[str, str] = {}
+        values: dict[str, AttributeValue] = {}
+        if self.partition is not None:
+            pk = table.partition_key
+            av: AttributeValue = (
+                dict(self.partition)
+                if isinstance(self.partition, Mapping)
+                else to_wire(self.partition)
+            )
+            if list(av) != [pk.type]:
+                raise ValidationError(
+                    "audit.key-type",
+                    f"The partition key {pk.name!r} of table {table.name!r} has type {pk.type}, "
+                    f"but the job was given {self.partition!r}.",
+                    table=table.name,
+                )
+            params["KeyConditionExpression"] = "#pk = :pk"
+            names["#pk"], values[":pk"] = pk.name, av
+        if self.entity is not None:
+            params["FilterExpression"] = "#type = :type"
+            names["#type"] = table.type_attribute
+            values[":type"] = {"S": meta_of(self.entity).type_name}
+        if names:
+            params["ExpressionAttributeNames"] = names
+            params["ExpressionAttributeValues"] = values
+        if self.consistent:
+            params["ConsistentRead"] = True
+        if self.page_size is not None:
+            params["Limit"] = self.page_size
+        return params
+
+
+#: A segment's position: the start key of its next page, None to start, or DONE.
+DONE = "done"
+Position = WireItem | str | None
+
+
+def scan_items(
+    ctx: Context,
+    spec: ScanSpec,
+    visit: Callable[[WireItem], Operation[bool]],
+    *,
+    start: Mapping[int, Position] | None = None,
+    on_page: Callable[[int, Position], None] | None = None,
+    concurrency: int = 8,
+) -> Operation[None]:
+    """Read every item of ``spec`` and run ``visit`` on each; segments run in parallel.
+
+    ``visit`` returns whether it changed the item (for progress). ``start`` resumes each segment
+    from a position; ``on_page(segment, position)`` is called once every item of a page has
+    been visited, with the position the segment resumes from (``DONE`` at its end).
+    """
+    operation = "Query" if spec.partition is not None else "Scan"
+    base = spec.params()
+    positions = dict(start or {})
+
+    def segment(number: int) -> Operation[None]:
+        position = positions.get(number)
+        if position == DONE:
+            return
+        params = dict(base)
+        if spec.parallel > 1:
+            params["Segment"], params["TotalSegments"] = number, spec.parallel
+        if isinstance(position, Mapping):
+            params["ExclusiveStartKey"] = dict(position)
+        while True:
+            response = yield from call(ctx, operation, params, (spec.table,))
+            for item in response.get("Items") or ():
+                yield from visit(item)
+            last = response.get("LastEvaluatedKey")
+            if on_page is not None:
+                on_page(number, dict(last) if last else DONE)
+            if not last:
+                return
+            params = {**params, "ExclusiveStartKey": last}
+
+    yield Gather(tuple(segment(n) for n in range(spec.parallel)), limit=concurrency)
+
+
+def price_scan(ctx: Context, spec: ScanSpec) -> Operation[tuple[ReadEstimate, int | None]]:
+    """Price reading ``spec`` with the capacity model, from DescribeTable's size and count.
+
+    A whole-table scan reads TableSizeBytes (rounded up to 4 KB, halved unless consistent). A
+    partition read is priced as the whole table, an upper bound (the table's size per
+    partition is not known before reading). Returns the estimate and the approximate item count.
+    """
+    described = yield from call(ctx, "DescribeTable", {"TableName": spec.table.name}, (spec.table,))
+    live = described.get("Table") or {}
+    size = int(live.get("TableSizeBytes") or 0)
+    count = live.get("ItemCount")
+    units = read_units(size, consistent=spec.consistent)
+    return ReadEstimate(spec.table.name, units), (int(count) if count is not None else None)
+
+
+def target_of(target: Table | type[Entity]) -> tuple[type[Entity] | None, Table]:
+    """Split a job's target into (entity class or None, table)."""
+    if isinstance(target, Table):
+        return None, target
+    return target, meta_of(target).table
+
+
+# -- the audit ------------------------------------------------------------------------------
+
+
+@dataclass
+class AttributeTally:
+    """Counts of one attribute's problems within one entity type."""
+
+    stale: int = 0
+    missing: int = 0
+    extra: int = 0
+
+    @property
+    def total(self) -> int:
+        """All problems of this attribute."""
+        return self.stale + self.missing + self.extra
+
+
+@dataclass
+class EntityKeyAudit:
+    """The audit of one entity type: items seen, items current, problems per attribute."""
+
+    entity: str
+    items: int = 0
+    current: int = 0
+    attributes: dict[str, AttributeTally] = field(default_factory=dict)
+    examples: list[ItemKeyCheck] = field(default_factory=list)
+
+    @property
+    def stale_items(self) -> int:
+        """Items with at least one problem."""
+        return self.items - self.current
+
+
+@dataclass
+class KeyAuditReport:
+    """What :func:`audit_keys` found, per entity type and per attribute.
+
+    ``other`` counts items of no declared type (or of a type not audited); ``undecodable``
+    the items whose type is declared but whose fields do not validate. ``estimate`` is the
+    price given before reading; ``dry_run`` reports read nothing.
+    """
+
+    table: str
+    estimate: ReadEstimate
+    dry_run: bool = False
+    scanned: int = 0
+    other: int = 0
+    undecodable: int = 0
+    entities: dict[str, EntityKeyAudit] = field(default_factory=dict)
+    elapsed: float = 0.0
+
+    @property
+    def stale_items(self) -> int:
+        """Items, of every audited type, with at least one problem."""
+        return sum(e.stale_items for e in self.entities.values())
+
+    @property
+    def clean(self) -> bool:
+        """Whether every audited item is current (and every one could be decoded)."""
+        return not self.dry_run and self.stale_items == 0 and self.undecodable == 0
+
+    def __str__(self) -> str:
+        lines = [f"Key audit of table {self.table!r}: priced at {self.estimate}"]
+        if self.dry_run:
+            lines.append("dry run: nothing was read")
+            return "\n".join(lines)
+        lines.append(
+            f"{self.scanned} items read in {self.elapsed:.1f} s; {self.stale_items} stale, "
+            f"{self.other} of other types, {self.undecodable} undecodable"
+        )
+        for audit in self.entities.values():
+            lines.append(f"  {audit.entity}: {audit.items} items, {audit.stale_items} stale")
+            for name, tally in audit.attributes.items():
+                lines.append(
+                    f"    {name}: {tally.stale} stale, {tally.missing} missing, {tally.extra} extra"
+                )
+            for example in audit.examples:
+                what = "; ".join(
+                    f"{p.attribute} {p.kind}: {p.stored!r} -> {p.expected!r}"
+                    for p in example.problems
+                )
+                key = {k: from_wire(v) for k, v in example.stored_key.items()}
+                lines.append(f"    e.g. {key}: {what}")
+        if self.clean:
+            lines.append("nothing is stale")
+        return "\n".join(lines)
+
+
+def audit_keys(
+    ctx: Context,
+    target: Table | type[Entity],
+    *,
+    partition: Any = None,
+    segments: int = 4,
+    examples: int = 3,
+    dry_run: bool = False,
+    page_size: int | None = None,
+    progress: Callable[[JobProgress], object] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Operation[KeyAuditReport]:
+    """Read a partition or the whole table and compare every item's keys with its declaration.
+
+    ``target`` is a table (every declared type) or one entity class. The read is priced first
+    (``report.estimate``); ``dry_run`` stops there. Read-only.
+    """
+    entity, table = target_of(target)
+    spec = ScanSpec(table, entity, partition, segments, page_size=page_size)
+    estimate, total = yield from price_scan(ctx, spec)
+    report = KeyAuditReport(table.name, estimate, dry_run=dry_run)
+    if dry_run:
+        return report
+    only = (entity,) if entity is not None else None
+    started = clock()
+    finished: set[int] = set()
+
+    def visit(item: WireItem) -> Operation[bool]:
+        report.scanned += 1
+        try:
+            check = check_item_keys(table, item, only)
+        except ValidationError:
+            report.undecodable += 1
+            return False
+        if check is None:
+            report.other += 1
+            return False
+        name = meta_of(check.entity).type_name
+        audit = report.entities.get(name)
+        if audit is None:
+            audit = report.entities[name] = EntityKeyAudit(name)
+        audit.items += 1
+        if check.current:
+            audit.current += 1
+            return False
+        for problem in check.problems:
+            tally = audit.attributes.setdefault(problem.attribute, AttributeTally())
+            setattr(tally, problem.kind, getattr(tally, problem.kind) + 1)
+        if len(audit.examples) < examples:
+            audit.examples.append(check)
+        return True
+        yield  # a generator that yields nothing: auditing an item sends no request
+
+    def on_page(number: int, position: Position) -> None:
+        if position == DONE:
+            finished.add(number)
+        if progress is not None:
+            progress(
+                JobProgress(
+                    report.scanned,
+                    report.stale_items,
+                    clock() - started,
+                    total,
+                    len(finished),
+                    spec.parallel,
+                )
+            )
+
+    yield from scan_items(ctx, spec, visit, on_page=on_page)
+    report.elapsed = clock() - started
+    return report

@@ -1,0 +1,260 @@
+"""Backfill and re-key on each engine: only stale items, each exactly once, no write lost."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lsiorm import AsyncSession, Entity, Session, Table, between, query
+from lsiorm._ops.hooks import HookRequest
+from lsiorm._ops.key_audit import JobProgress
+
+STALE = 30  # old items without LSI3SK
+CURRENT = 12
+
+
+def declare(name: str, *, lsi3: bool, width: int = 4) -> tuple[Table, type[Entity]]:
+    table = Table.with_reserved_lsi_slots(name, "PK", "SK")
+    keys = {"PK": "USER#{user}", "SK": f"DOC#{{n:0{width}d}}", "LSI1SK": "TITLE#{title}"}
+    if lsi3:
+        keys["LSI3SK"] = "SIZE#{size:06d}#{n:06d}"
+
+    class Doc(Entity, table=table, keys=keys, type_name="Doc"):
+        user: str
+        n: int
+        title: str
+        size: int = 0
+        hits: int = 0
+
+    return table, Doc
+
+
+def sk(n: int) -> str:
+    return f"DOC#{n:04d}"
+
+
+def seed(session: Session, name: str) -> tuple[Table, type[Entity]]:
+    old_table, old_doc = declare(name, lsi3=False)
+    session.create_table(old_table)
+    rng = random.Random(11)
+    session.batch_write(
+        [
+            old_doc(user=f"u{n % 3}", n=n, title=f"t{n}", size=rng.randrange(50))
+            for n in range(STALE)
+        ]
+    )
+    table, doc = declare(name, lsi3=True)
+    session.batch_write(
+        [doc(user=f"u{n % 3}", n=n, title=f"t{n}", size=7) for n in range(STALE, STALE + CURRENT)]
+    )
+    return table, doc
+
+
+class WriteLog:
+    """Counts each successful rewrite per stored key; can stop the job after ``limit`` writes."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self.writes: Counter[str] = Counter()
+
+    def before(self, request: HookRequest) -> None:
+        writes = request.operation in ("UpdateItem", "TransactWriteItems")
+        if writes and self.limit is not None and sum(self.writes.values()) >= self.limit:
+            raise Killed  # a BaseException: hooks swallow Exception, not this
+
+    def after(self, request: HookRequest, response: dict[str, Any]) -> None:
+        if request.operation == "UpdateItem":
+            self.writes[request.params["Key"]["SK"]["S"]] += 1
+        elif request.operation == "TransactWriteItems":
+            delete = request.params["TransactItems"][1]["Delete"]
+            self.writes[delete["Key"]["SK"]["S"]] += 1
+
+
+class Killed(BaseException):
+    """The job was killed."""
+
+
+def session_on(endpoint_url: str, *hooks: object) -> Session:
+    return Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=hooks)
+
+
+@pytest.fixture
+def session(endpoint_url: str) -> Any:
+    with session_on(endpoint_url) as s:
+        yield s
+
+
+def lsi3_items(session: Session, doc: type[Entity]) -> list[Any]:
+    found = []
+    for user in ("u0", "u1", "u2"):
+        found += session.all(query(doc).where(user=user).using("LSI3"))
+    return found
+
+
+def test_backfill_rewrites_only_stale_items(
+    session: Session, endpoint_url: str, table_name: str, tmp_path: Path
+) -> None:
+    table, doc = seed(session, table_name)
+    try:
+        assert len(lsi3_items(session, doc)) == CURRENT  # the old items are missing from LSI3
+        dry = session.backfill(doc, dry_run=True)
+        assert dry.rewritten == STALE
+        assert "LSI3" in dry.estimate.per_index  # the LSI write amplification is priced
+        assert dry.estimate.table_units >= STALE
+        assert session.audit_keys(doc).stale_items == STALE  # the dry run wrote nothing
+        log = WriteLog()
+        seen: list[JobProgress] = []
+        with session_on(endpoint_url, log) as logged:
+            report = logged.backfill(
+                doc, segments=3, checkpoint=tmp_path / "cp.json", progress=seen.append
+            )
+        assert report.rewritten == STALE
+        assert report.current == CURRENT
+        assert report.failed == []
+        assert set(log.writes) == {sk(n) for n in range(STALE)}
+        assert set(log.writes.values()) == {1}
+        assert seen[-1].segments_done == 3
+        assert "rewritten: 30" in str(report)
+        assert session.audit_keys(doc).clean
+        assert len(lsi3_items(session, doc)) == STALE + CURRENT
+        again = session.backfill(doc)
+        assert (again.rewritten, again.current) == (0, STALE + CURRENT)
+        # A finished checkpoint reads nothing more.
+        done = session.backfill(doc, segments=3, checkpoint=tmp_path / "cp.json")
+        assert done.resumed
+        assert done.rewritten == STALE
+    finally:
+        session.delete_table(table)
+
+
+@pytest.mark.parametrize("seed_value", [1, 2, 3])
+def test_an_interrupted_backfill_resumes_and_rewrites_each_stale_item_once(
+    session: Session, endpoint_url: str, table_name: str, tmp_path: Path, seed_value: int
+) -> None:
+    table, doc = seed(session, table_name)
+    checkpoint = tmp_path / "cp.json"
+    limit = random.Random(seed_value).randrange(1, STALE)
+    log = WriteLog(limit)
+    try:
+        with session_on(endpoint_url, log) as doomed, pytest.raises(Killed):
+            doomed.backfill(doc, segments=2, checkpoint=checkpoint, page_size=4)
+        assert sum(log.writes.values()) == limit
+        log.limit = None
+        with session_on(endpoint_url, log) as resumed:
+            report = resumed.backfill(doc, segments=2, checkpoint=checkpoint, page_size=4)
+        assert report.resumed == (limit >= 4)  # a checkpoint exists once a page is done
+        assert set(log.writes) == {sk(n) for n in range(STALE)}  # current items untouched
+        assert set(log.writes.values()) == {1}  # every stale item exactly once
+        assert session.audit_keys(doc).clean
+        assert len(lsi3_items(session, doc)) == STALE + CURRENT
+    finally:
+        session.delete_table(table)
+
+
+def test_a_concurrent_writer_loses_no_update(
+    session: Session, endpoint_url: str, table_name: str
+) -> None:
+    table, doc = seed(session, table_name)
+    applied: Counter[int] = Counter()
+    stop = threading.Event()
+
+    def writer() -> None:
+        rng = random.Random(5)
+        with session_on(endpoint_url) as other:
+            while not stop.is_set() or sum(applied.values()) < 40:
+                n = rng.randrange(STALE + CURRENT)
+                other.update(doc, user=f"u{n % 3}", n=n, add={"hits": 1})
+                applied[n] += 1
+
+    thread = threading.Thread(target=writer)
+    try:
+        thread.start()
+        report = session.backfill(doc, segments=2)
+        stop.set()
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+        assert report.failed == []
+        for n in range(STALE + CURRENT):
+            stored = session.get(doc, user=f"u{n % 3}", n=n, consistent=True)
+            assert stored is not None
+            assert stored.hits == applied[n], n  # type: ignore[attr-defined]
+        audit = session.audit_keys(doc)
+        assert audit.clean, str(audit)
+    finally:
+        stop.set()
+        thread.join(timeout=120)
+        session.delete_table(table)
+
+
+def test_a_rekey_to_a_wider_number_keeps_range_queries_exact(
+    session: Session, table_name: str, tmp_path: Path
+) -> None:
+    old_table, old_doc = declare(table_name, lsi3=False, width=4)
+    session.create_table(old_table)
+    rng = random.Random(3)
+    old_ns = rng.sample(range(10_000), 40)
+    session.batch_write([old_doc(user="u", n=n, title="t") for n in old_ns])
+    new_table, new_doc = declare(table_name, lsi3=False, width=6)
+    new_ns = rng.sample(sorted(set(range(20_000)) - set(old_ns)), 10)
+    session.batch_write([new_doc(user="u", n=n, title="t") for n in new_ns])
+    try:
+        report = session.backfill(new_doc, checkpoint=tmp_path / "rekey.json")
+        assert (report.rewritten, report.moved, report.current) == (40, 40, 10)
+        assert session.audit_keys(new_doc).clean
+        every = set(old_ns) | set(new_ns)
+        assert len(session.all(query(new_doc).where(user="u"))) == len(every)
+        for _ in range(15):
+            low, high = sorted(rng.sample(range(20_000), 2))
+            found = [d.n for d in session.all(query(new_doc).where(user="u", n=between(low, high)))]  # type: ignore[attr-defined]
+            assert found == sorted(n for n in every if low <= n <= high)
+        # Nothing is left under the old keys.
+        raw = session.call(
+            "Scan", {"TableName": table_name, "FilterExpression": "attribute_exists(PK)"}
+        )
+        assert sorted(i["SK"]["S"] for i in raw["Items"]) == sorted(f"DOC#{n:06d}" for n in every)
+    finally:
+        session.delete_table(new_table)
+
+
+def test_async_backfill(session: Session, endpoint_url: str, table_name: str) -> None:
+    table, doc = seed(session, table_name)
+
+    async def run() -> Any:
+        async with AsyncSession(endpoint_url=endpoint_url, region_name="us-east-1") as s:
+            return await s.backfill(doc, segments=4, write_budget=500)
+
+    try:
+        report = asyncio.run(run())
+        assert (report.rewritten, report.current) == (STALE, CURRENT)
+        assert session.audit_keys(doc).clean
+    finally:
+        session.delete_table(table)
+
+
+def test_an_item_too_wide_for_a_condition_fails_alone(session: Session, table_name: str) -> None:
+    from lsiorm._ops.backfill import MAX_EXPRESSION_BYTES, unchanged_condition
+    from lsiorm.errors import ValidationError
+
+    wide = {f"extra_attribute_{i:03d}": {"S": "x"} for i in range(300)}
+    with pytest.raises(ValidationError, match=r"jobs\.condition-too-long"):
+        unchanged_condition(wide, frozenset())
+    expression, _, _ = unchanged_condition(dict(list(wide.items())[:100]), frozenset())
+    assert len(expression) <= MAX_EXPRESSION_BYTES
+    table, doc = seed(session, table_name)
+    try:
+        key = {"PK": {"S": "USER#u0"}, "SK": {"S": sk(0)}}
+        item = session.call("GetItem", {"TableName": table_name, "Key": key})["Item"]
+        session.call("PutItem", {"TableName": table_name, "Item": {**item, **wide}})
+        report = session.backfill(doc)
+        assert [key for key, _ in report.failed] == [{"PK": "USER#u0", "SK": sk(0)}]
+        assert "jobs.condition-too-long" in report.failed[0][1]
+        assert report.rewritten == STALE - 1
+        assert session.audit_keys(doc).stale_items == 1
+    finally:
+        session.delete_table(table)
