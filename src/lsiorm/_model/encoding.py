@@ -523,6 +523,7 @@ class StrCodec(KeyCodec):
         self.field_name = field_name
         self.spec = ""
         self.forbidden = frozenset(sep for sep in forbidden if sep)
+        self._forbidden_order = tuple(sorted(self.forbidden))
 
     def encode(self, value: Any) -> str:
         """Return the key text of the str ``value``."""
@@ -550,7 +551,7 @@ class StrCodec(KeyCodec):
                 f"Field {self.field_name!r} {what} {text!r} holds U+10FFFF, which lsiorm "
                 "reserves as the upper bound of key ranges.",
             )
-        for sep in sorted(self.forbidden):
+        for sep in self._forbidden_order:
             if sep in text:
                 raise KeyEncodingError(
                     "key.reserved-separator",

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, TypeAlias, TypeVar, cast
 
-from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of, wire_item
+from lsiorm._model.entity import Entity, EntityMeta, decode_item, encode_entity, meta_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_from_wire, item_size, item_to_wire
 from lsiorm._ops.pipeline import Context, call
@@ -120,7 +120,7 @@ class BatchWriteResult:
     calls: int
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class _Entry:
     """One write request or one key to read, and the caller's object it came from."""
 
@@ -166,6 +166,8 @@ def _by_table(entries: list[_Entry]) -> list[_Entry]:
     first: dict[str, int] = {}
     for entry in entries:
         first.setdefault(entry.table.name, len(first))
+    if len(first) < 2:
+        return entries  # already in order
     return sorted(entries, key=lambda e: (first[e.table.name], e.order))
 
 
@@ -192,24 +194,29 @@ def _delete_target(target: DeleteTarget) -> tuple[type[Entity], Entity | Mapping
 
 def _write_entries(puts: Sequence[Entity], deletes: Sequence[DeleteTarget]) -> list[_Entry]:
     entries: list[_Entry] = []
+    checked: set[type[Entity]] = set()
     for entity in puts:
-        if not isinstance(entity, Entity):
-            raise ValidationError(
-                "batch.put-target", f"A batch put takes entities, not {entity!r}."
-            )
-        meta = meta_of(entity)
-        _refuse_versioned(meta, "put")
-        item = wire_item(entity)
-        ident = key_identity(meta.table.name, primary_key_of(meta.table, item))
+        cls = type(entity)
+        if cls not in checked:
+            if not isinstance(entity, Entity):
+                raise ValidationError(
+                    "batch.put-target", f"A batch put takes entities, not {entity!r}."
+                )
+            _refuse_versioned(meta_of(entity), "put")
+            checked.add(cls)
+        meta = cls.__lsiorm__
+        assert meta is not None
+        # One pass: the item, its size and its key identity are worked out once, here.
+        item, size = encode_entity(entity)
         entries.append(
             _Entry(
                 len(entries),
                 meta.table,
-                type(entity),
-                ident,
+                cls,
+                key_identity(meta.table.name, primary_key_of(meta.table, item)),
                 {"PutRequest": {"Item": item}},
                 entity,
-                item_size(item),
+                size,
             )
         )
     for target in deletes:
