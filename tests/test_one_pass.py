@@ -24,7 +24,6 @@ from lsiorm._model.wire import (
     to_wire_sized,
 )
 from lsiorm.errors import ItemTooLargeError, LsiormError
-
 from test_wire import finite_floats, in_dynamo_range, values
 
 table = Table(
