@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from lsiorm._conditions import Condition
 from lsiorm._io import fastjson
 from lsiorm._io.drivers import AsyncDriver, SyncDriver, no_botocore_retries
+from lsiorm._io.lean import lean_lane_for
 from lsiorm._model.entity import Entity, meta_of
 from lsiorm._model.schema import DriftReport, Table
 from lsiorm._ops import audit, batch, items, reads, tables, transactions
@@ -125,6 +126,9 @@ class Session(_Operations):
     item-collection watcher is installed unless ``watch_collections=False``; it is
     ``session.collections``. A client built here parses responses with the fast JSON path
     (:mod:`lsiorm.fastjson`) unless ``fast_json=False``; a client passed in is left as it is.
+    lsiorm's own data-plane requests take the lean request lane (botocore's signer and HTTP
+    pool, without its validation, serializer and events; see docs/performance.md) whenever
+    nothing else watches the client's requests; ``lean=False`` keeps them all on botocore.
     """
 
     def __init__(
@@ -137,6 +141,7 @@ class Session(_Operations):
         hooks: Sequence[object] = (),
         watch_collections: bool = True,
         fast_json: bool = True,
+        lean: bool = True,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(retry, hooks, watch_collections)
@@ -149,7 +154,7 @@ class Session(_Operations):
             if fast_json:
                 fastjson.install(client)
         self.client = client
-        self.driver = SyncDriver(client)
+        self.driver = SyncDriver(client, lean_lane_for(client) if lean else None)
 
     def __enter__(self) -> Session:
         return self

@@ -45,14 +45,18 @@ def no_botocore_retries() -> dict[str, Any]:
 class SyncDriver:
     """Runs operations with a boto3 DynamoDB client."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, lane: Any = None) -> None:
         self.client = client
+        #: The lean request lane (lsiorm._io.lean), tried first; None sends all via botocore.
+        self.lane = lane
 
     def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""
         method = getattr(self.client, xform_name(call.operation))
+        lane = self.lane
         try:
-            response: dict[str, Any] = method(**call.params)
+            sent = lane.send(call.operation, call.params) if lane is not None else None
+            response: dict[str, Any] = sent if sent is not None else method(**call.params)
         except ClientError as exc:
             raise from_error_response(
                 exc.response, call.operation, call.params, call.tables
