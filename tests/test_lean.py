@@ -159,7 +159,8 @@ def test_both_lanes_send_the_same_requests_and_get_the_same_results(
         runs.append(run_scenario(session, table, doc))
         lane = session.driver.lane
         if use_lean:
-            assert lane is not None and lane.sent == len(runs[-1])
+            assert lane is not None
+            assert lane.sent == len(runs[-1])
         else:
             assert lane is None
     names = [t.name for _, t, _ in fresh_tables]
@@ -198,7 +199,7 @@ def test_client_with_botocore_retries_keeps_botocores_lane() -> None:
 
 
 def test_stubber_sees_every_request() -> None:
-    table, doc = make_model("stubbed")
+    _table, doc = make_model("stubbed")
     session = _lean_session("http://127.0.0.1:9")  # nothing listens there
     entity = doc(owner="a", n=1, blob=b"\x00")  # type: ignore[call-arg]
     stubber = Stubber(session.client)
@@ -212,7 +213,9 @@ def test_stubber_sees_every_request() -> None:
             session.delete(doc, owner="a", n=1)
         stubber.assert_no_pending_responses()
     lane = session.driver.lane
-    assert lane is not None and lane.sent == 0 and lane.declined == 3
+    assert lane is not None
+    assert lane.sent == 0
+    assert lane.declined == 3
 
 
 def test_mock_aws_sees_every_request_made_inside_it() -> None:
@@ -242,12 +245,13 @@ def test_mock_aws_started_after_the_session_still_sees_every_request() -> None:
         assert session.get(doc, owner="a", n=1) is not None
         raw = boto3.client("dynamodb", region_name="us-east-1")
         assert raw.scan(TableName=table.name)["Count"] == 1
-    assert lane.sent == 0 and lane.declined >= 2
+    assert lane.sent == 0
+    assert lane.declined >= 2
 
 
 @pytest.mark.parametrize("event", ["before-send", "before-call", "before-parameter-build"])
 def test_user_handlers_see_every_request(event: str) -> None:
-    table, doc = make_model("handled")
+    _table, doc = make_model("handled")
     session = _lean_session("http://127.0.0.1:9")
     seen: list[str] = []
 
@@ -270,7 +274,8 @@ def test_user_handlers_see_every_request(event: str) -> None:
     session.put(doc(owner="a", n=1))  # type: ignore[call-arg]
     assert len(seen) == 1
     lane = session.driver.lane
-    assert lane is not None and lane.sent == 0
+    assert lane is not None
+    assert lane.sent == 0
     session.client.meta.events.unregister(f"{event}.dynamodb", handler)
     assert lane.usable("PutItem") is (event != "before-parameter-build")
 
