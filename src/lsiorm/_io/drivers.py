@@ -16,6 +16,7 @@ from botocore import xform_name
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
+from lsiorm._io.overlap import gather_in_threads
 from lsiorm._ops.service_errors import from_error_response, from_transport_failure
 from lsiorm._ops.steps import Call, Emit, Gather, Operation, Sleep, Step
 from lsiorm.errors import LsiormError
@@ -72,7 +73,7 @@ class SyncDriver:
             time.sleep(step.seconds)
             return None
         if isinstance(step, Gather):
-            return [self.run(op) for op in step.operations]
+            return gather_in_threads(self.run, step.operations, step.limit)
         raise TypeError(f"unknown step {step!r}")
 
     def _loop(self, op: Operation[T]) -> Generator[Any, None, T]:

@@ -158,6 +158,7 @@ class LeanLane:
         #: How many requests took the lane, and how many went to botocore instead.
         self.sent = 0
         self.declined = 0
+        self._count = threading.Lock()  # requests may come from several threads
 
     # -- when the lane may be used ----------------------------------------------------------
 
@@ -195,12 +196,14 @@ class LeanLane:
         shape botocore gives) and botocore's connection errors, as the client would.
         """
         if not self.usable(operation):
-            self.declined += 1
+            with self._count:
+                self.declined += 1
             return None
         try:
             body = orjson.dumps(params, default=_default)
         except TypeError:
-            self.declined += 1
+            with self._count:
+                self.declined += 1
             return None
         credentials = self._credentials.get_frozen_credentials()
         headers = {
@@ -214,7 +217,8 @@ class LeanLane:
         request = self._request(method="POST", url=self._url, data=body, headers=headers)
         self._sigv4(credentials, self._signing_name, self._region).add_auth(request)
         response = self._http.send(request.prepare())
-        self.sent += 1
+        with self._count:
+            self.sent += 1
         return self._result(operation, response)
 
     def _result(self, operation: str, http_response: Any) -> dict[str, Any]:

@@ -5,7 +5,7 @@ An operation is a generator. It yields a step and receives the step's result:
 * :class:`Call`: one DynamoDB API request; the result is the response dict. A failed request is
   thrown into the generator as an :class:`~lsiorm.errors.LsiormError`.
 * :class:`Sleep`: wait before the next attempt; the result is None.
-* :class:`Gather`: run sub-operations (concurrently under async, one by one under sync); the
+* :class:`Gather`: run sub-operations (concurrently: tasks under async, threads under sync); the
   result is the list of their return values, in order.
 * :class:`Emit`: hand a value to the caller of an iterating driver (a page of a query); the
   result is None.
