@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from moto import mock_aws
 from pydantic import Field
 
-from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Session, Table, query
+from lsiorm import AsyncSession, Entity, KeyAttribute, LocalIndex, Projection, Session, Table, query
 from lsiorm._io import lean
 from lsiorm._ops.steps import Call
 from lsiorm.errors import ConditionFailedError, LsiormError
@@ -319,3 +319,84 @@ def test_unknown_operations_go_to_botocore() -> None:
     assert not lane.usable("TransactWriteItems")
     assert not lane.usable("CreateTable")
     assert lane.usable("BatchWriteItem")
+
+
+# -- the async lane ------------------------------------------------------------------------------
+
+
+async def run_async_scenario(session: AsyncSession, doc: type[Entity]) -> list[Any]:
+    seen: list[Any] = []
+    send = session.driver.send
+
+    async def recording(call: Call) -> dict[str, Any]:
+        try:
+            response = await send(call)
+        except LsiormError as exc:
+            seen.append((call.operation, call.params, type(exc).__name__, exc.code, str(exc)))
+            raise
+        seen.append((call.operation, call.params, _comparable(response)))
+        return response
+
+    session.driver.send = recording  # type: ignore[method-assign]
+    docs = [
+        doc(owner="o", n=i, blob=bytes([i]), blobs={b"\x01", bytes([i])}, price=Decimal(i) / 8)  # type: ignore[call-arg]
+        for i in range(60)
+    ]
+    await session.put(docs[0])
+    with pytest.raises(ConditionFailedError):
+        await session.put(docs[0], create_only=True)
+    await session.batch_write(puts=docs[1:], concurrency=4)
+    assert await session.get(doc, owner="o", n=5) == docs[5]
+    assert len(await session.all(query(doc).where(owner="o").page_size(7))) == 60
+    assert (
+        len(await session.batch_get(doc, [{"owner": "o", "n": i} for i in range(0, 60, 3)])) == 20
+    )
+    await session.delete(doc, owner="o", n=1)
+    session.driver.send = send  # type: ignore[method-assign]
+    return seen
+
+
+@pytest.mark.integration
+async def test_both_async_lanes_send_the_same_requests_and_get_the_same_results(
+    endpoint_url: str,
+) -> None:
+    runs = []
+    names = []
+    for use_lean in (False, True):
+        table, doc = make_model(f"alean_{uuid.uuid4().hex[:10]}")
+        names.append(table.name)
+        async with AsyncSession(
+            endpoint_url=endpoint_url, region_name="us-east-1", lean=use_lean
+        ) as session:
+            await session.create_table(table)
+            try:
+                runs.append(await run_async_scenario(session, doc))
+                lane = session.driver.lane
+                if use_lean:
+                    assert isinstance(lane, lean.AsyncLeanLane)
+                    assert lane.sent == len(runs[-1])  # all but CreateTable and DescribeTable
+                else:
+                    assert lane is None
+            finally:
+                await session.delete_table(table)
+
+    def normal(run: list[Any], name: str) -> Any:
+        # Concurrent chunks may finish in any order: compare the requests as a multiset.
+        return sorted(json.dumps(r, default=repr, sort_keys=True).replace(name, "T") for r in run)
+
+    assert normal(runs[1], names[1]) == normal(runs[0], names[0])
+
+
+async def test_async_lane_steps_aside_for_user_handlers() -> None:
+    async with AsyncSession(endpoint_url="http://127.0.0.1:9", region_name="us-east-1") as session:
+        lane = session.driver.lane
+        assert isinstance(lane, lean.AsyncLeanLane)
+        assert lane.usable("PutItem")
+
+        def handler(**kwargs: Any) -> None:
+            return None
+
+        session.client.meta.events.register("before-send.dynamodb", handler)
+        assert not lane.usable("PutItem")
+        session.client.meta.events.unregister("before-send.dynamodb", handler)
+        assert lane.usable("PutItem")

@@ -318,7 +318,8 @@ class AsyncSession(_Operations):
     """Asynchronous access to DynamoDB over aioboto3, with the same methods as Session.
 
     Use it as ``async with AsyncSession(...) as session:``, or pass an entered aiobotocore
-    client as ``client``.
+    client as ``client``. ``lean=False`` keeps every request on aiobotocore's own path (see
+    :class:`Session`).
     """
 
     def __init__(
@@ -331,14 +332,18 @@ class AsyncSession(_Operations):
         hooks: Sequence[object] = (),
         watch_collections: bool = True,
         fast_json: bool = True,
+        lean: bool = True,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(retry, hooks, watch_collections)
         self._fast_json = fast_json
+        self._lean = lean
         self._client_kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
         self._stack: AsyncExitStack | None = None
         self.client = client
-        self.driver = AsyncDriver(client)
+        self.driver = AsyncDriver(
+            client, lean_lane_for(client) if lean and client is not None else None
+        )
 
     async def __aenter__(self) -> AsyncSession:
         if self.client is None:
@@ -350,7 +355,8 @@ class AsyncSession(_Operations):
             )
             if self._fast_json:
                 fastjson.install(self.client)
-            self.driver = AsyncDriver(self.client)
+            lane = lean_lane_for(self.client) if self._lean else None
+            self.driver = AsyncDriver(self.client, lane)
         return self
 
     async def __aexit__(

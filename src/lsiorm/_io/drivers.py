@@ -113,14 +113,18 @@ class SyncDriver:
 class AsyncDriver:
     """Runs operations with an aioboto3 (aiobotocore) DynamoDB client."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, lane: Any = None) -> None:
         self.client = client
+        #: The lean request lane (lsiorm._io.lean), tried first; None sends all via aiobotocore.
+        self.lane = lane
 
     async def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""
         method = getattr(self.client, xform_name(call.operation))
+        lane = self.lane
         try:
-            response: dict[str, Any] = await method(**call.params)
+            sent = await lane.send(call.operation, call.params) if lane is not None else None
+            response: dict[str, Any] = sent if sent is not None else await method(**call.params)
         except ClientError as exc:
             raise from_error_response(
                 exc.response, call.operation, call.params, call.tables

@@ -9,8 +9,9 @@ parameter validation, its serializer and its event machinery only cost time (abo
 * it is signed with botocore's own SigV4 signer, with the client's credentials fetched for every
   request (``get_frozen_credentials``, so refreshing credentials refresh as they do in botocore),
   its region and its signing name;
-* it goes out through the client's own HTTP session (botocore's urllib3 pool: its proxies,
-  timeouts, TLS settings and pool size), to the client's endpoint, with its user agent;
+* it goes out through the client's own HTTP session (botocore's urllib3 pool, or
+  aiobotocore's aiohttp one: their proxies, timeouts, TLS settings and pool size), to the
+  client's endpoint, with its user agent;
 * the response is checked (HTTP status, ``x-amz-crc32``) and parsed by orjson through
   :mod:`lsiorm._io.fastjson` (B and BS values base64-decoded), or by botocore's own parser when
   that path declines; an error response is parsed by botocore's parser into the very shape a
@@ -25,7 +26,8 @@ requests; otherwise the request goes to botocore as before (see :meth:`LeanLane.
   handlers, moto's handler when its mock is on (checked again whenever a handler is added or
   removed);
 * a client whose botocore retries are on (a client passed in as it is), endpoint discovery on,
-  an account-based endpoint, no credentials (unsigned), or a signature other than SigV4;
+  credentials that carry an account id (botocore would pick an account-based endpoint), no
+  credentials (unsigned), or a signature other than SigV4;
 * an operation outside :data:`OPERATIONS`, or parameters orjson cannot write.
 
 ``LSIORM_LEAN=0`` in the environment, or ``Session(lean=False)``, turns the lane off.
@@ -34,6 +36,7 @@ requests; otherwise the request goes to botocore as before (see :meth:`LeanLane.
 from __future__ import annotations
 
 import binascii
+import inspect
 import os
 import sys
 import threading
@@ -44,7 +47,7 @@ import orjson
 
 from lsiorm._io import fastjson
 
-__all__ = ["DISABLE_ENV", "OPERATIONS", "LeanLane", "lean_lane_for"]
+__all__ = ["DISABLE_ENV", "OPERATIONS", "AsyncLeanLane", "LeanLane", "lean_lane_for"]
 
 #: The operations the lean lane sends; every other request goes through botocore.
 OPERATIONS: Final = fastjson.OPERATIONS
@@ -149,7 +152,10 @@ class LeanLane:
         self._user_agent = client._user_agent_creator.to_string()
         self._service = client.meta.service_model
         self._parser = client._response_parser
-        self._fast = fastjson.ResponseFastPath(self._service)
+        # Bodies are parsed by orjson when the client has the fast JSON path, as botocore's lane
+        # would parse them; otherwise by botocore's parser.
+        fast = fastjson.fast_path_of(client)
+        self._fast = ResponseParse(fast) if fast is not None else None
         self._sigv4 = SigV4Auth
         self._request = AWSRequest
         self._to_response_dict = convert_to_response_dict
@@ -183,6 +189,8 @@ class LeanLane:
                 name = _handler_name(handler)
                 if name == _MOTO_STUBBER:
                     continue  # its switch is read on every request (_moto_mock_active)
+                if name.startswith("aiobotocore."):
+                    continue  # aiobotocore's own versions of botocore's handlers
                 if name not in allowed:
                     return False
         return True
@@ -195,17 +203,46 @@ class LeanLane:
         Raises ``botocore.exceptions.ClientError`` for an error response (with the response
         shape botocore gives) and botocore's connection errors, as the client would.
         """
-        if not self.usable(operation):
-            with self._count:
-                self.declined += 1
-            return None
-        try:
-            body = orjson.dumps(params, default=_default)
-        except TypeError:
-            with self._count:
-                self.declined += 1
+        body = self._body(operation, params)
+        if body is None:
             return None
         credentials = self._credentials.get_frozen_credentials()
+        if getattr(credentials, "account_id", None):
+            self._decline()  # botocore would pick an account-based endpoint
+            return None
+        http_response = self._http.send(self._signed(operation, body, credentials))
+        self._count_sent()
+        operation_model = self._service.operation_model(operation)
+        response = self._to_response_dict(http_response, operation_model)
+        parsed = self._parsed_success(operation, response)
+        if parsed is not None:
+            return parsed
+        parsed = self._parser.parse(response, operation_model.output_shape)
+        if response["status_code"] >= 300:
+            error_shape = self._error_shape(parsed)
+            if error_shape is not None:
+                parsed.update(self._parser.parse(response, error_shape))
+        return self._final(operation, response, parsed)
+
+    def _count_sent(self) -> None:
+        with self._count:
+            self.sent += 1
+
+    def _decline(self) -> None:
+        with self._count:
+            self.declined += 1
+
+    def _body(self, operation: str, params: Mapping[str, Any]) -> bytes | None:
+        if not self.usable(operation):
+            self._decline()
+            return None
+        try:
+            return orjson.dumps(params, default=_default)
+        except TypeError:
+            self._decline()
+            return None
+
+    def _signed(self, operation: str, body: bytes, credentials: Any) -> Any:
         headers = {
             "X-Amz-Target": _TARGET_PREFIX + operation,
             "Content-Type": _CONTENT_TYPE,
@@ -216,38 +253,94 @@ class LeanLane:
             headers["X-Amzn-Trace-Id"] = trace
         request = self._request(method="POST", url=self._url, data=body, headers=headers)
         self._sigv4(credentials, self._signing_name, self._region).add_auth(request)
-        response = self._http.send(request.prepare())
-        with self._count:
-            self.sent += 1
-        return self._result(operation, response)
+        return request.prepare()
 
-    def _result(self, operation: str, http_response: Any) -> dict[str, Any]:
-        from botocore.exceptions import ClientError, HTTPClientError
+    def _parsed_success(self, operation: str, response: dict[str, Any]) -> dict[str, Any] | None:
+        """Check a 2xx response's CRC32 and parse it the fast way; None for the slow way."""
+        if response["status_code"] >= 300:
+            return None
+        expected = response["headers"].get("x-amz-crc32")
+        if expected is not None and str(binascii.crc32(response["body"])) != str(expected):
+            from botocore.exceptions import HTTPClientError
 
-        operation_model = self._service.operation_model(operation)
-        response = self._to_response_dict(http_response, operation_model)
-        status = response["status_code"]
-        if status < 300:
-            expected = response["headers"].get("x-amz-crc32")
-            if expected is not None and str(binascii.crc32(response["body"])) != str(expected):
-                # A damaged body: a transport failure, which lsiorm's retry policy re-sends.
-                raise HTTPClientError(
-                    error=f"x-amz-crc32 is {expected} but the body's is "
-                    f"{binascii.crc32(response['body'])}"
-                )
-            parsed = self._fast.parse(operation, response)
-            if parsed is not None:
-                parsed["ResponseMetadata"] = _metadata(response)
-                return parsed
-        parsed = self._parser.parse(response, operation_model.output_shape)
-        if status >= 300:
-            error_code = parsed.get("Error", {}).get("Code")
-            error_shape = self._service.shape_for_error_code(error_code) if error_code else None
-            if error_shape is not None:
-                parsed.update(self._parser.parse(response, error_shape))
+            # A damaged body: a transport failure, which lsiorm's retry policy re-sends.
+            raise HTTPClientError(
+                error=f"x-amz-crc32 is {expected} but the body's is "
+                f"{binascii.crc32(response['body'])}"
+            )
+        parsed = self._fast.parse(operation, response) if self._fast is not None else None
+        if parsed is not None:
+            parsed["ResponseMetadata"] = _metadata(response)
+        return parsed
+
+    def _error_shape(self, parsed: Mapping[str, Any]) -> Any:
+        error_code = parsed.get("Error", {}).get("Code")
+        return self._service.shape_for_error_code(error_code) if error_code else None
+
+    def _final(
+        self, operation: str, response: Mapping[str, Any], parsed: dict[str, Any]
+    ) -> dict[str, Any]:
+        if response["status_code"] >= 300:
+            from botocore.exceptions import ClientError
+
             raise ClientError(parsed, operation)
-        result: dict[str, Any] = parsed
-        return result
+        return parsed
+
+
+class AsyncLeanLane(LeanLane):
+    """The lean lane of an aiobotocore client: the same requests, awaited on its aiohttp pool."""
+
+    def __init__(self, client: Any) -> None:
+        super().__init__(client)
+        from aiobotocore.endpoint import convert_to_response_dict
+
+        self._to_async_response_dict = convert_to_response_dict
+
+    async def send(  # type: ignore[override]
+        self, operation: str, params: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """Send one request and return aiobotocore's result for it, or None to use it."""
+        body = self._body(operation, params)
+        if body is None:
+            return None
+        credentials = self._credentials.get_frozen_credentials()
+        if inspect.isawaitable(credentials):
+            credentials = await credentials
+        if getattr(credentials, "account_id", None):
+            self._decline()  # aiobotocore would pick an account-based endpoint
+            return None
+        http_response = await self._http.send(self._signed(operation, body, credentials))
+        self._count_sent()
+        operation_model = self._service.operation_model(operation)
+        response = await self._to_async_response_dict(http_response, operation_model)
+        parsed = self._parsed_success(operation, response)
+        if parsed is not None:
+            return parsed
+        parsed = await _maybe_await(self._parser.parse(response, operation_model.output_shape))
+        if response["status_code"] >= 300:
+            error_shape = self._error_shape(parsed)
+            if error_shape is not None:
+                parsed.update(await _maybe_await(self._parser.parse(response, error_shape)))
+        return self._final(operation, response, parsed)
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class ResponseParse:
+    """The fast path's parser, without counting into its statistics twice."""
+
+    def __init__(self, fast: fastjson.ResponseFastPath) -> None:
+        self.fast = fast
+
+    def parse(self, operation: str, response: Mapping[str, Any]) -> dict[str, Any] | None:
+        parsed = self.fast.parse(operation, response)
+        if parsed is None:
+            self.fast.stats.fallbacks += 1
+        else:
+            self.fast.stats.parsed += 1
+        return parsed
 
 
 def _metadata(response: Mapping[str, Any]) -> dict[str, Any]:
@@ -270,13 +363,21 @@ def _trace_id() -> str | None:
 
 
 def lean_lane_for(client: Any) -> LeanLane | None:
-    """Return a lean lane for a botocore DynamoDB client, or None when it must not have one."""
+    """Return a lean lane for a botocore or aiobotocore DynamoDB client, or None.
+
+    None when the lane is turned off or the client must keep botocore's path (see the module).
+    """
     if _disabled() or not _eligible(client):
         return None
     try:
-        return LeanLane(client)
-    except AttributeError:  # a botocore without the attributes the lane reads
+        module = type(client._endpoint.http_session).__module__
+        if module == "botocore.httpsession":
+            return LeanLane(client)
+        if module == "aiobotocore.httpsession":
+            return AsyncLeanLane(client)
+    except (AttributeError, ImportError):  # a botocore without what the lane reads
         return None
+    return None
 
 
 _Check = Callable[[Any], bool]
@@ -304,11 +405,6 @@ def _eligible(client: Any) -> bool:
         credentials = signer._credentials
         if credentials is None:
             return False
-        frozen = credentials.get_frozen_credentials()
-        if getattr(frozen, "account_id", None):
-            return False  # botocore would pick an account-based endpoint
-        if type(client._endpoint.http_session).__module__ != "botocore.httpsession":
-            return False  # aiobotocore and others: their own lane, or botocore's
     except AttributeError:
         return False
     return True
