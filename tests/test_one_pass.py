@@ -194,3 +194,24 @@ def test_size_limit_is_checked_on_the_one_pass_size() -> None:
     assert size == item_size(wire) <= MAX_ITEM_BYTES
     with pytest.raises(ItemTooLargeError):
         encode_entity(Plain(name="x", n=1, tags=["y" * 1000] * 420))
+
+
+key_avs = (
+    st.builds(lambda s: {"S": s}, st.text(min_size=1, max_size=8))
+    | st.builds(lambda n: {"N": str(n)}, st.integers())
+    | st.builds(lambda b: {"B": b}, st.binary(min_size=1, max_size=6))
+)
+
+
+@given(key_avs, key_avs, st.sampled_from([("pk", "sk"), ("zz", "aa"), ("k", None)]))
+def test_batch_identity_shortcut_is_key_identity(
+    first: dict[str, Any], second: dict[str, Any], names: tuple[str, str | None]
+) -> None:
+    from lsiorm._ops.batch import _item_identity, key_identity, primary_key_of
+
+    pk, sk = names
+    t = Table("ident", partition_key=pk, sort_key=sk)
+    item = {pk: first, "other": {"S": "x"}}
+    if sk is not None:
+        item[sk] = second
+    assert _item_identity(t, item) == key_identity(t.name, primary_key_of(t, item))

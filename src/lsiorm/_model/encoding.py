@@ -537,6 +537,12 @@ class StrCodec(KeyCodec):
         if not isinstance(value, str):
             raise self._type_error(value, "a str")
         text = value if type(value) is str else str.__str__(value)
+        if text.isascii():  # no surrogate, no U+10FFFF
+            for sep in self._forbidden_order:
+                if sep in text:
+                    break
+            else:
+                return text
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:

@@ -583,8 +583,7 @@ def encode_entity(entity: Entity) -> tuple[dict[str, AttributeValue], int]:
     values = entity.__dict__
     for name in writer.shards:
         _check_shard(meta, name, values.get(name))
-    keys = meta.key(values)
-    keys.update(meta.index_keys(values))  # key checks run before the fields are converted
+    keys = writer.keys(values)  # key checks run before the fields are converted
     item: dict[str, AttributeValue] = {}
     size = 0
     if writer.fields is not None:
@@ -631,7 +630,7 @@ def encode_entity(entity: Entity) -> tuple[dict[str, AttributeValue], int]:
 class _Writer:
     """What :func:`encode_entity` needs of one entity class, worked out once."""
 
-    __slots__ = ("fields", "meta", "shards", "type_attribute")
+    __slots__ = ("fields", "meta", "shards", "text_keys", "type_attribute")
 
     def __init__(self, meta: EntityMeta) -> None:
         self.meta = meta
@@ -649,6 +648,55 @@ class _Writer:
         )
         self.shards = meta.shard_fields
         self.type_attribute = meta.table.type_attribute
+        primary = {meta.table.partition_key.name}
+        if meta.table.sort_key is not None:
+            primary.add(meta.table.sort_key.name)
+        # Text templates, in the order meta.key then meta.index_keys render them: (attribute,
+        # literal-or-(field, encode) parts, primary?). Number and binary keys take meta's way.
+        ordered = [meta.partition_template, meta.sort_template]
+        ordered += [t for a, t in meta.templates.items() if a not in primary]
+        self.text_keys: tuple[tuple[str, tuple[Any, ...], bool], ...] | None = None
+        if all(t is None or not t.is_direct for t in ordered):
+            self.text_keys = tuple(
+                (
+                    t.attribute,
+                    tuple(
+                        seg if isinstance(seg, str) else (seg.field, seg.codec.encode)  # type: ignore[union-attr]
+                        for seg in t.segments
+                    ),
+                    t.attribute in primary,
+                )
+                for t in ordered
+                if t is not None
+            )
+
+    def keys(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the key attributes ``meta.key`` and ``meta.index_keys`` would, checked alike."""
+        meta = self.meta
+        if self.text_keys is None:
+            keys = meta.key(values)
+            keys.update(meta.index_keys(values))
+            return keys
+        out: dict[str, Any] = {}
+        for attr, parts, primary in self.text_keys:
+            texts = []
+            for part in parts:
+                if type(part) is str:
+                    texts.append(part)
+                    continue
+                value = values.get(part[0])
+                if value is None:
+                    break
+                texts.append(part[1](value))
+            else:
+                text = "".join(texts)
+                if not text:
+                    _checked_key(meta, meta.templates[attr], text)  # raises key.empty
+                out[attr] = text
+                continue
+            if primary:
+                return meta.key(values)  # raises key.missing-field, as meta.key does
+        return out
 
 
 _WRITERS: dict[type, _Writer] = {}

@@ -82,6 +82,23 @@ def key_identity(table: str, key: Mapping[str, Mapping[str, Any]]) -> KeyIdentit
     return (table, tuple(parts))
 
 
+def _item_identity(table: Table, item: Mapping[str, Mapping[str, Any]]) -> KeyIdentity:
+    """``key_identity(table.name, primary_key_of(table, item))``, for the common case quickly."""
+    first = table.partition_key.name
+    names: tuple[str, ...] = (first,)
+    if table.sort_key is not None:
+        second = table.sort_key.name
+        names = (first, second) if first < second else (second, first)
+    parts = []
+    for name in names:
+        av = item[name]
+        raw = av.get("S")
+        if raw is None or len(av) != 1:
+            return key_identity(table.name, primary_key_of(table, item))
+        parts.append((name, "S", raw))
+    return (table.name, tuple(parts))
+
+
 def primary_key_of(table: Table, item: Mapping[str, Any]) -> dict[str, Any]:
     """Return the primary key attributes of a wire item (or of a wire key)."""
     names = [table.partition_key.name]
@@ -213,7 +230,7 @@ def _write_entries(puts: Sequence[Entity], deletes: Sequence[DeleteTarget]) -> l
                 len(entries),
                 meta.table,
                 cls,
-                key_identity(meta.table.name, primary_key_of(meta.table, item)),
+                _item_identity(meta.table, item),
                 {"PutRequest": {"Item": item}},
                 entity,
                 size,
@@ -366,9 +383,12 @@ def _matching(
 def _take_writes(
     response: Mapping[str, Any], pending: Sequence[_Entry], found: dict[int, Entity]
 ) -> list[_Entry]:
+    unprocessed = response.get("UnprocessedItems")
+    if not unprocessed:
+        return []  # the common case: everything was written
     tables = {e.table.name: e.table for e in pending}
     listed: dict[str, list[Mapping[str, Any]]] = {}
-    for table_name, requests in (response.get("UnprocessedItems") or {}).items():
+    for table_name, requests in unprocessed.items():
         table = tables.get(table_name)
         if table is None:
             continue
