@@ -605,18 +605,22 @@ def encode_entity(entity: Entity) -> tuple[dict[str, AttributeValue], int]:
             av, n = to_wire_sized(value)
             item[attr] = av
             size += _utf8_len(attr) + n
-    # Keys and the type attribute replace a field of the same stored name, if there is one.
-    for attr, value in (*keys.items(), (writer.type_attribute, meta.type_name)):
-        replaced = item.get(attr)
-        if replaced is not None:
-            size -= _utf8_len(attr) + _value_size(replaced)
+    # Keys and the type attribute replace a field of the same stored name, if there is one
+    # (only possible when a field's serialization alias names one).
+    keys[writer.type_attribute] = meta.type_name
+    may_collide = writer.fields is None or writer.collide
+    for attr, value in keys.items():
+        if may_collide:
+            replaced = item.get(attr)
+            if replaced is not None:
+                size -= _utf8_len(attr) + _value_size(replaced)
         if type(value) is str:
             item[attr] = {"S": value}
-            size += _utf8_len(attr) + (len(value) if value.isascii() else _utf8_len(value))
+            n = len(value) if value.isascii() else _utf8_len(value)
         else:
             av, n = to_wire_sized(value)
             item[attr] = av
-            size += _utf8_len(attr) + n
+        size += (len(attr) if attr.isascii() else _utf8_len(attr)) + n
     if size > MAX_ITEM_BYTES:
         raise ItemTooLargeError(
             "item.max-400kb",
@@ -630,7 +634,7 @@ def encode_entity(entity: Entity) -> tuple[dict[str, AttributeValue], int]:
 class _Writer:
     """What :func:`encode_entity` needs of one entity class, worked out once."""
 
-    __slots__ = ("fields", "meta", "shards", "text_keys", "type_attribute")
+    __slots__ = ("collide", "fields", "meta", "shards", "text_keys", "type_attribute")
 
     def __init__(self, meta: EntityMeta) -> None:
         self.meta = meta
@@ -648,6 +652,10 @@ class _Writer:
         )
         self.shards = meta.shard_fields
         self.type_attribute = meta.table.type_attribute
+        #: Whether a field is stored under the name of a key or of the type attribute.
+        self.collide = self.fields is not None and bool(
+            {attr for _, attr, _ in self.fields} & {*meta.templates, self.type_attribute}
+        )
         primary = {meta.table.partition_key.name}
         if meta.table.sort_key is not None:
             primary.add(meta.table.sort_key.name)

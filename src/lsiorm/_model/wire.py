@@ -591,6 +591,9 @@ def _sized_dict(value: Mapping[Any, Any]) -> tuple[AttributeValue, int]:
 
 
 def _sized_datetime(value: datetime) -> tuple[AttributeValue, int]:
+    if value.tzinfo is timezone.utc:  # already UTC: no conversion
+        text = value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+        return {"S": text}, len(text)
     av = _encode_datetime(value)
     return av, len(av["S"])
 
