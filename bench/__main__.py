@@ -100,7 +100,10 @@ def _targets(
                 per_item <= 15,
                 "what is left is key rendering (three templates, with their checks), the item "
                 "built from the model and sized in one pass, and the per-chunk request path "
-                "(hooks, the item-collection watcher, retries).",
+                "(hooks, the item-collection watcher, retries). At 10,000 items the garbage "
+                "collector is about 40% of it (measured with the collector paused): lsiorm keeps "
+                "about seven tracked containers per item alive until the batch ends, the "
+                "TypeSerializer's output three.",
             )
         )
     if "encode" in groups:
