@@ -21,6 +21,8 @@ from .report import Target
 from .timing import machine, versions
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+#: docs/benchmarks.md is only rewritten from a run that starts below this load average.
+QUIET_LOAD = 1.5
 PACKAGES = (
     "lsiorm",
     "boto3",
@@ -29,6 +31,7 @@ PACKAGES = (
     "aiobotocore",
     "pynamodb",
     "dyntastic",
+    "pydynox",
     "pydantic",
     "pydantic-core",
     "orjson",
@@ -58,9 +61,93 @@ WHY_QUERY_PATH = (
 
 
 def _targets(
-    groups: dict[str, workloads.Group], memory: workloads.MemoryResult | None
+    groups: dict[str, workloads.Group],
+    memory: workloads.MemoryResult | None,
+    imports: workloads.ImportResult | None = None,
 ) -> list[Target]:
     out = []
+    for key, mine, goal, name in (
+        ("put", workloads.LEAN_PUT, 0.65, "Single put"),
+        ("get", workloads.LEAN_GET, 0.60, "Single typed get"),
+    ):
+        if key not in groups:
+            continue
+        g = groups[key]
+        ratio = g.ratio(mine)
+        peer = (
+            g.variant(mine).median
+            / g.variant(next(v.name for v in g.variants if v.name.startswith("pydynox"))).median
+        )
+        out.append(
+            Target(
+                f"{name} vs raw boto3 and pydynox",
+                f"≤ {goal:.2f}x the raw client, ≤ 1.15x pydynox",
+                f"{ratio:.2f}x raw, {peer:.2f}x pydynox",
+                ratio <= goal and peer <= 1.15,
+                "one round trip to DynamoDB Local is most of it: the lean lane leaves about "
+                f"{g.variant(mine).median * 1e3:.2f} ms against "
+                f"{g.variant(g.baseline).median * 1e3:.2f} ms for the raw client.",
+            )
+        )
+    if "write-cpu" in groups:
+        g = groups["write-cpu"]
+        per_item = g.variant(workloads.STUB_WRITE).median / g.items * 1e6
+        out.append(
+            Target(
+                "lsiorm's own CPU per written item (stub client)",
+                "≤ 15 µs",
+                f"{per_item:.1f} µs ({g.ratio(workloads.STUB_WRITE):.2f}x the TypeSerializer)",
+                per_item <= 15,
+                "what is left is key rendering (three templates, with their checks), the item "
+                "built from the model and sized in one pass, and the per-chunk request path "
+                "(hooks, the item-collection watcher, retries). At 10,000 items the garbage "
+                "collector is about 40% of it (measured with the collector paused): lsiorm keeps "
+                "about seven tracked containers per item alive until the batch ends, the "
+                "TypeSerializer's output three.",
+            )
+        )
+    if "encode" in groups:
+        ratio = groups["encode"].ratio("lsiorm wire_item")
+        out.append(
+            Target(
+                "Encode vs boto3",
+                "≤ 1.00x TypeSerializer from dicts",
+                f"{ratio:.2f}x",
+                ratio <= 1.0,
+                "wire_item also renders and checks every key template and sizes the item "
+                "against the 400 KB limit; the TypeSerializer is handed dicts that hold the "
+                "keys already.",
+            )
+        )
+    if "batch-sync" in groups:
+        g = groups["batch-sync"]
+        ratio = g.ratio(workloads.LEAN_BATCH)
+        peer = (
+            g.variant(workloads.LEAN_BATCH).median
+            / g.variant("pydynox SyncBatchWriter (Rust core)").median
+        )
+        out.append(
+            Target(
+                "Sync batch write vs raw boto3 and pydynox",
+                "≤ 0.70x raw boto3 handed wire items, ≤ 1.05x pydynox",
+                f"{ratio:.2f}x raw, {peer:.2f}x pydynox",
+                ratio <= 0.7 and peer <= 1.05,
+                "the chunks overlap in a thread pool and take the lean lane; the rest is the "
+                "engine (DynamoDB Local shares the same cores) and lsiorm's own CPU per item "
+                "(see the stub-client row).",
+            )
+        )
+    if imports is not None:
+        ms = imports.seconds["lsiorm"] * 1e3
+        out.append(
+            Target(
+                "import lsiorm",
+                "≤ 250 ms, without aiohttp",
+                f"{ms:.0f} ms{', imports aiohttp' if imports.lsiorm_imports_aiohttp else ''}",
+                ms <= 250 and not imports.lsiorm_imports_aiohttp,
+                f"import boto3 alone takes {imports.seconds['boto3'] * 1e3:.0f} ms here.",
+            )
+        )
     if "decode" in groups:
         g = groups["decode"]
         ratio = g.ratio("lsiorm decode_item")
@@ -97,12 +184,13 @@ def _targets(
         )
     if "query" in groups:
         ratio = groups["query"].ratio("lsiorm query_ops.all (fast path)")
+        pydynox_ratio = groups["query"].ratio("pydynox Model.sync_query (Rust core, typed)")
         out.append(
             Target(
                 f"Full typed query of {groups['query'].items} items",
-                "≤ 0.70x the raw boto3 client call",
-                f"{ratio:.2f}x",
-                ratio <= 0.7,
+                "≤ 0.50x the raw boto3 client call, ahead of pydynox's typed query",
+                f"{ratio:.2f}x, pydynox {pydynox_ratio:.2f}x",
+                ratio <= 0.5 and ratio < pydynox_ratio,
                 "the fast path alone takes the raw client call to "
                 f"{groups['query'].ratio('boto3 client + lsiorm.fastjson (wire dicts)'):.2f}x; "
                 "the rest is query_ops.decode (see the query path above); decoding pages with "
@@ -113,24 +201,16 @@ def _targets(
     if "batch-async" in groups:
         g = groups["batch-async"]
         base, mine = g.variants[0].median, g.variants[1].median
-        encode = ""
-        if "encode" in groups:
-            per_item = groups["encode"].variant("lsiorm wire_item").median / groups["encode"].items
-            encode = f" (about {per_item * g.items:.2f} s of CPU here, from the encode table)"
         out.append(
             Target(
-                "Async batch write throughput",
-                "≥ 0.95x raw aioboto3",
-                f"{base / mine:.2f}x",
-                base / mine >= 0.95,
-                f"the raw client is handed ready wire items; lsiorm runs wire_item on all "
-                f"{g.items:,}{encode} and checks keys and duplicates before the first request "
-                "(so bad input is refused before anything is written). The client is one Python "
-                "thread that botocore's parameter validation and serialization already keep busy "
-                "most of the wall time (profiled: about 1.0-1.3 s of CPU for raw aioboto3, "
-                "2.0-2.2 s for lsiorm), so the encoding adds to the wall time almost in full; "
-                "encoding per chunk, overlapped with requests, was tried and did not change the "
-                "ratio.",
+                "Async batch write vs raw aioboto3",
+                "≤ 0.70x raw aioboto3 handed wire items",
+                f"{mine / base:.2f}x",
+                mine / base <= 0.7,
+                f"the raw client is handed ready wire items; lsiorm encodes all {g.items:,} "
+                "and checks keys and duplicates before the first request (so bad input is "
+                "refused before anything is written), then sends the chunks on the lean lane; "
+                "the engine shares the machine's cores with the client.",
             )
         )
     if "compile" in groups:
@@ -197,6 +277,10 @@ def main(argv: list[str] | None = None) -> int:
     cpu_rounds, query_rounds, batch_rounds = (2, 5, 1) if quick else (8, 25, 3)
     import_rounds = 3 if quick else 15
     output = args.output if args.output is not None else (None if quick else DOCS)
+    busy = os.getloadavg()[0]
+    if args.output is None and output is not None and busy >= QUIET_LOAD:
+        print(f"load average {busy:.2f} >= {QUIET_LOAD}: the run is printed, {DOCS} is kept")
+        output = None
 
     started = time.monotonic()
     described = machine()
@@ -214,6 +298,13 @@ def main(argv: list[str] | None = None) -> int:
                 ("encode", lambda: [workloads.encode(rows(page, prefix="e"), cpu_rounds)]),
                 ("query", lambda: [workloads.full_query(engine, rows(page), query_rounds)]),
                 ("compile", lambda: [workloads.compile_and_choose(engine, query_rounds)]),
+                ("single", lambda: workloads.single_calls(engine, query_rounds)),
+                (
+                    "write-cpu",
+                    lambda: [
+                        workloads.write_cpu(rows(batch, customers=100, prefix="x"), cpu_rounds)
+                    ],
+                ),
                 (
                     "batch",
                     lambda: workloads.batch_write(
@@ -239,10 +330,17 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             engine.close()
 
-    targets = _targets(groups, memory)
+    print("\n== import (fresh interpreters)", flush=True)
+    imports = workloads.import_times(3 if quick else 7)
+    for module, seconds in imports.seconds.items():
+        print(f"  import {module}: {seconds * 1e3:.0f} ms", flush=True)
+    targets = _targets(groups, memory, imports)
+    print(f"\nLoad average now: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("\nTargets")
     for t in targets:
         print(f"  {'met ' if t.met else 'MISS'} {t.name}: {t.measured} (goal {t.goal})")
+        if not t.met and t.why:
+            print(f"       why: {t.why}")
     settings = {
         "Sizes": f"decode/encode/query page {page} items, batch write {batch:,} items, "
         f"memory {big:,} items",

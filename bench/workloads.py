@@ -33,6 +33,7 @@ from lsiorm._ops.pipeline import call
 from .models import (
     DYNTASTIC_TABLE,
     LSIORM_TABLE,
+    PYDYNOX_TABLE,
     PYNAMODB_TABLE,
     START,
     Order,
@@ -42,6 +43,8 @@ from .models import (
     lsiorm_entities,
     orders,
     plain_items,
+    pydynox_items,
+    pydynox_model,
     pynamodb_items,
     pynamodb_model,
 )
@@ -91,6 +94,8 @@ class Engine:
     asession: Any = None
     pynamodb: Any = None
     dyntastic: Any = None
+    pydynox: Any = None
+    lean_off_session: Any = None
 
     def open(self) -> None:
         """Create the clients, sessions and tables."""
@@ -100,7 +105,7 @@ class Engine:
         self.resource = boto3.resource("dynamodb", endpoint_url=self.url, region_name=REGION)
         self.session = Session(endpoint_url=self.url, region_name=REGION)
         fastjson.install(self.session.client)
-        self.slow_session = Session(endpoint_url=self.url, region_name=REGION)
+        self.slow_session = Session(endpoint_url=self.url, region_name=REGION, lean=False)
         fastjson.uninstall(self.slow_session.client)
         self.aclient = self.run(
             self.stack.enter_async_context(
@@ -116,10 +121,13 @@ class Engine:
             self.stack.enter_async_context(AsyncSession(endpoint_url=self.url, region_name=REGION))
         )
         fastjson.install(self.asession.client)
+        self.lean_off_session = Session(endpoint_url=self.url, region_name=REGION, lean=False)
+        fastjson.install(self.lean_off_session.client)
         self.pynamodb = pynamodb_model(self.url)
         self.dyntastic = dyntastic_model(self.url)
+        self.pydynox = pydynox_model(self.url)
         self.session.create_table(orders)
-        for name in (PYNAMODB_TABLE, DYNTASTIC_TABLE):
+        for name in (PYNAMODB_TABLE, DYNTASTIC_TABLE, PYDYNOX_TABLE):
             self._create_like_orders(name)
 
     def _create_like_orders(self, name: str) -> None:
@@ -137,6 +145,7 @@ class Engine:
         self.run(self.stack.aclose())
         self.session.close()
         self.slow_session.close()
+        self.lean_off_session.close()
         self.loop.close()
 
 
@@ -304,6 +313,11 @@ def load(engine: Engine, data: list[Row]) -> None:
     with engine.dyntastic.batch_writer():
         for m in dyntastic_items(engine.dyntastic, data):
             m.save()
+    from pydynox import SyncBatchWriter
+
+    with SyncBatchWriter(engine.pydynox.model_config.client, PYDYNOX_TABLE) as writer:
+        for m in pydynox_items(engine.pydynox, data):
+            writer.put(m.to_dict())
 
 
 def full_query(engine: Engine, data: list[Row], rounds: int) -> Group:
@@ -350,6 +364,9 @@ def full_query(engine: Engine, data: list[Row], rounds: int) -> Group:
     def dyntastic(_: Any) -> list[Any]:
         return list(engine.dyntastic.query(partition))
 
+    def pydynox(_: Any) -> list[Any]:
+        return list(engine.pydynox.sync_query(partition_key=partition))
+
     def lsiorm(session: Any) -> Callable[[Any], list[Any]]:
         def run(_: Any) -> list[Any]:
             found: list[Any] = session.run(query_ops.all(session.ctx, lsiorm_query))
@@ -368,6 +385,7 @@ def full_query(engine: Engine, data: list[Row], rounds: int) -> Group:
     _check("resource query", len(resource(None)) == count)
     _check("pynamodb query", len(pynamodb(None)) == count)
     _check("dyntastic query", len(dyntastic(None)) == count)
+    _check("pydynox query", len(pydynox(None)) == count)
     _check("lsiorm query", lsiorm(engine.session)(None) == lsiorm_entities(data))
     _check("slow lsiorm query", len(lsiorm(engine.slow_session)(None)) == count)
     _check("decode_item pages", lsiorm_decode_item(None) == lsiorm_entities(data))
@@ -377,6 +395,7 @@ def full_query(engine: Engine, data: list[Row], rounds: int) -> Group:
         Variant("boto3 Table resource (dicts)", resource),
         Variant("PynamoDB Model.query", pynamodb),
         Variant("dyntastic Model.query", dyntastic),
+        Variant("pydynox Model.sync_query (Rust core, typed)", pydynox),
         Variant("lsiorm query_ops.all (fast path)", lsiorm(engine.session)),
         Variant("lsiorm query_ops.all (fast path off)", lsiorm(engine.slow_session)),
         Variant(PROPOSED_QUERY, lsiorm_decode_item),
@@ -436,7 +455,19 @@ def batch_write(engine: Engine, data: list[Row], rounds: int) -> list[Group]:
     batches = _raw_batches(wire)
     pynamo_items = pynamodb_items(engine.pynamodb, data)
     dyn_items = dyntastic_items(engine.dyntastic, data)
+    pdx_items = pydynox_items(engine.pydynox, data)
     table = engine.resource.Table(LSIORM_TABLE)
+
+    def pydynox(_: Any) -> None:
+        from pydynox import SyncBatchWriter
+
+        with SyncBatchWriter(engine.pydynox.model_config.client, PYDYNOX_TABLE) as writer:
+            for m in pdx_items:
+                writer.put(m.to_dict())
+
+    def lsiorm_botocore(_: Any) -> None:
+        session = engine.lean_off_session
+        session.run(lsiorm_batch.batch_write(session.ctx, puts=entities))
 
     def raw(_: Any) -> None:
         for chunk in batches:
@@ -497,7 +528,9 @@ def batch_write(engine: Engine, data: list[Row], rounds: int) -> list[Group]:
         Variant("boto3 Table resource batch_writer", resource),
         Variant("PynamoDB batch_write", pynamodb),
         Variant("dyntastic batch_writer", dyntastic),
-        Variant("lsiorm batch_write (Session)", lsiorm),
+        Variant("pydynox SyncBatchWriter (Rust core)", pydynox),
+        Variant(LEAN_BATCH, lsiorm),
+        Variant("lsiorm batch_write (Session, botocore lane)", lsiorm_botocore),
     ]
     concurrent = [
         Variant(f"aioboto3 client batch_write_item, {CONCURRENCY} concurrent", raw_async),
@@ -517,6 +550,160 @@ def batch_write(engine: Engine, data: list[Row], rounds: int) -> list[Group]:
             count,
         ),
     ]
+
+
+LEAN_BATCH = "lsiorm batch_write (Session, lean lane)"
+
+
+# -- single put and get, wall time ---------------------------------------------------------------
+
+SINGLE_REPEAT = 20
+
+
+def single_calls(engine: Engine, rounds: int) -> list[Group]:
+    """One PutItem and one typed GetItem of the same order, by every library."""
+    data = orders_for_single()
+    entity = lsiorm_entities(data)[0]
+    wire = wire_item(entity)
+    key = {"pk": wire["pk"], "sk": wire["sk"]}
+    pynamo = pynamodb_items(engine.pynamodb, data)[0]
+    dyn = dyntastic_items(engine.dyntastic, data)[0]
+    pdx = pydynox_items(engine.pydynox, data)[0]
+    lean, botocore_lane = engine.session, engine.lean_off_session
+
+    def put(session: Any) -> Callable[[Any], Any]:
+        return lambda _: session.put(entity)
+
+    def get(session: Any) -> Callable[[Any], Any]:
+        return lambda _: session.get(Order, customer=entity.customer, order_no=entity.order_no)
+
+    puts = [
+        Variant(
+            "boto3 client put_item (wire item ready)",
+            lambda _: engine.client.put_item(TableName=LSIORM_TABLE, Item=wire),
+        ),
+        Variant("PynamoDB save", lambda _: pynamo.save()),
+        Variant("dyntastic save", lambda _: dyn.save()),
+        Variant("pydynox sync_save (Rust core)", lambda _: pdx.sync_save()),
+        Variant(LEAN_PUT, put(lean)),
+        Variant("lsiorm Session.put (botocore lane)", put(botocore_lane)),
+    ]
+    for v in puts:
+        v.run(None)  # the items exist before the gets
+    gets = [
+        Variant(
+            "boto3 client get_item (wire dict)",
+            lambda _: engine.client.get_item(TableName=LSIORM_TABLE, Key=key),
+        ),
+        Variant("PynamoDB get", lambda _: engine.pynamodb.get(pynamo.pk, pynamo.sk)),
+        Variant("dyntastic get", lambda _: engine.dyntastic.get(dyn.pk, dyn.sk)),
+        Variant(
+            "pydynox sync_get (Rust core)", lambda _: engine.pydynox.sync_get(pk=pdx.pk, sk=pdx.sk)
+        ),
+        Variant(LEAN_GET, get(lean)),
+        Variant("lsiorm Session.get (botocore lane)", get(botocore_lane)),
+    ]
+    _check("lsiorm get", get(lean)(None) == entity)
+    _check("lsiorm get, botocore lane", get(botocore_lane)(None) == entity)
+    _check("pydynox get", engine.pydynox.sync_get(pk=pdx.pk, sk=pdx.sk).note == entity.note)
+    measure(puts, rounds=rounds, warmup=2, repeat=SINGLE_REPEAT, clock=WALL)
+    measure(gets, rounds=rounds, warmup=2, repeat=SINGLE_REPEAT, clock=WALL)
+    return [
+        Group("put", "Single PutItem of one order", WALL, puts[0].name, puts, 1),
+        Group("get", "Single typed GetItem of one order", WALL, gets[0].name, gets, 1),
+    ]
+
+
+LEAN_PUT = "lsiorm Session.put (lean lane)"
+LEAN_GET = "lsiorm Session.get (lean lane)"
+
+
+def orders_for_single() -> list[Row]:
+    """The one order the single-call workloads write and read."""
+    from .models import rows
+
+    return rows(1, prefix="s")
+
+
+# -- lsiorm's own CPU per written item, with a client that does nothing ---------------------------
+
+
+class _StubClient:
+    """A client whose BatchWriteItem does nothing: what is left is lsiorm's own work."""
+
+    def batch_write_item(self, **params: Any) -> dict[str, Any]:
+        return {"UnprocessedItems": {}}
+
+
+def write_cpu(data: list[Row], rounds: int) -> Group:
+    """lsiorm's CPU per written item (encode, size, identity, duplicates, chunks, hooks)."""
+    entities = lsiorm_entities(data)
+    plain = plain_items(data)
+    serialize = TypeSerializer().serialize
+    stub = Session(client=_StubClient())
+
+    def boto3_wire(_: Any) -> Any:
+        return [{k: serialize(v) for k, v in item.items()} for item in plain]
+
+    def lsiorm(_: Any) -> Any:
+        return stub.run(lsiorm_batch.batch_write(stub.ctx, puts=entities))
+
+    _check("stub batch", lsiorm(None).written == len(data))
+    variants = [
+        Variant("boto3 TypeSerializer from dicts (no request)", boto3_wire),
+        Variant(STUB_WRITE, lsiorm),
+    ]
+    measure(variants, rounds=rounds, warmup=1, block=CPU_BLOCK, clock=CPU)
+    return Group(
+        "write-cpu",
+        f"lsiorm's own CPU for a batch write of {len(data)} items to a stub client",
+        CPU,
+        variants[0].name,
+        variants,
+        len(data),
+    )
+
+
+STUB_WRITE = "lsiorm batch_write to a stub client (watcher on)"
+
+
+# -- import time, in fresh interpreters ----------------------------------------------------------
+
+
+@dataclass
+class ImportResult:
+    """Median seconds to import each module in a fresh interpreter; what lsiorm pulled in."""
+
+    seconds: dict[str, float]
+    lsiorm_imports_aiohttp: bool
+
+
+def import_times(rounds: int) -> ImportResult:
+    """Time ``import X`` in fresh interpreters, interleaved."""
+    import statistics
+    import subprocess
+    import sys
+
+    modules = ["boto3", "lsiorm", "pynamodb.models", "pydynox"]
+    samples: dict[str, list[float]] = {m: [] for m in modules}
+    code = (
+        "import sys, time; t = time.perf_counter(); import {m}; "
+        "print(time.perf_counter() - t, 'aiohttp' in sys.modules)"
+    )
+    aiohttp = False
+    for _ in range(rounds):
+        for module in modules:
+            done = subprocess.run(
+                [sys.executable, "-c", code.format(m=module)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            seconds, pulled = done.stdout.split()
+            samples[module].append(float(seconds))
+            if module == "lsiorm":
+                aiohttp = aiohttp or pulled == "True"
+    return ImportResult({m: statistics.median(v) for m, v in samples.items()}, aiohttp)
 
 
 # -- query compile and index choice against one round trip ---------------------------------------

@@ -265,4 +265,7 @@ def test_batch_get_and_hydration_agree_on_requests(attempts: int, count: int, mo
         Session(client=hydrating, retry=policy(attempts)).all(
             query(Doc).where(owner="ann").hydrate()
         )
-    assert keys_per_request(hydrating, "BatchGetItem") == keys_per_request(direct, "BatchGetItem")
+    # Chunks run concurrently (threads under Session), so compare the sizes as multisets.
+    assert sorted(keys_per_request(hydrating, "BatchGetItem")) == sorted(
+        keys_per_request(direct, "BatchGetItem")
+    )

@@ -185,6 +185,13 @@ def _resolver(prefix: str, names: Callable[[str], str] | None) -> NameResolver |
     return names
 
 
+def lean_lane_for(client: Any) -> Any:
+    """The lean request lane for a client, or None (imported on first use: it needs orjson)."""
+    from lsiorm._io.lean import lean_lane_for as lane_for
+
+    return lane_for(client)
+
+
 def _install_fast_json(client: Any) -> None:
     """Give a botocore DynamoDB client the fast path; leave anything else (a test double) alone."""
     meta = getattr(client, "meta", None)
@@ -255,6 +262,9 @@ class Session(_Operations):
     (``"dev-"``) or ``table_names`` (a function of the declared name) choose the live table each
     declared table stands for. ``consumed_capacity=True`` asks every read and write for its
     consumed capacity and meters it in ``session.capacity``.
+    lsiorm's own data-plane requests take the lean request lane (botocore's signer and HTTP
+    pool, without its validation, serializer and events; see docs/performance.md) whenever
+    nothing else watches the client's requests; ``lean=False`` keeps them all on botocore.
     """
 
     def __init__(
@@ -272,6 +282,7 @@ class Session(_Operations):
         table_prefix: str = "",
         table_names: Callable[[str], str] | None = None,
         consumed_capacity: bool = False,
+        lean: bool = True,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
@@ -290,7 +301,9 @@ class Session(_Operations):
         if fast_json:
             _install_fast_json(client)
         self.client = client
-        self.driver = _MeteredSync(SyncDriver(client), self.capacity)
+        self.driver = _MeteredSync(
+            SyncDriver(client, lean_lane_for(client) if lean else None), self.capacity
+        )
 
     def __enter__(self) -> Session:
         return self
@@ -321,7 +334,9 @@ class Session(_Operations):
         ``tables`` names the declared tables the request touches, for hooks such as the
         item-collection watcher. Returns the response as botocore gives it.
         """
-        response: dict[str, Any] = self.driver.run(call(self.ctx, operation, params, tuple(tables)))
+        response: dict[str, Any] = self.driver.run(
+            call(self.ctx, operation, params, tuple(tables), built=False)
+        )
         return response
 
     def create_table(self, table: Table, *, wait: bool = True, exists_ok: bool = False) -> bool:
@@ -573,6 +588,7 @@ class AsyncSession(_Operations):
     ``table_prefix`` and ``table_names`` work as for :class:`Session`. Used without
     ``async with``, it opens its client on the first call; then ``await session.close()``
     closes it.
+    ``lean=False`` keeps every request on aiobotocore's own path (see :class:`Session`).
     """
 
     def __init__(
@@ -590,6 +606,7 @@ class AsyncSession(_Operations):
         table_prefix: str = "",
         table_names: Callable[[str], str] | None = None,
         consumed_capacity: bool = False,
+        lean: bool = True,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
@@ -603,6 +620,7 @@ class AsyncSession(_Operations):
                 "Give a client, or aioboto3_session/profile_name to build one; not both."
             )
         self._fast_json = fast_json
+        self._lean = lean
         self._client_kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
         self._factory = aioboto3_session
         self._profile_name = profile_name
@@ -611,7 +629,9 @@ class AsyncSession(_Operations):
         if client is not None and fast_json:
             _install_fast_json(client)
         self.driver: _MeteredAsync | _OpeningDriver = (
-            _MeteredAsync(AsyncDriver(client), self.capacity)
+            _MeteredAsync(
+                AsyncDriver(client, lean_lane_for(client) if lean else None), self.capacity
+            )
             if client is not None
             else _OpeningDriver(self)
         )
@@ -635,7 +655,8 @@ class AsyncSession(_Operations):
             self._stack = stack
             if self._fast_json:
                 fastjson.install(self.client)
-            self.driver = _MeteredAsync(AsyncDriver(self.client), self.capacity)
+            lane = lean_lane_for(self.client) if self._lean else None
+            self.driver = _MeteredAsync(AsyncDriver(self.client, lane), self.capacity)
         return self
 
     async def __aenter__(self) -> AsyncSession:
@@ -670,7 +691,7 @@ class AsyncSession(_Operations):
         item-collection watcher. Returns the response as botocore gives it.
         """
         response: dict[str, Any] = await self.driver.run(
-            call(self.ctx, operation, params, tuple(tables))
+            call(self.ctx, operation, params, tuple(tables), built=False)
         )
         return response
 

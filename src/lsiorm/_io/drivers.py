@@ -17,6 +17,7 @@ from botocore import xform_name
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
+from lsiorm._io.overlap import gather_in_threads
 from lsiorm._ops.service_errors import (
     from_botocore_failure,
     from_error_response,
@@ -56,14 +57,18 @@ def no_botocore_retries() -> dict[str, Any]:
 class SyncDriver:
     """Runs operations with a boto3 DynamoDB client."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, lane: Any = None) -> None:
         self.client = client
+        #: The lean request lane (lsiorm._io.lean), tried first; None sends all via botocore.
+        self.lane = lane
 
     def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""
         method = getattr(self.client, xform_name(call.operation))
+        lane = self.lane if call.built else None
         try:
-            response: dict[str, Any] = method(**call.params)
+            sent = lane.send(call.operation, call.params) if lane is not None else None
+            response: dict[str, Any] = sent if sent is not None else method(**call.params)
         except ClientError as exc:
             raise from_error_response(
                 exc.response, call.operation, call.params, call.tables
@@ -81,6 +86,8 @@ class SyncDriver:
             time.sleep(step.seconds)
             return None
         if isinstance(step, Gather):
+            if step.threads:
+                return gather_in_threads(self.run, step.operations, step.limit)
             return [self.run(op) for op in step.operations]
         raise TypeError(f"unknown step {step!r}")
 
@@ -113,14 +120,18 @@ class SyncDriver:
 class AsyncDriver:
     """Runs operations with an aioboto3 (aiobotocore) DynamoDB client."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, lane: Any = None) -> None:
         self.client = client
+        #: The lean request lane (lsiorm._io.lean), tried first; None sends all via aiobotocore.
+        self.lane = lane
 
     async def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""
         method = getattr(self.client, xform_name(call.operation))
+        lane = self.lane if call.built else None
         try:
-            response: dict[str, Any] = await method(**call.params)
+            sent = await lane.send(call.operation, call.params) if lane is not None else None
+            response: dict[str, Any] = sent if sent is not None else await method(**call.params)
         except ClientError as exc:
             raise from_error_response(
                 exc.response, call.operation, call.params, call.tables

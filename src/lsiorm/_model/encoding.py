@@ -523,6 +523,7 @@ class StrCodec(KeyCodec):
         self.field_name = field_name
         self.spec = ""
         self.forbidden = frozenset(sep for sep in forbidden if sep)
+        self._forbidden_order = tuple(sorted(self.forbidden))
 
     def encode(self, value: Any) -> str:
         """Return the key text of the str ``value``."""
@@ -536,6 +537,12 @@ class StrCodec(KeyCodec):
         if not isinstance(value, str):
             raise self._type_error(value, "a str")
         text = value if type(value) is str else str.__str__(value)
+        if text.isascii():  # no surrogate, no U+10FFFF
+            for sep in self._forbidden_order:
+                if sep in text:
+                    break
+            else:
+                return text
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
@@ -550,7 +557,7 @@ class StrCodec(KeyCodec):
                 f"Field {self.field_name!r} {what} {text!r} holds U+10FFFF, which lsiorm "
                 "reserves as the upper bound of key ranges.",
             )
-        for sep in sorted(self.forbidden):
+        for sep in self._forbidden_order:
             if sep in text:
                 raise KeyEncodingError(
                     "key.reserved-separator",

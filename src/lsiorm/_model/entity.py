@@ -10,7 +10,7 @@ import typing
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, time
+from datetime import date, datetime, time
 from decimal import Decimal
 from enum import Enum
 from functools import cached_property
@@ -26,11 +26,14 @@ from lsiorm._model.schema import Table
 from lsiorm._model.template import FieldSlot, KeyTemplate, parse_template
 from lsiorm._model.wire import (
     MAX_ITEM_BYTES,
+    AttributeValue,
     _number_from_text,
+    _utf8_len,
+    _value_size,
     from_wire,
     item_from_wire,
-    item_size,
     item_to_wire,
+    to_wire_sized,
 )
 from lsiorm.errors import (
     DeclarationError,
@@ -40,7 +43,17 @@ from lsiorm.errors import (
     ValidationError,
 )
 
-__all__ = ["Entity", "EntityMeta", "Shard", "decode_item", "meta_of", "shard_of", "shard_value"]
+__all__ = [
+    "Entity",
+    "EntityMeta",
+    "Shard",
+    "decode_item",
+    "encode_entity",
+    "meta_of",
+    "shard_of",
+    "shard_value",
+    "wire_item",
+]
 
 
 def allows_none(annotation: Any) -> bool:
@@ -104,6 +117,11 @@ class EntityMeta:
     def key_fields(self) -> frozenset[str]:
         """Every field used by any key template."""
         return frozenset(f for t in self.templates.values() for f in t.fields)
+
+    @cached_property
+    def key_types(self) -> dict[str, str]:
+        """Key attribute -> its declared type (S, N or B), for the table and its indexes."""
+        return dict(self.table.key_attributes)
 
     @cached_property
     def attributes(self) -> dict[str, str]:
@@ -230,7 +248,7 @@ def checked_key(meta: EntityMeta, tpl: KeyTemplate, value: Any) -> Any:
 
 
 def _checked_key(meta: EntityMeta, tpl: KeyTemplate, value: Any) -> Any:
-    declared = meta.table.key_attributes[tpl.attribute]
+    declared = meta.key_types[tpl.attribute]
     ok = (
         (declared == "S" and isinstance(value, str))
         or (
@@ -685,9 +703,65 @@ def _check_shard(meta: EntityMeta, name: str, value: Any) -> None:
 
 def wire_item(entity: Entity) -> dict[str, Any]:
     """Return an entity in wire format, refusing items over DynamoDB's 400 KB limit."""
-    meta = meta_of(entity)
-    wire = item_to_wire(build_item(entity))
-    size = item_size(wire)
+    return encode_entity(entity)[0]
+
+
+def encode_entity(entity: Entity) -> tuple[dict[str, AttributeValue], int]:
+    """Return an entity's wire item and its size in bytes, built in one pass.
+
+    The result equals ``item_to_wire(build_item(entity))`` and its ``item_size``: key checks
+    run first, then every field is converted and sized once. Items over DynamoDB's 400 KB limit
+    are refused.
+    """
+    cls = type(entity)
+    writer = _WRITERS.get(cls)
+    if writer is None:
+        writer = _Writer(meta_of(cls))
+        if cls.__pydantic_complete__:
+            _WRITERS[cls] = writer
+    meta = writer.meta
+    _check_valid(meta, entity)
+    values = entity.__dict__
+    for name in writer.shards:
+        _check_shard(meta, name, values.get(name))
+    keys = writer.keys(values)  # key checks run before the fields are converted
+    item: dict[str, AttributeValue] = {}
+    size = 0
+    if writer.fields is not None:
+        for name, attr, attr_size in writer.fields:
+            value = values[name]
+            if type(value) is str:  # most values: inlined
+                item[attr] = {"S": value}
+                size += attr_size + (len(value) if value.isascii() else _utf8_len(value))
+                continue
+            if value is None:
+                continue  # None is absence (see build_item)
+            av, n = to_wire_sized(value)
+            item[attr] = av
+            size += attr_size + n
+    else:
+        for attr, value in entity.model_dump(mode="python", by_alias=True).items():
+            if value is None:
+                continue
+            av, n = to_wire_sized(value)
+            item[attr] = av
+            size += _utf8_len(attr) + n
+    # Keys and the type attribute replace a field of the same stored name, if there is one
+    # (only possible when a field's serialization alias names one).
+    keys[writer.type_attribute] = meta.type_name
+    may_collide = writer.fields is None or writer.collide
+    for attr, value in keys.items():
+        if may_collide:
+            replaced = item.get(attr)
+            if replaced is not None:
+                size -= _utf8_len(attr) + _value_size(replaced)
+        if type(value) is str:
+            item[attr] = {"S": value}
+            n = len(value) if value.isascii() else _utf8_len(value)
+        else:
+            av, n = to_wire_sized(value)
+            item[attr] = av
+        size += (len(attr) if attr.isascii() else _utf8_len(attr)) + n
     if size > MAX_ITEM_BYTES:
         raise ItemTooLargeError(
             "item.max-400kb",
@@ -695,7 +769,142 @@ def wire_item(entity: Entity) -> dict[str, Any]:
             f"{MAX_ITEM_BYTES} bytes (400 KB).",
             table=meta.table.name,
         )
-    return wire
+    return item, size
+
+
+class _Writer:
+    """What :func:`encode_entity` needs of one entity class, worked out once."""
+
+    __slots__ = ("collide", "fields", "meta", "shards", "text_keys", "type_attribute")
+
+    def __init__(self, meta: EntityMeta) -> None:
+        self.meta = meta
+        cls = meta.cls
+        #: (field, stored attribute, its UTF-8 size) when reading the fields as they are stored
+        #: on the instance gives what ``model_dump`` would; None when only model_dump will do.
+        self.fields: tuple[tuple[str, str, int], ...] | None = (
+            tuple(
+                (name, attr, _utf8_len(attr))
+                for name, info in cls.model_fields.items()
+                for attr in (info.serialization_alias or info.alias or name,)
+            )
+            if _plain_model(cls)
+            else None
+        )
+        self.shards = meta.shard_fields
+        self.type_attribute = meta.table.type_attribute
+        #: Whether a field is stored under the name of a key or of the type attribute.
+        self.collide = self.fields is not None and bool(
+            {attr for _, attr, _ in self.fields} & {*meta.templates, self.type_attribute}
+        )
+        primary = {meta.table.partition_key.name}
+        if meta.table.sort_key is not None:
+            primary.add(meta.table.sort_key.name)
+        # Text templates, in the order meta.key then meta.index_keys render them: (attribute,
+        # literal-or-(field, encode) parts, primary?). Number and binary keys take meta's way.
+        ordered = [meta.partition_template, meta.sort_template]
+        ordered += [t for a, t in meta.templates.items() if a not in primary]
+        self.text_keys: tuple[tuple[str, tuple[Any, ...], bool], ...] | None = None
+        if all(t is None or not t.is_direct for t in ordered):
+            self.text_keys = tuple(
+                (
+                    t.attribute,
+                    tuple(
+                        seg if isinstance(seg, str) else (seg.field, seg.codec.encode)  # type: ignore[union-attr]
+                        for seg in t.segments
+                    ),
+                    t.attribute in primary,
+                )
+                for t in ordered
+                if t is not None
+            )
+
+    def keys(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the key attributes ``meta.key`` and ``meta.index_keys`` would, checked alike."""
+        meta = self.meta
+        if self.text_keys is None:
+            keys = meta.key(values)
+            keys.update(meta.index_keys(values))
+            return keys
+        out: dict[str, Any] = {}
+        for attr, parts, primary in self.text_keys:
+            texts = []
+            for part in parts:
+                if type(part) is str:
+                    texts.append(part)
+                    continue
+                value = values.get(part[0])
+                if value is None:
+                    break
+                texts.append(part[1](value))
+            else:
+                text = "".join(texts)
+                # Text of at most 256 characters is at most 1,024 UTF-8 bytes, within every key
+                # limit; anything else gets the full check (key.empty, the byte limits).
+                if not text or len(text) > 256:
+                    _checked_key(meta, meta.templates[attr], text)
+                out[attr] = text
+                continue
+            if primary:
+                return meta.key(values)  # raises key.missing-field, as meta.key does
+        return out
+
+
+_WRITERS: dict[type, _Writer] = {}
+
+_PLAIN_TYPES: Final = frozenset(
+    {str, int, float, bool, Decimal, bytes, datetime, date, time, UUID, type(None)}
+)
+
+
+def _plain_model(cls: type[Entity]) -> bool:
+    """True when ``model_dump(mode="python")`` returns each field's value as it is stored.
+
+    Not so with serializers, computed or excluded fields, nested models or values typed ``Any``
+    (which model_dump may convert); those classes go through model_dump.
+    """
+    decorators = cls.__pydantic_decorators__
+    if decorators.field_serializers or decorators.model_serializers:
+        return False
+    if cls.model_computed_fields or cls.model_config.get("extra") == "allow":
+        return False
+    for info in cls.model_fields.values():
+        if info.exclude or getattr(info, "exclude_if", None) is not None:
+            return False
+        if not all(_plain_metadata(m) for m in info.metadata):
+            return False
+        if not _plain_annotation(info.annotation):
+            return False
+    return True
+
+
+def _plain_metadata(item: Any) -> bool:
+    # Serializers and anything that builds its own core schema may change what model_dump gives.
+    return not hasattr(item, "__get_pydantic_core_schema__") and type(item).__module__ != (
+        "pydantic.functional_serializers"
+    )
+
+
+def _plain_annotation(annotation: Any) -> bool:
+    if annotation in _PLAIN_TYPES or annotation is None:
+        return True
+    if isinstance(annotation, type):
+        return issubclass(annotation, Enum) and not issubclass(annotation, BaseModel)
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _plain_annotation(args[0]) and all(_plain_metadata(m) for m in args[1:])
+    if origin is Union or origin is types.UnionType:
+        return all(_plain_annotation(a) for a in args)
+    if origin is typing.Literal:
+        return all(a is None or type(a) in (str, int, bool) for a in args)
+    if origin in (list, set, frozenset):
+        return len(args) == 1 and _plain_annotation(args[0])
+    if origin is tuple:
+        return bool(args) and all(a is Ellipsis or _plain_annotation(a) for a in args)
+    if origin is dict:
+        return len(args) == 2 and args[0] is str and _plain_annotation(args[1])
+    return False
 
 
 def decode_item(

@@ -23,6 +23,7 @@ __all__ = [
     "item_to_wire",
     "number_to_wire",
     "to_wire",
+    "to_wire_sized",
 ]
 
 AttributeValue: TypeAlias = dict[str, Any]
@@ -503,3 +504,123 @@ def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
         raise
     except (ValueError, TypeError, AttributeError) as exc:
         raise _malformed(exc) from exc
+
+
+# -- encoding and sizing in one pass -----------------------------------------------------------
+
+
+def _int_size(text: str) -> int:
+    # _number_size for the text of an int: no point, no exponent, no leading zeros.
+    negative = text[0] == "-"
+    digits = text[1:] if negative else text
+    significant = digits.rstrip("0")
+    if not significant:
+        return 1
+    top = len(digits) - 1
+    bottom = len(digits) - len(significant)
+    return top // 2 - bottom // 2 + 2 + negative
+
+
+def _sized_str(value: str) -> tuple[AttributeValue, int]:
+    return {"S": value}, len(value) if value.isascii() else len(value.encode("utf-8"))
+
+
+def _sized_bool(value: bool) -> tuple[AttributeValue, int]:
+    return {"BOOL": value}, 1
+
+
+def _sized_int(value: int) -> tuple[AttributeValue, int]:
+    text = _int_text(value)
+    return {"N": text}, _int_size(text)
+
+
+def _sized_float(value: float) -> tuple[AttributeValue, int]:
+    text = _float_text(value)
+    return {"N": text}, _number_size(text)
+
+
+def _sized_decimal(value: Decimal) -> tuple[AttributeValue, int]:
+    text = str(value)
+    # Plain text of at most 38 characters (no exponent, NaN or Infinity) is in range and only
+    # needs trailing fractional zeros dropped to be canonical; anything else takes the full way.
+    if len(text) <= _MAX_DIGITS and "E" not in text and "N" not in text and "I" not in text:
+        if "." in text:
+            text = text.rstrip("0").rstrip(".")
+        if text == "-0":
+            text = "0"
+    else:
+        text = _decimal_text(value)
+    return {"N": text}, _number_size(text)
+
+
+def _sized_bytes(value: bytes) -> tuple[AttributeValue, int]:
+    return {"B": value}, len(value)
+
+
+def _sized_none(value: None) -> tuple[AttributeValue, int]:
+    return {"NULL": True}, 1
+
+
+def _sized_list(value: Iterable[Any]) -> tuple[AttributeValue, int]:
+    get = _SIZED.get
+    out = []
+    size = 3
+    for element in value:
+        sized = get(type(element))
+        av, n = sized(element) if sized is not None else _sized_other(element)
+        out.append(av)
+        size += n + 1
+    return {"L": out}, size
+
+
+def _sized_dict(value: Mapping[Any, Any]) -> tuple[AttributeValue, int]:
+    get = _SIZED.get
+    out: WireItem = {}
+    size = 3
+    for name, element in value.items():
+        if not isinstance(name, str):
+            raise ValidationError(
+                "wire.non-string-key",
+                f"DynamoDB map keys and attribute names must be strings, got {name!r}.",
+            )
+        sized = get(type(element))
+        av, n = sized(element) if sized is not None else _sized_other(element)
+        out[name] = av
+        size += _utf8_len(name) + n + 1
+    return {"M": out}, size
+
+
+def _sized_datetime(value: datetime) -> tuple[AttributeValue, int]:
+    if value.tzinfo is timezone.utc:  # already UTC: no conversion
+        text = value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+        return {"S": text}, len(text)
+    av = _encode_datetime(value)
+    return av, len(av["S"])
+
+
+def _sized_other(value: Any) -> tuple[AttributeValue, int]:
+    av = to_wire(value)
+    return av, _value_size(av)
+
+
+_SIZED: Final[dict[type, Callable[[Any], tuple[AttributeValue, int]]]] = {
+    str: _sized_str,
+    bool: _sized_bool,
+    int: _sized_int,
+    float: _sized_float,
+    Decimal: _sized_decimal,
+    bytes: _sized_bytes,
+    type(None): _sized_none,
+    list: _sized_list,
+    tuple: _sized_list,
+    dict: _sized_dict,
+    datetime: _sized_datetime,
+}
+
+
+def to_wire_sized(value: Any) -> tuple[AttributeValue, int]:
+    """Return ``(to_wire(value), attribute_value_size(to_wire(value)))``, in one pass."""
+    sized = _SIZED.get(type(value))
+    if sized is not None:
+        return sized(value)
+    return _sized_other(value)

@@ -26,7 +26,13 @@ from decimal import Decimal
 from typing import Any, TypeAlias, TypeVar, cast
 
 from lsiorm._model.capacity import ConsumedCapacity
-from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of, wire_item
+from lsiorm._model.entity import (
+    Entity,
+    EntityMeta,
+    decode_item,
+    encode_entity,
+    meta_of,
+)
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_from_wire, item_size, item_to_wire
 from lsiorm._ops.pipeline import Context, send_once
@@ -86,6 +92,23 @@ def key_identity(table: str, key: Mapping[str, Mapping[str, Any]]) -> KeyIdentit
     return (table, tuple(parts))
 
 
+def _item_identity(table: Table, item: Mapping[str, Mapping[str, Any]]) -> KeyIdentity:
+    """``key_identity(table.name, primary_key_of(table, item))``, for the common case quickly."""
+    first = table.partition_key.name
+    names: tuple[str, ...] = (first,)
+    if table.sort_key is not None:
+        second = table.sort_key.name
+        names = (first, second) if first < second else (second, first)
+    parts = []
+    for name in names:
+        av = item[name]
+        raw = av.get("S")
+        if raw is None or len(av) != 1:
+            return key_identity(table.name, primary_key_of(table, item))
+        parts.append((name, "S", raw))
+    return (table.name, tuple(parts))
+
+
 def primary_key_of(table: Table, item: Mapping[str, Any]) -> dict[str, Any]:
     """Return the primary key attributes of a wire item (or of a wire key)."""
     names = [table.partition_key.name]
@@ -127,7 +150,7 @@ class BatchWriteResult:
     consumed: tuple[ConsumedCapacity, ...] = ()
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class _Entry:
     """One write request or one key to read, and the caller's object it came from."""
 
@@ -174,6 +197,8 @@ def _by_table(entries: list[_Entry]) -> list[_Entry]:
     first: dict[str, int] = {}
     for entry in entries:
         first.setdefault(entry.table.name, len(first))
+    if len(first) < 2:
+        return entries  # already in order
     return sorted(entries, key=lambda e: (first[e.table.name], e.order))
 
 
@@ -200,24 +225,29 @@ def _delete_target(target: DeleteTarget) -> tuple[type[Entity], Entity | Mapping
 
 def _write_entries(puts: Sequence[Entity], deletes: Sequence[DeleteTarget]) -> list[_Entry]:
     entries: list[_Entry] = []
+    checked: set[type[Entity]] = set()
     for entity in puts:
-        if not isinstance(entity, Entity):
-            raise ValidationError(
-                "batch.put-target", f"A batch put takes entities, not {entity!r}."
-            )
-        meta = meta_of(entity)
-        _refuse_versioned(meta, "put")
-        item = wire_item(entity)
-        ident = key_identity(meta.table.name, primary_key_of(meta.table, item))
+        cls = type(entity)
+        if cls not in checked:
+            if not isinstance(entity, Entity):
+                raise ValidationError(
+                    "batch.put-target", f"A batch put takes entities, not {entity!r}."
+                )
+            _refuse_versioned(meta_of(entity), "put")
+            checked.add(cls)
+        meta = cls.__lsiorm__
+        assert meta is not None
+        # One pass: the item, its size and its key identity are worked out once, here.
+        item, size = encode_entity(entity)
         entries.append(
             _Entry(
                 len(entries),
                 meta.table,
-                type(entity),
-                ident,
+                cls,
+                _item_identity(meta.table, item),
                 {"PutRequest": {"Item": item}},
                 entity,
-                item_size(item),
+                size,
             )
         )
     for target in deletes:
@@ -375,9 +405,12 @@ def _matching(
 def _take_writes(
     response: Mapping[str, Any], pending: Sequence[_Entry], found: dict[int, Any]
 ) -> list[_Entry]:
+    unprocessed = response.get("UnprocessedItems")
+    if not unprocessed:
+        return []  # the common case: everything was written
     tables = {e.table.name: e.table for e in pending}
     listed: dict[str, list[Mapping[str, Any]]] = {}
-    for table_name, requests in (response.get("UnprocessedItems") or {}).items():
+    for table_name, requests in unprocessed.items():
         table = tables.get(table_name)
         if table is None:
             continue
@@ -480,7 +513,9 @@ def batch_write(
     if not chunks:
         return BatchWriteResult(0, 0)
     ops = [_run_chunk(ctx, "BatchWriteItem", c, _write_params, _take_writes) for c in chunks]
-    outcomes = cast("list[_ChunkOutcome]", (yield Gather(tuple(ops), limit=concurrency)))
+    outcomes = cast(
+        "list[_ChunkOutcome]", (yield Gather(tuple(ops), limit=concurrency, threads=True))
+    )
     calls = sum(o.calls for o in outcomes)
     left, error, cause = _leftovers(outcomes, "UnprocessedItems")
     if left:
@@ -525,7 +560,9 @@ def _read(
         return _Reads({}, [], None, "UnprocessedKeys")
     take = _take_gets(decode)
     ops = [_run_chunk(ctx, "BatchGetItem", c, params_of, take) for c in chunks]
-    outcomes = cast("list[_ChunkOutcome]", (yield Gather(tuple(ops), limit=concurrency)))
+    outcomes = cast(
+        "list[_ChunkOutcome]", (yield Gather(tuple(ops), limit=concurrency, threads=True))
+    )
     found: dict[int, Any] = {}
     for o in outcomes:
         found.update(o.found)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final, TypeVar
@@ -24,6 +25,8 @@ from lsiorm.errors import LsiormError
 __all__ = ["CAPACITY_OPERATIONS", "CapacityMeter", "consumed_of"]
 
 log = logging.getLogger("lsiorm.capacity")
+
+_RECORDING = threading.Lock()
 
 T = TypeVar("T")
 
@@ -161,8 +164,9 @@ class CapacityMeter:
 
     def _record(self, call: Call, response: Mapping[str, Any], tallies: tuple[_Tally, ...]) -> None:
         for consumed in consumed_of(response):
-            for tally in (*tallies, self._totals, *(m._tally for m in self._open)):
-                tally.add(consumed)
+            with _RECORDING:  # batch chunks may record from several threads at once
+                for tally in (*tallies, self._totals, *(m._tally for m in self._open)):
+                    tally.add(consumed)
             log.info("%s %s: %s", call.operation, consumed.table, consumed)
 
     def _observe(self, op: Operation[T], tallies: tuple[_Tally, _Tally]) -> Operation[T]:
@@ -181,10 +185,10 @@ class CapacityMeter:
                     and "ReturnConsumedCapacity" not in step.params
                 ):
                     params = {**step.params, "ReturnConsumedCapacity": "INDEXES"}
-                    sent = Call(step.operation, params, step.tables)
+                    sent = dataclasses.replace(step, params=params)
                 elif isinstance(step, Gather):
                     parts = tuple(self._observe(o, tallies) for o in step.operations)
-                    sent = Gather(parts, step.limit)
+                    sent = dataclasses.replace(step, operations=parts)
                 try:
                     result = yield sent
                 except LsiormError as exc:

@@ -51,12 +51,14 @@ def send_once(
     tables: tuple[Table, ...] = (),
     *,
     on_error: Callable[[DynamoError], None] | None = None,
+    built: bool = True,
 ) -> Operation[dict[str, Any]]:
     """Send one API request through the hooks, without retrying; return the response.
 
     DynamoDB's request limits are checked first (:mod:`lsiorm._requests.limits`), so a request
     that would be refused is never sent. Hooks see the declared table names; the request on the
-    wire carries the live ones. ``on_error`` sees a failure after the hooks do.
+    wire carries the live ones. ``on_error`` sees a failure after the hooks do. ``built=False``
+    marks a raw request a user wrote: it keeps every botocore check.
     """
     check_request(operation, params)
     request = HookRequest(operation, dict(params), tables)
@@ -68,7 +70,7 @@ def send_once(
         wire_params, names = to_wire(request.params, ctx.table_name)
         wire_tables = tuple(renamed_table(t, ctx.live_name(t)) for t in tables)
     try:
-        response: dict[str, Any] = yield Call(operation, wire_params, wire_tables)
+        response: dict[str, Any] = yield Call(operation, wire_params, wire_tables, built)
     except Exception as exc:
         apply_error(ctx.hooks, request, exc)
         if on_error is not None and isinstance(exc, DynamoError):
@@ -87,6 +89,7 @@ def call(
     *,
     retry_if: Callable[[BaseException], bool] = is_retryable,
     on_error: Callable[[DynamoError], None] | None = None,
+    built: bool = True,
 ) -> Operation[dict[str, Any]]:
     """Send one API request with the hooks and the session's retries; return the response.
 
@@ -97,7 +100,7 @@ def call(
     return (
         yield from run_with_retries(
             ctx.retry,
-            lambda: send_once(ctx, operation, params, tables, on_error=on_error),
+            lambda: send_once(ctx, operation, params, tables, on_error=on_error, built=built),
             retry_if=retry_if,
         )
     )

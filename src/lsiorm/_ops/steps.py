@@ -5,7 +5,7 @@ An operation is a generator. It yields a step and receives the step's result:
 * :class:`Call`: one DynamoDB API request; the result is the response dict. A failed request is
   thrown into the generator as an :class:`~lsiorm.errors.LsiormError`.
 * :class:`Sleep`: wait before the next attempt; the result is None.
-* :class:`Gather`: run sub-operations (concurrently under async, one by one under sync); the
+* :class:`Gather`: run sub-operations (concurrently: tasks under async, threads under sync); the
   result is the list of their return values, in order.
 * :class:`Emit`: hand a value to the caller of an iterating driver (a page of a query); the
   result is None.
@@ -37,6 +37,9 @@ class Call:
     operation: str
     params: dict[str, Any]
     tables: tuple[Table, ...] = field(default=(), compare=False)
+    #: True when lsiorm built and checked the params itself (they may skip botocore's checks in
+    #: the lean request lane); False for a raw request a user wrote (``Session.call``).
+    built: bool = field(default=True, compare=False)
 
 
 @dataclass(frozen=True)
@@ -48,10 +51,16 @@ class Sleep:
 
 @dataclass(frozen=True)
 class Gather:
-    """Run sub-operations, at most ``limit`` at a time when the driver is concurrent."""
+    """Run sub-operations, at most ``limit`` at a time when the driver is concurrent.
+
+    ``threads`` says the sub-operations share no mutable state, so the sync driver may run them
+    in a thread pool (batch chunks); otherwise it runs them one after another. The async driver
+    always interleaves them on its one thread.
+    """
 
     operations: tuple[Operation[Any], ...]
     limit: int = 8
+    threads: bool = False
 
 
 @dataclass(frozen=True)

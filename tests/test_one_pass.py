@@ -1,0 +1,217 @@
+"""The one-pass item encoder gives exactly what the two-pass path gave: wire item and size."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field, PlainSerializer, computed_field, field_serializer
+
+from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Table
+from lsiorm._model.entity import _plain_model, build_item, encode_entity, wire_item
+from lsiorm._model.wire import (
+    MAX_ITEM_BYTES,
+    attribute_value_size,
+    item_size,
+    item_to_wire,
+    to_wire,
+    to_wire_sized,
+)
+from lsiorm.errors import ItemTooLargeError, LsiormError
+from test_wire import finite_floats, in_dynamo_range, values
+
+table = Table(
+    "one_pass",
+    partition_key="pk",
+    sort_key="sk",
+    local_indexes=[LocalIndex("ByWhen", KeyAttribute("lsi1"), Projection.all())],
+)
+
+
+class Color(Enum):
+    RED = "red"
+    BLUE = 2
+
+
+class Inner(BaseModel):
+    a: int
+    b: str = "x"
+
+
+class Plain(
+    Entity,
+    table=table,
+    keys={"pk": "P#{name}", "sk": "N#{n:08d}", "lsi1": "{when}"},
+):
+    name: str
+    n: int
+    when: datetime | None = None
+    total: Decimal = Decimal(0)
+    ratio: float = 0.0
+    flag: bool = False
+    blob: bytes = b""
+    day: date | None = None
+    ident: uuid.UUID | None = None
+    tags: list[str] = Field(default_factory=list)
+    counts: dict[str, int] = Field(default_factory=dict)
+    labels: set[str] = Field(default_factory=set)
+    color: Color | None = None
+    kind: Literal["a", "b"] = "a"
+    renamed: str | None = Field(default=None, alias="Renamed")
+    pair: tuple[int, str] | None = None
+
+
+class Nested(Entity, table=table, keys={"pk": "Q#{name}", "sk": "N#{n:08d}"}):
+    name: str
+    n: int
+    inner: Inner | None = None
+    anything: Any = None
+    shown: Annotated[int, PlainSerializer(lambda v: v * 10)] = 1
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def double(self) -> int:
+        return self.n * 2
+
+    @field_serializer("name")
+    def _upper(self, value: str) -> str:
+        return value
+
+
+def test_plain_and_non_plain_classes_are_told_apart() -> None:
+    assert _plain_model(Plain)
+    assert not _plain_model(Nested)
+
+
+def old_path(entity: Entity) -> tuple[dict[str, Any], int]:
+    wire = item_to_wire(build_item(entity))
+    return wire, item_size(wire)
+
+
+def same_outcome(entity: Entity) -> None:
+    try:
+        expected: Any = old_path(entity)
+    except LsiormError as exc:
+        expected = (type(exc), exc.rule)
+    try:
+        got: Any = encode_entity(entity)
+    except LsiormError as exc:
+        got = (type(exc), exc.rule)
+    assert got == expected
+    if not isinstance(expected[0], type):
+        # Dict order is kept too: fields in declaration order, then keys, then the type.
+        assert list(got[0]) == list(expected[0])
+
+
+texts = st.text(max_size=20)
+aware = st.datetimes(
+    min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(timezone.utc)
+) | st.datetimes(
+    min_value=datetime(2, 1, 1),
+    max_value=datetime(9998, 1, 1),
+    timezones=st.builds(
+        lambda m: timezone(timedelta(minutes=m)), st.integers(min_value=-900, max_value=900)
+    ),
+)
+entity_decimals = st.decimals(allow_nan=False, allow_infinity=False) | st.builds(
+    Decimal, st.sampled_from(["0.0", "-0", "12.500", "1E+3", "1E-40", "1" * 39, "0.0001000"])
+)
+decimals = entity_decimals | st.decimals()
+plain_entities = st.builds(
+    Plain,
+    name=texts,
+    n=st.integers(min_value=-(10**9), max_value=10**9),
+    when=st.none() | aware,
+    total=entity_decimals,
+    ratio=finite_floats,
+    flag=st.booleans(),
+    blob=st.binary(max_size=10),
+    day=st.none() | st.dates(),
+    ident=st.none() | st.uuids(),
+    tags=st.lists(texts, max_size=4),
+    counts=st.dictionaries(texts, st.integers(), max_size=3),
+    labels=st.sets(texts, max_size=3),
+    color=st.none() | st.sampled_from(Color),
+    kind=st.sampled_from(["a", "b"]),
+    Renamed=st.none() | texts,
+    pair=st.none() | st.tuples(st.integers(), texts),
+)
+
+
+@given(plain_entities)
+def test_plain_entity_matches_the_two_pass_path(entity: Plain) -> None:
+    same_outcome(entity)
+
+
+@given(
+    st.builds(
+        Nested,
+        name=texts,
+        n=st.integers(min_value=0, max_value=10**8 - 1),
+        inner=st.none() | st.builds(Inner, a=st.integers(), b=texts),
+        anything=values,
+        shown=st.integers(),
+    )
+)
+def test_model_dump_classes_match_the_two_pass_path(entity: Nested) -> None:
+    same_outcome(entity)
+    if entity.inner is not None and not isinstance(entity, type):
+        got = wire_item(entity)
+        assert got["double"] == {"N": str(entity.n * 2)}
+
+
+@given(values)
+def test_to_wire_sized_is_to_wire_and_its_size(value: Any) -> None:
+    av, size = to_wire_sized(value)
+    assert av == to_wire(value)
+    assert size == attribute_value_size(av)
+
+
+@given(decimals | finite_floats.filter(in_dynamo_range) | st.integers())
+def test_numbers_sized_in_one_pass(number: Any) -> None:
+    try:
+        expected: Any = to_wire(number)
+    except LsiormError as exc:
+        expected = exc.rule
+    try:
+        got: Any = to_wire_sized(number)
+        assert got[1] == attribute_value_size(got[0])
+        got = got[0]
+    except LsiormError as exc:
+        got = exc.rule
+    assert got == expected
+
+
+def test_size_limit_is_checked_on_the_one_pass_size() -> None:
+    fits = Plain(name="x", n=1, tags=["y" * 1000] * 395)
+    wire, size = encode_entity(fits)
+    assert size == item_size(wire) <= MAX_ITEM_BYTES
+    with pytest.raises(ItemTooLargeError):
+        encode_entity(Plain(name="x", n=1, tags=["y" * 1000] * 420))
+
+
+key_avs = (
+    st.builds(lambda s: {"S": s}, st.text(min_size=1, max_size=8))
+    | st.builds(lambda n: {"N": str(n)}, st.integers())
+    | st.builds(lambda b: {"B": b}, st.binary(min_size=1, max_size=6))
+)
+
+
+@given(key_avs, key_avs, st.sampled_from([("pk", "sk"), ("zz", "aa"), ("k", None)]))
+def test_batch_identity_shortcut_is_key_identity(
+    first: dict[str, Any], second: dict[str, Any], names: tuple[str, str | None]
+) -> None:
+    from lsiorm._ops.batch import _item_identity, key_identity, primary_key_of
+
+    pk, sk = names
+    t = Table("ident", partition_key=pk, sort_key=sk)
+    item = {pk: first, "other": {"S": "x"}}
+    if sk is not None:
+        item[sk] = second
+    assert _item_identity(t, item) == key_identity(t.name, primary_key_of(t, item))

@@ -1,0 +1,80 @@
+"""Sync batches overlap their chunks in a small thread pool; results and errors keep their order."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lsiorm import Entity, Session, Table
+from lsiorm._io.overlap import gather_in_threads
+from lsiorm._ops.steps import Operation
+
+
+def returning(value: Any, fail: bool = False) -> Operation[Any]:
+    if fail:
+        raise ValueError(value)
+    return value
+    yield  # a generator
+
+
+def run_plain(op: Operation[Any]) -> Any:
+    try:
+        next(op)
+    except StopIteration as stop:
+        return stop.value
+    raise AssertionError("no steps expected")
+
+
+@given(st.lists(st.booleans(), max_size=12), st.integers(min_value=1, max_value=20))
+def test_results_in_order_and_first_error_raised(fails: list[bool], limit: int) -> None:
+    ops = [returning(i, fail) for i, fail in enumerate(fails)]
+    if any(fails):
+        with pytest.raises(ValueError, match=str(fails.index(True))):
+            gather_in_threads(run_plain, ops, limit)
+    else:
+        assert gather_in_threads(run_plain, ops, limit) == list(range(len(fails)))
+
+
+table = Table("overlap", partition_key="pk", sort_key="sk")
+
+
+class Row(Entity, table=table, keys={"pk": "R#{group}", "sk": "{n:06d}"}):
+    group: str
+    n: int
+
+
+class SlowStub:
+    """A client whose BatchWriteItem waits a little, recording how many run at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = self.most = self.calls = 0
+        self.items: list[Any] = []
+
+    def batch_write_item(self, **params: Any) -> dict[str, Any]:
+        with self.lock:
+            self.now += 1
+            self.calls += 1
+            self.most = max(self.most, self.now)
+            self.items.extend(params["RequestItems"]["overlap"])
+        time.sleep(0.05)
+        with self.lock:
+            self.now -= 1
+        return {"UnprocessedItems": {}}
+
+
+@pytest.mark.parametrize(("concurrency", "bound"), [(1, 1), (4, 4)])
+def test_sync_batch_chunks_overlap_up_to_the_limit(concurrency: int, bound: int) -> None:
+    stub = SlowStub()
+    session = Session(client=stub)
+    rows = [Row(group="g", n=i) for i in range(250)]
+    result = session.batch_write(puts=rows, concurrency=concurrency)
+    assert result.written == 250
+    assert stub.calls == 10
+    assert len(stub.items) == 250
+    assert stub.most == bound
