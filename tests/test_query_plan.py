@@ -559,16 +559,30 @@ def test_every_name_and_value_is_a_placeholder_even_reserved_words() -> None:
 # -- several entities, shards, scans -----------------------------------------------------------
 
 
-def test_entities_sharing_a_partition_get_one_request_each_merged_by_sort_key() -> None:
+def test_entities_whose_joined_range_holds_no_other_type_share_one_request() -> None:
     plan = query(Parrot, Dog).where(group="g").plan()
-    assert [r.label for r in plan.requests] == ["Parrot", "Dog"]
+    assert [r.label for r in plan.requests] == ["Parrot+Dog"]
+    params = plan.requests[0].params
+    assert params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2"
+    assert params["ExpressionAttributeValues"][":v1"] == s("DOG#")
+    assert params["ExpressionAttributeValues"][":v2"] == s("PARROT#" + MAX)
+    assert "FilterExpression" not in params
+    assert "one Query for Parrot+Dog" in str(query(Parrot, Dog).where(group="g").explain())
+
+
+def test_entities_whose_joined_range_holds_another_type_get_one_request_each() -> None:
+    # Dog items lie between CAT# and PARROT#: one Query would read them for nothing.
+    plan = query(Parrot, Cat).where(group="g").plan()
+    assert [r.label for r in plan.requests] == ["Parrot", "Cat"]
     prefixes = [r.params["ExpressionAttributeValues"][":v1"] for r in plan.requests]
-    assert prefixes == [s("PARROT#"), s("DOG#")]
+    assert prefixes == [s("PARROT#"), s("CAT#")]
     assert plan.merge_attribute == "SK"
-    assert "merged by SK" in str(plan_explain := query(Parrot, Dog).where(group="g").explain())
-    assert "2 (Parrot, Dog)" in str(plan_explain)
+    explained = str(query(Parrot, Cat).where(group="g").explain())
+    assert "merged by SK" in explained
+    assert "2 (Parrot, Cat)" in explained
+    assert "would also read Dog items" in explained
     with pytest.raises(QueryPlanError) as caught:
-        query(Parrot, Dog).where(group="g").compile()
+        query(Parrot, Cat).where(group="g").compile()
     assert caught.value.rule == "query.fan-out"
 
 

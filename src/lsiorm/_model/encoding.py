@@ -749,8 +749,9 @@ def codec_for(
 
     ``spec`` is the format spec written in the template, ``metadata`` the field's pydantic
     metadata (a :class:`KeyFormat` in it counts like one inside ``Annotated``), ``terminated``
-    whether more template text follows the field (a str field then ends with a terminator). Raises DeclarationError when the type has no
-    encoding, the spec does not fit the type, or two specs disagree.
+    whether more template text follows the field (a str field then ends with a terminator).
+    Raises DeclarationError when the type has no encoding, the spec does not fit the type, or
+    two specs disagree.
     """
     specs: list[str] = [spec] if spec else []
     base = _unwrap(annotation, specs)

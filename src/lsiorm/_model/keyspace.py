@@ -187,12 +187,12 @@ def intersection_witness(a: KeyTemplate, b: KeyTemplate) -> str | None:
             moves.append(((p, q + 1), ""))
         if p < sa.end and q < sb.end:
             (ka, ca), (kb, cb) = sa.tokens[p], sb.tokens[q]
-            char = _common_char(ca, cb)
-            if char is not None:
-                moves.append(((p if ka == "star" else p + 1, q if kb == "star" else q + 1), char))
-        for nxt, char in moves:
+            common = _common_char(ca, cb)
+            if common is not None:
+                moves.append(((p if ka == "star" else p + 1, q if kb == "star" else q + 1), common))
+        for nxt, step in moves:
             if nxt not in seen:
-                seen[nxt] = (pair, char)
+                seen[nxt] = (pair, step)
                 todo.append(nxt)
     return None
 

@@ -98,6 +98,8 @@ class QueryPlan:
     _shape: _Shape = field(repr=False)
     cursor: str | None
     segments: int = 1
+    #: How the entity types were split into requests, and which requests filter on the type.
+    collection: tuple[str, ...] = ()
     on_progress: Callable[[ScanProgress], None] | None = field(default=None, compare=False)
 
     @property

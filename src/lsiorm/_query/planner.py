@@ -27,6 +27,7 @@ from lsiorm._model.entity import (
 )
 from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
 from lsiorm._model.wire import to_wire
+from lsiorm._query.collection import Unit, plan_collections
 from lsiorm._query.cursor import _canonical, _Shape
 from lsiorm._query.keyrange import _KEY_OPERATORS, _describe_ops, _Fit, _fit, _Valid
 from lsiorm._query.plan import Candidate, PlannedRequest, QueryPlan
@@ -94,6 +95,7 @@ class _QueryPlanner:
         self.needed: tuple[str, ...] | None = None if count else q.fields
         self.valid = _Valid()
         self.filter_fields = _filter_fields(q.filter_condition)
+        self.collection_notes: tuple[str, ...] = ()
 
     def plan(self) -> QueryPlan:
         self._check_conditions()
@@ -285,60 +287,91 @@ class _QueryPlanner:
         requests: list[PlannedRequest] = []
         grouped: dict[str, tuple[dict[str, Any], list[type[Entity]], list[str]]] = {}
         first_text: tuple[str | None, str | None, dict[str, str], dict[str, Any]] | None = None
-        # Requests are grouped by their canonical text; one request needs no grouping.
-        single = sum(len(fit.partitions) for fit in best.fits) == 1
+        units: list[Unit] = []
         for fit in best.fits:
-            meta = fit.meta
             for n, partition in enumerate(fit.partitions):
-                ph = Placeholders()
-                key_text = f"{ph.name(pk_attr)} = {ph.value(to_wire(partition))}"
-                if fit.sort is not None:
-                    assert sk_attr is not None
-                    key_text += " AND " + fit.sort.text(ph.name(sk_attr), ph)
-                filter_parts = []
-                for name, ops in fallback.items():
-                    for op in ops:
-                        filter_parts.append(FieldCondition(name, op))
-                user = q.filter_condition
-                conditions: list[Condition] = list(filter_parts)
-                if user is not None:
-                    conditions.append(user)
-                filter_text = None
-                if conditions:
-                    whole = conditions[0] if len(conditions) == 1 else And(tuple(conditions))
-                    filter_text = compile_entity_condition(meta, whole, ph)
-                params: dict[str, Any] = {"TableName": table.name}
-                if index is not None:
-                    params["IndexName"] = index.name
-                params["KeyConditionExpression"] = key_text
-                if filter_text is not None:
-                    params["FilterExpression"] = filter_text
-                if self.count:
-                    params["Select"] = "COUNT"
-                else:
-                    attrs = _projection_attrs(
-                        meta, table, index, selected, type_available or fetching
-                    )
-                    if attrs is not None:
-                        params["ProjectionExpression"] = _projection_names(attrs, ph)
-                    elif fetching and kind == "local":
-                        params["Select"] = "ALL_ATTRIBUTES"
-                if not q.forward:
-                    params["ScanIndexForward"] = False
-                if q.consistent_read:
-                    params["ConsistentRead"] = True
-                ph.into(params)
-                if first_text is None:
-                    first_text = (key_text, filter_text, dict(ph.names), dict(ph.values))
-                label = meta.cls.__name__
+                label = fit.meta.cls.__name__
                 if fit.shard_field is not None:
                     label += f" {fit.shard_field}={n + 1}"
-                signature = "" if single else _canonical(params)
-                if signature in grouped:
-                    grouped[signature][1].append(meta.cls)
-                else:
-                    grouped[signature] = (params, [meta.cls], [label])
-        has_filter = q.filter_condition is not None or bool(fallback)
+                units.append(Unit(fit.meta, n, partition, fit.sort, label))
+        fallback_conditions: list[Condition] = [
+            FieldCondition(name, op) for name, ops in fallback.items() for op in ops
+        ]
+        if q.filter_condition is not None:
+            fallback_conditions.append(q.filter_condition)
+        user_filter: Condition | None = None
+        if fallback_conditions:
+            user_filter = (
+                fallback_conditions[0]
+                if len(fallback_conditions) == 1
+                else And(tuple(fallback_conditions))
+            )
+        groups = plan_collections(
+            table,
+            pk_attr,
+            sk_attr,
+            units,
+            type_available,
+            lambda metas: _same_filter(metas, user_filter),
+        )
+        self.collection_notes = tuple(g.note for g in groups if g.note)
+        type_filtered = any(g.type_filter is not None for g in groups)
+        # Requests are grouped by their canonical text; one request needs no grouping.
+        single = len(groups) == 1
+        for group in groups:
+            meta = group.units[0].meta
+            partition = group.units[0].partition
+            ph = Placeholders()
+            key_text = f"{ph.name(pk_attr)} = {ph.value(to_wire(partition))}"
+            if group.sort is not None:
+                assert sk_attr is not None
+                key_text += " AND " + group.sort.text(ph.name(sk_attr), ph)
+            filter_text = None
+            if user_filter is not None:
+                filter_text = compile_entity_condition(meta, user_filter, ph)
+            if group.type_filter is not None:
+                type_text = _type_filter(table.type_attribute, group.type_filter, ph)
+                filter_text = (
+                    type_text if filter_text is None else f"({filter_text}) AND {type_text}"
+                )
+            params: dict[str, Any] = {"TableName": table.name}
+            if index is not None:
+                params["IndexName"] = index.name
+            params["KeyConditionExpression"] = key_text
+            if filter_text is not None:
+                params["FilterExpression"] = filter_text
+            if self.count:
+                params["Select"] = "COUNT"
+            else:
+                attrs: list[str] | None = []
+                for unit in group.units:
+                    more = _projection_attrs(
+                        unit.meta, table, index, selected, type_available or fetching
+                    )
+                    attrs = None if attrs is None or more is None else [*attrs, *more]
+                if attrs is not None:
+                    params["ProjectionExpression"] = _projection_names(
+                        list(dict.fromkeys(attrs)), ph
+                    )
+                elif fetching and kind == "local":
+                    params["Select"] = "ALL_ATTRIBUTES"
+            if not q.forward:
+                params["ScanIndexForward"] = False
+            if q.consistent_read:
+                params["ConsistentRead"] = True
+            ph.into(params)
+            if first_text is None:
+                first_text = (key_text, filter_text, dict(ph.names), dict(ph.values))
+            classes = [u.meta.cls for u in group.units]
+            label = (
+                group.units[0].label if len(classes) == 1 else "+".join(c.__name__ for c in classes)
+            )
+            signature = "" if single else _canonical(params)
+            if signature in grouped:
+                grouped[signature][1].extend(classes)
+            else:
+                grouped[signature] = (params, classes, [label])
+        has_filter = q.filter_condition is not None or bool(fallback) or type_filtered
         for params, classes, labels in grouped.values():
             limit = q.request_limit
             if q.max_items is not None and not has_filter:
@@ -382,7 +415,29 @@ class _QueryPlanner:
             has_filter=has_filter,
             _shape=_Shape(table.name, index.name if index else None, q.forward, final),
             cursor=q.cursor,
+            collection=self.collection_notes,
         )
+
+
+def _same_filter(metas: Sequence[EntityMeta], condition: Condition | None) -> bool:
+    """True when ``condition`` compiles to the same filter for every one of ``metas``."""
+    if condition is None:
+        return True
+    compiled = set()
+    for meta in metas:
+        ph = Placeholders()
+        text = compile_entity_condition(meta, condition, ph)
+        compiled.add(_canonical({"t": text, "n": ph.names, "v": ph.values}))
+    return len(compiled) == 1
+
+
+def _type_filter(attribute: str, classes: Sequence[type[Entity]], ph: Placeholders) -> str:
+    """Return a FilterExpression keeping only items of ``classes``."""
+    name = ph.name(attribute)
+    values = [ph.value({"S": meta_of(cls).type_name}) for cls in classes]
+    if len(values) == 1:
+        return f"{name} = {values[0]}"
+    return f"{name} IN ({', '.join(values)})"
 
 
 def _empty_filter(meta: EntityMeta, fallback: Mapping[str, Sequence[Operator]]) -> str | None:
