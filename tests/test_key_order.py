@@ -234,7 +234,8 @@ def test_may_hold_proves_hierarchies_apart() -> None:
 
     order_shape = shape_of(meta_of(Order).templates["SK"])
     item_shape = shape_of(meta_of(Item).templates["SK"])
-    assert order_shape is not None and item_shape is not None
+    assert order_shape is not None
+    assert item_shape is not None
     item_prefix = "ORDER#o1" + TERMINATOR + "#ITEM#"
     assert not order_shape.may_hold(item_prefix, item_prefix + MAX_CHAR)
     assert not item_shape.may_hold("ORDER#o1", "ORDER#o1")
