@@ -1,0 +1,307 @@
+"""Hierarchies and item collections on both engines, counting the requests actually sent.
+
+The shop keeps a customer, its orders, each order's items and its reviews in one partition:
+``PROFILE``, ``ORDER#{order_id}``, ``ORDER#{order_id}#ITEM#{line:03d}``, ``REVIEW#{review_id}``.
+Order ids are chosen to be prefixes of each other and to hold characters around the separator,
+so a key encoding or a key range that is not exact shows up as a wrong, missing or extra item.
+Every answer is compared with a brute-force one computed from the items written.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from lsiorm import AsyncSession, Entity, Session, Table, begins_with, query
+from lsiorm.errors import DeclarationError
+
+ORDER_IDS = ["", "o1", "o1!", "o1 ", "o1#", "o1\x00", "o1\x01", "o10", "o2", "é", "\U0001f600"]
+
+
+def shop_table() -> Table:
+    return Table(f"shop_{uuid.uuid4().hex[:10]}", partition_key="PK", sort_key="SK")
+
+
+def declare(table: Table) -> dict[str, type[Entity]]:
+    class Customer(Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "PROFILE"}):
+        customer_id: str
+        name: str = ""
+
+    class Order(
+        Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "ORDER#{order_id}"}
+    ):
+        customer_id: str
+        order_id: str
+        total: int = 0
+
+    class OrderItem(
+        Entity,
+        table=table,
+        keys={"PK": "CUSTOMER#{customer_id}", "SK": "ORDER#{order_id}#ITEM#{line:03d}"},
+    ):
+        customer_id: str
+        order_id: str
+        line: int
+        sku: str = ""
+
+    class Review(
+        Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "REVIEW#{review_id}"}
+    ):
+        customer_id: str
+        review_id: str
+
+    return {
+        "Customer": Customer,
+        "Order": Order,
+        "OrderItem": OrderItem,
+        "Review": Review,
+    }
+
+
+class Counter:
+    """A hook that records every request sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+        self.scanned: list[int] = []
+
+    def before(self, request: Any) -> None:
+        self.sent.append((request.operation, dict(request.params)))
+
+    def after(self, request: Any, response: dict[str, Any]) -> None:
+        self.scanned.append(int(response.get("ScannedCount", 0)))
+
+    def queries(self) -> int:
+        return sum(1 for operation, _ in self.sent if operation == "Query")
+
+    def reset(self) -> None:
+        self.sent.clear()
+        self.scanned.clear()
+
+
+def sample(kinds: dict[str, type[Entity]]) -> list[Entity]:
+    rng = random.Random(12)
+    items: list[Entity] = []
+    for customer in ("c1", "c2"):
+        items.append(kinds["Customer"](customer_id=customer, name=customer.upper()))
+        for order_id in ORDER_IDS:
+            items.append(kinds["Order"](customer_id=customer, order_id=order_id, total=1))
+            for line in range(rng.randint(0, 3)):
+                items.append(kinds["OrderItem"](customer_id=customer, order_id=order_id, line=line))
+        for review in ("r1", "r2"):
+            items.append(kinds["Review"](customer_id=customer, review_id=review))
+    return items
+
+
+def _sort_key(entity: Entity) -> tuple[Any, ...]:
+    # The order a partition holds items in: by type namespace, then by field values as tuples.
+    name = type(entity).__name__
+    if name == "Customer":
+        return ("PROFILE",)
+    if name == "Review":
+        return ("REVIEW#", entity.review_id)  # type: ignore[attr-defined]
+    order = entity.order_id  # type: ignore[attr-defined]
+    line = entity.line if name == "OrderItem" else -1  # type: ignore[attr-defined]
+    return ("ORDER#", order, line)
+
+
+def expected(items: list[Entity], names: set[str], **where: Any) -> list[Entity]:
+    out = []
+    for item in items:
+        if type(item).__name__ not in names:
+            continue
+        if all(getattr(item, k) == v for k, v in where.items()):
+            out.append(item)
+    return sorted(out, key=_sort_key)
+
+
+Shop = tuple[Session, Counter, dict[str, type[Entity]], list[Any]]
+
+
+@pytest.fixture
+def shop(
+    endpoint_url: str,
+) -> Iterator[tuple[Session, Counter, dict[str, type[Entity]], list[Any]]]:
+    table = shop_table()
+    kinds = declare(table)
+    counter = Counter()
+    with Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=[counter]) as session:
+        session.create_table(table)
+        items = sample(kinds)
+        session.batch_write(items)
+        counter.reset()
+        try:
+            yield session, counter, kinds, items
+        finally:
+            session.delete_table(table, wait=False)
+
+
+def test_order_and_its_items_in_one_query(shop: Any) -> None:
+    session, counter, kinds, items = shop
+    Order, OrderItem = kinds["Order"], kinds["OrderItem"]
+    for order_id in ORDER_IDS:
+        counter.reset()
+        found = session.all(query(Order, OrderItem).where(customer_id="c1", order_id=order_id))
+        want = expected(items, {"Order", "OrderItem"}, customer_id="c1", order_id=order_id)
+        assert found == want, order_id
+        assert counter.queries() == 1
+        assert "FilterExpression" not in counter.sent[0][1]
+        # Nothing but the order and its items was read.
+        assert sum(counter.scanned) == len(want)
+
+
+def test_an_order_alone_reads_no_item(shop: Any) -> None:
+    session, counter, kinds, items = shop
+    Order = kinds["Order"]
+    for order_id in ORDER_IDS:
+        counter.reset()
+        found = session.all(query(Order).where(customer_id="c1", order_id=order_id))
+        assert found == expected(items, {"Order"}, customer_id="c1", order_id=order_id)
+        assert counter.queries() == 1
+        assert counter.scanned == [1]
+
+
+def test_the_items_of_one_order_only(shop: Any) -> None:
+    session, counter, kinds, items = shop
+    OrderItem = kinds["OrderItem"]
+    for order_id in ORDER_IDS:
+        counter.reset()
+        q = query(OrderItem).where(customer_id="c1", order_id=order_id)
+        want = expected(items, {"OrderItem"}, customer_id="c1", order_id=order_id)
+        assert session.all(q) == want
+        assert counter.queries() == 1
+        assert sum(counter.scanned) == len(want)
+        assert session.count(q) == len(want)
+
+
+def test_all_orders_filter_out_items_and_count_exactly(shop: Any) -> None:
+    session, counter, kinds, items = shop
+    Order = kinds["Order"]
+    q = query(Order).where(customer_id="c1")
+    want = expected(items, {"Order"}, customer_id="c1")
+    assert session.all(q) == want
+    assert counter.queries() == 1
+    assert "FilterExpression" in counter.sent[0][1]
+    assert "filtered on the type attribute" in str(q.explain())
+    assert session.count(q) == len(want)
+    assert session.all(q.descending()) == want[::-1]
+    assert session.all(q.limit(3)) == want[:3]
+
+
+def test_a_whole_collection_in_one_query(shop: Any) -> None:
+    session, counter, kinds, items = shop
+    Customer, Order, OrderItem = kinds["Customer"], kinds["Order"], kinds["OrderItem"]
+    q = query(Customer, Order, OrderItem).where(customer_id="c1")
+    want = expected(items, {"Customer", "Order", "OrderItem"}, customer_id="c1")
+    assert session.all(q) == want
+    assert counter.queries() == 1
+    assert "FilterExpression" not in counter.sent[0][1]
+    assert sum(counter.scanned) == len(want)
+    assert "one Query for Customer+Order+OrderItem" in str(q.explain())
+    assert session.count(q) == len(want)
+    assert session.all(q.descending()) == want[::-1]
+    for size in (1, 2, 5):
+        assert session.all(q.limit(size)) == want[:size]
+        assert session.first(q.descending()) == want[-1]
+        # Pages and cursors walk the collection exactly, whatever the page size.
+        walked: list[Entity] = []
+        cursor: str | None = None
+        while True:
+            page = session.page(q.limit(size).after(cursor))
+            walked.extend(page.items)
+            cursor = page.cursor
+            if cursor is None:
+                break
+        assert walked == want
+        assert [e for p in session.pages(q.page_size(size)) for e in p.items] == want
+
+
+def test_types_with_another_type_between_them_get_one_query_each(shop: Any) -> None:
+    session, counter, kinds, items = shop
+    Order, Review = kinds["Order"], kinds["Review"]
+    q = query(Order, Review).where(customer_id="c2")
+    want = expected(items, {"Order", "Review"}, customer_id="c2")
+    assert session.all(q) == want
+    # The customer's PROFILE lies between ORDER# and REVIEW#; separate Queries never read it.
+    assert counter.queries() == 2
+    assert "would also read Customer items" in str(q.explain())
+    assert session.count(q) == len(want)
+    assert session.all(q.descending().limit(4)) == want[::-1][:4]
+
+
+def test_types_whose_separate_queries_read_the_same_others_share_one(shop: Any) -> None:
+    session, counter, kinds, items = shop
+    Customer, Order = kinds["Customer"], kinds["Order"]
+    q = query(Customer, Order).where(customer_id="c2")
+    want = expected(items, {"Customer", "Order"}, customer_id="c2")
+    assert session.all(q) == want
+    # Order items lie inside the orders' own range, so one filtered Query costs no more reads.
+    assert counter.queries() == 1
+    assert "FilterExpression" in counter.sent[0][1]
+    assert "filtered on the type attribute to drop OrderItem" in str(q.explain())
+    assert session.count(q) == len(want)
+
+
+def test_begins_with_on_the_order_id_over_orders_and_items(shop: Any) -> None:
+    session, counter, kinds, items = shop
+    Order, OrderItem = kinds["Order"], kinds["OrderItem"]
+    q = query(Order, OrderItem).where(customer_id="c1", order_id=begins_with("o1"))
+    want = [
+        e
+        for e in expected(items, {"Order", "OrderItem"}, customer_id="c1")
+        if e.order_id.startswith("o1")  # type: ignore[attr-defined]
+    ]
+    assert session.all(q) == want
+    assert counter.queries() == 1
+    assert session.count(q) == len(want)
+
+
+async def test_a_whole_collection_in_one_query_async(endpoint_url: str) -> None:
+    table = shop_table()
+    kinds = declare(table)
+    counter = Counter()
+    async with AsyncSession(
+        endpoint_url=endpoint_url, region_name="us-east-1", hooks=[counter]
+    ) as session:
+        await session.create_table(table)
+        items = sample(kinds)
+        await session.batch_write(items)
+        counter.reset()
+        try:
+            q = query(kinds["Customer"], kinds["Order"], kinds["OrderItem"]).where(customer_id="c2")
+            want = expected(items, {"Customer", "Order", "OrderItem"}, customer_id="c2")
+            assert await session.all(q) == want
+            assert counter.queries() == 1
+            assert await session.count(q) == len(want)
+        finally:
+            await session.delete_table(table, wait=False)
+
+
+def test_hierarchy_declarations() -> None:
+    table = shop_table()
+    declare(table)  # orders next to their items: allowed
+
+    class Place(Entity, table=table, keys={"PK": "MAP#{city}", "SK": "{district}:{street}"}):
+        city: str
+        district: str
+        street: str
+
+    class Area(Entity, table=table, keys={"PK": "MAP#{city}", "SK": "{district}"}):
+        city: str
+        district: str
+
+    # A district key can never equal a street key: the street key holds a terminator.
+    with pytest.raises(DeclarationError) as caught:
+
+        class Clash(Entity, table=table, keys={"PK": "MAP#{city}", "SK": "{name}:x"}):
+            city: str
+            name: str
+
+    assert caught.value.rule == "template.namespace-overlap"
+    assert "Place" in str(caught.value)
+    assert "query(Clash)" in str(caught.value)
+    assert {"Place", "Area"} <= set(table.entities)
