@@ -18,6 +18,7 @@ from lsiorm._model.template import FieldSlot, KeyTemplate
 __all__ = ["Shape", "intersection_witness", "shape_of"]
 
 _TOP = 0x10FFFF
+_STEP_CACHE = 65536
 
 
 class Shape:
@@ -26,6 +27,8 @@ class Shape:
     def __init__(self, tokens: Iterable[Token]) -> None:
         self.tokens: tuple[Token, ...] = tuple(tokens)
         self.end = len(self.tokens)
+        # Planning walks the same key prefixes again and again: remember each step.
+        self._steps: dict[tuple[frozenset[int], str], frozenset[int]] = {}
 
     def closure(self, states: Iterable[int]) -> frozenset[int]:
         """Add every position reachable by skipping optional and repeated steps."""
@@ -45,6 +48,15 @@ class Shape:
 
     def step(self, states: frozenset[int], char: str) -> frozenset[int]:
         """The states after reading ``char``."""
+        known = self._steps.get((states, char))
+        if known is not None:
+            return known
+        if len(self._steps) > _STEP_CACHE:
+            self._steps.clear()
+        found = self._steps[states, char] = self._step(states, char)
+        return found
+
+    def _step(self, states: frozenset[int], char: str) -> frozenset[int]:
         code = ord(char)
         nxt: list[int] = []
         for p in states:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from lsiorm._model.encoding import MAX_CHAR
@@ -79,6 +80,21 @@ def _may_hold(
     meta: EntityMeta, pk_attr: str, sk_attr: str | None, partition: Any, interval: Interval | None
 ) -> bool:
     """False only when ``meta`` provably has no item in this partition and range."""
+    if not isinstance(partition, str):
+        return _may_hold_uncached(meta, pk_attr, sk_attr, partition, interval)
+    return _may_hold_cached(meta.cls, pk_attr, sk_attr, partition, interval)
+
+
+@lru_cache(maxsize=8192)
+def _may_hold_cached(
+    cls: type[Entity], pk_attr: str, sk_attr: str | None, partition: str, interval: Interval | None
+) -> bool:
+    return _may_hold_uncached(meta_of(cls), pk_attr, sk_attr, partition, interval)
+
+
+def _may_hold_uncached(
+    meta: EntityMeta, pk_attr: str, sk_attr: str | None, partition: Any, interval: Interval | None
+) -> bool:
     pk_tpl = meta.templates.get(pk_attr)
     if pk_tpl is None:
         return False
