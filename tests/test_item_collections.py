@@ -305,3 +305,64 @@ def test_hierarchy_declarations() -> None:
     assert "Place" in str(caught.value)
     assert "query(Clash)" in str(caught.value)
     assert {"Place", "Area"} <= set(table.entities)
+
+
+def test_an_address_hierarchy_level_by_level(endpoint_url: str) -> None:
+    table = Table(f"map_{uuid.uuid4().hex[:10]}", partition_key="PK", sort_key="SK")
+
+    class City(Entity, table=table, keys={"PK": "MAP#{book}", "SK": "{city}"}):
+        book: str
+        city: str
+
+    class District(Entity, table=table, keys={"PK": "MAP#{book}", "SK": "{city}:{district}"}):
+        book: str
+        city: str
+        district: str
+
+    class Street(
+        Entity, table=table, keys={"PK": "MAP#{book}", "SK": "{city}:{district}:{street}"}
+    ):
+        book: str
+        city: str
+        district: str
+        street: str
+
+    cities = ["London", "London ", "London!", "London:", "London:Westminster", "Londo", "Lo\x00"]
+    districts = ["Westminster", "West", "Westminster:", "Westminster ", "\x01"]
+    items: list[Entity] = []
+    for city in cities:
+        items.append(City(book="uk", city=city))
+        for district in districts:
+            items.append(District(book="uk", city=city, district=district))
+            for street in ("Downing St", "", ":"):
+                items.append(Street(book="uk", city=city, district=district, street=street))
+
+    def tuple_key(e: Entity) -> tuple[Any, ...]:
+        parts = [e.city, getattr(e, "district", None), getattr(e, "street", None)]  # type: ignore[attr-defined]
+        return tuple((p is not None, p or "") for p in parts)
+
+    counter = Counter()
+    with Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=[counter]) as session:
+        session.create_table(table)
+        try:
+            session.batch_write(items)
+            for city in cities:
+                counter.reset()
+                q = query(City, District, Street).where(book="uk", city=city)
+                want = sorted((e for e in items if e.city == city), key=tuple_key)  # type: ignore[attr-defined]
+                assert session.all(q) == want, city
+                assert counter.queries() == 1
+                assert sum(counter.scanned) == len(want)
+                assert session.count(q) == len(want)
+                counter.reset()
+                q = query(District, Street).where(book="uk", city=city, district="Westminster")
+                want = [
+                    e
+                    for e in want
+                    if isinstance(e, (District, Street)) and e.district == "Westminster"
+                ]
+                assert session.all(q) == want
+                assert counter.queries() == 1
+                assert sum(counter.scanned) == len(want)
+        finally:
+            session.delete_table(table, wait=False)

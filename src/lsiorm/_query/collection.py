@@ -263,11 +263,12 @@ def plan_collections(
                 )
                 if why or n_done:
                     reason = why or done[n_done - 1][3]
+                    head = group.note or units[n].meta.cls.__name__
                     group = Group(
                         group.units,
                         group.sort,
                         group.type_filter,
-                        f"{group.note}; a separate Query, as {reason}",
+                        f"{head}; a Query of its own, as {reason}",
                     )
                 clusters.append((n, group))
                 continue
