@@ -236,15 +236,19 @@ def plan_collections(
                 if strays(units[m].meta, pk_attr, sk_attr, unit.partition, own, hull)
             ]
             others = foreign(hull, unit.partition, classes)
-            separate = {c for c in current_foreign | mine if c not in classes}
+            # Types inside the ranges themselves are read by the separate Queries too; one
+            # Query reads more only where the gap between the ranges holds other types' keys.
+            gap: set[type] = set()
+            if iv[0] > current_hull[1]:
+                gap = foreign((current_hull[1] + "\x00", _pred(iv[0])), unit.partition, classes)
             why = ""
             if outside:
                 why = f"a range holding both would also hold {', '.join(outside)} items outside "
                 why += "their own key condition"
             elif not same_filter([units[m].meta for m, _ in joined]):
                 why = "their filters differ"
-            elif not others <= separate:
-                names = ", ".join(sorted(c.__name__ for c in others - separate))
+            elif gap:
+                names = ", ".join(sorted(c.__name__ for c in gap))
                 why = f"a range holding both would also read {names} items"
             elif others and not type_ok:
                 why = "the index does not project the type attribute to filter other types out"
