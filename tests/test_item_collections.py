@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lsiorm import AsyncSession, Entity, Session, Table, begins_with, query
 from lsiorm.errors import DeclarationError
@@ -366,3 +368,68 @@ def test_an_address_hierarchy_level_by_level(endpoint_url: str) -> None:
                 assert sum(counter.scanned) == len(want)
         finally:
             session.delete_table(table, wait=False)
+
+
+# -- random queries over the whole shop, against a brute-force answer ----------------------------
+
+
+@pytest.fixture(scope="module")
+def stocked(endpoint_url: str) -> Iterator[Shop]:
+    table = shop_table()
+    kinds = declare(table)
+    counter = Counter()
+    with Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=[counter]) as session:
+        session.create_table(table)
+        items = sample(kinds)
+        session.batch_write(items)
+        try:
+            yield session, counter, kinds, items
+        finally:
+            session.delete_table(table, wait=False)
+
+
+@settings(
+    max_examples=20,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_random_collection_queries_equal_brute_force(stocked: Shop, data: st.DataObject) -> None:
+    session, counter, kinds, items = stocked
+    names = data.draw(
+        st.lists(st.sampled_from(sorted(kinds)), min_size=1, max_size=4, unique=True), label="types"
+    )
+    customer = data.draw(st.sampled_from(["c1", "c2"]), label="customer")
+    where: dict[str, Any] = {"customer_id": customer}
+    prefix: str | None = None
+    if set(names) <= {"Order", "OrderItem"}:
+        choice = data.draw(st.sampled_from(["none", "eq", "prefix"]), label="order condition")
+        if choice == "eq":
+            where["order_id"] = data.draw(st.sampled_from(ORDER_IDS), label="order_id")
+        elif choice == "prefix":
+            prefix = data.draw(st.sampled_from(["", "o", "o1", "o1!", "é"]), label="prefix")
+    q = query(*(kinds[n] for n in names)).where(**where)
+    if prefix is not None:
+        q = q.where(order_id=begins_with(prefix))
+    want = [
+        e
+        for e in expected(items, set(names), **where)
+        if prefix is None or e.order_id.startswith(prefix)  # type: ignore[attr-defined]
+    ]
+    if data.draw(st.booleans(), label="descending"):
+        q, want = q.descending(), want[::-1]
+    counter.reset()
+    assert session.all(q) == want
+    # Never more requests than types, and never more than needed by the key ranges.
+    assert counter.queries() <= len(names)
+    assert session.count(q) == len(want)
+    size = data.draw(st.integers(1, 4), label="page size")
+    walked: list[Entity] = []
+    cursor: str | None = None
+    while True:
+        page = session.page(q.limit(size).after(cursor))
+        walked.extend(page.items)
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert walked == want
+    assert session.first(q) == (want[0] if want else None)
