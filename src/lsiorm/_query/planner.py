@@ -31,7 +31,7 @@ from lsiorm._model.entity import (
 )
 from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
 from lsiorm._model.wire import to_wire
-from lsiorm._query.collection import Unit, plan_collections
+from lsiorm._query.collection import Unit, foreign_types, interval_of, plan_collections
 from lsiorm._query.cursor import _canonical, _Shape
 from lsiorm._query.exactness import intruders, sparse_fields, type_filter_text
 from lsiorm._query.keyrange import _KEY_OPERATORS, _describe_ops, _Fit, _fit, _Valid
@@ -391,8 +391,15 @@ class _QueryPlanner:
             condition = filter_of(meta)
             if condition is not None:
                 filter_text = compile_entity_condition(meta, condition, ph)
+            # The same template-shape test that grouped the units decides the type filter.
+            interval = interval_of(group.sort, True)
             foreign = (
-                intruders(table, index, partition, group.sort, classes) if empty is None else []
+                [
+                    meta_of(c).type_name
+                    for c in foreign_types(table, pk_attr, sk_attr, partition, interval, classes)
+                ]
+                if empty is None
+                else []
             )
             wanted = group.type_filter
             if foreign and wanted is None:
