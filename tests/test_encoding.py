@@ -219,7 +219,7 @@ CASES: list[tuple[str, Callable[[], KeyCodec], st.SearchStrategy[Any], Callable[
     ("uuid", lambda: codec_for(uuid.UUID, field_name="id"), st.uuids(), _identity),
     (
         "str",
-        lambda: codec_for(str, field_name="name", forbidden=frozenset("#")),
+        lambda: codec_for(str, field_name="name", terminated=True),
         strings,
         _identity,
     ),
@@ -231,7 +231,7 @@ CASES: list[tuple[str, Callable[[], KeyCodec], st.SearchStrategy[Any], Callable[
     ),
     (
         "str-enum",
-        lambda: codec_for(Status, field_name="status", forbidden=frozenset("#")),
+        lambda: codec_for(Status, field_name="status", terminated=True),
         st.sampled_from(list(Status)),
         _enum_value,
     ),
@@ -276,6 +276,8 @@ def test_codec_laws(
     ("codec", "prefix_free"),
     [
         (codec_for(str, field_name="s"), False),
+        (codec_for(str, field_name="s", terminated=True), True),
+        (codec_for(Status, field_name="s", terminated=True), True),
         (codec_for(Literal["x"], field_name="s"), False),
         (codec_for(Status, field_name="s"), False),
         (codec_for(int, spec="06d", field_name="n"), True),
@@ -386,21 +388,11 @@ def test_simple_known_encodings() -> None:
 
 @given(strings, strings)
 def test_str_range_under_max_char(prefix: str, rest: str) -> None:
-    codec = StrCodec(forbidden=frozenset("#"))
+    codec = StrCodec(terminated=True)
     low = codec.validate_prefix(prefix)
     value = codec.encode(prefix + rest)
     assert low <= value < low + MAX_CHAR
     assert low.encode("utf-8") <= value.encode("utf-8") < (low + MAX_CHAR).encode("utf-8")
-
-
-@given(strings, strings)
-def test_str_refuses_forbidden_anywhere(head: str, tail: str) -> None:
-    codec = StrCodec(field_name="name", forbidden=frozenset({"#", "::"}))
-    for sep in ("#", "::"):
-        with pytest.raises(KeyEncodingError) as caught:
-            codec.encode(head + sep + tail)
-        assert caught.value.rule == "key.reserved-separator"
-        assert "name" in str(caught.value)
 
 
 def test_str_subclass_encodes_as_plain_str() -> None:
@@ -493,10 +485,6 @@ class _Small(enum.IntEnum):
     B = 500
 
 
-class _Hashy(str, enum.Enum):
-    A = "a#b"
-
-
 NO_ENCODING: list[Any] = [
     list[int],
     dict[str, int],
@@ -531,13 +519,6 @@ def test_no_encoding(annotation: Any) -> None:
 def test_naive_datetime_says_why() -> None:
     call = lambda: codec_for(Optional[pydantic.NaiveDatetime], field_name="t")  # noqa: E731, UP045
     assert "timezone-aware" in str(_raises(DeclarationError, "template.no-encoding", call))
-
-
-def test_unencodable_value_names_value_and_reason() -> None:
-    call = lambda: codec_for(_Hashy, field_name="h", forbidden=frozenset("#"))  # noqa: E731
-    message = str(_raises(DeclarationError, "template.unencodable-value", call))
-    assert "'a#b'" in message
-    assert "separator" in message
 
 
 def test_no_encoding_names_type_and_supported() -> None:
@@ -583,14 +564,6 @@ DECLARATION_ERRORS: list[tuple[str, Callable[[], Any]]] = [
         "template.format-conflict",
         lambda: codec_for(datetime, spec="ms", metadata=[KeyFormat("s")], field_name="t"),
     ),
-    (
-        "template.unencodable-value",
-        lambda: codec_for(_Hashy, field_name="h", forbidden=frozenset("#")),
-    ),
-    (
-        "template.unencodable-value",
-        lambda: codec_for(Literal["a", "b#"], field_name="h", forbidden=frozenset("#")),
-    ),
     ("template.unencodable-value", lambda: codec_for(_Small, spec="02d", field_name="s")),
 ]
 
@@ -623,7 +596,7 @@ _int6 = IntCodec("06d", field_name="n")
 _dec = DecimalCodec("08.2f", field_name="p")
 _float = FloatCodec(field_name="x")
 _float_fixed = FloatCodec("08.2f", field_name="x")
-_str = StrCodec(field_name="name", forbidden=frozenset({"#"}))
+_str = StrCodec(field_name="name", terminated=True)
 
 ENCODE_ERRORS: list[tuple[str, KeyCodec, Any]] = [
     ("key.type", _int6, "5"),
@@ -674,12 +647,6 @@ ENCODE_ERRORS: list[tuple[str, KeyCodec, Any]] = [
     ),
     ("key.datetime-range", DatetimeCodec(), datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1)))),
     ("key.datetime-range", DatetimeCodec(), datetime(9999, 12, 31, 23, tzinfo=_aware)),
-    ("key.reserved-separator", _str, "a#b"),
-    (
-        "key.reserved-separator",
-        codec_for(Literal["a"], field_name="k", forbidden=frozenset(":")),
-        ":",
-    ),
     ("key.reserved-char", _str, "a" + MAX_CHAR),
     ("key.invalid-unicode", _str, "a\ud800b"),
     ("key.invalid-unicode", _str, "\udfff"),
@@ -695,7 +662,6 @@ def test_encode_errors(rule: str, codec: KeyCodec, value: Any) -> None:
 @pytest.mark.parametrize(
     ("rule", "prefix"),
     [
-        ("key.reserved-separator", "#"),
         ("key.reserved-char", MAX_CHAR),
         ("key.invalid-unicode", "\ud83d"),
         ("key.type", 3),
@@ -705,14 +671,8 @@ def test_validate_prefix_errors(rule: str, prefix: Any) -> None:
     _raises(KeyEncodingError, rule, lambda: _str.validate_prefix(prefix))
 
 
-def test_reserved_separator_names_char_and_field() -> None:
-    message = str(_raises(KeyEncodingError, "key.reserved-separator", lambda: _str.encode("x#y")))
-    assert "'#'" in message
-    assert "'name'" in message
-
-
 def test_empty_str_and_prefix_allowed() -> None:
-    assert _str.encode("") == ""
+    assert _str.encode("") == "\x00"
     assert _str.validate_prefix("") == ""
     assert _str.validate_prefix("ab\U0001f600") == "ab\U0001f600"
 

@@ -149,7 +149,7 @@ def check_orders(out: str, fetches: bool) -> None:
         "Business5",
     ]
     assert "values      :v0 = 'Restaurant'" in out
-    assert ":v1 = 'USA:Washington:'" in out
+    assert ":v1 = 'USA\\x00:Washington\\x00:'" in out
 
 
 # -- animals.py (seed 002) ---------------------------------------------------------------------
@@ -198,7 +198,7 @@ def check_animals(out: str, fetches: bool) -> None:
     assert sorted(after(out, "on London:Westminster:Downing St: ")) == [
         line for line in london if "Downing St" in line
     ]
-    assert "begins_with(index1, 'London:Westminster:')" in out
+    assert "begins_with(index1, 'London\\x00:Westminster\\x00:')" in out
 
 
 # -- worldcup.py (seed 003) --------------------------------------------------------------------

@@ -14,12 +14,12 @@ from pydantic import Field
 
 from lsiorm import Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Table
 from lsiorm._conditions import begins_with, between, cond, eq, ge, gt, le, lt, ne
-from lsiorm._model.encoding import MAX_CHAR
+from lsiorm._model.encoding import MAX_CHAR, escape_text
 from lsiorm._model.entity import Shard, shard_value
 from lsiorm._query.cursor import decode_cursor, encode_cursor
 from lsiorm._query.decode import decode, missing_fields
 from lsiorm._query.values import query, scan
-from lsiorm.errors import KeyEncodingError, QueryPlanError, ValidationError
+from lsiorm.errors import QueryPlanError, ValidationError
 
 MAX = MAX_CHAR
 
@@ -261,13 +261,16 @@ def test_consistent_read_is_allowed_on_an_lsi() -> None:
 @pytest.mark.parametrize(
     ("conditions", "sort"),
     [
-        ({"city": "London"}, ("begins_with", "London#")),
-        ({"city": "London", "district": "Westminster"}, ("begins_with", "London#Westminster#")),
+        ({"city": "London"}, ("begins_with", "London\x00#")),
+        (
+            {"city": "London", "district": "Westminster"},
+            ("begins_with", "London\x00#Westminster\x00#"),
+        ),
         (
             {"city": "London", "district": "Westminster", "street": "Downing St"},
-            ("=", "London#Westminster#Downing St"),
+            ("=", "London\x00#Westminster\x00#Downing St"),
         ),
-        ({"city": "London", "district": begins_with("West")}, ("begins_with", "London#West")),
+        ({"city": "London", "district": begins_with("West")}, ("begins_with", "London\x00#West")),
         ({}, None),
     ],
 )
@@ -325,7 +328,7 @@ C = "CAT#"
         (ge("ab"), C + "ab", C + MAX),
         (le("ab"), C, C + "ab"),
         (lt("ab"), C, C + "aa" + MAX),
-        (lt("a\x00"), C, C + "a"),
+        (lt("a\x00"), C, C + "a\x01\x00" + MAX),
         (lt("a\ue000"), C, C + "a\ud7ff" + MAX),
         (between("a", "b"), C + "a", C + "b"),
     ],
@@ -379,9 +382,8 @@ def test_begins_with_on_a_str_field_and_refusals() -> None:
     params = query(Dog).where(group="g", command=begins_with("si")).compile()
     assert params["KeyConditionExpression"] == "#n0 = :v0 AND begins_with(#n1, :v1)"
     assert params["ExpressionAttributeValues"][":v1"] == s("DOG#si")
-    with pytest.raises(KeyEncodingError) as separator:
-        query(Dog).where(group="g", command=begins_with("si#")).plan()
-    assert separator.value.rule == "key.reserved-separator"
+    # A separator inside a prefix is just text: the prefix is escaped like a value.
+    query(Dog).where(group="g", command=begins_with("si#")).plan()
     with pytest.raises(QueryPlanError) as not_str:
         query(Parrot).where(group="g", words=begins_with("1")).plan()
     assert not_str.value.rule == "query.begins-with-type"
@@ -417,19 +419,15 @@ def test_number_sort_key_uses_plain_comparisons() -> None:
     assert tight["ExpressionAttributeValues"][":v1"] == {"N": "3"}
 
 
-def test_inexact_range_is_refused_then_served_with_a_filter_on_opt_in() -> None:
-    q = query(Dog).where(group="g", command=gt("sit"))
-    with pytest.raises(QueryPlanError) as caught:
-        q.plan()
-    assert caught.value.rule == "query.inexact-range"
-    assert "fixed-width" in str(caught.value)
-    assert "allow_filter_fallback" in str(caught.value)
-    params = q.allow_filter_fallback().compile()
-    assert params["KeyConditionExpression"] == "#n0 = :v0 AND begins_with(#n1, :v1)"
-    assert params["ExpressionAttributeValues"][":v1"] == s("DOG#")
-    assert params["FilterExpression"] == "#n2 > :v2"
-    assert params["ExpressionAttributeNames"]["#n2"] == "command"
-    assert "fallback" in str(q.allow_filter_fallback().explain())
+def test_a_range_on_a_str_field_followed_by_more_template_is_exact() -> None:
+    # The terminator after "sit" sorts below every character, so "sit!" and "sita" follow it.
+    params = query(Dog).where(group="g", command=gt("sit")).compile()
+    assert params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2"
+    assert params["ExpressionAttributeValues"][":v1"] == s("DOG#sit\x00" + MAX)
+    assert params["ExpressionAttributeValues"][":v2"] == s("DOG#" + MAX)
+    assert "FilterExpression" not in params
+    below = query(Dog).where(group="g", command=lt("sit")).compile()
+    assert below["ExpressionAttributeValues"][":v2"] == s("DOG#sit")
 
 
 def test_a_gap_in_the_template_is_refused_then_filtered_on_opt_in() -> None:
@@ -438,7 +436,7 @@ def test_a_gap_in_the_template_is_refused_then_filtered_on_opt_in() -> None:
         q.plan()
     assert caught.value.rule == "query.unabsorbed"
     params = q.allow_filter_fallback().compile()
-    assert params["ExpressionAttributeValues"][":v1"] == s("London#")
+    assert params["ExpressionAttributeValues"][":v1"] == s("London\x00#")
     assert params["FilterExpression"] == "#n2 = :v2"
 
 
@@ -577,16 +575,30 @@ def test_every_name_and_value_is_a_placeholder_even_reserved_words() -> None:
 # -- several entities, shards, scans -----------------------------------------------------------
 
 
-def test_entities_sharing_a_partition_get_one_request_each_merged_by_sort_key() -> None:
+def test_entities_whose_joined_range_holds_no_other_type_share_one_request() -> None:
     plan = query(Parrot, Dog).where(group="g").plan()
-    assert [r.label for r in plan.requests] == ["Parrot", "Dog"]
+    assert [r.label for r in plan.requests] == ["Parrot+Dog"]
+    params = plan.requests[0].params
+    assert params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2"
+    assert params["ExpressionAttributeValues"][":v1"] == s("DOG#")
+    assert params["ExpressionAttributeValues"][":v2"] == s("PARROT#" + MAX)
+    assert "FilterExpression" not in params
+    assert "one Query for Parrot+Dog" in str(query(Parrot, Dog).where(group="g").explain())
+
+
+def test_entities_whose_joined_range_holds_another_type_get_one_request_each() -> None:
+    # Dog items lie between CAT# and PARROT#: one Query would read them for nothing.
+    plan = query(Parrot, Cat).where(group="g").plan()
+    assert [r.label for r in plan.requests] == ["Parrot", "Cat"]
     prefixes = [r.params["ExpressionAttributeValues"][":v1"] for r in plan.requests]
-    assert prefixes == [s("PARROT#"), s("DOG#")]
+    assert prefixes == [s("PARROT#"), s("CAT#")]
     assert plan.merge_attribute == "SK"
-    assert "merged by SK" in str(plan_explain := query(Parrot, Dog).where(group="g").explain())
-    assert "2 (Parrot, Dog)" in str(plan_explain)
+    explained = str(query(Parrot, Cat).where(group="g").explain())
+    assert "merged by SK" in explained
+    assert "2 (Parrot, Cat)" in explained
+    assert "would also read Dog items" in explained
     with pytest.raises(QueryPlanError) as caught:
-        query(Parrot, Dog).where(group="g").compile()
+        query(Parrot, Cat).where(group="g").compile()
     assert caught.value.rule == "query.fan-out"
 
 
@@ -595,7 +607,7 @@ def test_a_sharded_gsi_fans_out_to_every_shard() -> None:
     requests = q.compile_all()
     assert [r["IndexName"] for r in requests] == ["StatusIndex"] * 4
     assert [r["ExpressionAttributeValues"][":v0"] for r in requests] == [
-        s(f"PENDING#{n:02d}") for n in range(1, 5)
+        s(f"PENDING\x00#{n:02d}") for n in range(1, 5)
     ]
     # The template has no namespace, so the range has no lower bound: "<=" the predecessor.
     assert {r["KeyConditionExpression"] for r in requests} == {"#n0 = :v0 AND #n1 <= :v1"}
@@ -605,7 +617,7 @@ def test_a_sharded_gsi_fans_out_to_every_shard() -> None:
     plan = q.plan()
     assert plan.merge_attribute == "OrderDate"
     one = q.where(shard=2).compile()
-    assert one["ExpressionAttributeValues"][":v0"] == s("PENDING#02")
+    assert one["ExpressionAttributeValues"][":v0"] == s("PENDING\x00#02")
 
 
 def test_composite_status_date_key_of_seed_001() -> None:
@@ -616,13 +628,16 @@ def test_composite_status_date_key_of_seed_001() -> None:
     )
     assert params["IndexName"] == "CustomerIndex"
     assert params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2"
-    assert params["ExpressionAttributeValues"][":v1"] == s("PENDING#")
+    assert params["ExpressionAttributeValues"][":v1"] == s("PENDING\x00#")
     assert params["ExpressionAttributeValues"][":v2"] == s(
-        "PENDING#2024-01-01T00:00:00.000000Y" + MAX
+        "PENDING\x00#2024-01-01T00:00:00.000000Y" + MAX
     )
 
 
-@given(st.text(min_size=1, max_size=12), st.text(max_size=5))
+_key_text = st.characters(blacklist_categories=("Cs",), blacklist_characters=MAX_CHAR)
+
+
+@given(st.text(_key_text, min_size=1, max_size=12), st.text(_key_text, max_size=5))
 def test_shard_values_are_stable_and_in_range(order_id: str, customer: str) -> None:
     values = {"order_id": order_id}
     first = shard_value(Order, "shard", values)
@@ -785,7 +800,8 @@ def test_compiled_bounds_select_exactly_the_matching_str_keys(
 ) -> None:
     operator, check = _predicate(op, a, b)
     plan = query(Cat).where(group="g", name=operator).plan()
-    keys = {name: f"CAT#{name}" for name in stored} | {"dog": "DOG#x#001", "zzz": "CAU#"}
+    keys = {name: f"CAT#{escape_text(name)}" for name in stored}
+    keys |= {"dog": "DOG#x\x00#001", "zzz": "CAU#"}
     if plan.empty is not None:
         assert not any(check(name) for name in stored)
         return

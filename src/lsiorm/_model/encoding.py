@@ -44,6 +44,31 @@ __all__ = [
 #: upper sentinel, so it must sort above every character a value may hold.
 MAX_CHAR: Final = "\U0010ffff"
 
+#: A character class as sorted, disjoint, inclusive code point ranges.
+CharSet = tuple[tuple[int, int], ...]
+#: One step of a key's shape: ``("one", chars)`` one character of the class, ``("opt", chars)``
+#: at most one, ``("star", chars)`` any number. A codec's tokens describe a superset of the
+#: texts it writes; :mod:`lsiorm._model.keyspace` reasons about key ranges with them.
+Token = tuple[str, CharSet]
+
+ANY_KEY_CHAR: Final[CharSet] = ((0, 0x10FFFE),)
+_DIGITS: Final[CharSet] = ((0x30, 0x39),)
+_HEX: Final[CharSet] = ((0x30, 0x39), (0x61, 0x66))
+
+
+def chars(text: str) -> CharSet:
+    """Return the class of exactly the characters of ``text``."""
+    return tuple((ord(c), ord(c)) for c in sorted(set(text)))
+
+
+def _shape(pattern: str) -> list[Token]:
+    """Tokens of a fixed layout: ``9`` a digit, ``f`` a hex digit, anything else itself."""
+    out: list[Token] = []
+    for c in pattern:
+        out.append(("one", _DIGITS if c == "9" else _HEX if c == "f" else chars(c)))
+    return out
+
+
 _SUPPORTED: Final = (
     "str, int, bool, float, Decimal, datetime (timezone-aware), date, UUID, Enum subclasses "
     "and Literal of strings or ints, each optionally wrapped in Optional[...] or Annotated[...]"
@@ -104,6 +129,10 @@ class KeyCodec(abc.ABC):
             f"begins_with needs a str field, but field {self.field_name!r} holds "
             f"{self.python_type.__name__} values.",
         )
+
+    def tokens(self) -> list[Token]:
+        """Return the shape of every text this codec writes (a superset is allowed)."""
+        return [("star", ANY_KEY_CHAR)]
 
     @abc.abstractmethod
     def _parse(self, text: str) -> Any:
@@ -173,6 +202,10 @@ class IntCodec(KeyCodec):
         if n >= 0:
             return str(n).zfill(self.width)
         return "-" + str(self._limit + n).zfill(self.width)
+
+    def tokens(self) -> list[Token]:
+        """An optional ``-`` and ``width`` digits."""
+        return [("opt", chars("-")), *_shape("9" * self.width)]
 
     def _parse(self, text: str) -> int:
         if self._text.fullmatch(text) is None:
@@ -247,6 +280,11 @@ class _FixedPoint:
             body = f"{body[: self.int_digits]}.{body[self.int_digits :]}"
         return sign + body
 
+    def tokens(self) -> list[Token]:
+        """An optional ``-``, the integer digits, and the point and decimals if any."""
+        body = "9" * self.int_digits + ("." + "9" * self.scale if self.scale else "")
+        return [("opt", chars("-")), *_shape(body)]
+
     def parse(self, text: str) -> Decimal:
         """Return the Decimal that ``text`` spells, with exactly ``scale`` decimal places."""
         match = self._text.fullmatch(text)
@@ -288,6 +326,10 @@ class DecimalCodec(KeyCodec):
     def _parse(self, text: str) -> Decimal:
         return self._fixed.parse(text)
 
+    def tokens(self) -> list[Token]:
+        """The fixed-point layout."""
+        return self._fixed.tokens()
+
 
 _SIGN_BIT: Final = 1 << 63
 _ALL_BITS: Final = (1 << 64) - 1
@@ -324,6 +366,10 @@ class FloatCodec(KeyCodec):
         (bits,) = struct.unpack(">Q", struct.pack(">d", number))
         bits = bits ^ _ALL_BITS if bits & _SIGN_BIT else bits | _SIGN_BIT
         return f"{bits:016x}"
+
+    def tokens(self) -> list[Token]:
+        """16 hex digits, or the fixed-point layout."""
+        return self._fixed.tokens() if self._fixed is not None else _shape("f" * 16)
 
     def _as_float(self, value: Any) -> float:
         if isinstance(value, float):
@@ -416,6 +462,12 @@ class DatetimeCodec(KeyCodec):
             text += "." + f"{utc.microsecond:06d}"[: self.digits]
         return text + "Z"
 
+    def tokens(self) -> list[Token]:
+        """The fixed ``YYYY-MM-DDTHH:MM:SS[.fff]Z`` layout."""
+        return _shape(
+            "9999-99-99T99:99:99" + ("." + "9" * self.digits if self.digits else "") + "Z"
+        )
+
     def _parse(self, text: str) -> datetime:
         match = self._text.fullmatch(text)
         if match is None:
@@ -453,6 +505,10 @@ class DateCodec(KeyCodec):
             raise self._type_error(value, "a date")
         return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
 
+    def tokens(self) -> list[Token]:
+        """The fixed ``YYYY-MM-DD`` layout."""
+        return _shape("9999-99-99")
+
     def _parse(self, text: str) -> date:
         match = _DATE_TEXT.fullmatch(text)
         if match is None:
@@ -477,6 +533,10 @@ class BoolCodec(KeyCodec):
             raise self._type_error(value, "a bool")
         return "1" if value else "0"
 
+    def tokens(self) -> list[Token]:
+        """One of ``0`` and ``1``."""
+        return [("one", chars("01"))]
+
     def _parse(self, text: str) -> bool:
         if text not in ("0", "1"):
             raise ValueError(text)
@@ -500,49 +560,94 @@ class UUIDCodec(KeyCodec):
             raise self._type_error(value, "a UUID")
         return str(value)
 
+    def tokens(self) -> list[Token]:
+        """The fixed ``8-4-4-4-12`` hex layout."""
+        return _shape("ffffffff-ffff-ffff-ffff-ffffffffffff")
+
     def _parse(self, text: str) -> uuid.UUID:
         return uuid.UUID(text)
 
 
-class StrCodec(KeyCodec):
-    """Strings, as their own text; not prefix-free.
+#: Ends a str field that more template text follows; sorts below every other key character.
+TERMINATOR: Final = "\x00"
+#: Starts the two-character escape of U+0000 (``\x01\x01``) and U+0001 (``\x01\x02``).
+ESCAPE: Final = "\x01"
+_ESCAPES: Final = {"\x00": "\x01\x01", "\x01": "\x01\x02"}
+_UNESCAPES: Final = {"\x01": "\x00", "\x02": "\x01"}
+_NEEDS_ESCAPE: Final = re.compile("[\x00\x01]")
 
-    Refused: text holding a character of ``forbidden`` (the template separator after this
-    field, ``key.reserved-separator``), holding :data:`MAX_CHAR` (``key.reserved-char``) or a
-    lone surrogate, which UTF-8 cannot carry (``key.invalid-unicode``). The empty string is
-    allowed; the template decides whether an empty key is.
+
+def escape_text(text: str) -> str:
+    """Return ``text`` with U+0000 and U+0001 escaped (the only characters that change)."""
+    if "\x00" not in text and "\x01" not in text:
+        return text
+    return _NEEDS_ESCAPE.sub(lambda m: _ESCAPES[m.group()], text)
+
+
+def unescape_text(text: str) -> str:
+    """Invert :func:`escape_text`; raise ValueError on text it cannot have produced."""
+    if "\x00" in text:
+        raise ValueError(text)
+    if "\x01" not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    while pos < len(text):
+        char = text[pos]
+        if char == ESCAPE:
+            found = _UNESCAPES.get(text[pos + 1 : pos + 2])
+            if found is None:
+                raise ValueError(text)
+            out.append(found)
+            pos += 2
+        else:
+            out.append(char)
+            pos += 1
+    return "".join(out)
+
+
+class StrCodec(KeyCodec):
+    """Strings: the text itself, with U+0000 and U+0001 escaped, then a terminator when more
+    template follows.
+
+    Format: every character stands for itself except U+0000, written ``\\x01\\x01``, and
+    U+0001, written ``\\x01\\x02``. A field followed by more template text (``terminated``)
+    then ends with U+0000, which sorts below every character the escaped text can hold; so
+    ``"ab"`` (``ab\\x00``) sorts before ``"ab!"`` (``ab!\\x00``) whatever literal follows, and
+    no encoding is a prefix of another. A field that ends its template carries no terminator,
+    so its key text is the value itself unless the value holds U+0000 or U+0001.
+
+    Refused: text holding :data:`MAX_CHAR` (``key.reserved-char``) or a lone surrogate, which
+    UTF-8 cannot carry (``key.invalid-unicode``). The empty string is allowed; the template
+    decides whether an empty key is.
     """
 
     python_type = str
-    prefix_free = False
 
     def __init__(
-        self, spec: str = "", *, field_name: str = "value", forbidden: frozenset[str] = frozenset()
+        self, spec: str = "", *, field_name: str = "value", terminated: bool = False
     ) -> None:
         _no_spec("Str", spec, field_name)
         self.field_name = field_name
         self.spec = ""
-        self.forbidden = frozenset(sep for sep in forbidden if sep)
-        self._forbidden_order = tuple(sorted(self.forbidden))
+        self.terminated = terminated
+        self.prefix_free = terminated
 
     def encode(self, value: Any) -> str:
         """Return the key text of the str ``value``."""
-        return self._checked(value, "value")
+        text = escape_text(self._checked(value, "value"))
+        return text + TERMINATOR if self.terminated else text
 
     def validate_prefix(self, prefix: str) -> str:
-        """Return the key text of a begins_with ``prefix``, checked like a value."""
-        return self._checked(prefix, "begins_with prefix")
+        """Return the key text every value starting with ``prefix`` starts with."""
+        return escape_text(self._checked(prefix, "begins_with prefix"))
 
     def _checked(self, value: Any, what: str) -> str:
         if not isinstance(value, str):
             raise self._type_error(value, "a str")
         text = value if type(value) is str else str.__str__(value)
         if text.isascii():  # no surrogate, no U+10FFFF
-            for sep in self._forbidden_order:
-                if sep in text:
-                    break
-            else:
-                return text
+            return text
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
@@ -557,20 +662,22 @@ class StrCodec(KeyCodec):
                 f"Field {self.field_name!r} {what} {text!r} holds U+10FFFF, which lsiorm "
                 "reserves as the upper bound of key ranges.",
             )
-        for sep in self._forbidden_order:
-            if sep in text:
-                raise KeyEncodingError(
-                    "key.reserved-separator",
-                    f"Field {self.field_name!r} {what} {text!r} holds {sep!r}, which its key "
-                    "template uses as the separator after this field.",
-                )
         return text
+
+    def tokens(self) -> list[Token]:
+        """Any key characters but U+0000, then U+0000 when terminated."""
+        body: list[Token] = [("star", ((1, 0x10FFFE),))]
+        return [*body, ("one", chars(TERMINATOR))] if self.terminated else body
 
     def _parse(self, text: str) -> str:
-        return text
+        if self.terminated:
+            if not text.endswith(TERMINATOR):
+                raise ValueError(text)
+            text = text[:-1]
+        return unescape_text(text)
 
     def __repr__(self) -> str:
-        return f"StrCodec(forbidden={sorted(self.forbidden)!r})"
+        return f"StrCodec(terminated={self.terminated!r})"
 
 
 class EnumCodec(KeyCodec):
@@ -598,6 +705,10 @@ class EnumCodec(KeyCodec):
         """Return the key text of a begins_with ``prefix``; only str-valued enums allow one."""
         return self.inner.validate_prefix(prefix)
 
+    def tokens(self) -> list[Token]:
+        """The tokens of the inner codec."""
+        return self.inner.tokens()
+
     def _parse(self, text: str) -> Enum:
         return self.enum_type(self.inner.decode(text))
 
@@ -605,10 +716,10 @@ class EnumCodec(KeyCodec):
         return f"EnumCodec({self.python_type.__name__}, {self.inner!r})"
 
 
-_Factory = Callable[[str, str, frozenset[str]], KeyCodec]
+_Factory = Callable[[str, str, bool], KeyCodec]
 
 _FACTORIES: Final[dict[Any, _Factory]] = {
-    str: lambda spec, name, forbidden: StrCodec(spec, field_name=name, forbidden=forbidden),
+    str: lambda spec, name, terminated: StrCodec(spec, field_name=name, terminated=terminated),
     int: lambda spec, name, _: IntCodec(spec, field_name=name),
     bool: lambda spec, name, _: BoolCodec(spec, field_name=name),
     float: lambda spec, name, _: FloatCodec(spec, field_name=name),
@@ -634,14 +745,15 @@ def codec_for(
     spec: str = "",
     metadata: Sequence[Any] = (),
     field_name: str,
-    forbidden: frozenset[str] = frozenset(),
+    terminated: bool = False,
 ) -> KeyCodec:
     """Return the codec for a key field declared with ``annotation``.
 
     ``spec`` is the format spec written in the template, ``metadata`` the field's pydantic
-    metadata (a :class:`KeyFormat` in it counts like one inside ``Annotated``), ``forbidden``
-    the separators a str value may not hold. Raises DeclarationError when the type has no
-    encoding, the spec does not fit the type, or two specs disagree.
+    metadata (a :class:`KeyFormat` in it counts like one inside ``Annotated``), ``terminated``
+    whether more template text follows the field (a str field then ends with a terminator).
+    Raises DeclarationError when the type has no encoding, the spec does not fit the type, or
+    two specs disagree.
     """
     specs: list[str] = [spec] if spec else []
     base = _unwrap(annotation, specs)
@@ -652,7 +764,7 @@ def codec_for(
         kinds = {type(value) for value in values}
         if len(kinds) != 1 or not kinds <= {str, int}:
             raise _no_encoding(field_name, annotation)
-        codec = _with_spec(_FACTORIES[kinds.pop()], specs, field_name, forbidden)
+        codec = _with_spec(_FACTORIES[kinds.pop()], specs, field_name, terminated)
         _check_values(codec, values, "Literal")
         return codec
     base = _PYDANTIC_ALIASES.get(base, base)
@@ -665,13 +777,13 @@ def codec_for(
         if kind not in _FACTORIES:
             why = f"the values of {base.__name__} must all have one type, a supported key type"
             raise _no_encoding(field_name, annotation, why)
-        codec = EnumCodec(base, _with_spec(_FACTORIES[kind], specs, field_name, forbidden))
+        codec = EnumCodec(base, _with_spec(_FACTORIES[kind], specs, field_name, terminated))
         _check_values(codec.inner, [member.value for member in base], base.__name__)
         return codec
     factory = _FACTORIES.get(base)
     if factory is None:
         raise _no_encoding(field_name, annotation)
-    return _with_spec(factory, specs, field_name, forbidden)
+    return _with_spec(factory, specs, field_name, terminated)
 
 
 def _unwrap(annotation: Any, specs: list[str]) -> Any:
@@ -692,10 +804,8 @@ def _unwrap(annotation: Any, specs: list[str]) -> Any:
             return annotation
 
 
-def _with_spec(
-    factory: _Factory, specs: list[str], field_name: str, forbidden: frozenset[str]
-) -> KeyCodec:
-    codecs = [factory(spec, field_name, forbidden) for spec in specs or [""]]
+def _with_spec(factory: _Factory, specs: list[str], field_name: str, terminated: bool) -> KeyCodec:
+    codecs = [factory(spec, field_name, terminated) for spec in specs or [""]]
     normal = {codec.spec for codec in codecs}
     if len(normal) > 1:
         raise DeclarationError(

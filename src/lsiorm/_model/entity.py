@@ -22,7 +22,8 @@ from pydantic import ValidationError as PydanticValidationError
 from typing_extensions import Self
 
 from lsiorm._model.encoding import codec_for
-from lsiorm._model.schema import Table
+from lsiorm._model.keyspace import intersection_witness
+from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
 from lsiorm._model.template import FieldSlot, KeyTemplate, parse_template
 from lsiorm._model.wire import (
     MAX_ITEM_BYTES,
@@ -574,14 +575,13 @@ def _bind_template(cls: type[Entity], attr: str, attr_type: str, source: str) ->
         if not isinstance(seg, FieldSlot):
             continue
         nxt = segments[i + 1] if i + 1 < len(segments) else None
-        forbidden = frozenset(nxt[0]) if isinstance(nxt, str) else frozenset()
         info = fields[seg.field]
         codec = codec_for(
             info.annotation,
             spec=seg.spec,
             metadata=info.metadata,
             field_name=f"{cls.__name__}.{seg.field}",
-            forbidden=forbidden,
+            terminated=nxt is not None,
         )
         if isinstance(nxt, FieldSlot) and not codec.prefix_free:
             raise DeclarationError(
@@ -594,16 +594,16 @@ def _bind_template(cls: type[Entity], attr: str, attr_type: str, source: str) ->
     return KeyTemplate(attr, attr_type, source, tuple(segments))
 
 
-def _sort_roles(table: Table) -> list[tuple[str, str | None]]:
-    """Return (partition attribute, sort attribute) for every key schema of the table."""
-    roles: list[tuple[str, str | None]] = []
+def _sort_roles(table: Table) -> list[tuple[str, str | None, LocalIndex | GlobalIndex | None]]:
+    """Return (partition attribute, sort attribute, index) for every key schema of the table."""
+    roles: list[tuple[str, str | None, LocalIndex | GlobalIndex | None]] = []
     pk = table.partition_key.name
     if table.sort_key is not None:
-        roles.append((pk, table.sort_key.name))
+        roles.append((pk, table.sort_key.name, None))
     for lsi in table.local_indexes:
-        roles.append((pk, lsi.sort_key.name))
+        roles.append((pk, lsi.sort_key.name, lsi))
     for gsi in table.global_indexes:
-        roles.append((gsi.partition_key.name, gsi.sort_key.name if gsi.sort_key else None))
+        roles.append((gsi.partition_key.name, gsi.sort_key.name if gsi.sort_key else None, gsi))
     return roles
 
 
@@ -619,26 +619,53 @@ def _overlap(a: KeyTemplate, b: KeyTemplate) -> bool:
 
 
 def _check_overlaps(meta: EntityMeta) -> None:
+    """Refuse two entity types whose keys queries could not tell apart.
+
+    Hierarchies (``ORDER#{order_id}`` next to ``ORDER#{order_id}#ITEM#{line:03d}``) are
+    allowed: a query that reads the other type's items too filters on the type attribute.
+    Refused are two types that could write the same primary key (one item would overwrite
+    the other), and shared namespaces on an index that does not project the type attribute
+    (no filter could tell the types apart there).
+    """
     table = meta.table
     for other_cls in table.entities.values():
         other = meta_of(typing.cast("type[Entity]", other_cls))
         if other.cls is meta.cls:
             continue
-        for pk_attr, sk_attr in _sort_roles(table):
+        for pk_attr, sk_attr, index in _sort_roles(table):
             if sk_attr is None:
                 continue
             mine, theirs = meta.templates.get(sk_attr), other.templates.get(sk_attr)
             pk_mine, pk_theirs = meta.templates.get(pk_attr), other.templates.get(pk_attr)
             if mine is None or theirs is None or pk_mine is None or pk_theirs is None:
                 continue
+            if index is None:
+                pk_same = intersection_witness(pk_mine, pk_theirs)
+                sk_same = intersection_witness(mine, theirs) if pk_same is not None else None
+                if pk_same is not None and sk_same is not None:
+                    raise DeclarationError(
+                        "template.namespace-overlap",
+                        f"{meta.cls.__name__} template {mine.source!r} and {other.cls.__name__} "
+                        f"template {theirs.source!r} for {sk_attr!r} can write the same key "
+                        f"({pk_same!r}, {sk_same!r}), so one item would overwrite the other and "
+                        f"query({meta.cls.__name__}) could not tell them apart. Give each a "
+                        "distinct literal prefix, like 'THREAD#' and 'REPLY#'.",
+                    )
+                continue
+            projected = table.projected_attributes(index)
+            if projected is None or table.type_attribute in projected:
+                continue  # a type filter keeps queries on this index exact
             if _overlap(pk_mine, pk_theirs) and _overlap(mine, theirs):
                 raise DeclarationError(
                     "template.namespace-overlap",
                     f"{meta.cls.__name__} template {mine.source!r} and {other.cls.__name__} "
-                    f"template {theirs.source!r} for {sk_attr!r} can share a partition and one "
-                    "namespace is a prefix of the other, so a query for one would return the "
-                    "other's items. Give each a distinct literal prefix, like 'THREAD#' and "
-                    "'REPLY#'.",
+                    f"template {theirs.source!r} for {sk_attr!r} can share a partition of index "
+                    f"{index.name!r} and one namespace is a prefix of the other, so "
+                    f"query({meta.cls.__name__}).using({index.name!r}) would also read "
+                    f"{other.cls.__name__} items, and the index does not project the type "
+                    f"attribute {table.type_attribute!r} to filter them out. Give each a "
+                    "distinct literal prefix, like 'THREAD#' and 'REPLY#', or project "
+                    f"{table.type_attribute!r}.",
                 )
 
 

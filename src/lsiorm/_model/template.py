@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from lsiorm._model.encoding import KeyCodec
+from lsiorm._model.encoding import TERMINATOR, KeyCodec
 from lsiorm.errors import DeclarationError, KeyEncodingError
 
 __all__ = ["FieldSlot", "KeyTemplate", "Segment", "parse_template"]
@@ -152,7 +152,13 @@ def _match(segments: Sequence[Segment], text: str, pos: int) -> dict[str, Any] |
         return _match(rest, text, pos + len(head))
     assert head.codec is not None
     ends: list[int]
-    if not rest:
+    if getattr(head.codec, "terminated", False) or getattr(
+        getattr(head.codec, "inner", None), "terminated", False
+    ):
+        # A terminated str field ends at its first U+0000, which its text holds nowhere else.
+        at = text.find(TERMINATOR, pos)
+        ends = [at + 1] if at != -1 else []
+    elif not rest:
         ends = [len(text)]
     elif isinstance(rest[0], str):
         lit = rest[0]

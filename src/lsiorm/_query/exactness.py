@@ -32,6 +32,7 @@ from lsiorm._conditions import (
 )
 from lsiorm._model.encoding import MAX_CHAR
 from lsiorm._model.entity import Entity, EntityMeta, meta_of, shard_of
+from lsiorm._model.keyspace import shape_of
 from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
 from lsiorm._model.template import KeyTemplate
 from lsiorm._model.wire import from_wire, to_wire
@@ -135,10 +136,10 @@ def _sort_reaches(tpl: KeyTemplate, sort: _SortCondition | None) -> bool:
     interval = _sort_interval(sort)
     if interval is None:
         return True
-    lo, hi = interval
-    # Every key of the template starts with its namespace, and MAX_CHAR occurs in no key text.
-    ns = tpl.namespace
-    return lo <= ns + MAX_CHAR and ns <= hi
+    shape = shape_of(tpl)
+    if shape is None:
+        return True
+    return shape.may_hold(*interval)
 
 
 def intruders(

@@ -242,6 +242,11 @@ def _render(
         row(
             "requests", f"{len(plan.requests)} ({', '.join(r.label for r in plan.requests)}){merge}"
         )
+    for n, note in enumerate(plan.collection):
+        if n == 0:
+            row("types", note)
+        else:
+            lines.append(indent + note)
     if plan.operation == "Query":
         lines.append("  candidates")
         width = max(len(c.label) for c in plan.candidates)

@@ -75,8 +75,12 @@ class _Empty(Exception):
 def _pred(text: str) -> str:
     """Return the greatest string below ``text`` that no key starting with ``text`` reaches.
 
-    Every key below ``text`` that does not start with it is at most this value.
+    Every key below ``text`` that does not start with it is at most this value. A text ending
+    in U+0000 (a str field's terminator) has no character below its last one: every string
+    below it is at most the text without that character.
     """
+    if text[-1] == "\x00":
+        return text[:-1]
     code = ord(text[-1]) - 1
     if code in _SURROGATES:
         code = _BEFORE_SURROGATES

@@ -177,6 +177,8 @@ class PlannedRequests:
     type_filters: tuple[str, ...] = ()
     #: Open ends of two-bound ranges on Number/Binary sort keys, filtered after a BETWEEN.
     residual_filters: tuple[str, ...] = ()
+    #: How the entity types were joined into requests or kept apart, and why.
+    collection: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -343,6 +345,11 @@ class QueryPlan:
     def residual_filters(self) -> tuple[str, ...]:
         """Open ends of two-bound ranges on Number/Binary sort keys, filtered after a BETWEEN."""
         return self.planned.residual_filters
+
+    @property
+    def collection(self) -> tuple[str, ...]:
+        """How the entity types were joined into requests or kept apart, and why."""
+        return self.planned.collection
 
     @property
     def empty(self) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
@@ -31,6 +31,7 @@ from lsiorm._model.entity import (
 )
 from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
 from lsiorm._model.wire import to_wire
+from lsiorm._query.collection import Unit, foreign_types, interval_of, plan_collections
 from lsiorm._query.cursor import _canonical, _Shape
 from lsiorm._query.exactness import intruders, sparse_fields, type_filter_text
 from lsiorm._query.keyrange import _KEY_OPERATORS, _describe_ops, _Fit, _fit, _Valid
@@ -110,6 +111,7 @@ class _QueryPlanner:
         self.needed: tuple[str, ...] | None = None if count else q.fields
         self.valid = _Valid()
         self.filter_fields = _filter_fields(q.filter_condition)
+        self.collection_notes: tuple[str, ...] = ()
 
     def plan(self) -> QueryPlan:
         self._check_conditions()
@@ -341,71 +343,134 @@ class _QueryPlanner:
 
         selected = None if self.count else q.fields
         requests: list[PlannedRequest] = []
-        grouped: dict[str, _Group] = {}
-        # Requests are grouped by their canonical text; one request needs no grouping.
-        single = sum(len(fit.partitions) for fit in best.fits) == 1
+        grouped: dict[str, tuple[dict[str, Any], list[type[Entity]], list[str]]] = {}
+        first_text: tuple[str | None, str | None, dict[str, str], dict[str, Any]] | None = None
+        units: list[Unit] = []
+        fit_of: dict[type[Entity], _Fit] = {}
         for fit in best.fits:
-            meta = fit.meta
+            fit_of.setdefault(fit.meta.cls, fit)
             for n, partition in enumerate(fit.partitions):
-                ph = Placeholders()
-                key_text = f"{ph.name(pk_attr)} = {ph.value(to_wire(partition))}"
-                if fit.sort is not None:
-                    assert sk_attr is not None
-                    key_text += " AND " + fit.sort.text(ph.name(sk_attr), ph)
-                filter_parts: list[Condition] = []
-                if empty is None:
-                    for name, ops in {**fit.residual, **fallback}.items():
-                        filter_parts.extend(_filter_conditions(meta, name, ops))
-                user = q.filter_condition
-                conditions: list[Condition] = list(filter_parts)
-                if user is not None:
-                    conditions.append(user)
-                filter_text = None
-                if conditions:
-                    whole = conditions[0] if len(conditions) == 1 else And(tuple(conditions))
-                    filter_text = compile_entity_condition(meta, whole, ph)
-                params: dict[str, Any] = {"TableName": table.name}
-                if index is not None:
-                    params["IndexName"] = index.name
-                params["KeyConditionExpression"] = key_text
-                if filter_text is not None:
-                    params["FilterExpression"] = filter_text
-                if self.count:
-                    params["Select"] = "COUNT"
-                else:
-                    attrs = _projection_attrs(
-                        meta, table, index, selected, type_available or fetching
-                    )
-                    if attrs is not None:
-                        params["ProjectionExpression"] = _projection_names(attrs, ph)
-                    elif fetching and kind == "local":
-                        params["Select"] = "ALL_ATTRIBUTES"
-                if not q.forward:
-                    params["ScanIndexForward"] = False
-                if q.consistent_read:
-                    params["ConsistentRead"] = True
-                ph.into(params)
-                label = meta.cls.__name__
+                label = fit.meta.cls.__name__
                 if fit.shard_field is not None:
                     label += f" {fit.shard_field}={n + 1}"
-                signature = "" if single else _canonical(params)
-                if signature in grouped:
-                    grouped[signature].classes.append(meta.cls)
-                else:
-                    grouped[signature] = _Group(params, [meta.cls], label, ph, partition, fit)
-        type_filters = (
-            _add_type_filters(table, index, grouped.values(), type_available)
-            if empty is None
-            else []
+                units.append(Unit(fit.meta, n, partition, fit.sort, label))
+
+        def filter_of(meta: EntityMeta) -> Condition | None:
+            """The filter one type's requests carry: open ends, fallbacks, then the user's."""
+            parts: list[Condition] = []
+            if empty is None:
+                fit = fit_of[meta.cls]
+                for name, ops in {**fit.residual, **fallback}.items():
+                    parts.extend(_filter_conditions(meta, name, ops))
+            if q.filter_condition is not None:
+                parts.append(q.filter_condition)
+            if not parts:
+                return None
+            return parts[0] if len(parts) == 1 else And(tuple(parts))
+
+        groups = plan_collections(
+            table,
+            pk_attr,
+            sk_attr,
+            units,
+            type_available,
+            lambda metas: _same_filter(metas, filter_of),
         )
+        collection_notes = [g.note for g in groups if g.note]
+        type_lines: list[str] = []
+        type_filtered = False
+        # Requests are grouped by their canonical text; one request needs no grouping.
+        single = len(groups) == 1
+        for group in groups:
+            meta = group.units[0].meta
+            partition = group.units[0].partition
+            classes = [u.meta.cls for u in group.units]
+            names_text = "+".join(c.__name__ for c in classes)
+            ph = Placeholders()
+            key_text = f"{ph.name(pk_attr)} = {ph.value(to_wire(partition))}"
+            if group.sort is not None:
+                assert sk_attr is not None
+                key_text += " AND " + group.sort.text(ph.name(sk_attr), ph)
+            filter_text = None
+            condition = filter_of(meta)
+            if condition is not None:
+                filter_text = compile_entity_condition(meta, condition, ph)
+            # The same template-shape test that grouped the units decides the type filter.
+            interval = interval_of(group.sort, True)
+            foreign = (
+                [
+                    meta_of(c).type_name
+                    for c in foreign_types(table, pk_attr, sk_attr, partition, interval, classes)
+                ]
+                if empty is None
+                else []
+            )
+            wanted = group.type_filter
+            if foreign and wanted is None:
+                if not type_available:
+                    raise QueryPlanError(
+                        "query.type-not-projected",
+                        f"Index {index.name if index else 'table'} cannot serve this query of "
+                        f"{names_text}: {_type_not_projected(table, index, foreign)}.",
+                        table=table.name,
+                    )
+                wanted = tuple(classes)
+            if wanted is not None:
+                type_filtered = True
+                type_text = type_filter_text(table, wanted, ph)
+                filter_text = (
+                    type_text if filter_text is None else f"({filter_text}) AND {type_text}"
+                )
+                if len(classes) == 1:
+                    type_lines.append(
+                        f"{names_text}: filtered on the type attribute ({table.type_attribute}) "
+                        f"because items of {', '.join(foreign)} can share its key range"
+                    )
+            elif len(classes) == 1 and empty is None and _shares_index(table, index, classes):
+                type_lines.append(
+                    f"{names_text}: exact by the key condition (no other type's keys in it)"
+                )
+            params: dict[str, Any] = {"TableName": table.name}
+            if index is not None:
+                params["IndexName"] = index.name
+            params["KeyConditionExpression"] = key_text
+            if filter_text is not None:
+                params["FilterExpression"] = filter_text
+            if self.count:
+                params["Select"] = "COUNT"
+            else:
+                attrs: list[str] | None = []
+                for unit in group.units:
+                    more = _projection_attrs(
+                        unit.meta, table, index, selected, type_available or fetching
+                    )
+                    attrs = None if attrs is None or more is None else [*attrs, *more]
+                if attrs is not None:
+                    params["ProjectionExpression"] = _projection_names(
+                        list(dict.fromkeys(attrs)), ph
+                    )
+                elif fetching and kind == "local":
+                    params["Select"] = "ALL_ATTRIBUTES"
+            if not q.forward:
+                params["ScanIndexForward"] = False
+            if q.consistent_read:
+                params["ConsistentRead"] = True
+            ph.into(params)
+            if first_text is None:
+                first_text = (key_text, filter_text, dict(ph.names), dict(ph.values))
+            label = group.units[0].label if len(classes) == 1 else names_text
+            signature = "" if single else _canonical(params)
+            if signature in grouped:
+                grouped[signature][1].extend(classes)
+            else:
+                grouped[signature] = (params, classes, [label])
         has_filter = (
             q.filter_condition is not None
             or bool(fallback)
-            or bool(type_filters)
+            or type_filtered
             or any(fit.residual for fit in best.fits)
         )
-        for group in grouped.values():
-            params, classes = group.params, group.classes
+        for params, classes, labels in grouped.values():
             limit = q.request_limit
             if q.max_items is not None and not has_filter:
                 limit = min(limit or q.max_items, q.max_items)
@@ -413,15 +478,12 @@ class _QueryPlanner:
                 PlannedRequest(
                     params,
                     tuple(classes),
-                    group.label if len(classes) == 1 else "+".join(c.__name__ for c in classes),
+                    labels[0] if len(classes) == 1 else "+".join(c.__name__ for c in classes),
                     None if self.count else limit,
                 )
             )
-        first = requests[0].params
-        first_key = first["KeyConditionExpression"]
-        first_filter = first.get("FilterExpression")
-        names = dict(first.get("ExpressionAttributeNames", {}))
-        values = dict(first.get("ExpressionAttributeValues", {}))
+        assert first_text is not None
+        first_key, first_filter, names, values = first_text
         fallback_text = tuple(_describe_ops(n, ops) for n, ops in fallback.items())
         final = tuple(requests) if empty is None else ()
         return QueryPlan(
@@ -452,69 +514,42 @@ class _QueryPlanner:
                 fallback_filters=fallback_text,
                 has_filter=has_filter,
                 empty=empty,
-                type_filters=tuple(type_filters),
+                type_filters=tuple(type_lines),
                 residual_filters=tuple(
                     _describe_ops(n, ops) for fit in best.fits for n, ops in fit.residual.items()
                 ),
+                collection=tuple(collection_notes),
             ),
         )
 
 
-@dataclass
-class _Group:
-    """One request being built, and the entity types whose items it returns."""
-
-    params: dict[str, Any]
-    classes: list[type[Entity]]
-    label: str
-    ph: Placeholders
-    partition: Any
-    fit: _Fit
-
-
-def _add_type_filters(
-    table: Table,
-    index: LocalIndex | GlobalIndex | None,
-    groups: Iterable[_Group],
-    type_available: bool,
-) -> list[str]:
-    """Filter each request on the type attribute when other types can share its key range.
-
-    Returns one line per request for explain(): whether its key condition alone keeps other
-    types out, or which types the filter drops.
-    """
-    lines: list[str] = []
+def _shares_index(
+    table: Table, index: LocalIndex | GlobalIndex | None, classes: Sequence[type[Entity]]
+) -> bool:
+    """Whether another declared type has items in this index (so keys must keep it out)."""
     pk_attr, sk_attr = table.index_key_attributes(index)
-    for group in groups:
-        names = "+".join(c.__name__ for c in group.classes)
-        foreign = intruders(table, index, group.partition, group.fit.sort, group.classes)
-        if not foreign:
-            shared = any(
-                cls not in group.classes
-                and pk_attr in (templates := meta_of(cast("type[Entity]", cls)).templates)
-                and (sk_attr is None or sk_attr in templates)
-                for cls in table.entities.values()
-            )
-            if shared:
-                lines.append(f"{names}: exact by the key condition (no other type's keys in it)")
+    return any(
+        cls not in classes
+        and pk_attr in (templates := meta_of(cast("type[Entity]", cls)).templates)
+        and (sk_attr is None or sk_attr in templates)
+        for cls in table.entities.values()
+    )
+
+
+def _same_filter(
+    metas: Sequence[EntityMeta], filter_of: Callable[[EntityMeta], Condition | None]
+) -> bool:
+    """True when every one of ``metas`` sends the same filter text."""
+    compiled = set()
+    for meta in metas:
+        condition = filter_of(meta)
+        if condition is None:
+            compiled.add("")
             continue
-        if not type_available:
-            raise QueryPlanError(
-                "query.type-not-projected",
-                f"Index {index.name if index else 'table'} cannot serve this query of {names}: "
-                f"{_type_not_projected(table, index, foreign)}.",
-                table=table.name,
-            )
-        params, ph = group.params, group.ph
-        text = type_filter_text(table, group.classes, ph)
-        existing = params.get("FilterExpression")
-        params["FilterExpression"] = text if existing is None else f"({existing}) AND {text}"
-        ph.into(params)
-        lines.append(
-            f"{names}: filtered on {table.type_attribute} because items of "
-            f"{', '.join(foreign)} can share its key range"
-        )
-    return lines
+        ph = Placeholders()
+        text = compile_entity_condition(meta, condition, ph)
+        compiled.add(_canonical({"t": text, "n": ph.names, "v": ph.values}))
+    return len(compiled) == 1
 
 
 def _type_not_projected(
