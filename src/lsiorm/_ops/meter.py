@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
 from lsiorm._model.capacity import ConsumedCapacity
-from lsiorm._ops.steps import Call, Emit, Gather, Operation, Step
+from lsiorm._ops.steps import Call, Done, Emit, Gather, Operation, Step, advance
 from lsiorm.errors import LsiormError
 
 __all__ = ["CAPACITY_OPERATIONS", "CapacityMeter", "consumed_of"]
@@ -172,11 +172,11 @@ class CapacityMeter:
     def _observe(self, op: Operation[T], tallies: tuple[_Tally, _Tally]) -> Operation[T]:
         """Run ``op`` inside this operation, asking for and recording consumed capacity."""
         try:
-            step: Step = next(op)
-            while True:
+            step = advance(op)
+            while not isinstance(step, Done):
                 if isinstance(step, Emit):
                     yield Emit(_attach(step.value, tallies[1].take()))
-                    step = op.send(None)
+                    step = advance(op)
                     continue
                 sent: Step = step
                 if (
@@ -192,13 +192,12 @@ class CapacityMeter:
                 try:
                     result = yield sent
                 except LsiormError as exc:
-                    step = op.throw(exc)
+                    step = advance(op, error=exc)
                     continue
                 if isinstance(sent, Call):
                     self._record(sent, result, tallies)
-                step = op.send(result)
-        except StopIteration as stop:
-            value: T = stop.value
+                step = advance(op, result)
+            value: T = step.value
             return value
         finally:
             op.close()
