@@ -66,6 +66,18 @@ def test_explain_sample_and_collections_capacity_print_the_figures(
             scanned = run(
                 "collections", f"{name}:table", "--capacity", "--endpoint-url", endpoint_url
             )
+            got = run(
+                "get", f"{name}:table", "--entity", "Doc", "--key", "owner=o", "--key", "did=1",
+                "--consistent", "--capacity", "--endpoint-url", endpoint_url,
+            )  # fmt: skip
+            listed = run(
+                "query", f"{name}:table", "--entity", "Doc", "--where", "owner=o",
+                "--capacity", "--endpoint-url", endpoint_url,
+            )  # fmt: skip
+            quiet = run(
+                "get", f"{name}:table", "--entity", "Doc", "--key", "owner=o", "--key", "did=1",
+                "--endpoint-url", endpoint_url,
+            )  # fmt: skip
         finally:
             session.delete_table(module.table, wait=False)
     for text in (keys, whole):
@@ -73,7 +85,12 @@ def test_explain_sample_and_collections_capacity_print_the_figures(
         if backend == "dynamodb-local":  # moto's ConsumedCapacity is a placeholder
             assert figures(text, "sample estimate") == figures(text, "measured")
     consumed = figures(scanned, f"Consumed capacity of '{table_name}'")
+    read_one = figures(got, f"Consumed capacity of '{table_name}'")
+    read_all = figures(listed, f"Consumed capacity of '{table_name}'")
+    assert "Consumed capacity" not in quiet
     if backend == "dynamodb-local":
+        assert read_one == "1 units: table 1"  # one 3 KB item, strongly consistent
+        assert read_all == "2 units: table 2"  # about 15 KB queried: 4 units, halved
         # Five 3 KB items fetched (eventual), the LSI entries in one read.
         assert figures(keys, "measured") == "3 units: table 2.5 + LSI2 0.5"
         assert figures(whole, "measured") == "4 units: table 4"  # 15 KB, consistent

@@ -69,15 +69,19 @@ def _session(
 ) -> Any:
     from lsiorm._session import Session
 
-    return Session(
+    metered = bool(getattr(args, "capacity", False))
+    session = Session(
         endpoint_url=args.endpoint_url,
         region_name=args.region,
         profile_name=args.profile,
         table_prefix=args.table_prefix,
         retry=CLI_RETRY,
         hooks=hooks,
-        consumed_capacity=capacity,
+        consumed_capacity=capacity or metered,
     )
+    if metered:  # main() prints what each metered session consumed (--capacity)
+        args.__dict__.setdefault("metered_sessions", []).append(session)
+    return session
 
 
 def plural(count: int, singular: str, plural_form: str | None = None) -> str:
@@ -178,9 +182,8 @@ def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -
                 seen["items"] += int(response.get("Count") or 0)
                 progress.tick(f"scanned {seen['items']} items ({seen['pages']} pages)")
 
-    with _session(args, [Count()], capacity=args.capacity) as session:
+    with _session(args, [Count()]) as session:
         sizes = session.largest_collections(table, 0, limit=args.top)
-        meter = session.capacity
     over = [size for size in sizes if size.exceeds(threshold)]
     read = plural(seen["items"], "item")
     if not sizes:
@@ -194,8 +197,6 @@ def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -
             f"  {size.attribute}={size.key!r}: {size.total_bytes} bytes "
             f"({size.gb:.6f} GB), {size.items} items{flag}\n"
         )
-    if args.capacity:
-        _write_capacity(out, meter)
     if over:
         out.write(f"{plural(len(over), 'collection')} at or above {threshold:g} GB.\n")
         return EXIT_FOUND
@@ -603,6 +604,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="prefix of the live table name, e.g. dev- (default: $LSIORM_TABLE_PREFIX)",
     )
     common.add_argument("--progress", action="store_true", help="show progress on stderr")
+    common.add_argument(
+        "--capacity",
+        action="store_true",
+        help="ask every request for its consumed capacity and print the totals per table",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     create = sub.add_parser("create-table", parents=[common], help="create the declared table")
     create.add_argument("--no-wait", action="store_true", help="do not wait until ACTIVE")
@@ -643,9 +649,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the query's first page; print the model's estimate for its items beside the "
         "consumed capacity DynamoDB reports",
     )
-    colls.add_argument(
-        "--capacity", action="store_true", help="print the consumed capacity of the scan"
-    )
     colls.add_argument("--top", type=int, default=10, help="how many collections to list")
     add_job_commands(sub, common)
     return parser
@@ -658,7 +661,10 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     args = parser.parse_args(argv)
     progress = Progress(sys.stderr, args.progress or sys.stderr.isatty())
     try:
-        return COMMANDS[args.command](args, stdout, progress)
+        code = COMMANDS[args.command](args, stdout, progress)
+        for session in getattr(args, "metered_sessions", ()):
+            _write_capacity(stdout, session.capacity)
+        return code
     except UsageError as exc:
         sys.stderr.write(f"lsiorm {args.command}: {exc}\n")
         return EXIT_USAGE
