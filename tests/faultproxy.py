@@ -34,10 +34,12 @@ import threading
 import zlib
 from collections import Counter
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
+
+from lsiorm._io.loopback import LoopbackServer
 
 __all__ = ["KINDS", "FaultProxy"]
 
@@ -56,29 +58,12 @@ _ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
 _JSON = "application/x-amz-json-1.0"
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(LoopbackServer):
     proxy: FaultProxy
 
     def __init__(self, proxy: FaultProxy, max_connections: int) -> None:
         self.proxy = proxy
-        self._slots = threading.BoundedSemaphore(max_connections)
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        # Blocks the accept loop while every slot is busy: the thread count stays bounded.
-        self._slots.acquire()
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
+        super().__init__(_Handler, max_connections)
 
 
 class _Handler(BaseHTTPRequestHandler):

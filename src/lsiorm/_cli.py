@@ -485,7 +485,7 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
     entity = load_job_target(args.target, args.entity) if args.entity else None
     if (args.to_table is None) == (args.to_file is None):
         raise UsageError("Give exactly one destination: --to-table module:attribute or --to-file.")
-    match = None
+    match: Callable[[Any], bool] | None = None
     if args.before:
         if entity is None:
             raise UsageError("--before needs --entity, the type whose field it compares.")
@@ -494,8 +494,12 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
             raise UsageError(f"--before takes field=value with a field of {entity.__name__}.")
         from lsiorm._model.entity import meta_of
 
-        cutoff = meta_of(entity).validate_field(name, text)
-        match = lambda item: getattr(item, name) < cutoff  # noqa: E731
+        # Typed on a command line: text is converted to the field's type, key field or not.
+        cutoff = meta_of(entity).validate_field(name, text, strict=False)
+
+        def match(item: Any) -> bool:
+            return bool(getattr(item, name) < cutoff)
+
     to_table = load_table(args.to_table) if args.to_table else None
     checkpoint = args.checkpoint or f"lsiorm-relieve-{table.name}.json"
     if not args.dry_run:

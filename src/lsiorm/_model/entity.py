@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, model_validator
 from pydantic import ValidationError as PydanticValidationError
 from typing_extensions import Self
 
-from lsiorm._model.encoding import codec_for
+from lsiorm._model.encoding import KeyCodec, codec_for
 from lsiorm._model.keyspace import intersection_witness
 from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
 from lsiorm._model.template import FieldSlot, KeyTemplate, parse_template
@@ -837,7 +837,7 @@ class _Writer:
                 (
                     t.attribute,
                     tuple(
-                        seg if isinstance(seg, str) else (seg.field, seg.codec.encode)  # type: ignore[union-attr]
+                        seg if isinstance(seg, str) else (seg.field, _codec(seg).encode)
                         for seg in t.segments
                     ),
                     t.attribute in primary,
@@ -875,6 +875,12 @@ class _Writer:
             if primary:
                 return meta.key(values)  # raises key.missing-field, as meta.key does
         return out
+
+
+def _codec(slot: FieldSlot) -> KeyCodec:
+    """The codec a bound template gave this slot (binding sets every slot's codec)."""
+    assert slot.codec is not None
+    return slot.codec
 
 
 _WRITERS: dict[type, _Writer] = {}
