@@ -41,6 +41,8 @@ class Path:
     stored: tuple[Step, ...]
     #: The type declared at the end of the path (``Any`` when a map or list is untyped).
     annotation: Any
+    #: True when the path ends at a required field of a nested model (it cannot be removed).
+    required: bool = False
 
     @property
     def nested(self) -> bool:
@@ -89,6 +91,7 @@ def resolve(meta: EntityMeta, text: str) -> Path:
     steps: list[Step] = [meta.attributes[field]]
     annotation: Any = meta.cls.model_fields[field].rebuild_annotation()
     pos = root.end()
+    required = False
     while pos < len(text):
         match = _STEP.match(text, pos)
         if match is None:
@@ -98,11 +101,12 @@ def resolve(meta: EntityMeta, text: str) -> Path:
         if index is not None:
             annotation = _element(annotation, where, text)
             steps.append(int(index))
+            required = False
         else:
-            stored, annotation = _member(annotation, key, where, text)
+            stored, annotation, required = _member(annotation, key, where, text)
             steps.append(stored)
         pos = match.end()
-    return Path(text, field, tuple(steps), annotation)
+    return Path(text, field, tuple(steps), annotation, required)
 
 
 def _syntax(cls_name: str, text: str) -> ValidationError:
@@ -130,10 +134,11 @@ def _unwrap(annotation: Any) -> Any:
         return annotation
 
 
-def _member(annotation: Any, key: str, where: str, text: str) -> tuple[str, Any]:
+def _member(annotation: Any, key: str, where: str, text: str) -> tuple[str, Any, bool]:
+    """Return the stored name of a map member, its type, and whether a model requires it."""
     inner = _unwrap(annotation)
     if inner is Any:
-        return key, Any
+        return key, Any, False
     if isinstance(inner, type) and issubclass(inner, BaseModel):
         info = inner.model_fields.get(key)
         if info is None:
@@ -142,7 +147,8 @@ def _member(annotation: Any, key: str, where: str, text: str) -> tuple[str, Any]
                 f"{where} is a {inner.__name__}, which has no field {key!r} (fields: "
                 f"{', '.join(inner.model_fields)}); path {text!r}.",
             )
-        return info.alias or key, info.rebuild_annotation()
+        required = info.is_required() and _unwrap(info.annotation) is info.annotation
+        return info.alias or key, info.rebuild_annotation(), required
     origin = typing.get_origin(inner) or inner
     if origin in (dict, Mapping, MutableMapping):
         args = typing.get_args(inner)
@@ -152,7 +158,7 @@ def _member(annotation: Any, key: str, where: str, text: str) -> tuple[str, Any]
                 f"{where} is a map with {args[0]!r} keys; a path names text keys only "
                 f"(path {text!r}). Set the whole map instead.",
             )
-        return key, args[1] if len(args) == 2 else Any
+        return key, (args[1] if len(args) == 2 else Any), False
     raise ValidationError(
         "update.path-not-a-map",
         f"{where} is {_describe(inner)}, not a nested model or a map, so {key!r} cannot be "

@@ -288,6 +288,11 @@ class _Planner:
         if not path.nested:
             self._remove_field(path)
             return
+        if path.required:
+            raise ValidationError(
+                "update.remove-required",
+                f"Cannot remove {self.name}.{text}: the nested model requires it.",
+            )
         self.actions.append(Action("remove", path.stored))
 
     def _remove_field(self, path: Path) -> None:
