@@ -576,3 +576,18 @@ def test_conditions_still_apply(world: Session) -> None:
     world.put(DOC(did=did, title="t", views=1))
     with pytest.raises(ConditionFailedError):
         world.update(DOC, did=did, append={"history": ["x"]}, condition=where(views=2))
+
+
+def test_batch_writes_set_the_timestamps(notes: Session) -> None:
+    owner = uuid.uuid4().hex
+    made = datetime(2021, 5, 1, tzinfo=timezone.utc)
+    notes.batch_write(puts=[Note(owner=owner, nid="a"), Note(owner=owner, nid="b", made=made)])
+    a = notes.get(Note, owner=owner, nid="a", consistent=True)
+    b = notes.get(Note, owner=owner, nid="b", consistent=True)
+    assert a is not None
+    assert a.made is not None
+    assert a.made == a.changed
+    assert b is not None
+    assert b.made == made
+    assert b.changed is not None
+    assert b.changed > made
