@@ -314,7 +314,8 @@ class Entity(BaseModel):
     (slots) that writers derive but readers may not rely on yet, because items written before
     the slot was declared do not have it: the query planner never picks an index on a pending
     slot by itself (``using()`` still can). Remove the name once a backfill and an audit show
-    nothing stale (see docs/migrations.md).
+    nothing stale (see docs/migrations.md). ``created_at`` and ``updated_at`` name datetime
+    fields that lsiorm sets on each put and update (see docs/writing.md#timestamps).
     """
 
     model_config = ConfigDict(extra="ignore", validate_by_name=True, validate_by_alias=True)
