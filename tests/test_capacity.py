@@ -10,14 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import Field
 
-from lsiorm import Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Table
+from lsiorm import Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Table, dry_run_update
 from lsiorm._model.capacity import (
     INDEX_ENTRY_OVERHEAD,
     ReadEstimate,
     WriteEstimate,
     dry_run_delete,
     dry_run_put,
-    dry_run_update,
     estimate_batch_get,
     estimate_condition_check,
     estimate_get,

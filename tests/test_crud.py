@@ -23,7 +23,8 @@ from lsiorm import (
     where,
 )
 from lsiorm._model.entity import meta_of
-from lsiorm._requests.items import UpdateSpec, put_request, update_request
+from lsiorm._requests.items import put_request
+from lsiorm._requests.updates import UpdateSpec, update_request
 from lsiorm.errors import (
     ConditionFailedError,
     NotFoundError,

@@ -36,7 +36,6 @@ from lsiorm._model.capacity import (
     WriteEstimate,
     dry_run_delete,
     dry_run_put,
-    dry_run_update,
     estimate_batch_get,
     estimate_condition_check,
     estimate_get,
@@ -83,6 +82,7 @@ from lsiorm._query.decode import missing_fields
 from lsiorm._query.explain import Explanation
 from lsiorm._query.plan import QueryPlan
 from lsiorm._query.values import Query, Scan, ScanProgress, query, scan
+from lsiorm._requests.updates import dry_run_update
 from lsiorm._session import AsyncSession, Session
 from lsiorm.errors import (
     BatchGetIncompleteError,

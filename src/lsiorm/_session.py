@@ -44,7 +44,8 @@ from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import Get, TransactAction, TransactWriteResult
 from lsiorm._query.values import Query, Scan
-from lsiorm._requests.items import UpdateSpec, key_values
+from lsiorm._requests.items import key_values
+from lsiorm._requests.updates import UpdateSpec, update_spec
 from lsiorm.errors import ConfigurationError, MissingDependencyError
 
 __all__ = ["AsyncSession", "Session"]
@@ -103,9 +104,7 @@ class _Operations:
         target: type[E] | E,
         key: Mapping[str, Any] | None,
         fields: Mapping[str, Any],
-        set: Mapping[str, Any] | None,
-        remove: Sequence[str],
-        add: Mapping[str, Any] | None,
+        spec: UpdateSpec,
         condition: Condition | None,
         idempotency: Idempotency = "none",
     ) -> Operation[E]:
@@ -113,7 +112,6 @@ class _Operations:
         instance = None if isinstance(target, type) else target
         meta = meta_of(cls)
         values = key_values(meta, instance if instance is not None else key, fields)
-        spec = UpdateSpec(dict(set or {}), tuple(remove), dict(add or {}))
         return items.update(
             self.ctx,
             cls,
@@ -383,18 +381,30 @@ class Session(_Operations):
         add: Mapping[str, Any] | None = None,
         condition: Condition | None = None,
         idempotency: Idempotency = "none",
+        delete: Mapping[str, Any] | None = None,
+        append: Mapping[str, Any] | None = None,
+        prepend: Mapping[str, Any] | None = None,
+        if_not_exists: Mapping[str, Any] | None = None,
+        upsert: bool = False,
         **fields: Any,
     ) -> E:
-        """Update an existing item and return it as stored; rewrites affected key attributes.
+        """Update an item and return it as stored; rewrites affected key attributes.
 
-        ``idempotency`` decides how an update that ADDs to a number is kept from being applied
-        twice when an answer is lost (see docs/reliability.md): ``"none"`` (no resend after an
-        ambiguous failure: OutcomeUnknownError) or ``"transaction"`` (applied once as a
-        transaction with a request token: twice the write units, plus one consistent read).
+        Each change is keyed by a field name or a path into it (``"address.city"``,
+        ``"lines[0].qty"``): ``set`` writes values (None removes a field), ``remove`` drops
+        paths, ``add`` adds to a number or a set, ``delete`` takes elements out of a set,
+        ``append``/``prepend`` extend a list, ``if_not_exists`` writes only where there is no
+        value. The item must exist, unless ``upsert`` is True: then a missing item is created
+        with its derived keys, from these changes over the model's defaults.
+
+        ``idempotency`` decides how an update that adds to a number or extends a list is kept
+        from being applied twice when an answer is lost (see docs/reliability.md): ``"none"``
+        (no resend after an ambiguous failure: OutcomeUnknownError) or ``"transaction"``
+        (applied once as a transaction with a request token: twice the write units, plus one
+        consistent read).
         """
-        return self.driver.run(
-            self._update(target, key, fields, set, remove, add, condition, idempotency)
-        )
+        spec = update_spec(set, remove, add, delete, append, prepend, if_not_exists, upsert)
+        return self.driver.run(self._update(target, key, fields, spec, condition, idempotency))
 
     def delete(
         self,
@@ -743,11 +753,17 @@ class AsyncSession(_Operations):
         add: Mapping[str, Any] | None = None,
         condition: Condition | None = None,
         idempotency: Idempotency = "none",
+        delete: Mapping[str, Any] | None = None,
+        append: Mapping[str, Any] | None = None,
+        prepend: Mapping[str, Any] | None = None,
+        if_not_exists: Mapping[str, Any] | None = None,
+        upsert: bool = False,
         **fields: Any,
     ) -> E:
-        """Update an existing item and return it as stored; see :meth:`Session.update`."""
+        """Update an item and return it as stored; see :meth:`Session.update`."""
+        spec = update_spec(set, remove, add, delete, append, prepend, if_not_exists, upsert)
         return await self.driver.run(
-            self._update(target, key, fields, set, remove, add, condition, idempotency)
+            self._update(target, key, fields, spec, condition, idempotency)
         )
 
     async def delete(

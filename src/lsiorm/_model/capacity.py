@@ -10,9 +10,9 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
-from lsiorm._model.entity import Entity, meta_of, wire_item
+from lsiorm._model.entity import Entity, meta_of, stamped, wire_item
 from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
-from lsiorm._model.wire import WireItem, item_from_wire, item_size, item_to_wire, number_to_wire
+from lsiorm._model.wire import WireItem, item_from_wire, item_size
 from lsiorm.errors import ValidationError
 
 __all__ = [
@@ -27,7 +27,6 @@ __all__ = [
     "WriteEstimate",
     "dry_run_delete",
     "dry_run_put",
-    "dry_run_update",
     "estimate_batch_get",
     "estimate_condition_check",
     "estimate_get",
@@ -487,7 +486,7 @@ def dry_run_put(
     will be stored with (one more than now).
     """
     meta = meta_of(entity)
-    stored = _bumped(entity)
+    stored = _bumped(stamped(entity))
     creates = meta.version_field is not None and not getattr(entity, meta.version_field)
     if old is None and not (assume_new or creates):
         raise ValidationError(
@@ -498,60 +497,6 @@ def dry_run_put(
             table=meta.table.name,
         )
     return estimate_write(meta.table, _wire_of(old), wire_item(stored), transactional=transactional)
-
-
-def _add(current: Mapping[str, Any] | None, delta: Mapping[str, Any]) -> dict[str, Any]:
-    """What UpdateItem's ADD makes of an attribute: a number summed, a set joined."""
-    ((tag, raw),) = delta.items()
-    if tag == "N":
-        base = item_from_wire({"v": current})["v"] if current is not None else 0
-        total = base + item_from_wire({"v": delta})["v"]
-        return {"N": number_to_wire(total)}
-    existing = list(current.get(tag, ())) if current is not None else []
-    return {tag: existing + [v for v in raw if v not in existing]}
-
-
-def dry_run_update(
-    entity: Entity,
-    *,
-    set: Mapping[str, Any] | None = None,
-    remove: Collection[str] = (),
-    add: Mapping[str, Any] | None = None,
-    transactional: bool = False,
-) -> WriteEstimate:
-    """Return the write units of updating the stored ``entity`` with ``set``, ``remove``, ``add``.
-
-    Field values are validated as an update validates them. A removed field (or one set to
-    None) leaves the item, as UpdateItem's REMOVE does; ``add`` sums numbers and joins sets;
-    key attributes derived from changed fields are rewritten, and dropped when a field they
-    need is gone; a versioned entity's version goes up by one.
-    """
-    meta = meta_of(entity)
-    changes = {name: meta.validate_field(name, value) for name, value in (set or {}).items()}
-    for name in remove:
-        changes[name] = meta.validate_field(name, None)
-    before = wire_item(entity)
-    after_entity = _bumped(entity.model_copy(update=changes))
-    rendered = wire_item(after_entity)
-    after = dict(before)
-    touched = {meta.attributes[name] for name in changes}
-    if meta.version_field is not None:
-        touched.add(meta.attributes[meta.version_field])
-    # Derived key attributes follow the fields they are made of.
-    changed_fields = {*changes, *(add or {})}
-    for attr, template in meta.templates.items():
-        if changed_fields & {*template.fields}:
-            touched.add(attr)
-    for attr in touched:
-        value = rendered.get(attr)
-        if value is None or value == {"NULL": True}:
-            after.pop(attr, None)
-        else:
-            after[attr] = value
-    for name, delta in (add or {}).items():
-        attr = meta.attributes[name]
-        after[attr] = _add(after.get(attr), item_to_wire({"v": delta})["v"])
-    return estimate_write(meta.table, before, after, transactional=transactional)
 
 
 def dry_run_delete(entity: Entity, *, transactional: bool = False) -> WriteEstimate:

@@ -10,7 +10,7 @@ import typing
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timezone
 from decimal import Decimal
 from enum import Enum
 from functools import cached_property
@@ -88,6 +88,9 @@ class EntityMeta:
     version_field: str | None
     #: Index key attributes written but not yet ready for reads: the planner never picks them.
     pending: frozenset[str] = frozenset()
+    #: Datetime fields lsiorm sets: when the item was first written, and last written.
+    created_field: str | None = None
+    updated_field: str | None = None
     _adapters: dict[str, TypeAdapter[Any]] = field(default_factory=dict)
 
     @property
@@ -311,7 +314,8 @@ class Entity(BaseModel):
     (slots) that writers derive but readers may not rely on yet, because items written before
     the slot was declared do not have it: the query planner never picks an index on a pending
     slot by itself (``using()`` still can). Remove the name once a backfill and an audit show
-    nothing stale (see docs/migrations.md).
+    nothing stale (see docs/migrations.md). ``created_at`` and ``updated_at`` name datetime
+    fields that lsiorm sets on each put and update (see docs/writing.md#timestamps).
     """
 
     model_config = ConfigDict(extra="ignore", validate_by_name=True, validate_by_alias=True)
@@ -326,6 +330,8 @@ class Entity(BaseModel):
         type_name: str | None = None,
         version: str | None = None,
         pending: Iterable[str] = (),
+        created_at: str | None = None,
+        updated_at: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init_subclass__(**kwargs)
@@ -339,6 +345,8 @@ class Entity(BaseModel):
         type_name: str | None = None,
         version: str | None = None,
         pending: Iterable[str] = (),
+        created_at: str | None = None,
+        updated_at: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__pydantic_init_subclass__(**kwargs)
@@ -351,6 +359,8 @@ class Entity(BaseModel):
             return
         cls.__lsiorm__ = _bind(cls, table, dict(keys or {}), type_name or cls.__name__, version)
         cls.__lsiorm__.pending = _pending(cls.__lsiorm__, pending)
+        cls.__lsiorm__.created_field = _timestamp_field(cls.__lsiorm__, "created_at", created_at)
+        cls.__lsiorm__.updated_field = _timestamp_field(cls.__lsiorm__, "updated_at", updated_at)
 
     @model_validator(mode="after")
     def _fill_shards(self) -> Self:
@@ -517,6 +527,62 @@ def _bind(
     _check_overlaps(meta)
     table.entities[type_name] = cls
     return meta
+
+
+def _timestamp_field(meta: EntityMeta, option: str, name: str | None) -> str | None:
+    """Check ``created_at=``/``updated_at=``: a datetime field outside the primary key."""
+    if name is None:
+        return None
+    cls_name = meta.cls.__name__
+    info = meta.cls.model_fields.get(name) if isinstance(name, str) else None
+    if info is None:
+        raise DeclarationError(
+            "entity.timestamp-field",
+            f"{cls_name} gives {option}={name!r}, which is not a field; declare it, e.g. "
+            f"`{name}: datetime | None = None`.",
+        )
+    if _strip_annotated(_strip_optional(_strip_annotated(info.annotation))) is not datetime:
+        raise DeclarationError(
+            "entity.timestamp-field",
+            f"{cls_name}.{name} is set by lsiorm ({option}=), so it must be a datetime field "
+            "(or an epoch-seconds datetime); it is declared as "
+            f"{getattr(info.annotation, '__name__', info.annotation)!s}.",
+        )
+    if name in meta.primary_fields:
+        raise DeclarationError(
+            "entity.timestamp-field",
+            f"{cls_name}.{name} is part of the primary key, so setting it on each write would "
+            "write a different item. Use it in an index key instead.",
+        )
+    if name == meta.version_field:
+        raise DeclarationError(
+            "entity.timestamp-field", f"{cls_name}.{name} is the version field; pick another."
+        )
+    return name
+
+
+def _strip_annotated(annotation: Any) -> Any:
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return annotation
+
+
+def stamped(entity: Entity, now: datetime | None = None) -> Entity:
+    """Return the entity with its declared timestamps set for a put at ``now``.
+
+    ``updated_at`` becomes now; ``created_at`` becomes now unless the entity has one (it was
+    read from the table, or the caller set it).
+    """
+    meta = meta_of(entity)
+    if meta.created_field is None and meta.updated_field is None:
+        return entity
+    moment = now or datetime.now(timezone.utc)
+    changes: dict[str, Any] = {}
+    if meta.updated_field is not None:
+        changes[meta.updated_field] = meta.validate_field(meta.updated_field, moment)
+    if meta.created_field is not None and getattr(entity, meta.created_field) is None:
+        changes[meta.created_field] = meta.validate_field(meta.created_field, moment)
+    return entity.model_copy(update=changes)
 
 
 def _pending(meta: EntityMeta, pending: Iterable[str]) -> frozenset[str]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any, TypeAlias, TypeVar, cast
 
@@ -32,6 +33,7 @@ from lsiorm._model.entity import (
     decode_item,
     encode_entity,
     meta_of,
+    stamped,
 )
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_from_wire, item_size, item_to_wire
@@ -226,6 +228,7 @@ def _delete_target(target: DeleteTarget) -> tuple[type[Entity], Entity | Mapping
 def _write_entries(puts: Sequence[Entity], deletes: Sequence[DeleteTarget]) -> list[_Entry]:
     entries: list[_Entry] = []
     checked: set[type[Entity]] = set()
+    now = datetime.now(timezone.utc)
     for entity in puts:
         cls = type(entity)
         if cls not in checked:
@@ -237,6 +240,8 @@ def _write_entries(puts: Sequence[Entity], deletes: Sequence[DeleteTarget]) -> l
             checked.add(cls)
         meta = cls.__lsiorm__
         assert meta is not None
+        if meta.created_field is not None or meta.updated_field is not None:
+            entity = stamped(entity, now)
         # One pass: the item, its size and its key identity are worked out once, here.
         item, size = encode_entity(entity)
         entries.append(

@@ -30,18 +30,12 @@ from typing import Any, Generic, Literal, TypeVar, cast
 
 from lsiorm._conditions import Condition
 from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of
-from lsiorm._model.wire import from_wire, item_from_wire, to_wire
+from lsiorm._model.wire import item_from_wire
 from lsiorm._ops import transactions
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
-from lsiorm._requests.items import (
-    UpdateSpec,
-    delete_request,
-    encode_value,
-    get_request,
-    put_request,
-    update_request,
-)
+from lsiorm._requests.items import delete_request, get_request, put_request
+from lsiorm._requests.updates import UpdateSpec, applied, plan_update, render_update
 from lsiorm.errors import (
     ConditionFailedError,
     DynamoError,
@@ -278,42 +272,6 @@ def deleted_item(result: DeleteResult[E], target: type[E] | E) -> E | None:
     return result.item
 
 
-def _additive(spec: UpdateSpec) -> bool:
-    """Whether applying the update twice differs from applying it once (ADD of a number)."""
-    return any(not isinstance(v, (set, frozenset)) for v in (spec.add or {}).values())
-
-
-def _applied(
-    meta: EntityMeta,
-    spec: UpdateSpec,
-    stored: Mapping[str, Any],
-    instance: Entity | None,
-) -> bool:
-    """Whether a stored item holds every change of this update (and its version bump)."""
-    try:
-        for name, value in spec.set.items():
-            attr = meta.attributes[name]
-            checked = meta.validate_field(name, value)
-            if checked is None:
-                if attr in stored:
-                    return False
-            elif attr not in stored or from_wire(stored[attr]) != from_wire(
-                encode_value(meta, name, checked)
-            ):
-                return False
-        for name in spec.remove:
-            if meta.attributes[name] in stored:
-                return False
-        if instance is not None and meta.version_field is not None:
-            current = getattr(instance, meta.version_field) or 0
-            got = stored.get(meta.attributes[meta.version_field])
-            if got is None or from_wire(got) != from_wire(to_wire(current + 1)):
-                return False
-    except ValidationError:
-        return False
-    return True
-
-
 def update(
     ctx: Context,
     cls: type[E],
@@ -332,8 +290,9 @@ def update(
             f"idempotency is 'none' or 'transaction', not {idempotency!r}.",
             table=meta.table.name,
         )
-    params = update_request(meta, values, spec, condition=condition, instance=instance)
-    additive = _additive(spec)
+    plan = plan_update(meta, values, spec, condition=condition, instance=instance)
+    params = render_update(meta, plan)
+    additive = spec.additive
     if additive and idempotency == "transaction":
         return (yield from _update_once(ctx, cls, values, spec, condition, instance))
     attempts = _Attempts("UpdateItem", params, resend=not additive)
@@ -342,15 +301,27 @@ def update(
     except ConditionFailedError as exc:
         old = exc.response.get("Item")
         if not old:
+            if spec.upsert:
+                raise  # only the caller's own condition can fail on a missing item
             raise NotFoundError(
                 f"No {cls.__name__} with key {dict(values)!r} in table {meta.table.name!r} "
                 "to update.",
                 table=meta.table.name,
                 key=params["Key"],
             ) from exc
-        if attempts.ambiguous is not None and not additive and _applied(meta, spec, old, instance):
+        if attempts.ambiguous is not None and not additive and applied(plan, old):
             # An earlier attempt of this call made these changes; its answer was lost.
             return cast("E", decode_item(meta.table, old, only=(cls,)))
+        if spec.upsert and old.get(meta.table.type_attribute) != {"S": meta.type_name}:
+            raise ConditionFailedError(
+                f"An upsert of {cls.__name__} found an item of another type at key "
+                f"{dict(values)!r}; it was left unchanged.",
+                code=exc.code,
+                operation=exc.operation,
+                table=exc.table,
+                key=exc.key,
+                response=exc.response,
+            ) from exc
         if instance is not None and meta.version_field is not None:
             stored_version = old.get(meta.attributes[meta.version_field], {}).get("N")
             if stored_version != str(getattr(instance, meta.version_field) or 0):
@@ -376,6 +347,11 @@ def _update_once(
         set=dict(spec.set),
         remove=tuple(spec.remove),
         add=dict(spec.add or {}),
+        delete=dict(spec.delete or {}),
+        append=dict(spec.append or {}),
+        prepend=dict(spec.prepend or {}),
+        if_not_exists=dict(spec.if_not_exists or {}),
+        upsert=spec.upsert,
         condition=condition,
     )
     try:

@@ -32,13 +32,8 @@ from lsiorm._ops.batch import KeyIdentity, key_identity, primary_key_of
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.retry import is_retryable
 from lsiorm._ops.steps import Operation
-from lsiorm._requests.items import (
-    UpdateSpec,
-    delete_request,
-    key_values,
-    put_request,
-    update_request,
-)
+from lsiorm._requests.items import delete_request, key_values, put_request
+from lsiorm._requests.updates import UpdateSpec, update_request, update_spec
 from lsiorm.errors import (
     CancellationReason,
     DynamoError,
@@ -81,7 +76,10 @@ class Put:
 
 @dataclass(frozen=True)
 class Update:
-    """Update an existing item, given as an instance or as its class and key fields."""
+    """Update an existing item, given as an instance or as its class and key fields.
+
+    The changes are spelled as in ``Session.update``; ``upsert=True`` creates a missing item.
+    """
 
     target: type[Entity] | Entity
     key: Mapping[str, Any] | None = None
@@ -89,6 +87,24 @@ class Update:
     remove: Sequence[str] = ()
     add: Mapping[str, Any] | None = None
     condition: Condition | None = None
+    delete: Mapping[str, Any] | None = None
+    append: Mapping[str, Any] | None = None
+    prepend: Mapping[str, Any] | None = None
+    if_not_exists: Mapping[str, Any] | None = None
+    upsert: bool = False
+
+    def spec(self) -> UpdateSpec:
+        """The changes of this action, as an update spells them."""
+        return update_spec(
+            self.set,
+            self.remove,
+            self.add,
+            self.delete,
+            self.append,
+            self.prepend,
+            self.if_not_exists,
+            self.upsert,
+        )
 
 
 @dataclass(frozen=True)
@@ -199,8 +215,9 @@ def _write_part(action: TransactAction) -> _Part:
         return replace(part, stored=stored)
     if isinstance(action, Update):
         cls, instance, meta, values = _target(action.target, action.key)
-        spec = UpdateSpec(dict(action.set or {}), tuple(action.remove), dict(action.add or {}))
-        params = update_request(meta, values, spec, condition=action.condition, instance=instance)
+        params = update_request(
+            meta, values, action.spec(), condition=action.condition, instance=instance
+        )
         return _part("Update", cls, params, _subject(instance, cls, values))
     if isinstance(action, Delete):
         cls, instance, meta, values = _target(action.target, action.key)

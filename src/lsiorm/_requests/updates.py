@@ -1,0 +1,838 @@
+"""Typed updates: what one UpdateItem changes, its request, and a model of its effect.
+
+An update is planned first, as a list of actions on stored paths (set, set-if-absent, remove,
+add, delete, append, prepend) and the conditions it needs. The request's expression text is
+rendered from that plan, and :func:`apply_actions` applies the same plan to a stored item as
+DynamoDB would: dry runs price it, and a retried update checks with it whether an earlier
+attempt was applied. Derived key attributes are part of the plan, so they stay consistent with
+the fields they are made of in every form of update.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import Any, Literal
+
+from pydantic import ValidationError as PydanticValidationError
+
+from lsiorm._conditions import Condition, Placeholders
+from lsiorm._model.capacity import WriteEstimate, estimate_write
+from lsiorm._model.entity import (
+    Entity,
+    EntityMeta,
+    allows_none,
+    checked_key,
+    meta_of,
+    wire_item,
+)
+from lsiorm._model.wire import item_from_wire, number_to_wire, to_wire
+from lsiorm._requests.items import compile_entity_condition, join_conditions, wire_key
+from lsiorm._requests.paths import Path, Step, kind_of, overlaps, render, resolve
+from lsiorm.errors import PartialKeyUpdateError, ValidationError
+
+Op = Literal["set", "set_if_absent", "remove", "add", "delete", "append", "prepend"]
+
+
+@dataclass(frozen=True)
+class UpdateSpec:
+    """The typed changes of one update, each keyed by a field name or a path into a field.
+
+    ``set`` writes values (None removes a top-level field: None is absence), ``remove`` drops
+    paths, ``add`` adds to numbers and sets, ``delete`` takes elements out of sets, ``append``
+    and ``prepend`` extend lists, and ``if_not_exists`` writes a value only where there is
+    none. ``upsert`` creates the item when it is missing, with its derived keys.
+    """
+
+    set: Mapping[str, Any]
+    remove: tuple[str, ...] = ()
+    add: Mapping[str, Any] | None = None
+    delete: Mapping[str, Any] | None = None
+    append: Mapping[str, Any] | None = None
+    prepend: Mapping[str, Any] | None = None
+    if_not_exists: Mapping[str, Any] | None = None
+    upsert: bool = False
+
+    @property
+    def additive(self) -> bool:
+        """Whether applying the update twice differs from applying it once.
+
+        Adding to a number and extending a list are; adding or deleting set elements, setting
+        and removing are not.
+        """
+        numbers = any(not isinstance(v, (set, frozenset)) for v in (self.add or {}).values())
+        return numbers or bool(self.append) or bool(self.prepend)
+
+
+def update_spec(
+    set: Mapping[str, Any] | None = None,
+    remove: Sequence[str] = (),
+    add: Mapping[str, Any] | None = None,
+    delete: Mapping[str, Any] | None = None,
+    append: Mapping[str, Any] | None = None,
+    prepend: Mapping[str, Any] | None = None,
+    if_not_exists: Mapping[str, Any] | None = None,
+    upsert: bool = False,
+) -> UpdateSpec:
+    """Return the spec of the keyword arguments an update takes (copies of each mapping)."""
+    if isinstance(remove, str):
+        remove = (remove,)
+    return UpdateSpec(
+        dict(set or {}),
+        tuple(remove),
+        dict(add or {}),
+        delete=dict(delete or {}),
+        append=dict(append or {}),
+        prepend=dict(prepend or {}),
+        if_not_exists=dict(if_not_exists or {}),
+        upsert=upsert,
+    )
+
+
+@dataclass(frozen=True)
+class Action:
+    """One change of an UpdateItem: an operation on a stored path, with a wire value."""
+
+    op: Op
+    path: tuple[Step, ...]
+    value: Any = None
+    #: Written by lsiorm, not asked for: a key attribute, the type, the version, a timestamp.
+    derived: bool = False
+
+
+@dataclass(frozen=True)
+class Guard:
+    """One condition an update needs: the item exists, an attribute is absent or equal."""
+
+    kind: Literal["exists", "absent", "equals", "absent-or-type"]
+    attribute: str
+    value: Any = None
+    other: str = ""
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """Everything one update sends, before it is rendered to expression text."""
+
+    table: str
+    key: dict[str, Any]
+    actions: tuple[Action, ...]
+    guards: tuple[Guard, ...]
+    condition: Condition | None = None
+    #: The version this update writes, when it knows it (an update through an instance).
+    version: tuple[str, int] | None = None
+
+
+def plan_update(
+    meta: EntityMeta,
+    values: Mapping[str, Any],
+    spec: UpdateSpec,
+    *,
+    condition: Condition | None = None,
+    instance: Entity | None = None,
+    now: datetime | None = None,
+) -> UpdatePlan:
+    """Return the plan of an update of the item with key field ``values``; refuse bad input.
+
+    Every key attribute whose template fields change is rewritten. A template that would be
+    only partly known after the update is refused (it would leave the index key stale), unless
+    ``instance`` supplies the unchanged fields: then their current stored values are made a
+    condition of the update, so a stale instance cannot corrupt a key.
+    """
+    return _Planner(meta, values, spec, instance, now).plan(condition)
+
+
+class _Planner:
+    def __init__(
+        self,
+        meta: EntityMeta,
+        values: Mapping[str, Any],
+        spec: UpdateSpec,
+        instance: Entity | None,
+        now: datetime | None,
+    ) -> None:
+        self.meta = meta
+        self.values = values
+        self.spec = spec
+        self.instance = instance
+        self.now = now
+        self.name = meta.cls.__name__
+        self.actions: list[Action] = []
+        self.guards: list[Guard] = []
+        #: Top-level fields: value written for sure (None: removed), or written where absent.
+        self.definite: dict[str, Any] = {}
+        self.conditional: dict[str, Any] = {}
+        #: Fields an upsert leaves alone: kept where stored, their defaults where created.
+        self.kept: dict[str, Any] = {}
+        self.touched: set[str] = set()
+
+    # -- user changes ----------------------------------------------------------------------
+
+    def plan(self, condition: Condition | None) -> UpdatePlan:
+        meta, spec = self.meta, self.spec
+        if spec.upsert and self.instance is not None:
+            raise ValidationError(
+                "update.upsert-instance",
+                f"An upsert of {self.name} takes the class and key fields, not an instance: an "
+                "instance was read from the table already. Use put() to write it whole.",
+                table=meta.table.name,
+            )
+        self.guards.append(
+            Guard(
+                "absent-or-type",
+                meta.table.partition_key.name,
+                to_wire(meta.type_name),
+                meta.table.type_attribute,
+            )
+            if spec.upsert
+            else Guard("exists", meta.table.partition_key.name)
+        )
+        for text, value in spec.set.items():
+            self._set(text, value)
+        for text in sorted(spec.remove):
+            self._remove(text)
+        for text, value in (spec.if_not_exists or {}).items():
+            self._if_not_exists(text, value)
+        for text, value in (spec.add or {}).items():
+            self._collection("add", text, value)
+        for text, value in (spec.delete or {}).items():
+            self._collection("delete", text, value)
+        for text, value in (spec.append or {}).items():
+            self._collection("append", text, value)
+        for text, value in (spec.prepend or {}).items():
+            self._collection("prepend", text, value)
+        if not self.actions and not spec.upsert:
+            raise ValidationError("update.empty", f"Update of {self.name} changes nothing.")
+        self._timestamps()
+        image = self._creation_image() if spec.upsert else None
+        self._key_attributes(image)
+        version = self._version()
+        self._check_overlaps()
+        return UpdatePlan(
+            table=meta.table.name,
+            key=wire_key(meta, self.values),
+            actions=tuple(self.actions),
+            guards=tuple(self.guards),
+            condition=condition,
+            version=version,
+        )
+
+    def _path(self, text: str, op: str) -> Path:
+        if not isinstance(text, str):
+            raise ValidationError(
+                "update.path-syntax",
+                f"Update of {self.name} names {text!r}; fields and paths are given as text.",
+            )
+        path = resolve(self.meta, text)
+        meta = self.meta
+        if path.field in meta.primary_fields:
+            raise ValidationError(
+                "update.primary-key-field",
+                f"Update of {self.name} changes {path.field}, part of the primary key; that "
+                "would be a different item. Delete and put instead.",
+                table=meta.table.name,
+            )
+        if path.field == meta.version_field:
+            raise ValidationError(
+                "update.version-field",
+                f"{self.name}.{meta.version_field} is managed by optimistic locking; do not "
+                "set it.",
+            )
+        if path.field in meta.key_fields:
+            if path.nested:
+                raise ValidationError(
+                    "update.nested-key-field",
+                    f"Update of {self.name} changes {text!r}, inside {path.field}, which a key "
+                    "template reads; the key can only be rewritten from the whole value. Set "
+                    f"{path.field} whole.",
+                    table=meta.table.name,
+                )
+            if op == "add":
+                raise ValidationError(
+                    "update.add-key-field",
+                    f"Cannot ADD to {self.name}.{path.field}: it is part of a key template and "
+                    "the new key must be computed client-side. Use set= with the new value.",
+                )
+            if op in ("delete", "append", "prepend"):
+                raise ValidationError(
+                    "update.key-field-operation",
+                    f"Cannot {op} {self.name}.{path.field}: it is part of a key template and "
+                    "the new key must be computed client-side. Use set= with the new value.",
+                )
+        if path.nested and self.spec.upsert:
+            raise ValidationError(
+                "update.upsert-nested-path",
+                f"An upsert of {self.name} names {text!r}, a path inside {path.field}; when the "
+                "item is created, that path has no parent to write into. Set the field whole.",
+                table=meta.table.name,
+            )
+        self.touched.add(path.field)
+        return path
+
+    def _set(self, text: str, value: Any) -> None:
+        path = self._path(text, "set")
+        if not path.nested:
+            valid = self.meta.validate_field(path.field, value)
+            if valid is None:  # None is absence
+                self._remove_field(path)
+                return
+            self.definite[path.field] = valid
+            value = valid
+        self.actions.append(Action("set", path.stored, path.encode(self.meta, value)))
+
+    def _remove(self, text: str) -> None:
+        path = self._path(text, "remove")
+        if not path.nested:
+            self._remove_field(path)
+            return
+        if path.required:
+            raise ValidationError(
+                "update.remove-required",
+                f"Cannot remove {self.name}.{text}: the nested model requires it.",
+            )
+        self.actions.append(Action("remove", path.stored))
+
+    def _remove_field(self, path: Path) -> None:
+        info = self.meta.cls.model_fields[path.field]
+        # None is absence: a required field that allows None may be removed (it reads as None).
+        if info.is_required() and not allows_none(info.annotation):
+            raise ValidationError(
+                "update.remove-required",
+                f"Cannot remove {self.name}.{path.field}: the field is required.",
+            )
+        self.definite[path.field] = None
+        self.actions.append(Action("remove", path.stored))
+
+    def _if_not_exists(self, text: str, value: Any) -> None:
+        path = self._path(text, "if_not_exists")
+        if value is None:
+            raise ValidationError(
+                "update.if-not-exists-none",
+                f"if_not_exists of {self.name}.{text} is None; None is absence, so there is "
+                "nothing to write. Give a value, or use remove=.",
+            )
+        if not path.nested:
+            value = self.meta.validate_field(path.field, value)
+            self.conditional[path.field] = value
+        self.actions.append(Action("set_if_absent", path.stored, path.encode(self.meta, value)))
+
+    def _collection(self, op: Op, text: str, value: Any) -> None:
+        path = self._path(text, op)
+        kind = kind_of(path.annotation)
+        where = f"{self.name}.{text}"
+        if op in ("append", "prepend"):
+            if kind not in ("list", "any") or isinstance(value, (str, bytes, Mapping)):
+                raise ValidationError(
+                    "update.list-operation",
+                    f"Cannot {op} to {where}: {op} extends a list field with a list of "
+                    f"elements (got {type(value).__name__} for a {kind} field).",
+                )
+            if not isinstance(value, Sequence):
+                value = list(value)
+            wire = path.encode(self.meta, list(value)) if kind == "list" else to_wire(list(value))
+            if "L" not in wire:
+                raise ValidationError(
+                    "update.list-operation", f"Cannot {op} to {where}: it is not stored as a list."
+                )
+            self.actions.append(Action(op, path.stored, wire))
+            return
+        if isinstance(value, (set, frozenset)):
+            if kind not in ("set", "any"):
+                raise ValidationError(
+                    f"update.{op}-type",
+                    f"Cannot {op} a set to {where}, which is not a set field.",
+                )
+            if not value:
+                raise ValidationError(
+                    f"update.{op}-type",
+                    f"{op} of an empty set to {where}: DynamoDB has no empty set; there is "
+                    "nothing to change.",
+                )
+            wire = path.encode(self.meta, value) if kind == "set" else to_wire(value)
+            self.actions.append(Action(op, path.stored, wire))
+            return
+        is_number = isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
+        if op == "add" and is_number and kind in ("number", "any"):
+            self.actions.append(Action("add", path.stored, to_wire(value)))
+            return
+        wanted = "a number to a number field, or a set to a set field"
+        if op == "delete":
+            wanted = "a non-empty set of elements from a set field"
+        raise ValidationError(
+            f"update.{op}-type",
+            f"Cannot {op} {value!r} to {where}: {op} takes {wanted}.",
+        )
+
+    # -- what lsiorm derives ---------------------------------------------------------------
+
+    def _timestamps(self) -> None:
+        meta = self.meta
+        created, updated = meta.created_field, meta.updated_field
+        if created is None and updated is None:
+            return
+        now = self.now or datetime.now(timezone.utc)
+        if updated is not None and updated not in self.touched:
+            value = meta.validate_field(updated, now)
+            self.definite[updated] = value
+            self.touched.add(updated)
+            self.actions.append(
+                Action("set", (meta.attributes[updated],), _field_wire(meta, updated, value), True)
+            )
+        if created is not None and created not in self.touched and self.spec.upsert:
+            value = meta.validate_field(created, now)
+            # Like a field the upsert leaves alone: kept where stored, now where created.
+            self.kept[created] = value
+            self.touched.add(created)
+            self.actions.append(
+                Action(
+                    "set_if_absent",
+                    (meta.attributes[created],),
+                    _field_wire(meta, created, value),
+                    True,
+                )
+            )
+
+    def _creation_image(self) -> dict[str, Any]:
+        """The item an upsert creates when none is stored: the changes over the defaults."""
+        meta, spec = self.meta, self.spec
+        image: dict[str, Any] = dict(self.values)
+        image.update(self.kept)
+        image.update(self.conditional)
+        image.update({k: v for k, v in self.definite.items() if v is not None})
+        for mapping in (spec.add, spec.append, spec.prepend):
+            for text, value in (mapping or {}).items():
+                image[text] = value
+        fields = meta.cls.model_fields
+        missing = [
+            name
+            for name, info in fields.items()
+            if info.is_required()
+            and name not in image
+            and name != meta.version_field
+            and not allows_none(info.annotation)
+        ]
+        if missing:
+            raise ValidationError(
+                "update.upsert-missing-field",
+                f"An upsert of {self.name} may create the item, which then needs "
+                f"{', '.join(missing)}; give them in set= or if_not_exists=.",
+                table=meta.table.name,
+            )
+        try:
+            entity = meta.cls.model_validate(image)
+        except PydanticValidationError as exc:
+            raise ValidationError(
+                "field.invalid",
+                f"An upsert of {self.name} would create an invalid item: {exc}",
+                table=meta.table.name,
+            ) from exc
+        stored = wire_item(entity)
+        # Untouched fields take their defaults where the item has no value yet.
+        for name in fields:
+            attr = meta.attributes[name]
+            if name in self.touched or name == meta.version_field:
+                continue
+            if name not in meta.primary_fields:
+                self.kept[name] = getattr(entity, name)
+            if attr not in stored:
+                continue
+            op: Op = "set" if name in meta.primary_fields else "set_if_absent"
+            self.actions.append(Action(op, (attr,), stored[attr], True))
+        type_attr = meta.table.type_attribute
+        self.actions.append(Action("set", (type_attr,), stored[type_attr], True))
+        return stored
+
+    def _key_attributes(self, image: Mapping[str, Any] | None) -> None:
+        meta = self.meta
+        primary_attrs = {meta.table.partition_key.name}
+        if meta.table.sort_key is not None:
+            primary_attrs.add(meta.table.sort_key.name)
+        for attr, tpl in meta.templates.items():
+            if attr in primary_attrs:
+                continue
+            own = [f for f in tpl.fields if f not in meta.primary_fields]
+            if image is None and not set(own) & self.touched:
+                continue
+            if image is not None and not own:
+                if attr in image:
+                    self.actions.append(Action("set", (attr,), image[attr], True))
+                continue
+            if any(f in self.definite and self.definite[f] is None for f in own):
+                # A field the key needs is gone: the slot becomes sparse, drop the key.
+                self.actions.append(Action("remove", (attr,), derived=True))
+                continue
+            known: dict[str, Any] = {f: self.values[f] for f in tpl.fields if f not in own}
+            pending: list[str] = []
+            kept: list[str] = []
+            for f in own:
+                if f in self.definite:
+                    known[f] = self.definite[f]
+                elif f in self.conditional:
+                    pending.append(f)
+                    known[f] = self.conditional[f]
+                elif f in self.kept:
+                    kept.append(f)
+                    known[f] = self.kept[f]
+                elif self.instance is not None:
+                    known[f] = self._instance_value(f)
+                else:
+                    raise self._partial(attr, tpl.source, tpl.fields, [f])
+            # A key made only of fields an upsert leaves alone, or of one field written only
+            # where absent, is itself written only where absent: it keeps going with the
+            # stored values. Any other mix would need stored values this update cannot see.
+            if_absent = bool(pending or kept)
+            if (if_absent and len(pending) + len(kept) < len(own)) or len(pending) > 1:
+                unknown = pending or kept
+                raise self._partial(attr, tpl.source, tpl.fields, unknown, conditional=True)
+            if pending and kept:
+                raise self._partial(attr, tpl.source, tpl.fields, kept, conditional=True)
+            rendered = tpl.render(known)
+            if rendered is None:
+                if not if_absent:
+                    self.actions.append(Action("remove", (attr,), derived=True))
+                continue
+            wire = to_wire(checked_key(meta, tpl, rendered))
+            op: Op = "set_if_absent" if if_absent else "set"
+            self.actions.append(Action(op, (attr,), wire, True))
+
+    def _instance_value(self, name: str) -> Any:
+        assert self.instance is not None
+        current = getattr(self.instance, name)
+        attr = self.meta.attributes[name]
+        if current is None:
+            self.guards.append(Guard("absent", attr))
+        else:
+            self.guards.append(Guard("equals", attr, _field_wire(self.meta, name, current)))
+        return current
+
+    def _partial(
+        self,
+        attr: str,
+        source: str,
+        fields: Sequence[str],
+        missing: Sequence[str],
+        *,
+        conditional: bool = False,
+    ) -> PartialKeyUpdateError:
+        changed = ", ".join(sorted(set(fields) & self.touched))
+        if conditional:
+            why = (
+                f"would keep the stored value of {', '.join(missing)} where there is one, which "
+                "this update cannot see, so the key could not be rendered; give every field of "
+                "the template in set=, or none of them"
+            )
+        else:
+            why = (
+                f"also needs {', '.join(missing)}; pass them in set= too (or update through "
+                "the instance) so the key can be rewritten instead of left stale"
+            )
+        return PartialKeyUpdateError(
+            "update.partial-key",
+            f"Update of {self.name} changes {changed} but key attribute {attr!r} (template "
+            f"{source!r}) {why}.",
+            table=self.meta.table.name,
+        )
+
+    def _version(self) -> tuple[str, int] | None:
+        meta = self.meta
+        if meta.version_field is None:
+            return None
+        attr = meta.attributes[meta.version_field]
+        if self.instance is not None:
+            current = getattr(self.instance, meta.version_field) or 0
+            self.guards.append(Guard("equals", attr, to_wire(current)))
+            self.actions.append(Action("set", (attr,), to_wire(current + 1), True))
+            return attr, current + 1
+        self.actions.append(Action("add", (attr,), to_wire(1), True))
+        return None
+
+    def _check_overlaps(self) -> None:
+        paths = [a.path for a in self.actions]
+        for i, a in enumerate(paths):
+            for b in paths[i + 1 :]:
+                if overlaps(a, b):
+                    raise ValidationError(
+                        "update.overlapping-paths",
+                        f"Update of {self.name} changes {_show(a)} and {_show(b)}; one lies "
+                        "inside the other (or they are the same), which one UpdateItem cannot "
+                        "do. Change the outer one whole, or split the update.",
+                        table=self.meta.table.name,
+                    )
+
+
+def _field_wire(meta: EntityMeta, name: str, value: Any) -> Any:
+    return to_wire(meta.adapter(name).dump_python(value, mode="python", by_alias=True))
+
+
+def _show(path: tuple[Step, ...]) -> str:
+    return repr(render(path, str))
+
+
+# -- the request ----------------------------------------------------------------------------
+
+
+_CLAUSES: dict[Op, str] = {
+    "set": "SET",
+    "set_if_absent": "SET",
+    "append": "SET",
+    "prepend": "SET",
+    "remove": "REMOVE",
+    "add": "ADD",
+    "delete": "DELETE",
+}
+
+
+def render_update(meta: EntityMeta, plan: UpdatePlan) -> dict[str, Any]:
+    """Return UpdateItem params for a plan: exact expression text with placeholders."""
+    ph = Placeholders()
+    conditions = [_guard_text(g, ph) for g in plan.guards[:1]]
+    parts: dict[str, list[str]] = {"SET": [], "REMOVE": [], "ADD": [], "DELETE": []}
+    for action in plan.actions:
+        path = render(action.path, ph.name)
+        op = action.op
+        if op == "set":
+            text = f"{path} = {ph.value(action.value)}"
+        elif op == "set_if_absent":
+            text = f"{path} = if_not_exists({path}, {ph.value(action.value)})"
+        elif op == "append":
+            text = f"{path} = list_append(if_not_exists({path}, {ph.value({'L': []})}), "
+            text += f"{ph.value(action.value)})"
+        elif op == "prepend":
+            text = f"{path} = list_append({ph.value(action.value)}, "
+            text += f"if_not_exists({path}, {ph.value({'L': []})}))"
+        elif op == "remove":
+            text = path
+        else:
+            text = f"{path} {ph.value(action.value)}"
+        parts[_CLAUSES[op]].append(text)
+    conditions += [_guard_text(g, ph) for g in plan.guards[1:]]
+    clauses = [f"{clause} {', '.join(texts)}" for clause, texts in parts.items() if texts]
+    user = (
+        compile_entity_condition(meta, plan.condition, ph) if plan.condition is not None else None
+    )
+    params: dict[str, Any] = {
+        "TableName": plan.table,
+        "Key": plan.key,
+        "UpdateExpression": " ".join(clauses),
+        "ConditionExpression": join_conditions(" AND ".join(conditions), user),
+        "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    return ph.into(params)
+
+
+def _guard_text(guard: Guard, ph: Placeholders) -> str:
+    name = ph.name(guard.attribute)
+    if guard.kind == "exists":
+        return f"attribute_exists({name})"
+    if guard.kind == "absent":
+        return f"attribute_not_exists({name})"
+    if guard.kind == "equals":
+        return f"{name} = {ph.value(guard.value)}"
+    # An upsert creates the item, or changes one of its own type, never another entity's.
+    return f"(attribute_not_exists({name}) OR {ph.name(guard.other)} = {ph.value(guard.value)})"
+
+
+def update_request(
+    meta: EntityMeta,
+    values: Mapping[str, Any],
+    spec: UpdateSpec,
+    *,
+    condition: Condition | None = None,
+    instance: Entity | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Return UpdateItem params (see :func:`plan_update` for what is refused, and why)."""
+    plan = plan_update(meta, values, spec, condition=condition, instance=instance, now=now)
+    return render_update(meta, plan)
+
+
+def dry_run_update(
+    entity: Entity,
+    *,
+    set: Mapping[str, Any] | None = None,
+    remove: Sequence[str] = (),
+    add: Mapping[str, Any] | None = None,
+    delete: Mapping[str, Any] | None = None,
+    append: Mapping[str, Any] | None = None,
+    prepend: Mapping[str, Any] | None = None,
+    if_not_exists: Mapping[str, Any] | None = None,
+    transactional: bool = False,
+) -> WriteEstimate:
+    """Return the write units of updating the stored ``entity`` with these changes.
+
+    The changes are spelled and validated as ``Session.update`` takes them, and applied to the
+    entity as DynamoDB applies them: a removed field (or one set to None) leaves the item,
+    ``add`` sums numbers and joins sets, key attributes derived from changed fields are
+    rewritten (and dropped when a field they need is gone), declared timestamps are set, and a
+    versioned entity's version goes up by one.
+    """
+    meta = meta_of(entity)
+    spec = update_spec(set, remove, add, delete, append, prepend, if_not_exists)
+    values = {name: getattr(entity, name) for name in meta.primary_fields}
+    plan = plan_update(meta, values, spec, instance=entity)
+    before = wire_item(entity)
+    try:
+        after = apply_actions(before, plan.actions)
+    except PathError as exc:
+        raise ValidationError(
+            "update.path-missing-parent",
+            f"The update of {meta.cls.__name__} writes inside {_show(exc.args[0])}, whose "
+            "parent this item does not hold; DynamoDB would refuse it.",
+            table=meta.table.name,
+        ) from exc
+    return estimate_write(meta.table, before, after, transactional=transactional)
+
+
+# -- the effect, modelled -------------------------------------------------------------------
+
+
+class PathError(Exception):
+    """The update names a path whose parent is missing or of the wrong kind (DynamoDB refuses)."""
+
+
+def apply_actions(item: Mapping[str, Any] | None, actions: Sequence[Action]) -> dict[str, Any]:
+    """Return the stored item (wire form) after these actions, as UpdateItem makes it.
+
+    ``item`` None is a missing item. Raises PathError where DynamoDB refuses the document path.
+    All paths are evaluated against the item as it was before the update, as DynamoDB does.
+    """
+    before: dict[str, Any] = dict(item or {})
+    after: dict[str, Any] = copy.deepcopy(before)
+    removals: list[tuple[Step, ...]] = []
+    for action in actions:
+        current = _lookup(before, action.path)
+        if action.op == "remove":
+            removals.append(action.path)
+            continue
+        if action.op == "set":
+            new = action.value
+        elif action.op == "set_if_absent":
+            new = current if current is not None else action.value
+        elif action.op == "append":
+            new = {"L": [*(current or {"L": []})["L"], *action.value["L"]]}
+        elif action.op == "prepend":
+            new = {"L": [*action.value["L"], *(current or {"L": []})["L"]]}
+        elif action.op == "add":
+            new = _add(current, action.value)
+        else:
+            new = _delete(current, action.value)
+        if new is None:
+            removals.append(action.path)  # a set whose last elements were deleted
+        else:
+            _assign(after, action.path, new)
+    # Removals of list elements shift what follows: take them from the end.
+    for path in sorted(removals, key=_removal_order):
+        _drop(after, path)
+    return after
+
+
+def _removal_order(path: tuple[Step, ...]) -> tuple[Any, ...]:
+    return tuple((0, -s) if isinstance(s, int) else (1, s) for s in path[::-1])
+
+
+def _lookup(item: Mapping[str, Any], path: tuple[Step, ...]) -> Any:
+    node: Any = item.get(str(path[0]))
+    for step in path[1:]:
+        if node is None:
+            return None
+        if isinstance(step, int):
+            items = node.get("L")
+            node = items[step] if items is not None and step < len(items) else None
+        else:
+            members = node.get("M")
+            node = members.get(step) if members is not None else None
+    return node
+
+
+def _container(item: dict[str, Any], path: tuple[Step, ...]) -> Any:
+    node: Any = {"M": item}
+    for step in path[:-1]:
+        node = _child(node, step)
+        if node is None:
+            raise PathError(path)
+    return node
+
+
+def _child(node: Any, step: Step) -> Any:
+    if isinstance(step, int):
+        items = node.get("L")
+        return items[step] if items is not None and step < len(items) else None
+    members = node.get("M")
+    return members.get(step) if members is not None else None
+
+
+def _assign(item: dict[str, Any], path: tuple[Step, ...], value: Any) -> None:
+    parent = _container(item, path)
+    step = path[-1]
+    if isinstance(step, int):
+        items = parent.get("L")
+        if items is None:
+            raise PathError(path)
+        if step < len(items):
+            items[step] = value
+        else:
+            items.append(value)  # a position past the end appends
+        return
+    members = parent.get("M")
+    if members is None:
+        raise PathError(path)
+    members[step] = value
+
+
+def _drop(item: dict[str, Any], path: tuple[Step, ...]) -> None:
+    parent = _container(item, path)
+    step = path[-1]
+    if isinstance(step, int):
+        items = parent.get("L")
+        if items is None:
+            raise PathError(path)
+        if step < len(items):
+            del items[step]
+        return
+    members = parent.get("M")
+    if members is None:
+        raise PathError(path)
+    members.pop(step, None)
+
+
+def _add(current: Mapping[str, Any] | None, delta: Mapping[str, Any]) -> dict[str, Any]:
+    ((tag, raw),) = delta.items()
+    if tag == "N":
+        base = Decimal(current["N"]) if current is not None else Decimal(0)
+        return {"N": number_to_wire(base + Decimal(raw))}
+    existing = list(current.get(tag, ())) if current is not None else []
+    return {tag: existing + [v for v in raw if v not in existing]}
+
+
+def _delete(current: Mapping[str, Any] | None, delta: Mapping[str, Any]) -> Any:
+    if current is None:
+        return None
+    ((tag, raw),) = delta.items()
+    kept = [v for v in current.get(tag, ()) if v not in raw]
+    return {tag: kept} if kept else None
+
+
+def same_items(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two wire items hold the same values (set order aside)."""
+    try:
+        return item_from_wire(a) == item_from_wire(b)
+    except ValidationError:
+        return False
+
+
+def applied(plan: UpdatePlan, stored: Mapping[str, Any]) -> bool:
+    """Whether a stored item already holds every change of a (non-additive) update.
+
+    Applying such an update again to an item that holds its changes changes nothing; the
+    version counter of an update by class is left out, as it counts attempts.
+    """
+    actions = [a for a in plan.actions if not (a.derived and a.op == "add")]
+    try:
+        after = apply_actions(stored, actions)
+    except PathError:
+        return False
+    return same_items(after, stored)

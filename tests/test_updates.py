@@ -1,0 +1,593 @@
+"""Updates typed against the model: nested paths, if_not_exists, lists, sets and upsert.
+
+Requests are compared as dicts; the effect of random updates on random stored items is compared
+with lsiorm's own model of UpdateItem (``apply_actions``) on both engines, and after every one
+the derived key attributes must be those the stored fields derive.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, ConfigDict, Field
+
+from lsiorm import (
+    ConditionFailedError,
+    DeclarationError,
+    Entity,
+    GlobalIndex,
+    KeyAttribute,
+    LocalIndex,
+    PartialKeyUpdateError,
+    Projection,
+    ServiceValidationError,
+    Session,
+    Table,
+    TransactionCanceledError,
+    Update,
+    ValidationError,
+    decode_item,
+    dry_run_update,
+    query,
+    where,
+)
+from lsiorm._model.entity import meta_of, wire_item
+from lsiorm._model.wire import item_from_wire
+from lsiorm._requests.updates import (
+    PathError,
+    UpdateSpec,
+    applied,
+    apply_actions,
+    plan_update,
+    update_request,
+    update_spec,
+)
+
+
+class Line(BaseModel):
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+
+    sku: str
+    qty: int = Field(default=1, alias="q")
+
+
+class Address(BaseModel):
+    city: str
+    zip: str | None = None
+    lines: list[str] = Field(default_factory=list)
+
+
+def declare() -> tuple[Table, type[Any]]:
+    table = Table(
+        f"upd_{uuid.uuid4().hex[:10]}",
+        "pk",
+        "sk",
+        local_indexes=[LocalIndex("LSI1", KeyAttribute("lsi1"), projection=Projection.all())],
+        global_indexes=[GlobalIndex("GSI1", KeyAttribute("gpk"), KeyAttribute("gsk"))],
+    )
+
+    class Doc(
+        Entity,
+        table=table,
+        keys={"pk": "D#{did}", "sk": "DOC", "lsi1": "T#{title}", "gpk": "S#{status}"},
+    ):
+        did: str
+        title: str
+        status: str | None = None
+        address: Address | None = None
+        lines: list[Line] = Field(default_factory=list)
+        labels: set[str] | None = None
+        attrs: dict[str, int] = Field(default_factory=dict)
+        views: int = 0
+        history: list[str] = Field(default_factory=list)
+
+    return table, Doc
+
+
+TABLE, DOC = declare()
+KEY = {"did": "a"}
+
+
+def request(spec: UpdateSpec, **kw: Any) -> dict[str, Any]:
+    return update_request(meta_of(DOC), KEY, spec, **kw)
+
+
+# -- requests -----------------------------------------------------------------------------
+
+
+def test_nested_paths_name_every_step_and_validate_the_leaf() -> None:
+    params = request(update_spec(set={"address.city": "Oslo", "lines[1].qty": 3}))
+    assert params["UpdateExpression"] == "SET #n1.#n2 = :v0, #n3[1].#n4 = :v1"
+    assert params["ExpressionAttributeNames"] == {
+        "#n0": "pk",
+        "#n1": "address",
+        "#n2": "city",
+        "#n3": "lines",
+        "#n4": "q",  # the nested model's alias is what is stored
+    }
+    assert params["ExpressionAttributeValues"] == {":v0": {"S": "Oslo"}, ":v1": {"N": "3"}}
+    assert params["ConditionExpression"] == "attribute_exists(#n0)"
+    with pytest.raises(ValidationError) as info:
+        request(update_spec(set={"lines[0].qty": "many"}))
+    assert info.value.rule == "field.invalid"
+
+
+def test_list_and_set_operations_render_as_dynamodb_spells_them() -> None:
+    params = request(
+        update_spec(
+            append={"history": ["b"]},
+            prepend={"address.lines": ["x"]},
+            add={"labels": {"p"}, "attrs.hits": 2},
+            if_not_exists={"views": 0},
+        )
+    )
+    text = params["UpdateExpression"]
+    names, values = params["ExpressionAttributeNames"], params["ExpressionAttributeValues"]
+
+    def resolved(s: str) -> str:
+        s = re.sub(r":v\d+", lambda m: repr(item_from_wire({"v": values[m.group(0)]})["v"]), s)
+        return re.sub(r"#n\d+", lambda m: names[m.group(0)], s)
+
+    assert resolved(text) == (
+        "SET views = if_not_exists(views, 0), "
+        "history = list_append(if_not_exists(history, []), ['b']), "
+        "address.lines = list_append(['x'], if_not_exists(address.lines, [])) "
+        "ADD labels {'p'}, attrs.hits 2"
+    )
+    deleted = request(update_spec(delete={"labels": {"p", "q"}}))
+    assert deleted["UpdateExpression"] == "DELETE #n1 :v0"
+    assert deleted["ExpressionAttributeValues"][":v0"] == {"SS": ["p", "q"]}
+
+
+def test_an_upsert_writes_keys_type_and_defaults_only_where_absent() -> None:
+    params = request(update_spec(set={"title": "T"}, upsert=True))
+    names, values = params["ExpressionAttributeNames"], params["ExpressionAttributeValues"]
+    condition = params["ConditionExpression"]
+    assert condition == "(attribute_not_exists(#n0) OR #n1 = :v0)"
+    assert names["#n0"] == "pk"
+    assert names["#n1"] == "_type"
+    assert values[":v0"] == {"S": "Doc"}
+    text = re.sub(r"#n\d+", lambda m: names[m.group(0)], params["UpdateExpression"])
+    assert text.startswith("SET title = ")
+    assert "did = " in text  # the key fields are stored as fields too
+    assert "status" not in text  # None is absence: nothing to write
+    assert "views = if_not_exists(views, " in text  # defaults only where absent
+    assert "_type = " in text
+    assert "lsi1 = " in text  # title is set: its key is written for sure
+    assert "gpk" not in text  # status is None: the sparse key is left out
+
+
+@pytest.mark.parametrize(
+    ("spec", "rule"),
+    [
+        (update_spec(set={"address..city": "x"}), "update.path-syntax"),
+        (update_spec(set={"address.town": "x"}), "field.unknown"),
+        (update_spec(set={"views.x": 1}), "update.path-not-a-map"),
+        (update_spec(set={"title[0]": "x"}), "update.path-not-a-list"),
+        (update_spec(set={"attrs.k": "x"}), "field.invalid"),
+        (update_spec(remove=["address.city"]), "update.remove-required"),
+        (update_spec(append={"title": ["x"]}), "update.key-field-operation"),
+        (update_spec(append={"views": [1]}), "update.list-operation"),
+        (update_spec(append={"history": "abc"}), "update.list-operation"),
+        (update_spec(add={"history": 1}), "update.add-type"),
+        (update_spec(add={"labels": set()}), "update.add-type"),
+        (update_spec(delete={"views": 1}), "update.delete-type"),
+        (update_spec(add={"views": True}), "update.add-type"),
+        (update_spec(if_not_exists={"views": None}), "update.if-not-exists-none"),
+        (
+            update_spec(set={"address": {"city": "x"}, "address.zip": "1"}),
+            "update.overlapping-paths",
+        ),
+        (update_spec(set={"lines[0].qty": 1}, remove=["lines[0]"]), "update.overlapping-paths"),
+        (update_spec(set={"views": 1}, add={"views": 1}), "update.overlapping-paths"),
+        (update_spec(set={"did": "b"}), "update.primary-key-field"),
+        (update_spec(set={"address.city": "x"}, upsert=True), "update.upsert-nested-path"),
+        (update_spec(set={"views": 1}, upsert=True), "update.upsert-missing-field"),
+    ],
+)
+def test_bad_updates_are_refused_before_sending(spec: UpdateSpec, rule: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        request(spec)
+    assert info.value.rule == rule
+
+
+def test_an_upsert_takes_a_class_not_an_instance() -> None:
+    doc = DOC(did="a", title="t")
+    with pytest.raises(ValidationError) as info:
+        update_request(meta_of(DOC), KEY, update_spec(set={"views": 1}, upsert=True), instance=doc)
+    assert info.value.rule == "update.upsert-instance"
+
+
+def test_a_key_written_where_absent_needs_every_field_of_its_template() -> None:
+    table = Table(
+        f"k_{uuid.uuid4().hex[:6]}",
+        "pk",
+        "sk",
+        global_indexes=[GlobalIndex("GSI", KeyAttribute("gpk"), KeyAttribute("gsk"))],
+    )
+
+    class Two(Entity, table=table, keys={"pk": "{a}", "sk": "X", "gpk": "{b}#{c}"}):
+        a: str
+        b: str | None = None
+        c: str | None = None
+
+    meta = meta_of(Two)
+    with pytest.raises(PartialKeyUpdateError):
+        update_request(meta, {"a": "1"}, update_spec(if_not_exists={"b": "x"}, set={"c": "y"}))
+    with pytest.raises(PartialKeyUpdateError):
+        update_request(meta, {"a": "1"}, update_spec(set={"b": "x"}, upsert=True))
+    # Both fields set: the key is written for sure; both left alone: written where absent.
+    update_request(meta, {"a": "1"}, update_spec(set={"b": "x", "c": "y"}, upsert=True))
+    update_request(meta, {"a": "1"}, update_spec(upsert=True))
+
+
+# -- the model of UpdateItem --------------------------------------------------------------
+
+
+def test_the_model_refuses_a_path_whose_parent_is_missing() -> None:
+    plan = plan_update(meta_of(DOC), KEY, update_spec(set={"address.city": "x"}))
+    stored = wire_item(DOC(did="a", title="t"))
+    with pytest.raises(PathError):
+        apply_actions(stored, plan.actions)
+
+
+def test_applied_is_true_only_when_every_change_is_stored() -> None:
+    meta = meta_of(DOC)
+    plan = plan_update(meta, KEY, update_spec(set={"address.city": "Oslo"}, add={"labels": {"x"}}))
+    before = wire_item(DOC(did="a", title="t", address=Address(city="Rome")))
+    after = apply_actions(before, plan.actions)
+    assert applied(plan, after)
+    assert not applied(plan, before)
+
+
+def test_dry_run_update_prices_nested_and_list_changes() -> None:
+    doc = DOC(did="a", title="t", history=["x" * 900])
+    small = dry_run_update(doc, set={"views": 2})
+    grown = dry_run_update(doc, append={"history": ["y" * 2000]})
+    assert grown.total > small.total
+    moved = dry_run_update(doc, set={"title": "u"})
+    assert "LSI1" in moved.per_index
+
+
+# -- against the engines ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def world(endpoint_url: str) -> Iterator[Session]:
+    with Session(endpoint_url=endpoint_url) as session:
+        session.create_table(TABLE)
+        try:
+            yield session
+        finally:
+            session.delete_table(TABLE)
+
+
+def stored_item(session: Session, did: str) -> dict[str, Any] | None:
+    client = session.client
+    got = client.get_item(
+        TableName=TABLE.name, Key={"pk": {"S": f"D#{did}"}, "sk": {"S": "DOC"}}, ConsistentRead=True
+    )
+    item: dict[str, Any] | None = got.get("Item")
+    return item
+
+
+def assert_keys_derived(item: dict[str, Any]) -> None:
+    """The stored key attributes are exactly those the stored fields derive."""
+    entity = decode_item(TABLE, item, only=(DOC,))
+    assert entity is not None
+    expected = wire_item(entity)
+    for attr in ("pk", "sk", "lsi1", "gpk", "gsk", "_type"):
+        assert item.get(attr) == expected.get(attr), attr
+
+
+def test_nested_list_and_set_updates_on_the_engine(world: Session) -> None:
+    did = uuid.uuid4().hex
+    world.put(DOC(did=did, title="t", address=Address(city="Rome"), lines=[Line(sku="s")]))
+    got = world.update(
+        DOC,
+        did=did,
+        set={"address.city": "Oslo", "lines[0].qty": 5, "attrs.red": 1},
+        append={"history": ["a", "b"]},
+        prepend={"address.lines": ["first"]},
+        add={"labels": {"x", "y"}},
+    )
+    assert got.address == Address(city="Oslo", lines=["first"])
+    assert got.lines == [Line(sku="s", qty=5)]
+    assert got.attrs == {"red": 1}
+    assert got.history == ["a", "b"]
+    assert got.labels == {"x", "y"}
+    got = world.update(
+        DOC, did=did, delete={"labels": {"x"}}, prepend={"history": ["z"]}, remove=["attrs.red"]
+    )
+    assert got.labels == {"y"}
+    assert got.history == ["z", "a", "b"]
+    assert got.attrs == {}
+    got = world.update(DOC, did=did, delete={"labels": {"y"}}, if_not_exists={"views": 7})
+    assert got.labels is None
+    assert got.views == 0
+    item = stored_item(world, did)
+    assert item is not None
+    assert "labels" not in item
+    assert_keys_derived(item)
+
+
+def test_a_path_into_a_missing_parent_is_refused_by_the_engine(world: Session) -> None:
+    did = uuid.uuid4().hex
+    world.put(DOC(did=did, title="t"))
+    with pytest.raises(ServiceValidationError):
+        world.update(DOC, did=did, set={"address.city": "x"})
+
+
+def test_upsert_creates_the_item_with_its_derived_keys(world: Session) -> None:
+    did = uuid.uuid4().hex
+    made = world.update(DOC, did=did, set={"title": "born"}, add={"views": 2}, upsert=True)
+    assert made == DOC(did=did, title="born", views=2)
+    item = stored_item(world, did)
+    assert item is not None
+    assert_keys_derived(item)
+    found = world.all(query(DOC).where(did=did, title="born"))
+    assert found == [made]  # found through the LSI the upsert wrote
+    # On an existing item an upsert changes only what it names; defaults do not overwrite.
+    world.update(DOC, did=did, set={"status": "live"})
+    again = world.update(DOC, did=did, set={"title": "again"}, add={"views": 1}, upsert=True)
+    assert again.status == "live"
+    assert again.views == 3
+    assert again.title == "again"
+    item = stored_item(world, did)
+    assert item is not None
+    assert_keys_derived(item)
+
+
+def test_upsert_never_turns_another_entity_into_this_one(world: Session) -> None:
+    did = uuid.uuid4().hex
+    foreign = {"pk": {"S": f"D#{did}"}, "sk": {"S": "DOC"}, "_type": {"S": "Invoice"}}
+    world.client.put_item(TableName=TABLE.name, Item=foreign)
+    with pytest.raises(ConditionFailedError, match="another type"):
+        world.update(DOC, did=did, set={"title": "x"}, upsert=True)
+    assert stored_item(world, did) == foreign
+
+
+def test_update_forms_inside_a_transaction(world: Session) -> None:
+    did = uuid.uuid4().hex
+    world.transact_write([Update(DOC, {"did": did}, set={"title": "tx"}, upsert=True)])
+    world.transact_write(
+        [Update(DOC, {"did": did}, append={"history": ["h"]}, add={"labels": {"l"}})]
+    )
+    got = world.get(DOC, did=did, consistent=True)
+    assert got is not None
+    assert got.history == ["h"]
+    assert got.labels == {"l"}
+    with pytest.raises(TransactionCanceledError):
+        world.transact_write([Update(DOC, {"did": uuid.uuid4().hex}, append={"history": ["h"]})])
+
+
+# -- differential: random updates against the model ---------------------------------------
+
+TEXT = st.text(alphabet="abcxyz", min_size=1, max_size=4)
+LINES = st.lists(st.builds(Line, sku=TEXT, qty=st.integers(0, 9)), max_size=3)
+STORED = st.builds(
+    DOC,
+    did=st.just("x"),
+    title=TEXT,
+    status=st.none() | TEXT,
+    address=st.none()
+    | st.builds(Address, city=TEXT, zip=st.none() | TEXT, lines=st.lists(TEXT, max_size=2)),
+    lines=LINES,
+    labels=st.none() | st.sets(TEXT, min_size=1, max_size=3),
+    attrs=st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 9), max_size=2),
+    views=st.integers(0, 50),
+    history=st.lists(TEXT, max_size=3),
+)
+CHANGE = st.one_of(
+    st.tuples(st.just("set"), st.sampled_from(["title", "status"]), st.none() | TEXT),
+    st.tuples(st.just("set"), st.sampled_from(["address.city", "address.zip"]), TEXT),
+    st.tuples(st.just("set"), st.sampled_from(["lines[0].qty", "lines[2].qty"]), st.integers(0, 9)),
+    st.tuples(st.just("set"), st.just("attrs.c"), st.integers(0, 9)),
+    st.tuples(
+        st.just("remove"),
+        st.sampled_from(["address.zip", "lines[0]", "lines[1]", "attrs.a", "labels", "status"]),
+        st.none(),
+    ),
+    st.tuples(
+        st.just("if_not_exists"),
+        st.sampled_from(["status", "address.zip", "attrs.b"]),
+        TEXT.map(len),
+    ),
+    st.tuples(st.just("add"), st.sampled_from(["views", "attrs.a"]), st.integers(-3, 3)),
+    st.tuples(st.just("add"), st.just("labels"), st.sets(TEXT, min_size=1, max_size=2)),
+    st.tuples(st.just("delete"), st.just("labels"), st.sets(TEXT, min_size=1, max_size=2)),
+    st.tuples(
+        st.sampled_from(["append", "prepend"]),
+        st.sampled_from(["history", "address.lines"]),
+        st.lists(TEXT, min_size=1, max_size=2),
+    ),
+)
+
+
+def spec_of(changes: list[tuple[str, str, Any]]) -> UpdateSpec | None:
+    kinds: dict[str, dict[str, Any]] = {}
+    removes: list[str] = []
+    for op, path, value in changes:
+        if op == "remove":
+            removes.append(path)
+            continue
+        if op == "if_not_exists" and path in ("status", "address.zip"):
+            value = str(value)
+        kinds.setdefault(op, {})[path] = value
+    return update_spec(
+        set=kinds.get("set"),
+        remove=removes,
+        add=kinds.get("add"),
+        delete=kinds.get("delete"),
+        append=kinds.get("append"),
+        prepend=kinds.get("prepend"),
+        if_not_exists=kinds.get("if_not_exists"),
+    )
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=STORED, changes=st.lists(CHANGE, min_size=1, max_size=4))
+def test_random_updates_do_what_the_model_says(
+    world: Session, before: Any, changes: list[tuple[str, str, Any]]
+) -> None:
+    did = uuid.uuid4().hex
+    before = before.model_copy(update={"did": did})
+    spec = spec_of(changes)
+    assert spec is not None
+    meta = meta_of(DOC)
+    try:
+        plan = plan_update(meta, {"did": did}, spec)
+    except ValidationError as exc:
+        refused = exc.rule
+    else:
+        refused = None
+    if refused is not None:
+        note(f"refused: {refused}")
+        allowed = {"update.overlapping-paths", "update.remove-required", "field.invalid"}
+        assert refused in allowed
+        return
+    world.put(before)
+    start = stored_item(world, did)
+    assert start is not None
+    try:
+        expected: dict[str, Any] | None = apply_actions(start, plan.actions)
+    except PathError:
+        expected = None
+    if expected is None:
+        with pytest.raises(ServiceValidationError):
+            world.update(DOC, did=did, **_kwargs(spec))
+        assert stored_item(world, did) == start
+        return
+    returned = world.update(DOC, did=did, **_kwargs(spec))
+    after = stored_item(world, did)
+    assert after is not None
+    note(f"start={start}\nafter={after}\nexpected={expected}")
+    assert item_from_wire(after) == item_from_wire(expected)
+    assert returned == decode_item(TABLE, after, only=(DOC,))
+    assert_keys_derived(after)
+
+
+def _kwargs(spec: UpdateSpec) -> dict[str, Any]:
+    return {
+        "set": spec.set,
+        "remove": spec.remove,
+        "add": spec.add,
+        "delete": spec.delete,
+        "append": spec.append,
+        "prepend": spec.prepend,
+        "if_not_exists": spec.if_not_exists,
+    }
+
+
+# -- timestamps ---------------------------------------------------------------------------
+
+
+def test_timestamps_are_declared_on_datetime_fields_outside_the_primary_key() -> None:
+    table = Table(f"ts_{uuid.uuid4().hex[:6]}", "pk", "sk")
+    with pytest.raises(DeclarationError) as info:
+
+        class A(Entity, table=table, keys={"pk": "{a}", "sk": "X"}, created_at="made"):
+            a: str
+
+    assert info.value.rule == "entity.timestamp-field"
+    with pytest.raises(DeclarationError):
+
+        class B(Entity, table=table, keys={"pk": "{a}", "sk": "X"}, updated_at="n"):
+            a: str
+            n: int | None = None
+
+    with pytest.raises(DeclarationError):
+
+        class C(Entity, table=table, keys={"pk": "{a}", "sk": "{at}"}, created_at="at"):
+            a: str
+            at: datetime | None = None
+
+
+STAMP_TABLE = Table(
+    f"stamp_{uuid.uuid4().hex[:8]}",
+    "pk",
+    "sk",
+    local_indexes=[LocalIndex("Recent", KeyAttribute("lsi1"), projection=Projection.all())],
+)
+
+
+class Note(
+    Entity,
+    table=STAMP_TABLE,
+    keys={"pk": "N#{owner}", "sk": "N#{nid}", "lsi1": "{changed}"},
+    created_at="made",
+    updated_at="changed",
+):
+    owner: str
+    nid: str
+    text: str = ""
+    made: datetime | None = None
+    changed: datetime | None = None
+
+
+@pytest.fixture(scope="module")
+def notes(endpoint_url: str) -> Iterator[Session]:
+    with Session(endpoint_url=endpoint_url) as session:
+        session.create_table(STAMP_TABLE)
+        try:
+            yield session
+        finally:
+            session.delete_table(STAMP_TABLE)
+
+
+def test_put_and_update_set_the_timestamps(notes: Session) -> None:
+    owner = uuid.uuid4().hex
+    t0 = datetime.now(timezone.utc)
+    first = notes.put(Note(owner=owner, nid="1"))
+    assert first.made is not None
+    assert first.changed is not None
+    assert t0 - timedelta(seconds=1) <= first.made == first.changed
+    later = notes.update(Note, owner=owner, nid="1", set={"text": "x"})
+    assert later.made == first.made
+    assert later.changed is not None
+    assert later.changed >= first.changed
+    # Putting what was read keeps its creation time.
+    again = notes.put(later.model_copy(update={"text": "y"}))
+    assert again.made == first.made
+    # An upsert that creates sets both; one that finds the item keeps made.
+    created = notes.update(Note, owner=owner, nid="2", set={"text": "u"}, upsert=True)
+    assert created.made is not None
+    assert created.made == created.changed
+    kept = notes.update(Note, owner=owner, nid="1", set={"text": "z"}, upsert=True)
+    assert kept.made == first.made
+    # The index on the update time stays consistent: newest first.
+    newest = notes.all(query(Note).where(owner=owner).using("Recent").descending())
+    assert next(n.nid for n in newest) == "1"
+    assert {n.nid for n in newest} == {"1", "2"}
+    # Setting the field by hand wins.
+    fixed = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    assert notes.update(Note, owner=owner, nid="2", set={"changed": fixed}).changed == fixed
+
+
+def test_conditions_still_apply(world: Session) -> None:
+    did = uuid.uuid4().hex
+    world.put(DOC(did=did, title="t", views=1))
+    with pytest.raises(ConditionFailedError):
+        world.update(DOC, did=did, append={"history": ["x"]}, condition=where(views=2))
+
+
+def test_batch_writes_set_the_timestamps(notes: Session) -> None:
+    owner = uuid.uuid4().hex
+    made = datetime(2021, 5, 1, tzinfo=timezone.utc)
+    notes.batch_write(puts=[Note(owner=owner, nid="a"), Note(owner=owner, nid="b", made=made)])
+    a = notes.get(Note, owner=owner, nid="a", consistent=True)
+    b = notes.get(Note, owner=owner, nid="b", consistent=True)
+    assert a is not None
+    assert a.made is not None
+    assert a.made == a.changed
+    assert b is not None
+    assert b.made == made
+    assert b.changed is not None
+    assert b.changed > made
