@@ -236,10 +236,10 @@ def check_worldcup(out: str, fetches: bool) -> None:
     assert after(out, "* GoalsAll ")[0].strip().startswith("chosen: absorbs 2 conditions")
 
 
-# -- adr_slots.py (seed 004) -------------------------------------------------------------------
+# -- reserved_slots.py (five reserved LSI slots) ------------------------------------------------
 
 
-def check_adr_slots(out: str, fetches: bool) -> None:
+def check_reserved_slots(out: str, fetches: bool) -> None:
     checks = after(out, "check_table after ")
     assert [c.split(":")[0] for c in checks] == ["1.0", "1.1", "1.2", "1.3", "1.4", "1.5"]
     for line in checks:
@@ -285,7 +285,7 @@ def check_slot_rollout(out: str, fetches: bool) -> None:
 
 
 CHECKS: dict[str, Callable[[str, bool], None]] = {
-    "adr_slots.py": check_adr_slots,
+    "reserved_slots.py": check_reserved_slots,
     "animals.py": check_animals,
     "forum.py": check_forum,
     "orders.py": check_orders,

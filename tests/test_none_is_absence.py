@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import Field
 
 from lsiorm import (
     Entity,
@@ -21,10 +22,12 @@ from lsiorm import (
     KeyAttribute,
     Session,
     Table,
+    decode_item,
     dry_run_put,
     dry_run_update,
     item_size,
     not_exists,
+    query,
     where,
 )
 from lsiorm._model.entity import wire_item
@@ -188,3 +191,39 @@ def test_no_top_level_null_and_sizes_agree_with_the_capacity_model(
     assert estimate.table_units == max(1, -(-item_size(wire) // 1024))
     cleared = dry_run_update(entity, set={"note": None, "hits": None})
     assert cleared.table_units >= 1
+
+
+DEFAULTS_TABLE = Table(f"absdef_{uuid.uuid4().hex[:8]}", "pk", "sk")
+
+
+class WithDefaults(Entity, table=DEFAULTS_TABLE, keys={"pk": "W#{wid}", "sk": "W"}):
+    wid: str
+    count: int | None = 5
+    labels: list[str] | None = Field(default_factory=lambda: ["x"])
+    note: str | None = None
+    must: str | None
+
+
+@given(
+    count=st.none() | st.integers(-3, 3),
+    labels=st.none() | st.lists(st.text(max_size=2), max_size=2),
+    note=st.none() | st.text(max_size=2),
+    must=st.none() | st.text(max_size=2),
+)
+def test_none_reads_back_as_none_whatever_the_default(
+    count: int | None, labels: list[str] | None, note: str | None, must: str | None
+) -> None:
+    entity = WithDefaults(wid="a", count=count, labels=labels, note=note, must=must)
+    assert decode_item(DEFAULTS_TABLE, wire_item(entity)) == entity
+
+
+def test_none_reads_back_as_none_through_a_query(endpoint_url: str) -> None:
+    with Session(endpoint_url=endpoint_url) as session:
+        session.create_table(DEFAULTS_TABLE)
+        try:
+            stored = session.put(WithDefaults(wid="q", count=None, labels=None, must=None))
+            assert session.get(WithDefaults, wid="q") == stored
+            assert session.all(query(WithDefaults).where(wid="q")) == [stored]
+            assert stored.count is None
+        finally:
+            session.delete_table(DEFAULTS_TABLE)

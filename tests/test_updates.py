@@ -80,7 +80,7 @@ def declare() -> tuple[Table, type[Any]]:
     ):
         did: str
         title: str
-        status: str | None = None
+        status: str | None = "new"
         address: Address | None = None
         lines: list[Line] = Field(default_factory=list)
         labels: set[str] | None = None
@@ -157,11 +157,12 @@ def test_an_upsert_writes_keys_type_and_defaults_only_where_absent() -> None:
     text = re.sub(r"#n\d+", lambda m: names[m.group(0)], params["UpdateExpression"])
     assert text.startswith("SET title = ")
     assert "did = " in text  # the key fields are stored as fields too
-    assert "status" not in text  # None is absence: nothing to write
     assert "views = if_not_exists(views, " in text  # defaults only where absent
+    # status allows None, stored as absence: its default would overwrite a stored None.
+    assert "status" not in text
     assert "_type = " in text
     assert "lsi1 = " in text  # title is set: its key is written for sure
-    assert "gpk" not in text  # status is None: the sparse key is left out
+    assert "gpk" not in text
 
 
 @pytest.mark.parametrize(
@@ -328,13 +329,15 @@ def test_a_path_into_a_missing_parent_is_refused_by_the_engine(world: Session) -
 def test_upsert_creates_the_item_with_its_derived_keys(world: Session) -> None:
     did = uuid.uuid4().hex
     made = world.update(DOC, did=did, set={"title": "born"}, add={"views": 2}, upsert=True)
-    assert made == DOC(did=did, title="born", views=2)
+    assert made == DOC(did=did, title="born", views=2, status=None)
     item = stored_item(world, did)
     assert item is not None
     assert_keys_derived(item)
     found = world.all(query(DOC).where(did=did, title="born"))
     assert found == [made]  # found through the LSI the upsert wrote
     # On an existing item an upsert changes only what it names; defaults do not overwrite.
+    again = world.update(DOC, did=did, set={"title": "born"}, upsert=True)
+    assert again.status is None
     world.update(DOC, did=did, set={"status": "live"})
     again = world.update(DOC, did=did, set={"title": "again"}, add={"views": 1}, upsert=True)
     assert again.status == "live"

@@ -19,6 +19,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, model_validator
 from pydantic import ValidationError as PydanticValidationError
+from pydantic.fields import FieldInfo
 from typing_extensions import Self
 
 from lsiorm._model.encoding import KeyCodec, codec_for
@@ -116,6 +117,15 @@ class EntityMeta:
     def shard_fields(self) -> tuple[str, ...]:
         """Fields declared as write shards (``Annotated[int | None, Shard(n)]``)."""
         return tuple(n for n in self.cls.model_fields if shard_of(self, n) is not None)
+
+    @cached_property
+    def absent_is_none(self) -> tuple[str, ...]:
+        """Fields whose missing attribute reads as None (None is stored as absence)."""
+        return tuple(
+            name
+            for name, info in self.cls.model_fields.items()
+            if _allows_none(info.annotation) and not _defaults_to_none(info)
+        )
 
     @cached_property
     def key_fields(self) -> frozenset[str]:
@@ -1137,16 +1147,22 @@ def _indent(text: str, levels: int = 1) -> str:
 
 
 def _absent_is_none(cls: type[Entity]) -> tuple[str, ...]:
-    """Stored names of required fields that allow None: an absent attribute reads as None.
+    """Stored names of fields that allow None and have no None default: absent reads as None.
 
     None is stored as absence (see :func:`build_item`), so a field declared ``x: T | None``
-    without a default must read back as None when its attribute is missing.
+    must read back as None when its attribute is missing: without a default, and also with a
+    default other than None (``x: T | None = "new"`` written as None is absent, not "new").
     """
-    return tuple(
-        info.alias or name
-        for name, info in cls.model_fields.items()
-        if info.is_required() and _allows_none(info.annotation)
-    )
+    fields = cls.model_fields
+    return tuple(fields[name].alias or name for name in meta_of(cls).absent_is_none)
+
+
+def _defaults_to_none(info: FieldInfo) -> bool:
+    if info.is_required():
+        return False
+    if info.default_factory is not None:
+        return False  # a factory may give anything; absence must still read as None
+    return info.default is None
 
 
 def _item_decoder(cls: type[Entity]) -> _ItemDecoder:

@@ -140,6 +140,8 @@ def _build(
         or (bool(plan.unavailable) and plan.missing_mode == "partial")
     )
     if not partial:
+        for name in meta.absent_is_none:  # None is stored as absence
+            values.setdefault(name, None)
         entity: Entity = cls.model_validate(values)
         return entity
     wanted = plan.selected if plan.selected is not None else tuple(cls.model_fields)

@@ -4,6 +4,10 @@ Each limit has its own rule name. The numbers are DynamoDB's documented constrai
 ("Constraints in Amazon DynamoDB", expression parameters and API-specific constraints):
 
 * every expression string (condition, update, projection, key condition, filter): 4 KB;
+* operators and functions in one expression: 300 (a comparison, AND, OR, NOT, BETWEEN, IN,
+  a function such as ``begins_with`` or ``size``, and ``+``/``-`` in an update; a SET's own
+  ``=``, parentheses and BETWEEN's ``AND`` do not count, as DynamoDB Local counts them);
+* a document path: at most 32 levels of nesting (checked where update paths are resolved);
 * all ExpressionAttributeNames and ExpressionAttributeValues of one request together: 2 MB;
 * an ``IN`` comparison: at most 100 operands (checked where conditions are compiled);
 * TransactWriteItems / TransactGetItems: at most 100 actions;
@@ -15,6 +19,7 @@ Key and item sizes are checked where items and keys are built (see ``_model.enti
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -25,12 +30,14 @@ __all__ = [
     "MAX_BATCH_GET_KEYS",
     "MAX_BATCH_WRITE_REQUESTS",
     "MAX_EXPRESSION_BYTES",
+    "MAX_EXPRESSION_OPERATORS",
     "MAX_SUBSTITUTION_BYTES",
     "MAX_TRANSACTION_ACTIONS",
     "check_request",
 ]
 
 MAX_EXPRESSION_BYTES: Final = 4 * 1024
+MAX_EXPRESSION_OPERATORS: Final = 300
 MAX_SUBSTITUTION_BYTES: Final = 2 * 1024 * 1024
 MAX_TRANSACTION_ACTIONS: Final = 100
 MAX_BATCH_WRITE_REQUESTS: Final = 25
@@ -43,6 +50,35 @@ _EXPRESSIONS: Final = (
     "KeyConditionExpression",
     "FilterExpression",
 )
+
+
+_TOKEN: Final = re.compile(r"<>|<=|>=|[=<>+\-(),]|[A-Za-z_][A-Za-z0-9_]*|[#:][A-Za-z0-9_]+|\S")
+_COMPARISONS: Final = frozenset({"=", "<>", "<", "<=", ">", ">="})
+_KEYWORDS: Final = frozenset({"AND", "OR", "NOT", "IN", "BETWEEN"})
+
+
+def count_operators(text: str, *, update: bool = False) -> int:
+    """Return how many operators and functions DynamoDB counts in one expression."""
+    tokens = _TOKEN.findall(text)
+    count = 0
+    between_and = 0  # each BETWEEN owns the next AND
+    for i, token in enumerate(tokens):
+        following = tokens[i + 1] if i + 1 < len(tokens) else ""
+        word = token.upper()
+        if following == "(" and token[0].isalpha() and word not in _KEYWORDS:
+            count += 1  # a function
+        elif update:
+            count += token in ("+", "-")
+        elif token in _COMPARISONS:
+            count += 1
+        elif word == "BETWEEN":
+            count += 1
+            between_and += 1
+        elif word == "AND" and between_and:
+            between_and -= 1
+        elif word in _KEYWORDS:
+            count += 1
+    return count
 
 
 def _table(params: Mapping[str, Any]) -> str | None:
@@ -61,6 +97,16 @@ def _check_expressions(operation: str, params: Mapping[str, Any]) -> None:
                 "the condition or the update into smaller requests.",
                 table=_table(params),
             )
+        if isinstance(text, str) and field != "ProjectionExpression":
+            operators = count_operators(text, update=field == "UpdateExpression")
+            if operators > MAX_EXPRESSION_OPERATORS:
+                raise ValidationError(
+                    "expression.max-300-operators",
+                    f"The {field} of this {operation} has {operators} operators and functions; "
+                    f"DynamoDB allows at most {MAX_EXPRESSION_OPERATORS} in one expression. "
+                    "Split the condition or the update into smaller requests.",
+                    table=_table(params),
+                )
     total = 0
     names = params.get("ExpressionAttributeNames")
     if isinstance(names, Mapping):

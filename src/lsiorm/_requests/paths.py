@@ -16,7 +16,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Final, Union
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -26,6 +26,9 @@ from lsiorm.errors import ValidationError
 
 #: One step below the field: a map key (str) or a list position (int).
 Step = str | int
+
+#: DynamoDB's limit on the nesting of one document path.
+MAX_PATH_DEPTH: Final = 32
 
 _STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
 _ROOT = re.compile(r"[^.\[\]]+")
@@ -106,6 +109,12 @@ def resolve(meta: EntityMeta, text: str) -> Path:
             stored, annotation, required = _member(annotation, key, where, text)
             steps.append(stored)
         pos = match.end()
+    if len(steps) > MAX_PATH_DEPTH:
+        raise ValidationError(
+            "update.path-too-deep",
+            f"Path {text!r} into {cls_name} has {len(steps)} levels; DynamoDB allows at most "
+            f"{MAX_PATH_DEPTH}. Set an outer part whole.",
+        )
     return Path(text, field, tuple(steps), annotation, required)
 
 

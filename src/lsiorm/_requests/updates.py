@@ -405,6 +405,10 @@ class _Planner:
         for mapping in (spec.add, spec.append, spec.prepend):
             for text, value in (mapping or {}).items():
                 image[text] = value
+        # None is stored as absence: a field that allows None reads None where it is absent,
+        # so its default is not written, or it would overwrite a stored None.
+        for name in meta.absent_is_none:
+            image.setdefault(name, None)
         fields = meta.cls.model_fields
         missing = [
             name

@@ -1,6 +1,6 @@
 """Five reserved LSI slots, filled one by one, on moto or any endpoint.
 
-Run it with ``.venv/bin/python examples/adr_slots.py``. The table is declared once with
+Run it with ``.venv/bin/python examples/reserved_slots.py``. The table is declared once with
 ``Table.with_reserved_lsi_slots`` (LSI1..LSI5 on String keys LSI1SK..LSI5SK; odd slots project
 ALL, even slots KEYS_ONLY) and created before any slot has a user. Then, release by release, a
 new entity class is bound to the same table object and starts writing one more slot. The table
