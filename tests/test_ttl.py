@@ -679,3 +679,16 @@ def test_cli_create_table_enables_ttl_and_check_reads_it(
     finally:
         dynamodb_client.delete_table(TableName=name)
         sys.modules.pop(module, None)
+
+
+def test_dynamodb_refuses_to_enable_ttl_twice_as_a_typed_error(
+    session: Session, backend: str
+) -> None:
+    """Why enable_ttl describes first: DynamoDB refuses to enable TTL that is already on."""
+    if backend == "moto":
+        pytest.skip("moto accepts enabling TTL twice; DynamoDB and DynamoDB Local refuse it")
+    session.create_table(cache)
+    with pytest.raises(ServiceValidationError, match="already enabled") as caught:
+        session.call("UpdateTimeToLive", cache.update_ttl_request(), tables=[cache])
+    assert caught.value.code == "ValidationException"
+    assert session.create_table(cache, exists_ok=True) is False  # and this is no error
