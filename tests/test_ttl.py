@@ -54,6 +54,7 @@ from lsiorm.errors import (
     ServiceValidationError,
     ValidationError,
 )
+from lsiorm.testing import table_fixture
 
 UTC = timezone.utc
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -692,3 +693,26 @@ def test_dynamodb_refuses_to_enable_ttl_twice_as_a_typed_error(
         session.call("UpdateTimeToLive", cache.update_ttl_request(), tables=[cache])
     assert caught.value.code == "ValidationException"
     assert session.create_table(cache, exists_ok=True) is False  # and this is no error
+
+
+fixture_cache = Table(f"TtlFixture_{uuid.uuid4().hex[:8]}", "PK", "SK", ttl_attribute="expires_at")
+ttl_tables = table_fixture(fixture_cache, name="ttl_tables")
+
+
+def test_the_fresh_tables_of_lsiorm_testing_have_ttl_enabled(ttl_tables: Session) -> None:
+    live = ttl_tables.client.describe_time_to_live(TableName=fixture_cache.name)
+    assert live["TimeToLiveDescription"]["AttributeName"] == "expires_at"
+    assert ttl_tables.check_table(fixture_cache).ok
+
+
+class TestThePytestPlugin:
+    @pytest.fixture
+    def lsiorm_tables(self) -> list[Table]:
+        return [cache]
+
+    def test_its_fresh_tables_have_ttl_enabled(self, lsiorm_session: Session) -> None:
+        live = lsiorm_session.client.describe_time_to_live(
+            TableName=lsiorm_session.table_name(cache)
+        )
+        assert live["TimeToLiveDescription"]["AttributeName"] == "expires_at"
+        assert lsiorm_session.check_table(cache).ok
