@@ -50,6 +50,7 @@ from lsiorm._model.capacity import (
 )
 from lsiorm._model.encoding import KeyFormat
 from lsiorm._model.entity import Entity, Shard, decode_item, key_templates, shard_value
+from lsiorm._model.epoch import EpochSeconds
 from lsiorm._model.schema import (
     DriftReport,
     GlobalIndex,
@@ -152,6 +153,7 @@ __all__ = [
     "DriftReport",
     "DynamoError",
     "Entity",
+    "EpochSeconds",
     "Explanation",
     "FastPathStats",
     "Get",

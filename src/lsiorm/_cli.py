@@ -127,9 +127,12 @@ class Progress:
 def cmd_create_table(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Create the declared table and wait until it is ACTIVE."""
     table = load_table(args.target)
+    ttl_enabled: list[bool] = []
 
     class Watch:
         def after(self, request: Any, response: dict[str, Any]) -> None:
+            if request.operation == "UpdateTimeToLive":
+                ttl_enabled.append(True)
             status = (response.get("Table") or response.get("TableDescription") or {}).get(
                 "TableStatus"
             )
@@ -139,8 +142,12 @@ def cmd_create_table(args: argparse.Namespace, out: TextIO, progress: Progress) 
     with _session(args, [Watch()]) as session:
         created = session.create_table(table, wait=not args.no_wait, exists_ok=args.exists_ok)
         name = session.table_name(table)
+    ttl = f" and time to live on {table.ttl_attribute!r}" if ttl_enabled else ""
     if created:
-        out.write(f"Created table {name!r} with {_index_summary(table)}.\n")
+        out.write(f"Created table {name!r} with {_index_summary(table)}{ttl}.\n")
+    elif ttl_enabled:
+        out.write(f"Table {name!r} already exists; enabled time to live on ")
+        out.write(f"{table.ttl_attribute!r} (run `lsiorm check`).\n")
     else:
         out.write(f"Table {name!r} already exists; left as it is (run `lsiorm check`).\n")
     return EXIT_OK

@@ -340,7 +340,9 @@ class Session(_Operations):
     def create_table(self, table: Table, *, wait: bool = True, exists_ok: bool = False) -> bool:
         """Create the declared table (and wait until it is ACTIVE); return whether it was created.
 
-        ``exists_ok=True`` leaves an existing table as it is instead of raising.
+        ``exists_ok=True`` leaves an existing table as it is instead of raising. A table with a
+        ``ttl_attribute`` is always waited for and gets time to live enabled on it, an existing
+        one too when TTL is disabled there.
         """
         created: bool = self.driver.run(
             tables.create_table(self.ctx, table, wait=wait, exists_ok=exists_ok)
@@ -352,7 +354,7 @@ class Session(_Operations):
         self.driver.run(tables.delete_table(self.ctx, table, wait=wait))
 
     def check_table(self, table: Table) -> DriftReport:
-        """Compare the declaration with the live table and report drift in plain words."""
+        """Compare the declaration and TTL with the live table; report drift in plain words."""
         return self.driver.run(tables.check_table(self.ctx, table))
 
     def put(self, entity: E, *, create_only: bool = False, condition: Condition | None = None) -> E:
@@ -710,7 +712,9 @@ class AsyncSession(_Operations):
     ) -> bool:
         """Create the declared table (and wait until it is ACTIVE); return whether it was created.
 
-        ``exists_ok=True`` leaves an existing table as it is instead of raising.
+        ``exists_ok=True`` leaves an existing table as it is instead of raising. A table with a
+        ``ttl_attribute`` is always waited for and gets time to live enabled on it, an existing
+        one too when TTL is disabled there.
         """
         created: bool = await self.driver.run(
             tables.create_table(self.ctx, table, wait=wait, exists_ok=exists_ok)
@@ -722,7 +726,7 @@ class AsyncSession(_Operations):
         await self.driver.run(tables.delete_table(self.ctx, table, wait=wait))
 
     async def check_table(self, table: Table) -> DriftReport:
-        """Compare the declaration with the live table and report drift in plain words."""
+        """Compare the declaration and TTL with the live table; report drift in plain words."""
         return await self.driver.run(tables.check_table(self.ctx, table))
 
     async def put(

@@ -23,6 +23,7 @@ from pydantic.fields import FieldInfo
 from typing_extensions import Self
 
 from lsiorm._model.encoding import KeyCodec, codec_for
+from lsiorm._model.epoch import is_epoch_seconds
 from lsiorm._model.keyspace import intersection_witness
 from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
 from lsiorm._model.template import FieldSlot, KeyTemplate, parse_template
@@ -483,6 +484,7 @@ def _bind(
                 f"table {table.name!r}; key attributes are derived from templates, never set by "
                 "hand. Rename the field.",
             )
+    _check_ttl_field(cls, table)
     templates: dict[str, KeyTemplate] = {}
     for attr, source in keys.items():
         if attr not in key_attrs:
@@ -593,6 +595,41 @@ def stamped(entity: Entity, now: datetime | None = None) -> Entity:
     if meta.created_field is not None and getattr(entity, meta.created_field) is None:
         changes[meta.created_field] = meta.validate_field(meta.created_field, moment)
     return entity.model_copy(update=changes)
+
+
+def is_epoch_field(annotation: Any, metadata: Iterable[Any] = ()) -> bool:
+    """Whether a field is :data:`~lsiorm.EpochSeconds`, possibly optional."""
+    if is_epoch_seconds(metadata):
+        return True
+    base = _strip_optional(annotation)
+    return typing.get_origin(base) is typing.Annotated and is_epoch_seconds(
+        typing.get_args(base)[1:]
+    )
+
+
+def _check_ttl_field(cls: type[Entity], table: Table) -> None:
+    """Refuse a field stored under the table's TTL attribute that is not stored as a number."""
+    ttl = table.ttl_attribute
+    if ttl is None:
+        return
+    for fname, info in cls.model_fields.items():
+        stored = {info.alias or fname, info.serialization_alias or info.alias or fname}
+        if ttl not in stored:
+            continue
+        if is_epoch_field(info.annotation, info.metadata):
+            continue
+        base = _strip_optional(info.annotation)
+        if base is int and not any(not _plain_metadata(m) for m in info.metadata):
+            continue
+        shown = base.__name__ if isinstance(base, type) else repr(base).replace("typing.", "")
+        raise DeclarationError(
+            "ttl.not-epoch-seconds",
+            f"{cls.__name__}.{fname} is stored as {ttl!r}, the TTL attribute of table "
+            f"{table.name!r}, but its type {shown} is not stored as a number of seconds since "
+            "the Unix epoch; DynamoDB's time to live ignores anything else (a datetime is "
+            "stored as ISO text), so these items would never expire. Annotate it with "
+            "lsiorm.EpochSeconds (or int).",
+        )
 
 
 def _pending(meta: EntityMeta, pending: Iterable[str]) -> frozenset[str]:

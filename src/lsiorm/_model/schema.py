@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, NoReturn, TypeAlias, get_args
+from typing import Any, Final, Literal, NoReturn, TypeAlias, get_args
 
 from lsiorm.errors import DeclarationError, ValidationError
 
@@ -174,6 +174,10 @@ class Table:
         type_attribute: The attribute that stores each item's entity type (``"_type"``).
         collection_warning_gb: The item collection size at which writes to a table with local
             indexes start warning (DynamoDB refuses them at 10 GB); 8 GB by default.
+        ttl_attribute: The stored attribute that DynamoDB's time to live reads, or None (the
+            default) for a table without TTL. ``create_table`` enables TTL on it and ``check``
+            verifies it; an entity field stored under it must be a number of epoch seconds
+            (:data:`EpochSeconds`, or int).
     """
 
     def __init__(
@@ -189,6 +193,7 @@ class Table:
         write_capacity: int | None = None,
         type_attribute: str = "_type",
         collection_warning_gb: float = 8.0,
+        ttl_attribute: str | None = None,
     ) -> None:
         self.name = name
         self.partition_key = _key(partition_key)
@@ -200,6 +205,7 @@ class Table:
         self.write_capacity = write_capacity
         self.type_attribute = type_attribute
         self.collection_warning_gb = collection_warning_gb
+        self.ttl_attribute = ttl_attribute
         self.entities: dict[str, type] = {}
         _Rules(self).check()
 
@@ -320,11 +326,45 @@ class Table:
             request["GlobalSecondaryIndexes"] = gsis
         return request
 
-    def check(self, describe_table: Mapping[str, Any]) -> DriftReport:
-        """Compare the declaration with a DescribeTable response (or its inner ``Table``)."""
+    def update_ttl_request(self) -> dict[str, Any]:
+        """Return the UpdateTimeToLive parameters that enable TTL on :attr:`ttl_attribute`.
+
+        Raises ValidationError (rule ``table.no-ttl-attribute``) for a table without one.
+        """
+        if self.ttl_attribute is None:
+            raise ValidationError(
+                "table.no-ttl-attribute",
+                f"Table {self.name!r} declares no ttl_attribute, so there is no TTL to enable.",
+                table=self.name,
+            )
+        return {
+            "TableName": self.name,
+            "TimeToLiveSpecification": {"Enabled": True, "AttributeName": self.ttl_attribute},
+        }
+
+    def ttl_needs_enabling(self, describe_ttl: Mapping[str, Any]) -> bool:
+        """Whether TTL should be enabled, given a DescribeTimeToLive response.
+
+        True only when the table declares a ttl_attribute and TTL is disabled; TTL that is on
+        (or being switched on or off), on this attribute or another, is left to ``check``.
+        """
+        status, _ = _live_ttl(describe_ttl)
+        return self.ttl_attribute is not None and status == "DISABLED"
+
+    def check(
+        self, describe_table: Mapping[str, Any], describe_ttl: Mapping[str, Any] | None = None
+    ) -> DriftReport:
+        """Compare the declaration with a DescribeTable response (or its inner ``Table``).
+
+        With a DescribeTimeToLive response (or its inner ``TimeToLiveDescription``), the time
+        to live setting is compared too.
+        """
         inner = describe_table.get("Table")
         live: Mapping[str, Any] = inner if isinstance(inner, Mapping) else describe_table
-        return DriftReport(self.name, tuple(_DriftCheck(self, live).drifts()))
+        drifts = list(_DriftCheck(self, live).drifts())
+        if describe_ttl is not None:
+            drifts.extend(_ttl_drifts(self, describe_ttl))
+        return DriftReport(self.name, tuple(drifts))
 
     def _indexes(self) -> Iterator[LocalIndex | GlobalIndex]:
         yield from self.local_indexes
@@ -391,6 +431,7 @@ class _Rules:
             self._gsi(gsi)
         self._attribute_types()
         self._capacity()
+        self._ttl()
 
     def _fail(self, rule: str, message: str) -> NoReturn:
         raise DeclarationError(rule, message)
@@ -580,6 +621,35 @@ class _Rules:
                         "number of at least 1.",
                     )
 
+    def _ttl(self) -> None:
+        t = self.t
+        name = t.ttl_attribute
+        if name is None:
+            return
+        if (
+            not isinstance(name, str)
+            or not name
+            or len(name.encode("utf-8", "surrogatepass")) > _MAX_ATTRIBUTE_NAME_BYTES
+        ):
+            self._fail(
+                "table.ttl-attribute",
+                f"Table {t.name!r} sets ttl_attribute to {name!r}; it must be an attribute name "
+                f"of 1 to {_MAX_ATTRIBUTE_NAME_BYTES} bytes.",
+            )
+        if name in t.key_attributes:
+            self._fail(
+                "table.ttl-attribute",
+                f"Table {t.name!r} sets ttl_attribute to {name!r}, a key attribute of the table "
+                "or an index; a key holds text or a key value, not an expiry time, so name "
+                "another attribute.",
+            )
+        if name == t.type_attribute:
+            self._fail(
+                "table.ttl-attribute",
+                f"Table {t.name!r} sets ttl_attribute to {name!r}, its type attribute; name "
+                "another attribute.",
+            )
+
 
 class _DriftCheck:
     """Differences between one table's declaration and its live description."""
@@ -730,3 +800,72 @@ def _live_projection_text(live: Mapping[str, Any]) -> str:
     if type_ == "INCLUDE":
         return f"INCLUDE ({', '.join(sorted(live.get('NonKeyAttributes') or ()))})"
     return str(type_)
+
+
+def _live_ttl(describe_ttl: Mapping[str, Any]) -> tuple[str, str | None]:
+    """Return the TTL status and attribute of a DescribeTimeToLive response (or its inner part)."""
+    inner = describe_ttl.get("TimeToLiveDescription")
+    live: Mapping[str, Any] = inner if isinstance(inner, Mapping) else describe_ttl
+    status = live.get("TimeToLiveStatus") or "DISABLED"
+    name = live.get("AttributeName")
+    return str(status), name if isinstance(name, str) else None
+
+
+_FIX_TTL: Final = (
+    "Session.create_table(table, exists_ok=True) or `lsiorm create-table --exists-ok` enables it"
+)
+
+
+def _ttl_drifts(table: Table, describe_ttl: Mapping[str, Any]) -> Iterator[Drift]:
+    status, live = _live_ttl(describe_ttl)
+    want = table.ttl_attribute
+    name = table.name
+    if want is None:
+        if status in ("ENABLED", "ENABLING"):
+            doing = "enabled" if status == "ENABLED" else "being enabled"
+            yield Drift(
+                "ttl-undeclared",
+                None,
+                f"Time to live is {doing} on table {name!r} for attribute {live!r}, but the "
+                f"declaration sets no ttl_attribute; declare ttl_attribute={live!r} so that "
+                "entities store it as epoch seconds, or disable TTL with UpdateTimeToLive.",
+            )
+        return
+    if status == "DISABLED":
+        yield Drift(
+            "ttl-disabled",
+            None,
+            f"Time to live is disabled on table {name!r}, but the declaration expires items by "
+            f"{want!r}; items never expire until it is enabled ({_FIX_TTL}).",
+        )
+    elif status == "DISABLING":
+        yield Drift(
+            "ttl-disabling",
+            None,
+            f"Time to live on table {name!r} is being disabled (attribute {live!r}), but the "
+            f"declaration expires items by {want!r}; once DynamoDB has finished (it can take "
+            f"up to an hour), enable it again ({_FIX_TTL}).",
+        )
+    elif live != want:
+        doing = "enabled" if status == "ENABLED" else "being enabled"
+        yield Drift(
+            "ttl-attribute",
+            None,
+            f"Time to live is {doing} on table {name!r} for attribute {live!r}, but the "
+            f"declaration expires items by {want!r}; a table has one TTL attribute, so disable "
+            f"TTL with UpdateTimeToLive and, once that has finished, enable it on {want!r}.",
+        )
+    elif status == "ENABLING":
+        yield Drift(
+            "ttl-enabling",
+            None,
+            f"Time to live on table {name!r} is being enabled for {want!r}; items start to "
+            "expire once DynamoDB has finished, which can take up to an hour.",
+        )
+    elif status != "ENABLED":
+        yield Drift(
+            "ttl-status",
+            None,
+            f"Time to live on table {name!r} has status {status!r}, which lsiorm does not know; "
+            f"the declaration expires items by {want!r}.",
+        )

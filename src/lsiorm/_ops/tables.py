@@ -1,4 +1,5 @@
-"""Table-level operations: create a declared table, wait for it, check it for drift."""
+"""Table-level operations: create a declared table, wait for it, enable its time to live, check
+it for drift."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from lsiorm._model.schema import Drift, DriftReport, Table
 from lsiorm._ops.naming import renamed_table
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation, Sleep
-from lsiorm.errors import DynamoError, LsiormError, ResourceNotFoundError
+from lsiorm.errors import DynamoError, LsiormError, ResourceNotFoundError, ServiceValidationError
 
-__all__ = ["check_table", "create_table", "delete_table"]
+__all__ = ["check_table", "create_table", "delete_table", "enable_ttl"]
 
 _POLL_SECONDS = 0.2
 _MAX_POLLS = 300
@@ -36,8 +37,10 @@ def create_table(
 ) -> Operation[bool]:
     """Create the table as declared and (by default) wait until it is ACTIVE.
 
-    With ``exists_ok`` a table that already exists is left as it is (and waited for). Returns
-    whether this call created the table.
+    With ``exists_ok`` a table that already exists is left as it is (and waited for). A table
+    that declares a ``ttl_attribute`` is always waited for, then has its time to live enabled
+    on that attribute (DynamoDB enables TTL only on an ACTIVE table); on an existing table only
+    when TTL is disabled there. Returns whether this call created the table.
     """
     try:
         yield from call(ctx, "CreateTable", table.create_table_request(), (table,))
@@ -47,9 +50,33 @@ def create_table(
         created = False
     else:
         created = True
-    if wait:
+    if wait or table.ttl_attribute is not None:
         yield from _wait(ctx, table, gone=False)
+    if table.ttl_attribute is not None:
+        yield from enable_ttl(ctx, table)
     return created
+
+
+def enable_ttl(ctx: Context, table: Table) -> Operation[bool]:
+    """Enable time to live on the table's ``ttl_attribute`` when it is disabled.
+
+    Described first, so that running it again changes nothing (DynamoDB refuses to enable TTL
+    that is already enabled). TTL that is on, or being switched, is left as it is: ``check``
+    reports it when it is not what the declaration says. Returns whether TTL was enabled now.
+    """
+    if table.ttl_attribute is None:
+        return False
+    described = yield from call(ctx, "DescribeTimeToLive", {"TableName": table.name}, (table,))
+    if not table.ttl_needs_enabling(described):
+        return False
+    try:
+        yield from call(ctx, "UpdateTimeToLive", table.update_ttl_request(), (table,))
+    except ServiceValidationError as exc:
+        # Another writer enabled it between the two calls.
+        if "already enabled" in str(exc).lower():
+            return False
+        raise
+    return True
 
 
 def delete_table(ctx: Context, table: Table, *, wait: bool = True) -> Operation[None]:
@@ -62,7 +89,8 @@ def delete_table(ctx: Context, table: Table, *, wait: bool = True) -> Operation[
 def check_table(ctx: Context, table: Table) -> Operation[DriftReport]:
     """Compare the declaration with the live table; return the drift report.
 
-    A table that does not exist is drift of kind ``"missing"``.
+    A table that does not exist is drift of kind ``"missing"``. The time to live setting
+    (DescribeTimeToLive) is compared with ``ttl_attribute`` too.
     """
     live = renamed_table(table, ctx.live_name(table))
     try:
@@ -75,4 +103,5 @@ def check_table(ctx: Context, table: Table) -> Operation[DriftReport]:
             "`lsiorm create-table`.",
         )
         return DriftReport(live.name, (missing,))
-    return live.check(response)
+    ttl = yield from call(ctx, "DescribeTimeToLive", {"TableName": table.name}, (table,))
+    return live.check(response, ttl)
