@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
 
+from faultproxy import FaultProxy
 from lsiorm import (
     ConditionFailedError,
     DeclarationError,
@@ -25,6 +26,7 @@ from lsiorm import (
     GlobalIndex,
     KeyAttribute,
     LocalIndex,
+    OutcomeUnknownError,
     PartialKeyUpdateError,
     Projection,
     ServiceValidationError,
@@ -594,3 +596,75 @@ def test_batch_writes_set_the_timestamps(notes: Session) -> None:
     assert b.made == made
     assert b.changed is not None
     assert b.changed > made
+
+
+# -- answers lost on the way back -----------------------------------------------------------
+
+
+class LoseFirstAnswer:
+    """Hook: after the first failed attempt, stop injecting faults."""
+
+    def __init__(self, proxy: FaultProxy) -> None:
+        self.proxy = proxy
+        self.errors: list[BaseException] = []
+
+    def error(self, request: Any, error: BaseException) -> None:
+        self.errors.append(error)
+        self.proxy.rate = 0.0
+
+
+def test_a_conditional_nested_update_whose_answer_was_lost_reports_success(
+    world: Session, endpoint_url: str
+) -> None:
+    did = uuid.uuid4().hex
+    world.put(DOC(did=did, title="t", address=Address(city="Rome")))
+    proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=5)
+    hook = LoseFirstAnswer(proxy)
+    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+        got = session.update(
+            DOC,
+            did=did,
+            set={"address.city": "Oslo", "title": "t2"},
+            add={"labels": {"x"}},
+            remove=["attrs.a"],
+            condition=where(title="t"),  # false once the first attempt is applied
+        )
+    assert hook.errors  # the first answer was lost, and the update was sent again
+    assert proxy.stats["forwarded"] == 2
+    assert got.address == Address(city="Oslo")
+    assert got.labels == {"x"}
+    assert world.get(DOC, did=did, consistent=True) == got
+
+
+def test_an_append_whose_answer_was_lost_is_never_applied_twice(
+    world: Session, endpoint_url: str
+) -> None:
+    did = uuid.uuid4().hex
+    world.put(DOC(did=did, title="t"))
+    proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=5)
+    hook = LoseFirstAnswer(proxy)
+    with (
+        proxy,
+        Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session,
+        pytest.raises(OutcomeUnknownError),
+    ):
+        session.update(DOC, did=did, append={"history": ["once"]})
+    assert proxy.stats["forwarded"] == 1  # never re-sent
+    stored = world.get(DOC, did=did, consistent=True)
+    assert stored is not None
+    assert stored.history == ["once"]
+
+
+def test_an_upsert_whose_answer_was_lost_creates_one_item(
+    world: Session, endpoint_url: str
+) -> None:
+    did = uuid.uuid4().hex
+    proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=5)
+    hook = LoseFirstAnswer(proxy)
+    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+        got = session.update(
+            DOC, did=did, set={"title": "u"}, if_not_exists={"views": 3}, upsert=True
+        )
+    assert hook.errors
+    assert got == DOC(did=did, title="u", views=3, status=None)
+    assert world.get(DOC, did=did, consistent=True) == got
