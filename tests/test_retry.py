@@ -72,6 +72,7 @@ NEVER_RETRIED = {
     "ItemCollectionSizeLimitExceededException": (400, ItemCollectionSizeLimitError),
     "TransactionCanceledException": (400, TransactionCanceledError),
     "ResourceNotFoundException": (400, ResourceNotFoundError),
+    "ResourceNotFound": (400, ResourceNotFoundError),  # moto, on the time-to-live calls
     "AccessDeniedException": (400, DynamoError),
     "IdempotentParameterMismatchException": (400, DynamoError),
 }

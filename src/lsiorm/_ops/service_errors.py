@@ -44,6 +44,8 @@ _BY_CODE: dict[str, type[DynamoError]] = {
     "ReplicatedWriteConflictException": TransactionConflictError,
     "ValidationException": ServiceValidationError,
     "ResourceNotFoundException": ResourceNotFoundError,
+    # moto answers the time-to-live calls on a missing table with this shorter code.
+    "ResourceNotFound": ResourceNotFoundError,
 }
 
 
