@@ -57,23 +57,33 @@ def seed(session: Session, name: str) -> tuple[Table, type[Entity]]:
 
 
 class WriteLog:
-    """Counts each successful rewrite per stored key; can stop the job after ``limit`` writes."""
+    """Counts each successful rewrite per stored key; can stop the job after ``limit`` writes.
+
+    Segments run in threads: the count and the limit are kept under a lock, and a write is
+    let through only while fewer than ``limit`` have been let through.
+    """
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = limit
         self.writes: Counter[str] = Counter()
+        self.sent = 0
+        self.lock = threading.Lock()
 
     def before(self, request: HookRequest) -> None:
-        writes = request.operation in ("UpdateItem", "TransactWriteItems")
-        if writes and self.limit is not None and sum(self.writes.values()) >= self.limit:
-            raise Killed  # a BaseException: hooks swallow Exception, not this
+        if request.operation not in ("UpdateItem", "TransactWriteItems"):
+            return
+        with self.lock:
+            if self.limit is not None and self.sent >= self.limit:
+                raise Killed  # a BaseException: hooks swallow Exception, not this
+            self.sent += 1
 
     def after(self, request: HookRequest, response: dict[str, Any]) -> None:
-        if request.operation == "UpdateItem":
-            self.writes[request.params["Key"]["SK"]["S"]] += 1
-        elif request.operation == "TransactWriteItems":
-            delete = request.params["TransactItems"][1]["Delete"]
-            self.writes[delete["Key"]["SK"]["S"]] += 1
+        with self.lock:
+            if request.operation == "UpdateItem":
+                self.writes[request.params["Key"]["SK"]["S"]] += 1
+            elif request.operation == "TransactWriteItems":
+                delete = request.params["TransactItems"][1]["Delete"]
+                self.writes[delete["Key"]["SK"]["S"]] += 1
 
 
 class Killed(BaseException):
@@ -146,9 +156,11 @@ def test_an_interrupted_backfill_resumes_and_rewrites_each_stale_item_once(
             doomed.backfill(doc, segments=2, checkpoint=checkpoint, page_size=4)
         assert sum(log.writes.values()) == limit
         log.limit = None
+        log.sent = 0
+        stored = checkpoint.exists()  # once a page is done (segments run in parallel)
         with session_on(endpoint_url, log) as resumed:
             report = resumed.backfill(doc, segments=2, checkpoint=checkpoint, page_size=4)
-        assert report.resumed == (limit >= 4)  # a checkpoint exists once a page is done
+        assert report.resumed == stored
         assert set(log.writes) == {sk(n) for n in range(STALE)}  # current items untouched
         assert set(log.writes.values()) == {1}  # every stale item exactly once
         assert session.audit_keys(doc).clean
