@@ -450,11 +450,16 @@ def cmd_audit_keys(args: argparse.Namespace, out: TextIO, progress: Progress) ->
     """Compare every stored item's key attributes with what its declaration derives."""
     target = load_job_target(args.target, args.entity)
     with _session(args) as session:
-        priced = session.audit_keys(target, partition=args.partition, dry_run=True)
-        out.write(f"Reading priced at {priced.estimate} read units.\n")
-        if args.dry_run:
-            out.write(f"{priced}\n")
-            return EXIT_OK
+        # A table is priced from DescribeTable, before reading; a partition is priced by
+        # reading it, so the job's own report gives its price without a second read.
+        if args.partition is None or args.dry_run:
+            priced = session.audit_keys(
+                target, partition=args.partition, dry_run=True, page_size=args.page_size
+            )
+            out.write(f"Reading priced at {priced.estimate} read units.\n")
+            if args.dry_run:
+                out.write(f"{priced}\n")
+                return EXIT_OK
         with _job_progress(progress, "audit-keys") as shown:
             report = session.audit_keys(
                 target,

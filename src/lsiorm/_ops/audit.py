@@ -132,12 +132,17 @@ def audit_collection(
 
 
 def measure_collection(
-    ctx: Context, table: Table, partition_value: Any, *, page_size: int | None = None
+    ctx: Context,
+    table: Table,
+    partition_value: Any,
+    *,
+    page_size: int | None = None,
+    consistent: bool = True,
 ) -> Operation[tuple[CollectionSize, ReadEstimate]]:
     """:func:`audit_collection`, and the capacity model's price of each of its pages, summed.
 
-    A job that then reads the same collection in the same pages (consistently) reads what the
-    price says, to the unit.
+    A job that then reads the same collection in the same pages, with the same consistency,
+    reads what the price says, to the unit (a filter does not lower what a page reads).
     """
     av = _partition_value(table, partition_value)
     params: dict[str, Any] = {
@@ -145,8 +150,9 @@ def measure_collection(
         "KeyConditionExpression": "#pk = :pk",
         "ExpressionAttributeNames": {"#pk": table.partition_key.name},
         "ExpressionAttributeValues": {":pk": av},
-        "ConsistentRead": True,
     }
+    if consistent:
+        params["ConsistentRead"] = True
     if page_size is not None:
         params["Limit"] = page_size
     tally = _Tally(table, from_wire(av))

@@ -203,7 +203,7 @@ def backfill(
             table.name, meta.type_name, read_estimate, WriteEstimate(table.name, 0.0), dry_run
         ),
         merge=_add,
-        counts=lambda whole: (whole.scanned, whole.rewritten),
+        changed=lambda whole: whole.rewritten,
         segments=spec.parallel,
         total=total,
         progress=progress,

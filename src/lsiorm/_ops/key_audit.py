@@ -21,6 +21,7 @@ from lsiorm._model.capacity import ReadEstimate, read_units
 from lsiorm._model.entity import Entity, build_item, decode_item, meta_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import AttributeValue, from_wire, to_wire
+from lsiorm._ops.audit import measure_collection
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.resumable import DONE, JobProgress, Ledger, Position, WireItem
 from lsiorm._ops.steps import Gather, Operation
@@ -235,10 +236,12 @@ def scan_items(
         while True:
             response = yield from call(ctx, operation, params, (spec.table,))
             part = ledger.new_part()
-            for item in response.get("Items") or ():
+            items = response.get("Items") or ()
+            for item in items:
                 yield from visit(part, item)
             last = response.get("LastEvaluatedKey")
-            ledger.page_done(number, dict(last) if last else DONE, part)
+            read = int(response.get("ScannedCount", len(items)))
+            ledger.page_done(number, dict(last) if last else DONE, part, read)
             if not last:
                 return
             params = {**params, "ExclusiveStartKey": last}
@@ -248,17 +251,24 @@ def scan_items(
 
 
 def price_scan(ctx: Context, spec: ScanSpec) -> Operation[tuple[ReadEstimate, int | None]]:
-    """Price reading ``spec`` with the capacity model, from DescribeTable's size and count.
+    """Price reading ``spec`` with the capacity model; return the price and an item count.
 
-    A whole-table scan reads TableSizeBytes (rounded up to 4 KB, halved unless consistent). A
-    partition read is priced as the whole table, an upper bound (the table's size per
-    partition is not known before reading). Returns the estimate and the approximate item count.
+    A whole table is priced from DescribeTable, without reading it: TableSizeBytes rounded up
+    to 4 KB, halved unless consistent, and ItemCount (DynamoDB refreshes both about every six
+    hours, so the price is an estimate). A partition is a query that reads only its item
+    collection, which DescribeTable says nothing about: it is measured by reading it once, in
+    the job's own pages, so its price (and its item count) is exact, and costs what it says.
     """
+    if spec.partition is not None:
+        size, price = yield from measure_collection(
+            ctx, spec.table, spec.partition, page_size=spec.page_size, consistent=spec.consistent
+        )
+        return price, size.items
     described = yield from call(ctx, "DescribeTable", {"TableName": spec.table.name}, (spec.table,))
     live = described.get("Table") or {}
-    size = int(live.get("TableSizeBytes") or 0)
+    size_bytes = int(live.get("TableSizeBytes") or 0)
     count = live.get("ItemCount")
-    units = read_units(size, consistent=spec.consistent)
+    units = read_units(size_bytes, consistent=spec.consistent)
     return ReadEstimate(spec.table.name, units), (int(count) if count is not None else None)
 
 
@@ -428,7 +438,7 @@ def audit_keys(
         report,
         new_part=lambda: KeyAuditReport(table.name, estimate),
         merge=lambda whole, part: whole.add(part, examples),
-        counts=lambda whole: (whole.scanned, whole.stale_items),
+        changed=lambda whole: whole.stale_items,
         segments=spec.parallel,
         total=total,
         progress=progress,

@@ -192,7 +192,7 @@ def relieve_collection(
         report,
         new_part=lambda: None,
         merge=lambda whole, part: None,
-        counts=lambda whole: (whole.scanned, whole.moved),
+        changed=lambda whole: whole.moved,
         segments=1,
         total=before.items,
         progress=progress,
@@ -423,7 +423,9 @@ def relieve_collection(
                 yield from move_page(list(page))
                 page.clear()
             last = response.get("LastEvaluatedKey")
-            ledger.page_done(0, dict(last) if last else DONE, None)
+            ledger.page_done(
+                0, dict(last) if last else DONE, None, len(response.get("Items") or ())
+            )
             if not last:
                 return
             params = {**params, "ExclusiveStartKey": last}

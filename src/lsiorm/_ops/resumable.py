@@ -59,9 +59,11 @@ Position = WireItem | str | None
 class JobProgress:
     """Where a job stands: what a progress callback receives after each page.
 
-    ``total`` is an estimate of the items the job will read (for a table, DescribeTable's
-    ItemCount, which DynamoDB refreshes about every six hours; for a collection the relief
-    measured, its item count), or None when there is none.
+    ``items`` counts the items read (those a filter on the entity type left out included, as
+    the total counts them), ``changed`` the items the job found stale or changed. ``total`` is
+    an estimate of the items the job will read (for a table, DescribeTable's
+    ItemCount, which DynamoDB refreshes about every six hours; for a partition, the item count
+    measured when it was priced), or None when there is none.
     """
 
     items: int
@@ -136,7 +138,8 @@ class Ledger(Generic[R, P]):
     """The report, positions and checkpoint of one job, shared by its segments under one lock.
 
     ``new_part`` makes an empty per-page part, ``merge(report, part)`` adds a done page's part
-    to the report, and ``counts(report)`` gives the (items, changed) a progress callback sees.
+    to the report, and ``changed(report)`` gives the count a progress callback sees besides
+    the items read.
     ``saved(report)`` gives what the checkpoint keeps of the report besides ``identity`` (what
     the job is) and the positions; :meth:`resume` restores it.
     """
@@ -147,7 +150,7 @@ class Ledger(Generic[R, P]):
         *,
         new_part: Callable[[], P],
         merge: Callable[[R, P], None],
-        counts: Callable[[R], tuple[int, int]],
+        changed: Callable[[R], int],
         segments: int,
         total: int | None = None,
         progress: Callable[[JobProgress], object] | None = None,
@@ -159,7 +162,9 @@ class Ledger(Generic[R, P]):
         self.report = report
         self.new_part = new_part
         self._merge = merge
-        self._counts = counts
+        self._changed = changed
+        #: Items read by the pages done (this run only).
+        self.read = 0
         self.segments = segments
         self.total = total
         self._progress = progress
@@ -191,10 +196,12 @@ class Ledger(Generic[R, P]):
         self.positions = {int(n): from_json_av(p) for n, p in (data.get("positions") or {}).items()}
         return data
 
-    def page_done(self, segment: int, position: Position, part: P) -> None:
-        """A segment finished a page: add its part, move it on, store and report. Thread-safe."""
+    def page_done(self, segment: int, position: Position, part: P, read: int) -> None:
+        """A segment finished a page of ``read`` items: add its part, move it on, store and
+        report. Thread-safe."""
         with self._lock:
             self._merge(self.report, part)
+            self.read += read
             self.positions[segment] = position
             if self._store is not None:
                 self._store.save(self._checkpoint())
@@ -209,10 +216,14 @@ class Ledger(Generic[R, P]):
         }
 
     def _state(self) -> JobProgress:
-        items, changed = self._counts(self.report)
         done = sum(1 for p in self.positions.values() if p == DONE)
         return JobProgress(
-            items, changed, self._clock() - self.started, self.total, done, self.segments
+            self.read,
+            self._changed(self.report),
+            self._clock() - self.started,
+            self.total,
+            done,
+            self.segments,
         )
 
     @property
