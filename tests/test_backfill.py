@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from keyjobs import Killed, WriteLog, session_on
 from lsiorm import AsyncSession, Entity, Session, Table, between, query
-from lsiorm._ops.hooks import HookRequest
 from lsiorm._ops.key_audit import JobProgress
 
 STALE = 30  # old items without LSI3SK
@@ -54,44 +54,6 @@ def seed(session: Session, name: str) -> tuple[Table, type[Entity]]:
         [doc(user=f"u{n % 3}", n=n, title=f"t{n}", size=7) for n in range(STALE, STALE + CURRENT)]
     )
     return table, doc
-
-
-class WriteLog:
-    """Counts each successful rewrite per stored key; can stop the job after ``limit`` writes.
-
-    Segments run in threads: the count and the limit are kept under a lock, and a write is
-    let through only while fewer than ``limit`` have been let through.
-    """
-
-    def __init__(self, limit: int | None = None) -> None:
-        self.limit = limit
-        self.writes: Counter[str] = Counter()
-        self.sent = 0
-        self.lock = threading.Lock()
-
-    def before(self, request: HookRequest) -> None:
-        if request.operation not in ("UpdateItem", "TransactWriteItems"):
-            return
-        with self.lock:
-            if self.limit is not None and self.sent >= self.limit:
-                raise Killed  # a BaseException: hooks swallow Exception, not this
-            self.sent += 1
-
-    def after(self, request: HookRequest, response: dict[str, Any]) -> None:
-        with self.lock:
-            if request.operation == "UpdateItem":
-                self.writes[request.params["Key"]["SK"]["S"]] += 1
-            elif request.operation == "TransactWriteItems":
-                delete = request.params["TransactItems"][1]["Delete"]
-                self.writes[delete["Key"]["SK"]["S"]] += 1
-
-
-class Killed(BaseException):
-    """The job was killed."""
-
-
-def session_on(endpoint_url: str, *hooks: object) -> Session:
-    return Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=hooks)
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from keyjobs import Killed, WriteLog, everything, session_on
 from lsiorm import Entity, Session, Table
 from lsiorm._io.drivers import SyncDriver
 from lsiorm._ops.hooks import HookRequest
@@ -67,41 +68,10 @@ class Meet:
                 self.missed.append(segment)
 
 
-class WriteLog:
-    """Counts each rewrite per stored key (under a lock); raises Killed past ``limit`` writes."""
-
-    def __init__(self, limit: int | None = None) -> None:
-        self.limit = limit
-        self.sent = 0
-        self.writes: Counter[str] = Counter()
-        self.lock = threading.Lock()
-
-    def before(self, request: HookRequest) -> None:
-        if request.operation not in ("UpdateItem", "TransactWriteItems"):
-            return
-        with self.lock:
-            if self.limit is not None and self.sent >= self.limit:
-                raise Killed
-            self.sent += 1
-
-    def after(self, request: HookRequest, response: dict[str, Any]) -> None:
-        if request.operation == "UpdateItem":
-            with self.lock:
-                self.writes[request.params["Key"]["SK"]["S"]] += 1
-
-
-class Killed(BaseException):
-    """The job was killed (a BaseException: hooks swallow Exception, not this)."""
-
-
 @pytest.fixture
 def session(endpoint_url: str) -> Iterator[Session]:
     with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
         yield s
-
-
-def session_on(endpoint_url: str, *hooks: object) -> Session:
-    return Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=hooks)
 
 
 def seed_random(session: Session, name: str, rng: random.Random) -> tuple[Table, type[Entity]]:
@@ -140,17 +110,6 @@ def seed_random(session: Session, name: str, rng: random.Random) -> tuple[Table,
             "PutItem", {"TableName": name, "Item": {"PK": {"S": "X"}, "SK": {"S": f"Y{n}"}}}
         )
     return table, doc
-
-
-def stored(session: Session, name: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    params: dict[str, Any] = {"TableName": name, "ConsistentRead": True}
-    while True:
-        page = session.call("Scan", params)
-        items += page["Items"]
-        if "LastEvaluatedKey" not in page:
-            return items
-        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 def brute_force(table: Table, items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -203,7 +162,7 @@ def test_parallel_reports_equal_a_brute_force_count(
     table, doc = seed_random(session, table_name, rng)
     segments, page_size = rng.randrange(2, 6), rng.randrange(1, 8)
     try:
-        expected = brute_force(table, stored(session, table_name))
+        expected = brute_force(table, everything(session, table_name))
         report = session.audit_keys(table, segments=segments, page_size=page_size)
         assert report.scanned == expected["scanned"]
         assert report.other == expected["other"]
@@ -238,7 +197,7 @@ def test_a_parallel_backfill_killed_at_a_random_point_resumes_exactly(
     segments, page_size = rng.randrange(2, 5), rng.randrange(1, 6)
     checkpoint = tmp_path / "cp.json"
     try:
-        expected = brute_force(table, stored(session, table_name))
+        expected = brute_force(table, everything(session, table_name))
         stale = expected["stale_keys"]
         limit = rng.randrange(1, max(2, len(stale)))
         log = WriteLog(limit)
