@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from keyjobs import Killed, WriteLog, everything, session_on
+from keyjobs import Killed, WriteLog, declare, everything, session_on
 from lsiorm import Entity, Session, Table
 from lsiorm._io.drivers import SyncDriver
 from lsiorm._ops.hooks import HookRequest
@@ -28,21 +28,6 @@ from lsiorm._ops.resumable import WriteBudget
 from lsiorm._ops.steps import Gather, Operation, Sleep
 
 MEET_TIMEOUT = 30.0  # only a failing test waits this long
-
-
-def declare(name: str, *, lsi3: bool) -> tuple[Table, type[Entity]]:
-    table = Table.with_reserved_lsi_slots(name, "PK", "SK")
-    keys = {"PK": "USER#{user}", "SK": "DOC#{n:04d}", "LSI1SK": "TITLE#{title}"}
-    if lsi3:
-        keys["LSI3SK"] = "SIZE#{size:06d}#{n:06d}"
-
-    class Doc(Entity, table=table, keys=keys, type_name="Doc"):
-        user: str
-        n: int
-        title: str
-        size: int = 0
-
-    return table, Doc
 
 
 class Meet:
