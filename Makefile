@@ -14,7 +14,7 @@ MIN_STAMP := $(MIN_VENV)/.installed-stamp
 # The quick part of the suite run there: moto only, no async stack.
 MIN_TESTS := tests/test_public_api.py tests/test_deployment.py tests/test_schema.py \
 	tests/test_wire.py tests/test_transactions.py tests/test_query_fetch.py \
-	tests/test_fastjson.py tests/test_pytest_plugin.py
+	tests/test_fastjson.py tests/test_pytest_plugin.py tests/test_progress_bar.py
 
 DDB_LOCAL_VERSION := 10.3.0
 DDB_LOCAL_PREFIX := .cache/dynamodb-local

@@ -91,7 +91,9 @@ def test_audit_then_backfill_then_audit(
             assert "checkpoint: lsiorm-backfill-" in out
             assert "rewritten: 25" in out
             assert (tmp_path / out.split("checkpoint: ")[1].split(" ")[0]).is_file()
-            assert "items/s" in capsys.readouterr().err  # progress lines on stderr
+            err = capsys.readouterr().err
+            assert "backfill:" in err  # the progress bar, on stderr
+            assert "items/s" in err
             code, out = run("audit-keys", f"{new}:app", *url, "--partition", "P#x")
             assert code == EXIT_OK, out
             assert "nothing is stale" in out

@@ -16,6 +16,7 @@ DEFERRED = {
     "boto3": "Session, when it builds its client",
     "tenacity": "the first retried request",
     "orjson": "the fast JSON path, when a client gets it",
+    "tqdm": "a key job's progress bar, when it first draws",
 }
 
 

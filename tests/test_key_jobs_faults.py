@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from faultproxy import FaultProxy
+from keyjobs import everything
 from lsiorm import Entity, KeyAttribute, LocalIndex, RetryPolicy, Session, Table, read_relief_file
 from lsiorm._model.wire import item_from_wire
 
@@ -33,17 +34,6 @@ def declare(name: str, *, width: int, lsi3: bool) -> tuple[Table, type[Entity]]:
         day: date
 
     return table, Doc
-
-
-def everything(session: Session, name: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    params: dict[str, Any] = {"TableName": name, "ConsistentRead": True}
-    while True:
-        page = session.call("Scan", params)
-        items += [item_from_wire(i) for i in page["Items"]]
-        if "LastEvaluatedKey" not in page:
-            return items
-        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 def canon(item: dict[str, Any]) -> str:
@@ -80,7 +70,7 @@ def test_backfill_and_rekey_under_faults(direct: Session, faulty: Any, table_nam
         report = session.backfill(doc, segments=2, page_size=7)
         assert proxy.stats["faults"] > 0
         assert report.failed == []
-        stored = everything(direct, table_name)
+        stored = [item_from_wire(i) for i in everything(direct, table_name)]
         assert len(stored) == len(docs)  # none lost, none duplicated
         assert sorted(i["SK"] for i in stored) == sorted(f"DOC#{n:06d}" for n in ns)
         expected = {canon(d.to_item()) for d in (doc(**o.model_dump()) for o in docs)}
@@ -104,7 +94,7 @@ def test_relief_under_faults(direct: Session, faulty: Any, table_name: str, tmp_
     direct.create_table(archive)
     readings = [Reading(sensor="s", n=n, day=date(2024, 1 + n % 4, 1)) for n in range(36)]
     direct.batch_write(readings)
-    before = everything(direct, table_name)
+    before = [item_from_wire(i) for i in everything(direct, table_name)]
     try:
         old = session.relieve_collection(
             table,
@@ -120,8 +110,8 @@ def test_relief_under_faults(direct: Session, faulty: Any, table_name: str, tmp_
         assert proxy.stats["faults"] > 0
         assert old.failed == rest.failed == []
         assert old.moved + rest.moved == len(readings)
-        assert everything(direct, table_name) == []
-        copied = everything(direct, archive.name)
+        assert [item_from_wire(i) for i in everything(direct, table_name)] == []
+        copied = [item_from_wire(i) for i in everything(direct, archive.name)]
         lines = [item_from_wire(i) for i in read_relief_file(tmp_path / "rest.jsonl")]
         keys = [i["SK"] for i in copied + lines]
         assert len(keys) == len(set(keys)) == len(readings)  # none lost, none duplicated

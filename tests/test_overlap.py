@@ -22,7 +22,7 @@ def returning(value: Any, fail: bool = False) -> Operation[Any]:
     yield  # a generator
 
 
-def run_plain(op: Operation[Any]) -> Any:
+def run_plain(op: Operation[Any], stop: threading.Event | None) -> Any:
     try:
         next(op)
     except StopIteration as stop:

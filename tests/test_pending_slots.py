@@ -37,9 +37,18 @@ def test_the_planner_picks_a_ready_slot_and_never_a_pending_one() -> None:
     with pytest.raises(QueryPlanError) as refused:
         query(PENDING).where(project="x", due=ge("2024")).plan()
     assert refused.value.rule == "query.unabsorbed"
+    message = str(refused.value)
+    assert "Only index LSI3 answers the where() condition on due" in message
+    assert "Task marks LSI3SK pending" in message
+    assert "using('LSI3')" in message
     fallback = query(PENDING).where(project="x", due=ge("2024")).allow_filter_fallback()
     assert fallback.plan().index_name is None  # the table, with a filter: every item is found
-    assert "Task marks LSI3SK pending" in str(fallback.explain())
+    explained = str(fallback.explain())
+    assert "pending     LSI3 would answer due, but Task marks LSI3SK pending" in explained
+    assert fallback.plan().pending_slots == (
+        "LSI3 would answer due, but Task marks LSI3SK pending (not backfilled yet); "
+        "use using('LSI3') to query it anyway",
+    )
     forced = query(PENDING).where(project="x", due=ge("2024")).using("LSI3").plan()
     assert forced.index_name == "LSI3"
 
@@ -54,6 +63,12 @@ def test_no_plan_of_a_pending_entity_uses_the_pending_index(field: str, descendi
     if descending:
         q = q.descending()
     assert q.plan().index_name != "LSI3"
+
+
+def test_a_ready_slot_or_a_condition_it_cannot_answer_gets_no_pending_note() -> None:
+    assert query(READY).where(project="x", due=ge("2024")).plan().pending_slots == ()
+    other = query(PENDING).where(project="x", n=ge(3)).plan()  # the sort key answers n
+    assert other.pending_slots == ()
 
 
 def test_pending_names_a_derived_index_slot() -> None:

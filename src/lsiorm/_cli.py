@@ -12,12 +12,14 @@ not a Table, bad condition); 3 DynamoDB or the connection failed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import importlib.util
 import json
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, TextIO
 
 from lsiorm._model.schema import Table
@@ -434,26 +436,45 @@ def load_job_target(spec: str, entity: str | None) -> Any:
     return found
 
 
-def _job_progress(progress: Progress) -> Callable[[Any], None]:
-    return lambda state: progress.tick(str(state))
+@contextlib.contextmanager
+def _job_progress(progress: Progress, label: str) -> Iterator[Callable[[Any], object] | None]:
+    """A job's progress on stderr: a bar (items, rate, ETA), or lines if tqdm is missing."""
+    if not progress.enabled:
+        yield None
+        return
+    try:
+        import tqdm  # noqa: F401 - a dependency; a broken install falls back to lines
+
+        from lsiorm._io.progress_bar import ProgressBar
+    except ImportError:
+        yield lambda state: progress.tick(str(state))
+        return
+    with ProgressBar(label, progress.stream) as bar:
+        yield bar
 
 
 def cmd_audit_keys(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Compare every stored item's key attributes with what its declaration derives."""
     target = load_job_target(args.target, args.entity)
     with _session(args) as session:
-        priced = session.audit_keys(target, partition=args.partition, dry_run=True)
-        out.write(f"Reading priced at {priced.estimate} read units.\n")
-        if args.dry_run:
-            out.write(f"{priced}\n")
-            return EXIT_OK
-        report = session.audit_keys(
-            target,
-            partition=args.partition,
-            segments=args.segments,
-            page_size=args.page_size,
-            progress=_job_progress(progress),
-        )
+        # A table is priced from DescribeTable, before reading; a partition is priced by
+        # reading it, so the job's own report gives its price without a second read.
+        if args.partition is None or args.dry_run:
+            priced = session.audit_keys(
+                target, partition=args.partition, dry_run=True, page_size=args.page_size
+            )
+            out.write(f"Reading priced at {priced.estimate} read units.\n")
+            if args.dry_run:
+                out.write(f"{priced}\n")
+                return EXIT_OK
+        with _job_progress(progress, "audit-keys") as shown:
+            report = session.audit_keys(
+                target,
+                partition=args.partition,
+                segments=args.segments,
+                page_size=args.page_size,
+                progress=shown,
+            )
     out.write(f"{report}\n")
     return EXIT_OK if report.clean else EXIT_FOUND
 
@@ -471,7 +492,7 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> i
     if not args.dry_run:
         out.write(f"checkpoint: {checkpoint} (run the same command again to resume)\n")
         out.flush()
-    with _session(args) as session:
+    with _session(args) as session, _job_progress(progress, "backfill") as shown:
         report = session.backfill(
             target,
             partition=args.partition,
@@ -480,7 +501,7 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> i
             checkpoint=checkpoint,
             dry_run=args.dry_run,
             page_size=args.page_size,
-            progress=_job_progress(progress),
+            progress=shown,
         )
     out.write(f"{report}\n")
     return EXIT_OK if report.complete else EXIT_FOUND
@@ -512,7 +533,7 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
     if not args.dry_run:
         out.write(f"checkpoint: {checkpoint} (run the same command again to resume)\n")
         out.flush()
-    with _session(args) as session:
+    with _session(args) as session, _job_progress(progress, "relief") as shown:
         report = session.relieve_collection(
             table,
             args.partition,
@@ -524,7 +545,7 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
             checkpoint=checkpoint,
             dry_run=args.dry_run,
             page_size=args.page_size or 100,
-            progress=_job_progress(progress),
+            progress=shown,
         )
     out.write(f"{report}\n")
     return EXIT_OK if not report.failed else EXIT_FOUND

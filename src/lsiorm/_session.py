@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from lsiorm._conditions import Condition
 from lsiorm._io import fastjson
+from lsiorm._io.checkpoint import FileCheckpoint
 from lsiorm._io.drivers import AsyncDriver, SyncDriver, no_botocore_retries
 from lsiorm._model.entity import Entity, meta_of
 from lsiorm._model.schema import DriftReport, Table
@@ -49,6 +50,32 @@ from lsiorm._requests.updates import UpdateSpec, update_spec
 from lsiorm.errors import ConfigurationError, MissingDependencyError
 
 __all__ = ["AsyncSession", "Session"]
+
+
+def _progress(
+    progress: Callable[[JobProgress], object] | bool | None, label: str
+) -> tuple[Callable[[JobProgress], object] | None, Any]:
+    """A job's progress callback: the caller's, or a progress bar on stderr for True."""
+    if progress is True:
+        from lsiorm._io.progress_bar import ProgressBar
+
+        bar = ProgressBar(label)
+        return bar, bar
+    return (progress or None), None
+
+
+def _closing(op: Operation[T], bar: Any) -> Operation[T]:
+    """Run ``op``; close its progress bar (if any) when it ends, however it ends."""
+    try:
+        return (yield from op)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _checkpoint(path: str | os.PathLike[str] | None) -> FileCheckpoint | None:
+    return None if path is None else FileCheckpoint(path)
+
 
 E = TypeVar("E", bound=Entity)
 T = TypeVar("T")
@@ -454,18 +481,26 @@ class Session(_Operations):
         segments: int = 4,
         dry_run: bool = False,
         page_size: int | None = None,
-        progress: Callable[[JobProgress], object] | None = None,
+        progress: Callable[[JobProgress], object] | bool | None = None,
     ) -> KeyAuditReport:
-        """Check every item's stored keys against its declaration (read-only; priced first)."""
+        """Check every item's stored keys against its declaration (read-only; priced first).
+
+        ``progress`` is called with a JobProgress after each page; True draws a progress bar
+        (items, rate, ETA from an estimated total) on stderr.
+        """
+        on_progress, bar = _progress(progress, "audit-keys")
         return self.driver.run(
-            key_audit.audit_keys(
-                self.ctx,
-                target,
-                partition=partition,
-                segments=segments,
-                dry_run=dry_run,
-                page_size=page_size,
-                progress=progress,
+            _closing(
+                key_audit.audit_keys(
+                    self.ctx,
+                    target,
+                    partition=partition,
+                    segments=segments,
+                    dry_run=dry_run,
+                    page_size=page_size,
+                    progress=on_progress,
+                ),
+                bar,
             )
         )
 
@@ -479,20 +514,28 @@ class Session(_Operations):
         checkpoint: str | os.PathLike[str] | None = None,
         dry_run: bool = False,
         page_size: int | None = None,
-        progress: Callable[[JobProgress], object] | None = None,
+        progress: Callable[[JobProgress], object] | bool | None = None,
     ) -> BackfillReport:
-        """Rewrite the stale derived keys of an entity's items, each only if unchanged."""
+        """Rewrite the stale derived keys of an entity's items, each only if unchanged.
+
+        ``progress`` is called with a JobProgress after each page; True draws a progress bar
+        (items, rate, ETA from an estimated total) on stderr.
+        """
+        on_progress, bar = _progress(progress, "backfill")
         return self.driver.run(
-            backfill.backfill(
-                self.ctx,
-                entity,
-                partition=partition,
-                segments=segments,
-                write_budget=write_budget,
-                checkpoint=checkpoint,
-                dry_run=dry_run,
-                page_size=page_size,
-                progress=progress,
+            _closing(
+                backfill.backfill(
+                    self.ctx,
+                    entity,
+                    partition=partition,
+                    segments=segments,
+                    write_budget=write_budget,
+                    checkpoint=_checkpoint(checkpoint),
+                    dry_run=dry_run,
+                    page_size=page_size,
+                    progress=on_progress,
+                ),
+                bar,
             )
         )
 
@@ -509,23 +552,31 @@ class Session(_Operations):
         checkpoint: str | os.PathLike[str] | None = None,
         dry_run: bool = False,
         page_size: int | None = 100,
-        progress: Callable[[JobProgress], object] | None = None,
+        progress: Callable[[JobProgress], object] | bool | None = None,
     ) -> ReliefReport:
-        """Move a collection's matching items to a table or file: copy, verify, then delete."""
+        """Move a collection's matching items to a table or file: copy, verify, then delete.
+
+        ``progress`` is called with a JobProgress after each page; True draws a progress bar
+        (items, rate, ETA from an estimated total) on stderr.
+        """
+        on_progress, bar = _progress(progress, "relief")
         return self.driver.run(
-            relief.relieve_collection(
-                self.ctx,
-                table,
-                partition,
-                entity=entity,
-                match=match,
-                to_table=to_table,
-                to_file=to_file,
-                write_budget=write_budget,
-                checkpoint=checkpoint,
-                dry_run=dry_run,
-                page_size=page_size,
-                progress=progress,
+            _closing(
+                relief.relieve_collection(
+                    self.ctx,
+                    table,
+                    partition,
+                    entity=entity,
+                    match=match,
+                    to_table=to_table,
+                    to_file=to_file,
+                    write_budget=write_budget,
+                    checkpoint=_checkpoint(checkpoint),
+                    dry_run=dry_run,
+                    page_size=page_size,
+                    progress=on_progress,
+                ),
+                bar,
             )
         )
 
@@ -812,18 +863,26 @@ class AsyncSession(_Operations):
         segments: int = 4,
         dry_run: bool = False,
         page_size: int | None = None,
-        progress: Callable[[JobProgress], object] | None = None,
+        progress: Callable[[JobProgress], object] | bool | None = None,
     ) -> KeyAuditReport:
-        """Check every item's stored keys against its declaration (read-only; priced first)."""
+        """Check every item's stored keys against its declaration (read-only; priced first).
+
+        ``progress`` is called with a JobProgress after each page; True draws a progress bar
+        (items, rate, ETA from an estimated total) on stderr.
+        """
+        on_progress, bar = _progress(progress, "audit-keys")
         return await self.driver.run(
-            key_audit.audit_keys(
-                self.ctx,
-                target,
-                partition=partition,
-                segments=segments,
-                dry_run=dry_run,
-                page_size=page_size,
-                progress=progress,
+            _closing(
+                key_audit.audit_keys(
+                    self.ctx,
+                    target,
+                    partition=partition,
+                    segments=segments,
+                    dry_run=dry_run,
+                    page_size=page_size,
+                    progress=on_progress,
+                ),
+                bar,
             )
         )
 
@@ -837,20 +896,28 @@ class AsyncSession(_Operations):
         checkpoint: str | os.PathLike[str] | None = None,
         dry_run: bool = False,
         page_size: int | None = None,
-        progress: Callable[[JobProgress], object] | None = None,
+        progress: Callable[[JobProgress], object] | bool | None = None,
     ) -> BackfillReport:
-        """Rewrite the stale derived keys of an entity's items, each only if unchanged."""
+        """Rewrite the stale derived keys of an entity's items, each only if unchanged.
+
+        ``progress`` is called with a JobProgress after each page; True draws a progress bar
+        (items, rate, ETA from an estimated total) on stderr.
+        """
+        on_progress, bar = _progress(progress, "backfill")
         return await self.driver.run(
-            backfill.backfill(
-                self.ctx,
-                entity,
-                partition=partition,
-                segments=segments,
-                write_budget=write_budget,
-                checkpoint=checkpoint,
-                dry_run=dry_run,
-                page_size=page_size,
-                progress=progress,
+            _closing(
+                backfill.backfill(
+                    self.ctx,
+                    entity,
+                    partition=partition,
+                    segments=segments,
+                    write_budget=write_budget,
+                    checkpoint=_checkpoint(checkpoint),
+                    dry_run=dry_run,
+                    page_size=page_size,
+                    progress=on_progress,
+                ),
+                bar,
             )
         )
 
@@ -867,23 +934,31 @@ class AsyncSession(_Operations):
         checkpoint: str | os.PathLike[str] | None = None,
         dry_run: bool = False,
         page_size: int | None = 100,
-        progress: Callable[[JobProgress], object] | None = None,
+        progress: Callable[[JobProgress], object] | bool | None = None,
     ) -> ReliefReport:
-        """Move a collection's matching items to a table or file: copy, verify, then delete."""
+        """Move a collection's matching items to a table or file: copy, verify, then delete.
+
+        ``progress`` is called with a JobProgress after each page; True draws a progress bar
+        (items, rate, ETA from an estimated total) on stderr.
+        """
+        on_progress, bar = _progress(progress, "relief")
         return await self.driver.run(
-            relief.relieve_collection(
-                self.ctx,
-                table,
-                partition,
-                entity=entity,
-                match=match,
-                to_table=to_table,
-                to_file=to_file,
-                write_budget=write_budget,
-                checkpoint=checkpoint,
-                dry_run=dry_run,
-                page_size=page_size,
-                progress=progress,
+            _closing(
+                relief.relieve_collection(
+                    self.ctx,
+                    table,
+                    partition,
+                    entity=entity,
+                    match=match,
+                    to_table=to_table,
+                    to_file=to_file,
+                    write_budget=write_budget,
+                    checkpoint=_checkpoint(checkpoint),
+                    dry_run=dry_run,
+                    page_size=page_size,
+                    progress=on_progress,
+                ),
+                bar,
             )
         )
 

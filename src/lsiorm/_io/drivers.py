@@ -9,6 +9,7 @@ and pass :class:`~lsiorm._ops.steps.Emit` values out. Resuming the operation aft
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, TypeVar
@@ -17,7 +18,7 @@ from botocore import xform_name
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
-from lsiorm._io.overlap import gather_in_threads
+from lsiorm._io.overlap import Stopped, gather_in_threads
 from lsiorm._ops.service_errors import (
     from_botocore_failure,
     from_error_response,
@@ -87,7 +88,7 @@ class SyncDriver:
             return None
         if isinstance(step, Gather):
             if step.threads:
-                return gather_in_threads(self.run, step.operations, step.limit)
+                return gather_in_threads(self._run, step.operations, step.limit)
             return [self.run(op) for op in step.operations]
         raise TypeError(f"unknown step {step!r}")
 
@@ -100,8 +101,15 @@ class SyncDriver:
 
     def run(self, op: Operation[T]) -> T:
         """Run an operation to its end and return its result (emitted values are dropped)."""
+        return self._run(op, None)
+
+    def _run(self, op: Operation[T], stop: threading.Event | None) -> T:
+        """Run ``op``; once ``stop`` is set (a sibling in a thread was interrupted), close it."""
         step = advance(op)
         while not isinstance(step, Done):
+            if stop is not None and stop.is_set():
+                op.close()
+                raise Stopped
             step = advance(op) if isinstance(step, Emit) else self._next(op, step)
         value: T = step.value
         return value

@@ -12,7 +12,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsiorm._model.capacity import INDEX_ENTRY_OVERHEAD, ITEM_STORAGE_OVERHEAD, index_entry
+from lsiorm._model.capacity import (
+    INDEX_ENTRY_OVERHEAD,
+    ITEM_STORAGE_OVERHEAD,
+    ReadEstimate,
+    estimate_request,
+    index_entry,
+)
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import AttributeValue, from_wire, item_size, to_wire
 from lsiorm._ops.pipeline import Context, call
@@ -24,6 +30,7 @@ __all__ = [
     "audit_collection",
     "collection_size",
     "largest_collections",
+    "measure_collection",
 ]
 
 _GB = 1024**3
@@ -120,24 +127,45 @@ def audit_collection(
     ``partition_value`` is the partition key value, as Python or as an AttributeValue;
     ``page_size`` caps the items of each page (DynamoDB's own cap is 1 MB a page).
     """
+    size, _ = yield from measure_collection(ctx, table, partition_value, page_size=page_size)
+    return size
+
+
+def measure_collection(
+    ctx: Context,
+    table: Table,
+    partition_value: Any,
+    *,
+    page_size: int | None = None,
+    consistent: bool = True,
+) -> Operation[tuple[CollectionSize, ReadEstimate]]:
+    """:func:`audit_collection`, and the capacity model's price of each of its pages, summed.
+
+    A job that then reads the same collection in the same pages, with the same consistency,
+    reads what the price says, to the unit (a filter does not lower what a page reads).
+    """
     av = _partition_value(table, partition_value)
     params: dict[str, Any] = {
         "TableName": table.name,
         "KeyConditionExpression": "#pk = :pk",
         "ExpressionAttributeNames": {"#pk": table.partition_key.name},
         "ExpressionAttributeValues": {":pk": av},
-        "ConsistentRead": True,
     }
+    if consistent:
+        params["ConsistentRead"] = True
     if page_size is not None:
         params["Limit"] = page_size
     tally = _Tally(table, from_wire(av))
+    price = ReadEstimate(table.name, 0.0)
     while True:
         response = yield from call(ctx, "Query", params, (table,))
-        for item in response.get("Items") or ():
+        items = response.get("Items") or ()
+        price = price + estimate_request(table, "Query", params, items)
+        for item in items:
             tally.add(item)
         last = response.get("LastEvaluatedKey")
         if not last:
-            return tally.result()
+            return tally.result(), price
         params = {**params, "ExclusiveStartKey": last}
 
 

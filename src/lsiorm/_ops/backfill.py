@@ -19,117 +19,38 @@ reads the items and prices the rewrites without writing.
 
 from __future__ import annotations
 
-import base64
-import json
-import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
 from lsiorm._model.entity import Entity, meta_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import from_wire
-from lsiorm._ops.key_audit import (
-    DONE,
-    ItemKeyCheck,
-    JobProgress,
-    Position,
-    ScanSpec,
-    WireItem,
-    check_item_keys,
-    price_scan,
-    scan_items,
-)
+from lsiorm._ops.key_audit import ItemKeyCheck, ScanSpec, check_item_keys, price_scan, scan_items
 from lsiorm._ops.pipeline import Context, call
-from lsiorm._ops.steps import Operation, Sleep
+from lsiorm._ops.resumable import (
+    MAX_EXPRESSION_BYTES,
+    CheckpointStore,
+    JobProgress,
+    Ledger,
+    WireItem,
+    WriteBudget,
+    same_item,
+    unchanged_condition,
+)
+from lsiorm._ops.steps import Operation
 from lsiorm.errors import ConditionFailedError, TransactionCanceledError, ValidationError
 
 __all__ = [
+    "MAX_EXPRESSION_BYTES",
     "BackfillReport",
     "WriteBudget",
     "backfill",
-    "load_checkpoint",
     "unchanged_condition",
 ]
-
-
-# -- pacing ---------------------------------------------------------------------------------
-
-
-class WriteBudget:
-    """A token bucket of write units per second, shared by every segment of one job.
-
-    It holds at most one second of units, so a burst never exceeds the budget by more than
-    one second's worth. A write that costs more than a second's units waits for all of them.
-    """
-
-    def __init__(
-        self, units_per_second: float | None, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        if units_per_second is not None and units_per_second <= 0:
-            raise ValidationError(
-                "backfill.budget",
-                f"The write budget is {units_per_second} units per second; it must be positive.",
-            )
-        self.rate = units_per_second
-        self.clock = clock
-        self.available = units_per_second or 0.0
-        self.last = clock()
-        self.spent = 0.0
-
-    def take(self, units: float) -> Operation[None]:
-        """Wait (with Sleep steps) until ``units`` are available, then spend them."""
-        self.spent += units
-        if self.rate is None:
-            return
-        while True:
-            now = self.clock()
-            self.available = min(self.rate, self.available + (now - self.last) * self.rate)
-            self.last = now
-            if self.available >= min(units, self.rate):
-                self.available -= units
-                return
-            yield Sleep((min(units, self.rate) - self.available) / self.rate)
-
-
-# -- the conditions -------------------------------------------------------------------------
-
-
-def unchanged_condition(
-    item: Mapping[str, Any], also_absent: frozenset[str]
-) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """A condition that holds only while the item is exactly as read.
-
-    Every attribute read must still have its value, and every attribute of ``also_absent``
-    that was not read (the entity's fields and key attributes) must still be absent: a writer
-    that sets a field the keys derive from must make the rewrite fail, not be undone by it.
-    """
-    names: dict[str, str] = {}
-    values: dict[str, Any] = {}
-    parts: list[str] = []
-    for i, name in enumerate(sorted(set(item) | also_absent)):
-        names[f"#u{i}"] = name
-        if name in item:
-            values[f":u{i}"] = item[name]
-            parts.append(f"#u{i} = :u{i}")
-        else:
-            parts.append(f"attribute_not_exists(#u{i})")
-    expression = " AND ".join(parts)
-    if len(expression.encode()) > MAX_EXPRESSION_BYTES:
-        raise ValidationError(
-            "jobs.condition-too-long",
-            f"The item has {len(names)} attributes to compare; the condition that it is "
-            f"unchanged would exceed DynamoDB's {MAX_EXPRESSION_BYTES} byte expression limit.",
-        )
-    return expression, names, values
-
-
-#: DynamoDB's limit on the length of one expression.
-MAX_EXPRESSION_BYTES = 4096
 
 
 def _watched_attributes(entity: type[Entity]) -> frozenset[str]:
@@ -202,20 +123,6 @@ class BackfillReport:
 _COUNTERS = ("scanned", "rewritten", "moved", "current", "retried", "gone", "other")
 
 
-def _encode_av(av: Mapping[str, Any]) -> dict[str, Any]:
-    ((tag, raw),) = av.items()
-    if tag == "B":
-        return {"B64": base64.b64encode(raw).decode()}
-    return {tag: raw}
-
-
-def _decode_av(av: Mapping[str, Any]) -> dict[str, Any]:
-    ((tag, raw),) = av.items()
-    if tag == "B64":
-        return {"B": base64.b64decode(raw)}
-    return {tag: raw}
-
-
 def _identity(spec: ScanSpec, entity: type[Entity]) -> dict[str, Any]:
     partition = spec.partition
     return {
@@ -226,54 +133,25 @@ def _identity(spec: ScanSpec, entity: type[Entity]) -> dict[str, Any]:
     }
 
 
-def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """Return a checkpoint file's content, or None when there is none."""
-    try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        return None
-    data: dict[str, Any] = json.loads(text)
-    return data
+def _add(report: BackfillReport, part: BackfillReport) -> None:
+    for name in _COUNTERS:
+        setattr(report, name, getattr(report, name) + getattr(part, name))
+    report.failed.extend(part.failed)
+    report.estimate = report.estimate + part.estimate
 
 
-def _save_checkpoint(
-    path: Path, identity: Mapping[str, Any], positions: Mapping[int, Position], report: Any
-) -> None:
-    data = {
-        **identity,
-        "positions": {
-            str(n): (
-                p if p is None or isinstance(p, str) else {k: _encode_av(v) for k, v in p.items()}
-            )
-            for n, p in positions.items()
-        },
+def _saved(report: BackfillReport) -> dict[str, Any]:
+    return {
         "counts": {name: getattr(report, name) for name in _COUNTERS},
         "failed": [[key, why] for key, why in report.failed],
     }
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(data, indent=1, default=str))
-    os.replace(temporary, path)  # a crash leaves the old checkpoint or the new one, never half
 
 
-def _resume(
-    data: Mapping[str, Any], identity: Mapping[str, Any], report: BackfillReport
-) -> dict[int, Position]:
-    for name, value in identity.items():
-        if data.get(name) != value:
-            raise ValidationError(
-                "backfill.checkpoint",
-                f"The checkpoint is for {name} {data.get(name)!r}, not {value!r}; remove it or "
-                "run the job it belongs to.",
-                table=report.table,
-            )
+def _restore(report: BackfillReport, data: Mapping[str, Any]) -> None:
     for name in _COUNTERS:
         setattr(report, name, int(data.get("counts", {}).get(name, 0)))
     report.failed = [(dict(key), str(why)) for key, why in data.get("failed", [])]
     report.resumed = True
-    return {
-        int(n): (p if p is None or isinstance(p, str) else {k: _decode_av(v) for k, v in p.items()})
-        for n, p in data.get("positions", {}).items()
-    }
 
 
 # -- the job --------------------------------------------------------------------------------
@@ -295,7 +173,7 @@ def backfill(
     partition: Any = None,
     segments: int = 4,
     write_budget: float | None = None,
-    checkpoint: str | os.PathLike[str] | None = None,
+    checkpoint: CheckpointStore | None = None,
     dry_run: bool = False,
     max_attempts: int = 10,
     page_size: int | None = None,
@@ -304,10 +182,10 @@ def backfill(
 ) -> Operation[BackfillReport]:
     """Rewrite the stale key attributes of ``entity``'s items; see the module docstring.
 
-    ``write_budget`` is in write units per second (None: unpaced). ``checkpoint`` names the
-    file the job stores its position in and resumes from when it exists; a finished job
-    leaves it with every segment done, so running it again reads nothing. ``page_size`` caps
-    the items read per page (a checkpoint is stored after each page).
+    ``write_budget`` is in write units per second (None: unpaced). ``checkpoint`` is where
+    the job stores its position after each page, and resumes from when it holds one; a
+    finished job leaves it with every segment done, so running it again reads nothing.
+    ``page_size`` caps the items read per page. A dry run neither reads nor stores it.
     """
     meta = meta_of(entity)
     table: Table = meta.table
@@ -316,18 +194,30 @@ def backfill(
     report = BackfillReport(
         table.name, meta.type_name, read_estimate, WriteEstimate(table.name, 0.0), dry_run
     )
-    identity = _identity(spec, entity)
-    path = Path(checkpoint) if checkpoint is not None else None
-    positions: dict[int, Position] = {}
-    if path is not None:
-        report.checkpoint = str(path)
-        data = load_checkpoint(path)
-        if data is not None and not dry_run:
-            positions = _resume(data, identity, report)
+    store = checkpoint if not dry_run else None
+    if checkpoint is not None:
+        report.checkpoint = str(checkpoint)
+    ledger: Ledger[BackfillReport, BackfillReport] = Ledger(
+        report,
+        new_part=lambda: BackfillReport(
+            table.name, meta.type_name, read_estimate, WriteEstimate(table.name, 0.0), dry_run
+        ),
+        merge=_add,
+        changed=lambda whole: whole.rewritten,
+        segments=spec.parallel,
+        total=total,
+        progress=progress,
+        clock=clock,
+        store=store,
+        identity=_identity(spec, entity),
+        saved=_saved,
+    )
+    data = ledger.resume(table, "backfill.checkpoint")
+    if data is not None:
+        _restore(report, data)
     budget = WriteBudget(write_budget, clock)
     watched = _watched_attributes(entity)
     only = (entity,)
-    started = clock()
     pk = table.partition_key.name
 
     def reread(key: WireItem) -> Operation[WireItem | None]:
@@ -394,42 +284,42 @@ def backfill(
             table, item, None, transactional=True
         )
 
-    def visit(item: WireItem) -> Operation[bool]:
-        report.scanned += 1
+    def visit(part: BackfillReport, item: WireItem) -> Operation[bool]:
+        part.scanned += 1
         current: WireItem | None = item
         for _attempt in range(max_attempts):
             if current is None:
-                report.gone += 1
+                part.gone += 1
                 return False
             try:
                 check = check_item_keys(table, current, only)
             except ValidationError as exc:
-                report.failed.append(
+                part.failed.append(
                     ({k: from_wire(current[k]) for k in _key_names(table)}, str(exc))
                 )
                 return False
             if check is None:
-                report.other += 1
+                part.other += 1
                 return False
             if check.current:
-                report.current += 1
+                part.current += 1
                 return False
             units = cost(current, check)
             if dry_run:
-                report.estimate = report.estimate + units
-                report.rewritten += 1
-                report.moved += check.moves
+                part.estimate = part.estimate + units
+                part.rewritten += 1
+                part.moved += check.moves
                 return True
             yield from budget.take(units.total)
             try:
                 yield from rewrite(current, check)
             except ValidationError as exc:  # raised before any request: nothing was written
-                report.failed.append(
+                part.failed.append(
                     ({k: from_wire(v) for k, v in check.stored_key.items()}, str(exc))
                 )
                 return False
             except ConditionFailedError:
-                report.retried += 1
+                part.retried += 1
             except TransactionCanceledError as exc:
                 reasons = exc.reasons
                 if reasons and reasons[0].code == "ConditionalCheckFailed":
@@ -441,28 +331,28 @@ def backfill(
                     if (
                         gone is None
                         and there is not None
-                        and _same_item(there, _new_item(current, check))
+                        and same_item(there, _new_item(current, check))
                     ):
-                        report.estimate = report.estimate + units
-                        report.rewritten += 1
-                        report.moved += 1
+                        part.estimate = part.estimate + units
+                        part.rewritten += 1
+                        part.moved += 1
                         return True
                     key = {k: from_wire(v) for k, v in new_key.items()}
-                    report.failed.append(
+                    part.failed.append(
                         (
                             {k: from_wire(v) for k, v in check.stored_key.items()},
                             f"an item already exists under the new key {key}",
                         )
                     )
                     return False
-                report.retried += 1
+                part.retried += 1
             else:
-                report.estimate = report.estimate + units
-                report.rewritten += 1
-                report.moved += check.moves
+                part.estimate = part.estimate + units
+                part.rewritten += 1
+                part.moved += check.moves
                 return True
             current = yield from reread(check.stored_key)
-        report.failed.append(
+        part.failed.append(
             (
                 {k: from_wire(v) for k, v in item.items() if k in _key_names(table)},
                 f"changed on each of {max_attempts} attempts",
@@ -470,29 +360,10 @@ def backfill(
         )
         return False
 
-    def on_page(number: int, position: Position) -> None:
-        positions[number] = position
-        report.units_spent = budget.spent
-        if path is not None and not dry_run:
-            _save_checkpoint(path, identity, positions, report)
-        if progress is not None:
-            done = sum(1 for p in positions.values() if p == DONE)
-            progress(
-                JobProgress(
-                    report.scanned, report.rewritten, clock() - started, total, done, spec.parallel
-                )
-            )
-
-    yield from scan_items(ctx, spec, visit, start=positions, on_page=on_page)
+    yield from scan_items(ctx, spec, visit, ledger)
     report.units_spent = budget.spent
-    report.elapsed = clock() - started
+    report.elapsed = ledger.elapsed
     return report
-
-
-def _same_item(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    if a == b:
-        return True
-    return {k: from_wire(v) for k, v in a.items()} == {k: from_wire(v) for k, v in b.items()}
 
 
 def _key_names(table: Table) -> tuple[str, ...]:

@@ -15,24 +15,29 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from lsiorm._model.capacity import ReadEstimate, read_units
 from lsiorm._model.entity import Entity, build_item, decode_item, meta_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import AttributeValue, from_wire, to_wire
+from lsiorm._ops.audit import measure_collection
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.resumable import DONE, JobProgress, Ledger, Position, WireItem
 from lsiorm._ops.steps import Gather, Operation
 from lsiorm.errors import LsiormError, ValidationError
 
 __all__ = [
+    "DONE",
     "AttributeTally",
     "EntityKeyAudit",
     "ItemKeyCheck",
     "JobProgress",
     "KeyAuditReport",
     "KeyProblem",
+    "Position",
     "ScanSpec",
+    "WireItem",
     "audit_keys",
     "check_item_keys",
     "derived_keys",
@@ -41,7 +46,7 @@ __all__ = [
 ]
 
 ProblemKind = Literal["stale", "missing", "extra"]
-WireItem = dict[str, AttributeValue]
+P = TypeVar("P")
 
 
 @dataclass(frozen=True)
@@ -137,42 +142,6 @@ def check_item_keys(
 
 
 @dataclass(frozen=True)
-class JobProgress:
-    """Where a job stands: what a progress callback receives after each page.
-
-    ``total`` is the table's approximate item count (DescribeTable's ItemCount), or None.
-    """
-
-    items: int
-    changed: int
-    elapsed: float
-    total: int | None
-    segments_done: int
-    segments: int
-
-    @property
-    def rate(self) -> float:
-        """Items per second so far."""
-        return self.items / self.elapsed if self.elapsed > 0 else 0.0
-
-    @property
-    def eta(self) -> float | None:
-        """Seconds left at the current rate, when the total is known."""
-        if self.total is None or self.rate <= 0:
-            return None
-        return max(0.0, (self.total - self.items) / self.rate)
-
-    def __str__(self) -> str:
-        eta = self.eta
-        total = f"/~{self.total}" if self.total is not None else ""
-        left = f", ETA {eta:.0f} s" if eta is not None else ""
-        return (
-            f"{self.items}{total} items, {self.changed} changed, {self.rate:.0f} items/s{left}, "
-            f"segments {self.segments_done}/{self.segments}"
-        )
-
-
-@dataclass(frozen=True)
 class ScanSpec:
     """What to read: a whole table in ``segments`` parallel segments, or one partition.
 
@@ -236,32 +205,27 @@ class ScanSpec:
         return params
 
 
-#: A segment's position: the start key of its next page, None to start, or DONE.
-DONE = "done"
-Position = WireItem | str | None
-
-
 def scan_items(
     ctx: Context,
     spec: ScanSpec,
-    visit: Callable[[WireItem], Operation[bool]],
+    visit: Callable[[P, WireItem], Operation[object]],
+    ledger: Ledger[Any, P],
     *,
-    start: Mapping[int, Position] | None = None,
-    on_page: Callable[[int, Position], None] | None = None,
     concurrency: int = 8,
 ) -> Operation[None]:
-    """Read every item of ``spec`` and run ``visit`` on each; segments run in parallel.
+    """Read every item of ``spec`` and run ``visit(part, item)`` on each; segments in parallel.
 
-    ``visit`` returns whether it changed the item (for progress). ``start`` resumes each segment
-    from a position; ``on_page(segment, position)`` is called once every item of a page has
-    been visited, with the position the segment resumes from (``DONE`` at its end).
+    Each segment resumes from ``ledger.positions``; it counts a page into a part of its own
+    (``ledger.new_part()``) and hands the part to ``ledger.page_done`` once every item of the
+    page has been visited. The segments share nothing else, so the sync driver runs them in
+    threads (and the async one interleaves them).
     """
     operation = "Query" if spec.partition is not None else "Scan"
     base = spec.params()
-    positions = dict(start or {})
+    start = dict(ledger.positions)
 
     def segment(number: int) -> Operation[None]:
-        position = positions.get(number)
+        position = start.get(number)
         if position == DONE:
             return
         params = dict(base)
@@ -271,30 +235,40 @@ def scan_items(
             params["ExclusiveStartKey"] = dict(position)
         while True:
             response = yield from call(ctx, operation, params, (spec.table,))
-            for item in response.get("Items") or ():
-                yield from visit(item)
+            part = ledger.new_part()
+            items = response.get("Items") or ()
+            for item in items:
+                yield from visit(part, item)
             last = response.get("LastEvaluatedKey")
-            if on_page is not None:
-                on_page(number, dict(last) if last else DONE)
+            read = int(response.get("ScannedCount", len(items)))
+            ledger.page_done(number, dict(last) if last else DONE, part, read)
             if not last:
                 return
             params = {**params, "ExclusiveStartKey": last}
 
-    yield Gather(tuple(segment(n) for n in range(spec.parallel)), limit=concurrency)
+    segments = tuple(segment(n) for n in range(spec.parallel))
+    yield Gather(segments, limit=concurrency, threads=True)
 
 
 def price_scan(ctx: Context, spec: ScanSpec) -> Operation[tuple[ReadEstimate, int | None]]:
-    """Price reading ``spec`` with the capacity model, from DescribeTable's size and count.
+    """Price reading ``spec`` with the capacity model; return the price and an item count.
 
-    A whole-table scan reads TableSizeBytes (rounded up to 4 KB, halved unless consistent). A
-    partition read is priced as the whole table, an upper bound (the table's size per
-    partition is not known before reading). Returns the estimate and the approximate item count.
+    A whole table is priced from DescribeTable, without reading it: TableSizeBytes rounded up
+    to 4 KB, halved unless consistent, and ItemCount (DynamoDB refreshes both about every six
+    hours, so the price is an estimate). A partition is a query that reads only its item
+    collection, which DescribeTable says nothing about: it is measured by reading it once, in
+    the job's own pages, so its price (and its item count) is exact, and costs what it says.
     """
+    if spec.partition is not None:
+        size, price = yield from measure_collection(
+            ctx, spec.table, spec.partition, page_size=spec.page_size, consistent=spec.consistent
+        )
+        return price, size.items
     described = yield from call(ctx, "DescribeTable", {"TableName": spec.table.name}, (spec.table,))
     live = described.get("Table") or {}
-    size = int(live.get("TableSizeBytes") or 0)
+    size_bytes = int(live.get("TableSizeBytes") or 0)
     count = live.get("ItemCount")
-    units = read_units(size, consistent=spec.consistent)
+    units = read_units(size_bytes, consistent=spec.consistent)
     return ReadEstimate(spec.table.name, units), (int(count) if count is not None else None)
 
 
@@ -361,6 +335,22 @@ class KeyAuditReport:
         """Items, of every audited type, with at least one problem."""
         return sum(e.stale_items for e in self.entities.values())
 
+    def add(self, part: KeyAuditReport, examples: int) -> None:
+        """Add the counts of a part (one page of one segment); keep up to ``examples`` each."""
+        self.scanned += part.scanned
+        self.other += part.other
+        self.undecodable += part.undecodable
+        for name, seen in part.entities.items():
+            audit = self.entities.setdefault(name, EntityKeyAudit(name))
+            audit.items += seen.items
+            audit.current += seen.current
+            for attribute, tally in seen.attributes.items():
+                mine = audit.attributes.setdefault(attribute, AttributeTally())
+                mine.stale += tally.stale
+                mine.missing += tally.missing
+                mine.extra += tally.extra
+            audit.examples.extend(seen.examples[: max(0, examples - len(audit.examples))])
+
     @property
     def clean(self) -> bool:
         """Whether every audited item is current (and every one could be decoded)."""
@@ -417,23 +407,21 @@ def audit_keys(
     if dry_run:
         return report
     only = (entity,) if entity is not None else None
-    started = clock()
-    finished: set[int] = set()
 
-    def visit(item: WireItem) -> Operation[bool]:
-        report.scanned += 1
+    def visit(part: KeyAuditReport, item: WireItem) -> Operation[bool]:
+        part.scanned += 1
         try:
             check = check_item_keys(table, item, only)
         except ValidationError:
-            report.undecodable += 1
+            part.undecodable += 1
             return False
         if check is None:
-            report.other += 1
+            part.other += 1
             return False
         name = meta_of(check.entity).type_name
-        audit = report.entities.get(name)
+        audit = part.entities.get(name)
         if audit is None:
-            audit = report.entities[name] = EntityKeyAudit(name)
+            audit = part.entities[name] = EntityKeyAudit(name)
         audit.items += 1
         if check.current:
             audit.current += 1
@@ -446,21 +434,16 @@ def audit_keys(
         return True
         yield  # a generator that yields nothing: auditing an item sends no request
 
-    def on_page(number: int, position: Position) -> None:
-        if position == DONE:
-            finished.add(number)
-        if progress is not None:
-            progress(
-                JobProgress(
-                    report.scanned,
-                    report.stale_items,
-                    clock() - started,
-                    total,
-                    len(finished),
-                    spec.parallel,
-                )
-            )
-
-    yield from scan_items(ctx, spec, visit, on_page=on_page)
-    report.elapsed = clock() - started
+    ledger: Ledger[KeyAuditReport, KeyAuditReport] = Ledger(
+        report,
+        new_part=lambda: KeyAuditReport(table.name, estimate),
+        merge=lambda whole, part: whole.add(part, examples),
+        changed=lambda whole: whole.stale_items,
+        segments=spec.parallel,
+        total=total,
+        progress=progress,
+        clock=clock,
+    )
+    yield from scan_items(ctx, spec, visit, ledger)
+    report.elapsed = ledger.elapsed
     return report

@@ -19,7 +19,6 @@ by the audit's size model, measured before and after.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -29,14 +28,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lsiorm._model.capacity import WriteEstimate, estimate_write
+from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
 from lsiorm._model.entity import Entity, decode_item
 from lsiorm._model.schema import Table
-from lsiorm._model.wire import from_wire
-from lsiorm._ops.audit import audit_collection, collection_size
-from lsiorm._ops.backfill import WriteBudget, load_checkpoint, unchanged_condition
-from lsiorm._ops.key_audit import DONE, JobProgress, Position, ScanSpec, WireItem
+from lsiorm._ops.audit import audit_collection, collection_size, measure_collection
+from lsiorm._ops.key_audit import ScanSpec
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.resumable import (
+    DONE,
+    CheckpointStore,
+    JobProgress,
+    Ledger,
+    Position,
+    WireItem,
+    WriteBudget,
+    from_json_av,
+    json_av,
+    key_of,
+    plain_key,
+    same_item,
+    unchanged_condition,
+)
 from lsiorm._ops.steps import Operation
 from lsiorm.errors import ConditionFailedError, ValidationError
 
@@ -69,6 +81,7 @@ class ReliefReport:
     bytes_before: int = 0
     bytes_after: int = 0
     estimate: WriteEstimate | None = None
+    read_estimate: ReadEstimate | None = None
     elapsed: float = 0.0
     checkpoint: str | None = None
     resumed: bool = False
@@ -91,6 +104,8 @@ class ReliefReport:
             f"  collection size: {self.bytes_before} -> {self.bytes_after} bytes "
             f"(shrank by {self.shrank_bytes} bytes)",
         ]
+        if self.read_estimate is not None:
+            lines.append(f"  its read of the collection priced at {self.read_estimate}")
         if self.estimate is not None:
             lines.append(f"  writes priced at {self.estimate} ({self.estimate.total:g} units)")
         lines.extend(f"    {key}: {why}" for key, why in self.failed[:10])
@@ -102,43 +117,18 @@ class ReliefReport:
 # -- JSON Lines -----------------------------------------------------------------------------
 
 
-def _json_av(av: Any) -> Any:
-    if isinstance(av, Mapping):
-        return {k: _json_av(v) for k, v in av.items()}
-    if isinstance(av, list):
-        return [_json_av(v) for v in av]
-    if isinstance(av, (bytes, bytearray)):
-        return {"$b64": base64.b64encode(bytes(av)).decode()}
-    return av
-
-
-def _from_json_av(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        if list(value) == ["$b64"]:
-            return base64.b64decode(value["$b64"])
-        return {k: _from_json_av(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_from_json_av(v) for v in value]
-    return value
-
-
 def read_relief_file(path: str | os.PathLike[str]) -> list[WireItem]:
     """Read the items a relief wrote to a JSON Lines file (wire form, bytes restored)."""
     items: list[WireItem] = []
     with Path(path).open() as lines:
         for line in lines:
             if line.strip():
-                items.append(_from_json_av(json.loads(line)))
+                items.append(from_json_av(json.loads(line)))
     return items
 
 
-def _key_of(table: Table, item: Mapping[str, Any]) -> WireItem:
-    names = (table.partition_key.name, *([table.sort_key.name] if table.sort_key else []))
-    return {name: dict(item[name]) for name in names}
-
-
 def _key_text(key: Mapping[str, Any]) -> str:
-    return json.dumps(_json_av(key), sort_keys=True)
+    return json.dumps(json_av(key), sort_keys=True)
 
 
 # -- the job --------------------------------------------------------------------------------
@@ -154,7 +144,7 @@ def relieve_collection(
     to_table: Table | None = None,
     to_file: str | os.PathLike[str] | None = None,
     write_budget: float | None = None,
-    checkpoint: str | os.PathLike[str] | None = None,
+    checkpoint: CheckpointStore | None = None,
     dry_run: bool = False,
     page_size: int | None = 100,
     max_attempts: int = 10,
@@ -165,7 +155,9 @@ def relieve_collection(
 
     An item matches when it is of ``entity`` (if given) and ``match(item)`` is true (if given;
     it receives the decoded entity). With neither, every item of the collection moves. The
-    destination table must have the same primary key attributes.
+    destination table must have the same primary key attributes. ``checkpoint`` is where the
+    job stores its position after each page (and resumes from). The collection is measured
+    first, in the job's own pages, so ``report.read_estimate`` prices the job's read of it.
     """
     if (to_table is None) == (to_file is None):
         raise ValidationError(
@@ -184,44 +176,52 @@ def relieve_collection(
         )
     destination = f"table {to_table.name!r}" if to_table is not None else f"file {to_file}"
     spec = ScanSpec(table, None, partition, 1, consistent=True, page_size=page_size)
-    before = yield from audit_collection(ctx, table, partition)
+    before, read_estimate = yield from measure_collection(
+        ctx, table, partition, page_size=page_size
+    )
     report = ReliefReport(
         table.name, before.key, destination, dry_run, bytes_before=before.total_bytes
     )
     report.estimate = WriteEstimate(table.name, 0.0)
-    path = Path(checkpoint) if checkpoint is not None else None
-    identity = {
-        "job": "relief",
-        "table": table.name,
-        "partition": repr(before.key),
-        "destination": destination,
-    }
-    start: dict[int, Position] = {}
-    if path is not None:
-        report.checkpoint = str(path)
-        data = load_checkpoint(path)
-        if data is not None and not dry_run:
-            for name, value in identity.items():
-                if data.get(name) != value:
-                    raise ValidationError(
-                        "relief.checkpoint",
-                        f"The checkpoint is for {name} {data.get(name)!r}, not {value!r}.",
-                        table=table.name,
-                    )
-            for name in ("scanned", "moved", "kept", "retried"):
-                setattr(report, name, int(data.get("counts", {}).get(name, 0)))
-            report.failed = [(dict(k), str(w)) for k, w in data.get("failed", [])]
-            position = data.get("position")
-            start[0] = _from_json_av(position) if isinstance(position, Mapping) else position
-            report.resumed = True
+    report.read_estimate = read_estimate
+    if checkpoint is not None:
+        report.checkpoint = str(checkpoint)
+    # One collection, one segment: its counts go straight to the report; the ledger stores the
+    # position and the counts once a page's items are copied, verified and deleted.
+    ledger: Ledger[ReliefReport, None] = Ledger(
+        report,
+        new_part=lambda: None,
+        merge=lambda whole, part: None,
+        changed=lambda whole: whole.moved,
+        segments=1,
+        total=before.items,
+        progress=progress,
+        clock=clock,
+        store=checkpoint if not dry_run else None,
+        identity={
+            "job": "relief",
+            "table": table.name,
+            "partition": repr(before.key),
+            "destination": destination,
+        },
+        saved=lambda whole: {
+            "counts": {n: getattr(whole, n) for n in _COUNTERS},
+            "failed": [[key, why] for key, why in whole.failed],
+        },
+    )
+    data = ledger.resume(table, "relief.checkpoint")
+    if data is not None:
+        for name in _COUNTERS:
+            setattr(report, name, int(data.get("counts", {}).get(name, 0)))
+        report.failed = [(dict(k), str(w)) for k, w in data.get("failed", [])]
+        report.resumed = True
     file_path = Path(to_file) if to_file is not None else None
     in_file: dict[str, WireItem] = {}
     if file_path is not None and file_path.exists() and not dry_run:
         for item in read_relief_file(file_path):
-            in_file[_key_text(_key_of(table, item))] = item
+            in_file[_key_text(key_of(table, item))] = item
     budget = WriteBudget(write_budget, clock)
     matched_sizes: list[WireItem] = []
-    started = clock()
 
     def matches(item: WireItem) -> bool:
         if entity is None and match is None:
@@ -263,26 +263,26 @@ def relieve_collection(
             response = yield from call(
                 ctx,
                 "GetItem",
-                {"TableName": to_table.name, "Key": _key_of(table, item), "ConsistentRead": True},
+                {"TableName": to_table.name, "Key": key_of(table, item), "ConsistentRead": True},
                 (to_table,),
             )
             copy = response.get("Item")
-            found.append(copy is not None and _same_item(copy, item))
+            found.append(copy is not None and same_item(copy, item))
         return found
 
     def write_file(items: list[WireItem]) -> list[bool]:
         assert file_path is not None
-        fresh = [i for i in items if not _same_copy(in_file.get(_key_text(_key_of(table, i))), i)]
+        fresh = [i for i in items if not _same_copy(in_file.get(_key_text(key_of(table, i))), i)]
         if fresh:
             with file_path.open("a") as out:
                 for item in fresh:
-                    out.write(json.dumps(_json_av(item), sort_keys=True) + "\n")
+                    out.write(json.dumps(json_av(item), sort_keys=True) + "\n")
                 out.flush()
                 os.fsync(out.fileno())
         # Verify: read the file back, the last line of each key wins.
-        back = {_key_text(_key_of(table, i)): i for i in read_relief_file(file_path)}
+        back = {_key_text(key_of(table, i)): i for i in read_relief_file(file_path)}
         in_file.update(back)
-        return [_same_item(back.get(_key_text(_key_of(table, i)), {}), i) for i in items]
+        return [same_item(back.get(_key_text(key_of(table, i)), {}), i) for i in items]
 
     def delete_original(item: WireItem) -> Operation[None]:
         condition, names, values = unchanged_condition(item, frozenset())
@@ -292,7 +292,7 @@ def relieve_collection(
             "DeleteItem",
             {
                 "TableName": table.name,
-                "Key": _key_of(table, item),
+                "Key": key_of(table, item),
                 "ConditionExpression": condition,
                 "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": values,
@@ -313,12 +313,12 @@ def relieve_collection(
                     try:
                         yield from copy_to_table(item, previous)
                     except ValidationError as exc:
-                        report.failed.append((_plain_key(table, item), str(exc)))
+                        report.failed.append((plain_key(table, item), str(exc)))
                         current.remove(item)
                         continue
                     except ConditionFailedError:
                         report.failed.append(
-                            (_plain_key(table, item), "the destination holds another item")
+                            (plain_key(table, item), "the destination holds another item")
                         )
                         current.remove(item)
                 verified = yield from verify_table(current)
@@ -330,14 +330,14 @@ def relieve_collection(
                 if ok:
                     ready.append(item)
                 else:
-                    report.failed.append((_plain_key(table, item), "the copy did not verify"))
+                    report.failed.append((plain_key(table, item), "the copy did not verify"))
             # 3. delete the originals that are unchanged
             again: list[tuple[WireItem, WireItem | None]] = []
             for item in ready:
                 try:
                     yield from delete_original(item)
                 except ValidationError as exc:  # the condition is too long: nothing was sent
-                    report.failed.append((_plain_key(table, item), str(exc)))
+                    report.failed.append((plain_key(table, item), str(exc)))
                     continue
                 except ConditionFailedError:
                     response = yield from call(
@@ -345,7 +345,7 @@ def relieve_collection(
                         "GetItem",
                         {
                             "TableName": table.name,
-                            "Key": _key_of(table, item),
+                            "Key": key_of(table, item),
                             "ConsistentRead": True,
                         },
                         (table,),
@@ -369,7 +369,7 @@ def relieve_collection(
                                 "DeleteItem",
                                 {
                                     "TableName": to_table.name,
-                                    "Key": _key_of(table, item),
+                                    "Key": key_of(table, item),
                                     "ConditionExpression": same,
                                     "ExpressionAttributeNames": names,
                                     "ExpressionAttributeValues": values,
@@ -383,7 +383,7 @@ def relieve_collection(
             pending = again
         for item, _ in pending:
             report.failed.append(
-                (_plain_key(table, item), f"changed on each of {max_attempts} attempts")
+                (plain_key(table, item), f"changed on each of {max_attempts} attempts")
             )
 
     page: list[WireItem] = []
@@ -402,20 +402,17 @@ def relieve_collection(
         try:  # an item whose delete condition cannot be built is never copied
             unchanged_condition(item, frozenset())
         except ValidationError as exc:
-            report.failed.append((_plain_key(table, item), str(exc)))
+            report.failed.append((plain_key(table, item), str(exc)))
             return False
         page.append(item)
         return True
         yield  # pragma: no cover - a generator: the writes run per page, in on_page's turn
 
-    # One collection, read in key order page by page; the checkpoint is stored only once a
-    # page's items are copied, verified and deleted.
     def pages() -> Operation[None]:
-        position: Position = start.get(0)
+        position: Position = ledger.positions.get(0)
         if position == DONE:
             return
-        base = spec.params()
-        params = dict(base)
+        params = spec.params()
         if isinstance(position, Mapping):
             params["ExclusiveStartKey"] = dict(position)
         while True:
@@ -426,20 +423,9 @@ def relieve_collection(
                 yield from move_page(list(page))
                 page.clear()
             last = response.get("LastEvaluatedKey")
-            position = dict(last) if last else DONE
-            if path is not None and not dry_run:
-                _save(path, identity, position, report)
-            if progress is not None:
-                progress(
-                    JobProgress(
-                        report.scanned,
-                        report.moved,
-                        clock() - started,
-                        before.items,
-                        int(position == DONE),
-                        1,
-                    )
-                )
+            ledger.page_done(
+                0, dict(last) if last else DONE, None, len(response.get("Items") or ())
+            )
             if not last:
                 return
             params = {**params, "ExclusiveStartKey": last}
@@ -451,39 +437,15 @@ def relieve_collection(
     else:
         after = yield from audit_collection(ctx, table, partition)
         report.bytes_after = after.total_bytes
-    report.elapsed = clock() - started
+    report.elapsed = ledger.elapsed
     return report
 
 
-def _save(
-    path: Path, identity: Mapping[str, Any], position: Position, report: ReliefReport
-) -> None:
-    data = {
-        **identity,
-        "position": _json_av(position) if isinstance(position, Mapping) else position,
-        "counts": {n: getattr(report, n) for n in ("scanned", "moved", "kept", "retried")},
-        "failed": [[key, why] for key, why in report.failed],
-    }
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(data, indent=1, default=str))
-    os.replace(temporary, path)
-
-
-def _plain_key(table: Table, item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: from_wire(v) for k, v in _key_of(table, item).items()}
-
-
-def _same_item(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    if a == b:
-        return True
-    try:
-        return {k: from_wire(v) for k, v in a.items()} == {k: from_wire(v) for k, v in b.items()}
-    except Exception:
-        return False
+_COUNTERS = ("scanned", "moved", "kept", "retried")
 
 
 def _same_copy(copy: Mapping[str, Any] | None, item: Mapping[str, Any]) -> bool:
-    return copy is not None and _same_item(copy, item)
+    return copy is not None and same_item(copy, item)
 
 
 def _put_units(table: Table, item: WireItem) -> float:

@@ -53,9 +53,10 @@ class Sleep:
 class Gather:
     """Run sub-operations, at most ``limit`` at a time when the driver is concurrent.
 
-    ``threads`` says the sub-operations share no mutable state, so the sync driver may run them
-    in a thread pool (batch chunks); otherwise it runs them one after another. The async driver
-    always interleaves them on its one thread.
+    ``threads`` says the sub-operations share no mutable state but what is behind a lock (batch
+    chunks, the segments of a key job and their ledger), so the sync driver may run them in a
+    thread pool; otherwise it runs them one after another. The async driver always interleaves
+    them on its one thread.
     """
 
     operations: tuple[Operation[Any], ...]

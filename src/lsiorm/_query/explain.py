@@ -189,6 +189,8 @@ def _render(
         lines.append(indent + "(applied after the read: items it drops still cost capacity)")
     for text in plan.fallback_filters:
         row("fallback", f"{text} is filtered, not part of the key condition")
+    for text in plan.pending_slots:
+        row("pending", text)
     for text in plan.residual_filters:
         row("open end", f"{text}: the key condition reads the closed range, the filter is exact")
     for text in plan.type_filters:

@@ -170,6 +170,8 @@ class PlannedRequests:
     values: dict[str, Any] = field(default_factory=dict)
     #: Key conditions evaluated as a filter because no index answers them exactly.
     fallback_filters: tuple[str, ...] = ()
+    #: Indexes that would answer a fallback condition but are on a slot marked pending.
+    pending_slots: tuple[str, ...] = ()
     has_filter: bool = False
     #: Why the query provably matches nothing (then no request is sent).
     empty: str | None = None
@@ -330,6 +332,11 @@ class QueryPlan:
     def fallback_filters(self) -> tuple[str, ...]:
         """Key conditions evaluated as a filter because no index answers them exactly."""
         return self.planned.fallback_filters
+
+    @property
+    def pending_slots(self) -> tuple[str, ...]:
+        """Indexes that would answer a fallback condition but are on a slot marked pending."""
+        return self.planned.pending_slots
 
     @property
     def has_filter(self) -> bool:

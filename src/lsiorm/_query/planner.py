@@ -110,6 +110,8 @@ class _QueryPlanner:
             self.conds.setdefault(c.field, []).append(c.op)
         self.needed: tuple[str, ...] | None = None if count else q.fields
         self.valid = _Valid()
+        #: Per where() field no ready index answers, the pending slot's index that would.
+        self.pending_notes: tuple[str, ...] = ()
         self.filter_fields = _filter_fields(q.filter_condition)
         self.collection_notes: tuple[str, ...] = ()
 
@@ -162,6 +164,9 @@ class _QueryPlanner:
         pending = _pending_slot(self.metas, self.table, index, self.q.index_forced)
         if pending is not None:
             option.problem, option.rule = pending, "query.slot-pending"
+            # What it would answer once ready: named when no ready index answers it.
+            absorbed = set.intersection(*(f.absorbed for f in fits))
+            option.absorbed = [n for n in self.conds if n in absorbed]
             return option
         if self._exactness(option):
             return option
@@ -256,7 +261,24 @@ class _QueryPlanner:
         if not usable:
             raise self._no_index(options)
         best = max(usable, key=lambda o: (o.score, o.covers, o.index is None, -o.order))
+        self.pending_notes = tuple(
+            f"{o.label} would answer {', '.join(n for n in o.absorbed if n in best.unabsorbed)}, "
+            f"but {o.problem}"
+            for o in options
+            if o.rule == "query.slot-pending" and any(n in best.unabsorbed for n in o.absorbed)
+        )
         if best.unabsorbed and not self.q.fallback:
+            pending = next(
+                (
+                    o
+                    for o in options
+                    if o.rule == "query.slot-pending"
+                    and any(n in best.unabsorbed for n in o.absorbed)
+                ),
+                None,
+            )
+            if pending is not None:
+                raise self._pending(best, pending)
             sparse = next((o for o in options if o.rule == "query.sparse-index"), None)
             note = "" if sparse is None else f" ({sparse.label} is not used: {sparse.problem}.)"
             raise self._unabsorbed(best, usable, note)
@@ -284,6 +306,19 @@ class _QueryPlanner:
             "query.no-index",
             f"No index can serve this query of {names} without a scan: {lines}. Add equality "
             "conditions on those fields, or use scan() explicitly.",
+            table=self.table.name,
+        )
+
+    def _pending(self, best: _Option, pending: _Option) -> QueryPlanError:
+        """The only index that answers a where() condition is on a slot still marked pending."""
+        names = ", ".join(n for n in pending.absorbed if n in best.unabsorbed)
+        return QueryPlanError(
+            "query.unabsorbed",
+            f"Only index {pending.label} answers the where() condition on {names}, and "
+            f"{pending.problem} (the planner does not pick it by itself until its items are "
+            f"backfilled and the slot is marked ready). Or move the condition to filter(), or "
+            f"call allow_filter_fallback() to filter it after reading "
+            f"{'the table' if best.index is None else 'index ' + best.label}.",
             table=self.table.name,
         )
 
@@ -512,6 +547,7 @@ class _QueryPlanner:
                 names=names,
                 values=values,
                 fallback_filters=fallback_text,
+                pending_slots=self.pending_notes,
                 has_filter=has_filter,
                 empty=empty,
                 type_filters=tuple(type_lines),

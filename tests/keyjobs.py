@@ -1,0 +1,76 @@
+"""Helpers of the key-job tests: a declaration in two releases, a write log that can kill a job."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+from lsiorm import Entity, Session, Table
+from lsiorm._ops.hooks import HookRequest
+
+
+def declare(name: str, *, lsi3: bool, width: int = 4) -> tuple[Table, type[Entity]]:
+    """The same table and entity type, as an old (no LSI3) or new (LSI3) release declares it."""
+    table = Table.with_reserved_lsi_slots(name, "PK", "SK")
+    keys = {"PK": "USER#{user}", "SK": f"DOC#{{n:0{width}d}}", "LSI1SK": "TITLE#{title}"}
+    if lsi3:
+        keys["LSI3SK"] = "SIZE#{size:06d}#{n:06d}"
+
+    class Doc(Entity, table=table, keys=keys, type_name="Doc"):
+        user: str
+        n: int
+        title: str
+        size: int = 0
+
+    return table, Doc
+
+
+class Killed(BaseException):
+    """The job was killed (a BaseException: hooks swallow Exception, not this)."""
+
+
+class WriteLog:
+    """Counts each successful rewrite per stored sort key; kills the job past ``limit`` writes.
+
+    Segments run in threads: the count and the limit are kept under a lock, and a write is
+    let through only while fewer than ``limit`` have been let through.
+    """
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self.writes: Counter[str] = Counter()
+        self.sent = 0
+        self.lock = threading.Lock()
+
+    def before(self, request: HookRequest) -> None:
+        if request.operation not in ("UpdateItem", "TransactWriteItems"):
+            return
+        with self.lock:
+            if self.limit is not None and self.sent >= self.limit:
+                raise Killed
+            self.sent += 1
+
+    def after(self, request: HookRequest, response: dict[str, Any]) -> None:
+        with self.lock:
+            if request.operation == "UpdateItem":
+                self.writes[request.params["Key"]["SK"]["S"]] += 1
+            elif request.operation == "TransactWriteItems":
+                delete = request.params["TransactItems"][1]["Delete"]
+                self.writes[delete["Key"]["SK"]["S"]] += 1
+
+
+def session_on(endpoint_url: str, *hooks: object) -> Session:
+    return Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=hooks)
+
+
+def everything(session: Session, name: str) -> list[dict[str, Any]]:
+    """Every stored item of a table (wire form), read consistently."""
+    items: list[dict[str, Any]] = []
+    params: dict[str, Any] = {"TableName": name, "ConsistentRead": True}
+    while True:
+        page = session.call("Scan", params)
+        items += page["Items"]
+        if "LastEvaluatedKey" not in page:
+            return items
+        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
