@@ -232,3 +232,29 @@ def test_an_item_too_wide_for_a_condition_fails_alone(session: Session, table_na
         assert session.audit_keys(doc).stale_items == 1
     finally:
         session.delete_table(table)
+
+
+def test_items_moved_ahead_of_the_scan_are_not_counted_again(
+    session: Session, table_name: str
+) -> None:
+    """A namespace rename moves every item to a key the scan has not reached yet."""
+
+    def declared(prefix: str) -> tuple[Table, type[Entity]]:
+        table = Table(table_name, "PK", "SK")
+
+        class Note(Entity, table=table, keys={"PK": "U#{user}", "SK": prefix + "{n:04d}"}):
+            user: str
+            n: int
+
+        return table, Note
+
+    old_table, old_note = declared("A#")
+    session.create_table(old_table)
+    try:
+        session.batch_write([old_note(user="u", n=n) for n in range(25)])
+        _table, new_note = declared("Z#")
+        report = session.backfill(new_note, partition="U#u", page_size=4, segments=1)
+        assert (report.scanned, report.rewritten, report.moved, report.current) == (25, 25, 25, 0)
+        assert session.audit_keys(new_note).clean
+    finally:
+        session.delete_table(old_table)

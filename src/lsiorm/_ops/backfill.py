@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +73,8 @@ class BackfillReport:
     stored keys (and why) of items given up on. A ``dry_run`` writes nothing: ``rewritten``
     then counts the items that would be rewritten and ``estimate`` prices them. Counts include
     the runs a checkpoint resumes; items rewritten in a page that was cut short count as
-    ``current`` when the resumed run reads them again.
+    ``current`` when the resumed run reads them again. An item this run moved to a key the scan
+    reaches later is not counted again when it is read there.
     """
 
     table: str
@@ -284,7 +285,15 @@ def backfill(
             table, item, None, transactional=True
         )
 
+    # Keys this run moved items to: a scan that reaches them later reads the same items again.
+    arrived: set[tuple[Any, ...]] = set()
+
+    def moved_to(check: ItemKeyCheck) -> None:
+        arrived.add(_key_identity({k: check.expected[k] for k in _key_names(table)}))
+
     def visit(part: BackfillReport, item: WireItem) -> Operation[bool]:
+        if arrived and _key_identity(item, _key_names(table)) in arrived:
+            return False  # moved here by this run: counted already
         part.scanned += 1
         current: WireItem | None = item
         for _attempt in range(max_attempts):
@@ -336,6 +345,7 @@ def backfill(
                         part.estimate = part.estimate + units
                         part.rewritten += 1
                         part.moved += 1
+                        moved_to(check)
                         return True
                     key = {k: from_wire(v) for k, v in new_key.items()}
                     part.failed.append(
@@ -350,6 +360,8 @@ def backfill(
                 part.estimate = part.estimate + units
                 part.rewritten += 1
                 part.moved += check.moves
+                if check.moves:
+                    moved_to(check)
                 return True
             current = yield from reread(check.stored_key)
         part.failed.append(
@@ -364,6 +376,12 @@ def backfill(
     report.units_spent = budget.spent
     report.elapsed = ledger.elapsed
     return report
+
+
+def _key_identity(item: Mapping[str, Any], names: Iterable[str] | None = None) -> tuple[Any, ...]:
+    """A hashable identity of a primary key in wire form (attribute, type tag, value)."""
+    keys = item if names is None else {k: item[k] for k in names if k in item}
+    return tuple(sorted((k, *next(iter(v.items()))) for k, v in keys.items()))
 
 
 def _key_names(table: Table) -> tuple[str, ...]:
