@@ -22,7 +22,11 @@ from lsiorm.testing import DYNAMODB_LOCAL_DIR_ENV, ENDPOINT_URL_ENV
 REPO = Path(__file__).resolve().parents[1]
 
 MODELS = """
-from lsiorm import Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Table
+from datetime import datetime
+
+from pydantic import Field
+
+from lsiorm import EpochSeconds, Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Table
 
 shop = Table(
     "Shop",
@@ -30,7 +34,22 @@ shop = Table(
     "SK",
     local_indexes=[LocalIndex("ByPlaced", KeyAttribute("LSI1"), Projection.keys_only())],
     global_indexes=[GlobalIndex("ByEmail", KeyAttribute("GSI1PK"), KeyAttribute("GSI1SK"))],
+    ttl_attribute="expires",
 )
+
+
+class Cart(
+    Entity,
+    table=shop,
+    keys={"PK": "C#{cid}", "SK": "CART"},
+    created_at="created",
+    updated_at="changed",
+):
+    cid: str
+    items: list[str] = Field(default_factory=list)
+    expires: EpochSeconds | None = None
+    created: datetime | None = None
+    changed: datetime | None = None
 
 
 class Customer(
@@ -102,6 +121,26 @@ def test_gsi_and_drift(lsiorm_session):
     assert lsiorm_session.table_name(shop).endswith("-Shop")
 
 
+def test_cart_upsert_append_ttl_and_timestamps(lsiorm_session):
+    from datetime import datetime, timedelta, timezone
+
+    from shopapp.models import Cart, shop
+
+    later = datetime.now(timezone.utc) + timedelta(days=1)
+    cart = lsiorm_session.update(
+        Cart, cid="c5", append={"items": ["apple"]}, set={"expires": later}, upsert=True
+    )
+    cart = lsiorm_session.update(Cart, cid="c5", append={"items": ["pear"]}, upsert=True)
+    assert cart.items == ["apple", "pear"]
+    assert cart.expires == later.replace(microsecond=0)
+    assert cart.created is not None and cart.changed >= cart.created
+    raw = lsiorm_session.client.get_item(
+        TableName=lsiorm_session.table_name(shop), Key={"PK": {"S": "C#c5"}, "SK": {"S": "CART"}}
+    )["Item"]
+    assert raw["expires"] == {"N": str(int(later.timestamp()))}
+    assert lsiorm_session.check_table(shop).ok  # time to live is on
+
+
 async def test_async_session(lsiorm_async_session):
     await lsiorm_async_session.put(Order(cid="c2", oid="1", placed="2026-02-01"))
     got = await lsiorm_async_session.get(Order, cid="c2", oid="1", consistent=True)
@@ -160,12 +199,12 @@ def test_sample_app_passes_on_moto_and_dynamodb_local(app: Path) -> None:
         pytest.skip("DynamoDB Local is not configured for this run")
     code, output = run_app(app, "--lsiorm-engine", "moto,dynamodb-local")
     assert code == 0, output
-    # 5 tests on each engine: both engines really ran the app's tests.
+    # 6 tests on each engine: both engines really ran the app's tests.
     if importlib.util.find_spec("aioboto3") is not None:
-        assert re.search(r"\b10 passed\b", output), output
+        assert re.search(r"\b12 passed\b", output), output
         assert "skipped" not in output, output
     else:  # a sync-only install: the async test skips, naming the extra to install
-        assert re.search(r"\b8 passed, 2 skipped\b", output), output
+        assert re.search(r"\b10 passed, 2 skipped\b", output), output
         assert 'pip install "lsiorm[async]"' in output
     assert (
         "test_gsi_and_drift[dynamodb-local]"
