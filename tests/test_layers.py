@@ -138,3 +138,22 @@ def test_the_layer_test_sees_imports() -> None:
     # Guard against a walker that finds nothing: the session must import the drivers.
     assert "lsiorm._io.drivers" in GRAPH["lsiorm._session"]
     assert "lsiorm._query.plan" in GRAPH["lsiorm._ops.reads"]
+
+
+#: Names whose use means touching files or sockets; operations leave that to the drivers (_io).
+FILE_AND_NETWORK = frozenset({"open", "os", "pathlib", "socket", "shutil", "tempfile"})
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "_ops").glob("*.py")), ids=lambda p: p.name)
+def test_operations_touch_no_files_or_sockets(path: Path) -> None:
+    """An operation yields steps; files (checkpoints, relief files) are given to it by _io."""
+    tree = ast.parse(path.read_text())
+    used = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            used |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            used.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            used.add(node.func.id)
+    assert not used & FILE_AND_NETWORK, f"{path.name} uses {sorted(used & FILE_AND_NETWORK)}"

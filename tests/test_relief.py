@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-from lsiorm import Entity, KeyAttribute, LocalIndex, Session, Table
+from lsiorm import Entity, KeyAttribute, LocalIndex, Session, Table, read_relief_file
 from lsiorm._model.wire import item_from_wire
 from lsiorm._ops.hooks import HookRequest
-from lsiorm._ops.relief import read_relief_file
 from lsiorm.errors import ItemCollectionSizeLimitError
 from lsiorm.testing import ItemCollectionProxy
 

@@ -30,6 +30,7 @@ from lsiorm._io.fastjson import FastPathStats
 from lsiorm._io.fastjson import fast_path_of as fast_json_of
 from lsiorm._io.fastjson import install as install_fast_json
 from lsiorm._io.fastjson import uninstall as uninstall_fast_json
+from lsiorm._io.jsonlines import read_relief_file
 from lsiorm._model.capacity import (
     ConsumedCapacity,
     ReadEstimate,
@@ -69,7 +70,7 @@ from lsiorm._ops.items import DeleteResult
 from lsiorm._ops.key_audit import JobProgress, KeyAuditReport
 from lsiorm._ops.meter import CapacityMeter, Measurement
 from lsiorm._ops.reads import Page
-from lsiorm._ops.relief import ReliefReport, read_relief_file
+from lsiorm._ops.relief import ReliefReport
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.transactions import (
     ConditionCheck,

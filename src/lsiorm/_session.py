@@ -17,6 +17,7 @@ from lsiorm._conditions import Condition
 from lsiorm._io import fastjson
 from lsiorm._io.checkpoint import FileCheckpoint
 from lsiorm._io.drivers import AsyncDriver, SyncDriver, no_botocore_retries
+from lsiorm._io.jsonlines import JsonLinesFile
 from lsiorm._model.entity import Entity, meta_of
 from lsiorm._model.schema import DriftReport, Table
 from lsiorm._ops import (
@@ -569,7 +570,7 @@ class Session(_Operations):
                     entity=entity,
                     match=match,
                     to_table=to_table,
-                    to_file=to_file,
+                    to_file=None if to_file is None else JsonLinesFile(to_file),
                     write_budget=write_budget,
                     checkpoint=_checkpoint(checkpoint),
                     dry_run=dry_run,
@@ -951,7 +952,7 @@ class AsyncSession(_Operations):
                     entity=entity,
                     match=match,
                     to_table=to_table,
-                    to_file=to_file,
+                    to_file=None if to_file is None else JsonLinesFile(to_file),
                     write_budget=write_budget,
                     checkpoint=_checkpoint(checkpoint),
                     dry_run=dry_run,

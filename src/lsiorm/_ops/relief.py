@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
 from lsiorm._model.entity import Entity, decode_item
@@ -42,7 +40,6 @@ from lsiorm._ops.resumable import (
     Position,
     WireItem,
     WriteBudget,
-    from_json_av,
     json_av,
     key_of,
     plain_key,
@@ -52,7 +49,7 @@ from lsiorm._ops.resumable import (
 from lsiorm._ops.steps import Operation
 from lsiorm.errors import ConditionFailedError, ValidationError
 
-__all__ = ["ReliefReport", "read_relief_file", "relieve_collection"]
+__all__ = ["ItemFile", "ReliefReport", "relieve_collection"]
 
 
 @dataclass
@@ -114,17 +111,19 @@ class ReliefReport:
         return "\n".join(lines)
 
 
-# -- JSON Lines -----------------------------------------------------------------------------
+# -- the file destination ------------------------------------------------------------------
 
 
-def read_relief_file(path: str | os.PathLike[str]) -> list[WireItem]:
-    """Read the items a relief wrote to a JSON Lines file (wire form, bytes restored)."""
-    items: list[WireItem] = []
-    with Path(path).open() as lines:
-        for line in lines:
-            if line.strip():
-                items.append(from_json_av(json.loads(line)))
-    return items
+class ItemFile(Protocol):
+    """Where a relief to a file writes: read back whole, appended durably."""
+
+    def read(self) -> list[WireItem]:
+        """Every item in the file, in order (none when there is no file yet)."""
+        ...
+
+    def append(self, items: Iterable[WireItem]) -> None:
+        """Append items; they are durable when this returns."""
+        ...
 
 
 def _key_text(key: Mapping[str, Any]) -> str:
@@ -142,7 +141,7 @@ def relieve_collection(
     entity: type[Entity] | None = None,
     match: Callable[[Entity], bool] | None = None,
     to_table: Table | None = None,
-    to_file: str | os.PathLike[str] | None = None,
+    to_file: ItemFile | None = None,
     write_budget: float | None = None,
     checkpoint: CheckpointStore | None = None,
     dry_run: bool = False,
@@ -215,10 +214,9 @@ def relieve_collection(
             setattr(report, name, int(data.get("counts", {}).get(name, 0)))
         report.failed = [(dict(k), str(w)) for k, w in data.get("failed", [])]
         report.resumed = True
-    file_path = Path(to_file) if to_file is not None else None
     in_file: dict[str, WireItem] = {}
-    if file_path is not None and file_path.exists() and not dry_run:
-        for item in read_relief_file(file_path):
+    if to_file is not None and not dry_run:
+        for item in to_file.read():
             in_file[_key_text(key_of(table, item))] = item
     budget = WriteBudget(write_budget, clock)
     matched_sizes: list[WireItem] = []
@@ -271,16 +269,12 @@ def relieve_collection(
         return found
 
     def write_file(items: list[WireItem]) -> list[bool]:
-        assert file_path is not None
+        assert to_file is not None
         fresh = [i for i in items if not _same_copy(in_file.get(_key_text(key_of(table, i))), i)]
         if fresh:
-            with file_path.open("a") as out:
-                for item in fresh:
-                    out.write(json.dumps(json_av(item), sort_keys=True) + "\n")
-                out.flush()
-                os.fsync(out.fileno())
+            to_file.append(fresh)
         # Verify: read the file back, the last line of each key wins.
-        back = {_key_text(key_of(table, i)): i for i in read_relief_file(file_path)}
+        back = {_key_text(key_of(table, i)): i for i in to_file.read()}
         in_file.update(back)
         return [same_item(back.get(_key_text(key_of(table, i)), {}), i) for i in items]
 
