@@ -20,7 +20,10 @@ Nothing is dropped silently.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+import gc
+import threading
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TypeAlias, TypeVar, cast
@@ -223,7 +226,44 @@ def _delete_target(target: DeleteTarget) -> tuple[type[Entity], Entity | Mapping
     )
 
 
+_PAUSE_LOCK = threading.Lock()
+_paused = 0  # how many threads are inside _collector_paused()
+_resume = False  # whether the collector was on when the first of them came in
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a batch's items are built.
+
+    Building 10,000 items keeps about ten new containers per item alive until the batch is
+    sent, and each of them makes the collector walk every object of the process again (about
+    a fifth of a batch's CPU). Nothing built here forms a cycle, so the pause frees nothing
+    later than it would be freed anyway; cyclic garbage made meanwhile by other threads waits
+    for the next collection after the pause. Scoped to this synchronous section (it never
+    spans a request), safe with several threads (the collector comes back on when the last
+    one leaves, and only if it was on when the first came in).
+    """
+    global _paused, _resume
+    with _PAUSE_LOCK:
+        if _paused == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _paused += 1
+    try:
+        yield
+    finally:
+        with _PAUSE_LOCK:
+            _paused -= 1
+            if _paused == 0 and _resume:
+                gc.enable()
+
+
 def _write_entries(puts: Sequence[Entity], deletes: Sequence[DeleteTarget]) -> list[_Entry]:
+    with _collector_paused():
+        return _build_write_entries(puts, deletes)
+
+
+def _build_write_entries(puts: Sequence[Entity], deletes: Sequence[DeleteTarget]) -> list[_Entry]:
     entries: list[_Entry] = []
     checked: set[type[Entity]] = set()
     for entity in puts:
