@@ -26,7 +26,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, TypeAlias, TypeVar, cast
+from typing import Any, Final, TypeAlias, TypeVar, cast
 
 from lsiorm._model.capacity import ConsumedCapacity
 from lsiorm._model.entity import (
@@ -161,9 +161,17 @@ class _Entry:
     table: Table
     cls: type[Entity] | None
     ident: KeyIdentity
+    #: The wire item of a put, or the wire key of a delete or a read.
     request: dict[str, Any]
     source: Any
     size: int
+    #: What a write does: _PUT or _DELETE (None for a read). The BatchWriteItem request dict
+    #: is built when its chunk is sent, so a large batch keeps fewer objects alive meanwhile.
+    kind: str | None = None
+
+
+_PUT: Final = "PutRequest"
+_DELETE: Final = "DeleteRequest"
 
 
 def _describe(entry: _Entry) -> str:
@@ -173,10 +181,8 @@ def _describe(entry: _Entry) -> str:
 
 
 def _entry_key(entry: _Entry) -> dict[str, Any]:
-    if "PutRequest" in entry.request:
-        return primary_key_of(entry.table, entry.request["PutRequest"]["Item"])
-    if "DeleteRequest" in entry.request:
-        return dict(entry.request["DeleteRequest"]["Key"])
+    if entry.kind == _PUT:
+        return primary_key_of(entry.table, entry.request)
     return dict(entry.request)
 
 
@@ -285,9 +291,10 @@ def _build_write_entries(puts: Sequence[Entity], deletes: Sequence[DeleteTarget]
                 meta.table,
                 cls,
                 _item_identity(meta.table, item),
-                {"PutRequest": {"Item": item}},
+                item,
                 entity,
                 size,
+                _PUT,
             )
         )
     for target in deletes:
@@ -302,9 +309,10 @@ def _build_write_entries(puts: Sequence[Entity], deletes: Sequence[DeleteTarget]
                 meta.table,
                 cls,
                 key_identity(meta.table.name, wire_key),
-                {"DeleteRequest": {"Key": wire_key}},
+                wire_key,
                 target,
                 item_size(wire_key),
+                _DELETE,
             )
         )
     _refuse_duplicates(entries)
@@ -364,7 +372,12 @@ def _get_entries(
 def _write_params(entries: Sequence[_Entry]) -> dict[str, Any]:
     items: dict[str, list[dict[str, Any]]] = {}
     for entry in entries:
-        items.setdefault(entry.table.name, []).append(entry.request)
+        request = (
+            {_PUT: {"Item": entry.request}}
+            if entry.kind == _PUT
+            else {_DELETE: {"Key": entry.request}}
+        )
+        items.setdefault(entry.table.name, []).append(request)
     return {"RequestItems": items}
 
 
