@@ -7,7 +7,7 @@ retry policy stops. The chunks run as one :class:`~lsiorm.steps.Gather` step: on
 sync driver, concurrently (bounded) under the async one.
 
 A chunk has one retry budget. Its requests go through :func:`lsiorm._ops.pipeline.send_once`
-(hooks, no retry), and one :func:`~lsiorm._ops.retry.run_with_retries` loop re-sends both a
+(hooks, no retry), and one :func:`~lsiorm._ops.pipeline.retried` loop re-sends both a
 failed request (throttling, 5xx, dropped connection) and a partly processed one. So a chunk never
 sends more than ``policy.max_attempts`` requests, instead of ``max_attempts`` squared with two
 nested loops. Query hydration reads base items through the same chunk runner (:func:`read_keys`).
@@ -38,8 +38,7 @@ from lsiorm._model.entity import (
 )
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_from_wire, item_size, item_to_wire
-from lsiorm._ops.pipeline import Context, send_once
-from lsiorm._ops.retry import run_with_retries
+from lsiorm._ops.pipeline import Context, retried, send_once
 from lsiorm._ops.steps import Gather, Operation
 from lsiorm._requests.items import key_values
 from lsiorm.errors import (
@@ -531,7 +530,7 @@ def _run_chunk(
         return outcome.left
 
     try:
-        yield from run_with_retries(ctx.retry, attempt, retry_result=bool)
+        yield from retried(ctx.retry, attempt, retry_result=bool)
     except DynamoError as exc:
         # Also a request that failed for good: its items are reported, never dropped.
         outcome.error = exc
