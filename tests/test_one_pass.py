@@ -215,3 +215,187 @@ def test_batch_identity_shortcut_is_key_identity(
     if sk is not None:
         item[sk] = second
     assert _item_identity(t, item) == key_identity(t.name, primary_key_of(t, item))
+
+
+# -- the generated per-class encoder ---------------------------------------------------------
+
+status_table = Table(
+    "one_pass_status",
+    partition_key="pk",
+    sort_key="sk",
+    local_indexes=[LocalIndex("ByState", KeyAttribute("lsi1"), Projection.all())],
+)
+
+
+class Shipment(
+    Entity,
+    table=status_table,
+    keys={
+        "pk": "S#{owner}",
+        "sk": "{state}#{at:ms}",  # a terminated str, then a datetime at millisecond precision
+        "lsi1": "{label}#{seq:04d}",  # sparse: left out when label or seq is None
+    },
+):
+    owner: str
+    state: str
+    at: datetime
+    label: str | None = None
+    seq: int | None = None
+    note: str = ""
+
+
+zones = st.just(timezone.utc) | st.builds(
+    lambda m: timezone(timedelta(minutes=m)), st.integers(min_value=-900, max_value=900)
+)
+key_texts = st.text(max_size=12) | st.sampled_from(
+    ["", "\x00", "a\x01b", "é", "x" * 300, "a\u0100"]
+)
+shipments = st.builds(
+    Shipment,
+    owner=key_texts,
+    state=key_texts,
+    at=st.datetimes(min_value=datetime(2, 1, 1), max_value=datetime(9998, 1, 1), timezones=zones)
+    | st.datetimes(min_value=datetime(2, 1, 1), max_value=datetime(9998, 1, 1)).map(
+        lambda d: d.replace(microsecond=d.microsecond // 1000 * 1000, tzinfo=timezone.utc)
+    ),
+    label=st.none() | key_texts,
+    seq=st.none() | st.integers(min_value=-20_000, max_value=20_000),
+    note=st.text(max_size=30),
+)
+
+
+def test_plain_classes_get_a_generated_encoder() -> None:
+    from lsiorm._model.entity import _WRITERS
+
+    for entity in (
+        Plain(name="x", n=1),
+        Shipment(owner="o", state="s", at=datetime(2024, 1, 1, tzinfo=timezone.utc)),
+    ):
+        encode_entity(entity)
+        assert _WRITERS[type(entity)].fast is not None
+    encode_entity(Nested(name="x", n=1))
+    assert _WRITERS[Nested].fast is None  # model_dump classes keep the general path
+
+
+@given(shipments)
+def test_generated_encoder_matches_the_two_pass_path(entity: Shipment) -> None:
+    # Terminated and final str keys (escapes, non-ASCII, empty, over the key limit), int keys
+    # out of their width, datetimes off UTC or finer than the key precision, sparse index keys.
+    same_outcome(entity)
+
+
+@given(shipments)
+def test_generated_encoder_matches_the_general_path(entity: Shipment) -> None:
+    from lsiorm._model import entity as entity_module
+
+    writer = entity_module._WRITERS.get(Shipment)
+    try:
+        expected: Any = encode_entity(entity)
+    except LsiormError as exc:
+        expected = (type(exc), exc.rule)
+    assert writer is not None
+    fast, writer.fast = writer.fast, None
+    try:
+        try:
+            general: Any = encode_entity(entity)
+        except LsiormError as exc:
+            general = (type(exc), exc.rule)
+    finally:
+        writer.fast = fast
+    assert expected == general
+    if not isinstance(expected[0], type):
+        assert list(expected[0]) == list(general[0])
+
+
+class Checked(Entity, table=status_table, keys={"pk": "C#{name}", "sk": "{n:06d}"}):
+    """Every type the generated encoder checks by itself instead of asking Pydantic."""
+
+    name: str
+    n: int
+    flag: bool = False
+    ratio: float = 0.0
+    total: Decimal = Decimal(0)
+    when: datetime | None = None
+    day: date | None = None
+    tags: list[str] = Field(default_factory=list)
+    maybe: str | None = None
+
+
+class Constrained(Entity, table=status_table, keys={"pk": "K#{name}", "sk": "{n:06d}"}):
+    """Same types, but constraints Pydantic enforces: the shortcut must not apply."""
+
+    name: str = Field(max_length=3)
+    n: int = Field(ge=0)
+
+
+anything = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**7), max_value=10**7),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.decimals(),
+    st.text(max_size=6),
+    st.binary(max_size=4),
+    st.dates(),
+    st.datetimes(timezones=st.none() | st.just(timezone.utc)),
+    st.lists(st.text(max_size=3) | st.integers(), max_size=3),
+)
+
+
+#: Mostly values of the declared type (with their edge cases: NaN, infinities, naive
+#: datetimes, subclasses), sometimes anything at all.
+typed = {
+    "name": st.text(max_size=6),
+    "n": st.integers(min_value=-(10**7), max_value=10**7),
+    "flag": st.booleans(),
+    "ratio": st.floats(),
+    "total": st.decimals(),
+    "when": st.none() | st.datetimes(timezones=st.none() | st.just(timezone.utc)),
+    "day": st.none() | st.dates(),
+    "tags": st.lists(st.text(max_size=3), max_size=3),
+    "maybe": st.none() | st.text(max_size=3),
+}
+
+
+@given(
+    st.fixed_dictionaries(typed),
+    st.sampled_from([None, *sorted(typed)]),
+    anything,
+    st.sampled_from([None, *sorted(typed)]),
+    st.sampled_from([Checked, Constrained]),
+)
+def test_values_checked_without_pydantic_give_the_general_outcome(
+    values: dict[str, Any], wild: str | None, value: Any, dropped: str | None, cls: type[Entity]
+) -> None:
+    # model_construct skips validation: wrong types, NaN, missing fields all reach the writer.
+    from lsiorm._model import entity as entity_module
+
+    if wild is not None:
+        values[wild] = value
+    fields = {k: v for k, v in values.items() if k in cls.model_fields and k != dropped}
+    entity = cls.model_construct(**fields)
+    for name in cls.model_fields:
+        if name not in fields:
+            entity.__dict__.pop(name, None)  # a partial entity (entity.partial)
+    try:
+        expected: Any = encode_entity(entity)
+    except LsiormError as exc:
+        expected = (type(exc), exc.rule)
+    writer = entity_module._WRITERS[cls]
+    fast, writer.fast = writer.fast, None
+    try:
+        try:
+            general: Any = encode_entity(entity)
+        except LsiormError as exc:
+            general = (type(exc), exc.rule)
+    finally:
+        writer.fast = fast
+    assert expected == general
+
+
+def test_the_shortcut_is_taken_only_where_it_is_sure() -> None:
+    from lsiorm._model.entity import _validity_source, meta_of
+
+    assert _validity_source(meta_of(Checked)) is not None
+    assert _validity_source(meta_of(Constrained)) is None  # field constraints
+    assert _validity_source(meta_of(Plain)) is None  # enums, literals, sets, ...

@@ -6,9 +6,11 @@ parameter validation, its serializer and its event machinery only cost time (abo
 
 * the body is ``orjson.dumps`` of the parameters (bytes, the B and BS values, in base64 as
   botocore writes them);
-* it is signed with botocore's own SigV4 signer, with the client's credentials fetched for every
-  request (``get_frozen_credentials``, so refreshing credentials refresh as they do in botocore),
-  its region and its signing name;
+* it is signed with SigV4 as botocore's signer signs it (:class:`_SigV4`: the same canonical
+  request, headers and signature, checked against botocore's ``SigV4Auth`` by the tests; the
+  signing key is kept for the day), with the client's credentials fetched for every request
+  (``get_frozen_credentials``, so refreshing credentials refresh as they do in botocore), its
+  region and its signing name;
 * it goes out through the client's own HTTP session (botocore's urllib3 pool, or
   aiobotocore's aiohttp one: their proxies, timeouts, TLS settings and pool size), to the
   client's endpoint, with its user agent;
@@ -36,6 +38,9 @@ requests; otherwise the request goes to botocore as before (see :meth:`LeanLane.
 from __future__ import annotations
 
 import binascii
+import datetime as _dt
+import hashlib
+import hmac
 import inspect
 import os
 import sys
@@ -134,12 +139,101 @@ def _baseline() -> set[str]:
         return _BASELINE
 
 
+class _SigV4:
+    """SigV4 signing of the lean lane's POST requests, exactly as botocore's ``SigV4Auth``.
+
+    The canonical path, query string and host come from the endpoint URL once (worked out by
+    botocore's own helpers); per request only the date, the target, the optional session token
+    and the body's SHA-256 change. The signing key is derived once per secret key and day.
+    """
+
+    def __init__(self, url: str, region: str, service: str) -> None:
+        from urllib.parse import urlsplit
+
+        from botocore.auth import SigV4Auth, _host_from_url
+
+        helper = SigV4Auth(None, service, region)
+        parts = urlsplit(url)
+        path = helper._normalize_url_path(parts.path)
+        query = helper._canonical_query_string_url(parts)
+        self._prefix = f"POST\n{path}\n{query}\n"
+        self._host = _host_from_url(url)
+        self._region = region
+        self._service = service
+        self._key: tuple[str, str, bytes] | None = None  # (secret key, day, signing key)
+
+    def _signing_key(self, secret: str, day: str) -> bytes:
+        cached = self._key
+        if cached is not None and cached[0] == secret and cached[1] == day:
+            return cached[2]
+        key = f"AWS4{secret}".encode()
+        for part in (day, self._region, self._service, "aws4_request"):
+            key = hmac.new(key, part.encode("utf-8"), hashlib.sha256).digest()
+        self._key = (secret, day, key)
+        return key
+
+    def sign(
+        self, headers: dict[str, str], body: bytes, credentials: Any, now: _dt.datetime
+    ) -> None:
+        """Add X-Amz-Date, the security token (if any) and Authorization to ``headers``.
+
+        ``headers`` holds the request's other headers, all signed but User-Agent and
+        X-Amzn-Trace-Id (as botocore leaves them out).
+        """
+        stamp = now.strftime("%Y%m%dT%H%M%SZ")
+        day = stamp[:8]
+        headers["X-Amz-Date"] = stamp
+        if credentials.token:
+            headers["X-Amz-Security-Token"] = credentials.token
+        signed = {"host": self._host}
+        for name, value in headers.items():
+            lower = name.lower()
+            if lower not in _UNSIGNED_HEADERS:
+                signed[lower] = " ".join(value.split())
+        names = sorted(signed)
+        signed_names = ";".join(names)
+        canonical = "".join(
+            (
+                self._prefix,
+                "\n".join(f"{name}:{signed[name]}" for name in names),
+                "\n\n",
+                signed_names,
+                "\n",
+                hashlib.sha256(body).hexdigest(),
+            )
+        )
+        scope = f"{day}/{self._region}/{self._service}/aws4_request"
+        to_sign = (
+            f"AWS4-HMAC-SHA256\n{stamp}\n{scope}\n"
+            f"{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}"
+        )
+        signature = hmac.new(
+            self._signing_key(credentials.secret_key, day),
+            to_sign.encode("utf-8"),
+            hashlib.sha256,
+        ).hexdigest()
+        headers["Authorization"] = (
+            f"AWS4-HMAC-SHA256 Credential={credentials.access_key}/{scope}, "
+            f"SignedHeaders={signed_names}, Signature={signature}"
+        )
+
+
+#: Headers botocore's SigV4 signer leaves out of the signature.
+_UNSIGNED_HEADERS: Final = frozenset(
+    {"expect", "transfer-encoding", "user-agent", "x-amzn-trace-id"}
+)
+
+
+def _utc_now() -> _dt.datetime:
+    # What botocore's signer reads (botocore.compat.get_current_datetime): naive UTC.
+    return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
+
+
 class LeanLane:
     """Sends lsiorm's data-plane requests for one botocore DynamoDB client (see the module)."""
 
     def __init__(self, client: Any) -> None:
-        from botocore.auth import SigV4Auth
-        from botocore.awsrequest import AWSRequest
+        from botocore.awsrequest import AWSPreparedRequest
         from botocore.endpoint import convert_to_response_dict
 
         self.client = client
@@ -156,8 +250,8 @@ class LeanLane:
         # would parse them; otherwise by botocore's parser.
         fast = fastjson.fast_path_of(client)
         self._fast = ResponseParse(fast) if fast is not None else None
-        self._sigv4 = SigV4Auth
-        self._request = AWSRequest
+        self._sigv4 = _SigV4(self._url, self._region, self._signing_name)
+        self._request = AWSPreparedRequest
         self._to_response_dict = convert_to_response_dict
         self._seen: object = None
         self._verdicts: dict[str, bool] = {}
@@ -251,9 +345,10 @@ class LeanLane:
         trace = _trace_id()
         if trace is not None:
             headers["X-Amzn-Trace-Id"] = trace
-        request = self._request(method="POST", url=self._url, data=body, headers=headers)
-        self._sigv4(credentials, self._signing_name, self._region).add_auth(request)
-        return request.prepare()
+        self._sigv4.sign(headers, body, credentials, _utc_now())
+        # What AWSRequest.prepare() gives for a bytes body: the same headers and Content-Length.
+        headers["Content-Length"] = str(len(body))
+        return self._request("POST", self._url, headers, body, stream_output=False)
 
     def _parsed_success(self, operation: str, response: dict[str, Any]) -> dict[str, Any] | None:
         """Check a 2xx response's CRC32 and parse it the fast way; None for the slow way."""

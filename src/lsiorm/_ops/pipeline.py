@@ -8,9 +8,10 @@ request is retried by exactly one loop.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsiorm._ops.hooks import HookRequest, apply_after, apply_before, apply_error
 from lsiorm._ops.naming import NameResolver, from_wire, renamed_table, to_wire
@@ -22,7 +23,9 @@ from lsiorm.errors import DynamoError
 if TYPE_CHECKING:
     from lsiorm._model.schema import Table
 
-__all__ = ["Context", "call", "send_once"]
+__all__ = ["Context", "call", "retried", "send_once"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -98,9 +101,60 @@ def call(
     (one that is not retryable ends the retries).
     """
     return (
-        yield from run_with_retries(
+        yield from retried(
             ctx.retry,
             lambda: send_once(ctx, operation, params, tables, on_error=on_error, built=built),
             retry_if=retry_if,
+        )
+    )
+
+
+def retried(
+    policy: RetryPolicy,
+    attempt: Callable[[], Operation[T]],
+    *,
+    retry_if: Callable[[BaseException], bool] = is_retryable,
+    retry_result: Callable[[T], bool] | None = None,
+) -> Operation[T]:
+    """:func:`~lsiorm._ops.retry.run_with_retries`, with the first attempt made before it.
+
+    Most requests succeed at once, and setting up the policy's retry loop costs more than
+    sending a request through the lean lane takes of CPU; so the first attempt runs on its
+    own. Only when it fails with an error ``retry_if`` accepts, or gives a result
+    ``retry_result`` wants retried, does the loop start: its first attempt hands back that
+    same outcome (no request is sent again), and its time bound is shortened by the time the
+    first attempt took. So attempts, sleeps, errors and results are those of the loop alone.
+    """
+    started = time.monotonic()
+    first_error: DynamoError | None = None
+    first: Any = None
+    try:
+        first = yield from attempt()
+    except DynamoError as exc:
+        if not retry_if(exc):
+            raise
+        first_error = exc
+    else:
+        if retry_result is None or not retry_result(first):
+            return first  # type: ignore[no-any-return]
+    replayed = False
+
+    def again() -> Operation[T]:
+        nonlocal replayed
+        if replayed:
+            return (yield from attempt())
+        replayed = True
+        if first_error is not None:
+            raise first_error
+        result: T = first
+        return result
+
+    elapsed = time.monotonic() - started
+    return (
+        yield from run_with_retries(
+            replace(policy, max_delay=policy.max_delay - elapsed),
+            again,
+            retry_if=retry_if,
+            retry_result=retry_result,
         )
     )

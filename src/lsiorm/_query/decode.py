@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import logging
 from collections.abc import Sequence
 from typing import (
@@ -59,8 +58,10 @@ def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]
         if plan.selected is None and not plan.unavailable:
             # A whole item of a known type: its stored fields already hold every value, so the
             # class's decoder reads them directly instead of parsing key strings back.
-            attributes = meta_of(known).attributes.values()
-            if builtins.all(a in item for a in attributes):
+            stored = _STORED.get(known)
+            if stored is None:
+                stored = _STORED[known] = frozenset(meta_of(known).attributes.values())
+            if item.keys() >= stored:
                 return decode_item(table, item, only=classes)
         candidates: Sequence[type[Entity]] = (known,)
     else:
@@ -77,6 +78,9 @@ def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]
             return _build(plan, meta, values, partial=unfetched)
     return None
 
+
+#: Per entity class, the attribute names of its stored fields (worked out once).
+_STORED: dict[type[Entity], frozenset[str]] = {}
 
 _UNFETCHED_SEEN: set[tuple[str, str | None]] = set()
 
