@@ -55,7 +55,7 @@ WHY_DECODE = (
     "(the interleaved figure under the decode table) every model-building path is slower."
 )
 WHY_QUERY_PATH = (
-    "query_ops.decode, not decode_item, decodes query results: it runs from_wire on every "
+    "The query result decoder, not decode_item, decodes query results: it runs from_wire on every "
     "field and also parses pk, sk and lsi1 back into fields the item already holds."
 )
 
@@ -173,10 +173,10 @@ def _targets(
                 WHY_DECODE,
             )
         )
-        query_path = g.ratio("lsiorm query_ops.decode (what queries call)")
+        query_path = g.ratio("lsiorm query result decoding (what Session.all calls)")
         out.append(
             Target(
-                "Typed decode on the query path (query_ops.decode)",
+                "Typed decode on the query path (what Session.all calls)",
                 "≤ 0.50x TypeDeserializer to dicts",
                 f"{query_path:.2f}x",
                 query_path <= 0.5,
@@ -184,7 +184,7 @@ def _targets(
             )
         )
     if "query" in groups:
-        ratio = groups["query"].ratio("lsiorm query_ops.all (fast path)")
+        ratio = groups["query"].ratio("lsiorm Session.all (fast path)")
         pydynox_ratio = groups["query"].ratio("pydynox Model.sync_query (Rust core, typed)")
         out.append(
             Target(
@@ -194,7 +194,7 @@ def _targets(
                 ratio <= 0.5 and ratio < pydynox_ratio,
                 "the fast path alone takes the raw client call to "
                 f"{groups['query'].ratio('boto3 client + lsiorm.fastjson (wire dicts)'):.2f}x; "
-                "the rest is query_ops.decode (see the query path above); decoding pages with "
+                "the rest is the query result decoder (see the query path above); decoding pages with "
                 "decode_item gives "
                 f"{groups['query'].ratio(workloads.PROPOSED_QUERY):.2f}x.",
             )

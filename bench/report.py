@@ -13,7 +13,7 @@ from .workloads import Group, MemoryResult
 #: For each workload, the lsiorm path a user gets by default.
 _DEFAULT_PATHS = {
     "decode": "lsiorm decode_item",
-    "query": "lsiorm query_ops.all (fast path)",
+    "query": "lsiorm Session.all (fast path)",
     "put": workloads.LEAN_PUT,
     "get": workloads.LEAN_GET,
     "batch-sync": workloads.LEAN_BATCH,
@@ -150,7 +150,7 @@ def markdown(
             f"| first page only (`pages()`, stop after one) | {_mib(memory.one_page)} |",
             f"| lazy: iterate `pages()` over all {memory.pages} pages, keep nothing "
             f"| {_mib(memory.lazy)} |",
-            f"| eager: `query_ops.all()` into one list | {_mib(memory.eager)} |",
+            f"| eager: `session.all()` into one list | {_mib(memory.eager)} |",
             "",
         ]
     lines += [

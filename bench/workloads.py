@@ -214,7 +214,7 @@ def decode(data: list[Row], rounds: int) -> Group:
         Variant("PynamoDB from_raw_data", pynamodb),
         Variant("dyntastic (TypeDeserializer + its model load)", dyntastic),
         Variant("lsiorm decode_item", lsiorm),
-        Variant("lsiorm query_ops.decode (what queries call)", lsiorm_query_path),
+        Variant("lsiorm query result decoding (what Session.all calls)", lsiorm_query_path),
     ]
     measure(variants, rounds=rounds, warmup=1, block=CPU_BLOCK, clock=CPU)
     group = Group(
@@ -396,8 +396,8 @@ def full_query(engine: Engine, data: list[Row], rounds: int) -> Group:
         Variant("PynamoDB Model.query", pynamodb),
         Variant("dyntastic Model.query", dyntastic),
         Variant("pydynox Model.sync_query (Rust core, typed)", pydynox),
-        Variant("lsiorm query_ops.all (fast path)", lsiorm(engine.session)),
-        Variant("lsiorm query_ops.all (fast path off)", lsiorm(engine.slow_session)),
+        Variant("lsiorm Session.all (fast path)", lsiorm(engine.session)),
+        Variant("lsiorm Session.all (fast path off)", lsiorm(engine.slow_session)),
         Variant(PROPOSED_QUERY, lsiorm_decode_item),
     ]
     stats = fastjson.fast_path_of(engine.session.client)
