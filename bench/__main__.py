@@ -194,8 +194,8 @@ def _targets(
                 ratio <= 0.5 and ratio < pydynox_ratio,
                 "the fast path alone takes the raw client call to "
                 f"{groups['query'].ratio('boto3 client + lsiorm.fastjson (wire dicts)'):.2f}x; "
-                "the rest is the query result decoder (see the query path above); decoding pages with "
-                "decode_item gives "
+                "the rest is the query result decoder (see the query path above); decoding "
+                "pages with decode_item gives "
                 f"{groups['query'].ratio(workloads.PROPOSED_QUERY):.2f}x.",
             )
         )
