@@ -679,7 +679,11 @@ class ImportResult:
 
 
 def import_times(rounds: int) -> ImportResult:
-    """Time ``import X`` in fresh interpreters, interleaved."""
+    """Time ``import X`` in fresh interpreters, interleaved, with bytecode as users have it.
+
+    One discarded warm-up round writes the bytecode of every module (into a temporary folder,
+    so also where PYTHONDONTWRITEBYTECODE is set) and fills the OS file cache.
+    """
     import statistics
     import subprocess
     import sys
@@ -691,18 +695,24 @@ def import_times(rounds: int) -> ImportResult:
         "print(time.perf_counter() - t, 'aiohttp' in sys.modules)"
     )
     aiohttp = False
-    for _ in range(rounds):
-        for module in modules:
-            done = subprocess.run(
-                [sys.executable, "-c", code.format(m=module)],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            seconds, pulled = done.stdout.split()
-            samples[module].append(float(seconds))
-            if module == "lsiorm":
-                aiohttp = aiohttp or pulled == "True"
+    with tempfile.TemporaryDirectory(prefix="lsiorm-bench-pyc-") as pyc:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = pyc
+        for round_number in range(1 + rounds):
+            for module in modules:
+                done = subprocess.run(
+                    [sys.executable, "-c", code.format(m=module)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    env=env,
+                )
+                seconds, pulled = done.stdout.split()
+                if round_number == 0:
+                    continue  # the warm-up round
+                samples[module].append(float(seconds))
+                if module == "lsiorm":
+                    aiohttp = aiohttp or pulled == "True"
     return ImportResult({m: statistics.median(v) for m, v in samples.items()}, aiohttp)
 
 
