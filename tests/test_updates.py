@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from faultproxy import FaultProxy
 from lsiorm import (
+    AsyncSession,
     ConditionFailedError,
     DeclarationError,
     Entity,
@@ -668,3 +669,27 @@ def test_an_upsert_whose_answer_was_lost_creates_one_item(
     assert hook.errors
     assert got == DOC(did=did, title="u", views=3, status=None)
     assert world.get(DOC, did=did, consistent=True) == got
+
+
+async def test_async_session_takes_every_update_form(world: Session, endpoint_url: str) -> None:
+    did = uuid.uuid4().hex
+    async with AsyncSession(endpoint_url=endpoint_url) as session:
+        made = await session.update(
+            DOC, did=did, set={"title": "a"}, append={"history": ["x"]}, upsert=True
+        )
+        assert made.history == ["x"]
+        got = await session.update(
+            DOC,
+            did=did,
+            prepend={"history": ["w"]},
+            add={"labels": {"l"}},
+            if_not_exists={"status": "set"},
+        )
+        assert got.history == ["w", "x"]
+        assert got.labels == {"l"}
+        assert got.status == "set"
+        got = await session.update(got, delete={"labels": {"l"}})
+        assert got.labels is None
+    item = stored_item(world, did)
+    assert item is not None
+    assert_keys_derived(item)
