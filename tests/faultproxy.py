@@ -34,12 +34,11 @@ import threading
 import zlib
 from collections import Counter
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from lsiorm._io.loopback import LoopbackServer
+from lsiorm._io.loopback import LoopbackHandler, LoopbackServer
 
 __all__ = ["KINDS", "FaultProxy"]
 
@@ -66,13 +65,8 @@ class _Server(LoopbackServer):
         super().__init__(_Handler, max_connections)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    timeout = 10  # an idle keep-alive connection frees its slot after this
+class _Handler(LoopbackHandler):
     server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def do_POST(self) -> None:
         proxy = self.server.proxy
@@ -106,12 +100,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(500, "InternalServerError", "Injected: applied, then answered 500.")
             return
         self._reply(*forwarded)
-
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body go out in two writes; without this, Nagle's algorithm and the
-        # client's delayed ACK add ~40 ms to every response.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _drop(self) -> None:
         self.close_connection = True

@@ -438,17 +438,12 @@ def load_job_target(spec: str, entity: str | None) -> Any:
 
 @contextlib.contextmanager
 def _job_progress(progress: Progress, label: str) -> Iterator[Callable[[Any], object] | None]:
-    """A job's progress on stderr: a bar (items, rate, ETA), or lines if tqdm is missing."""
+    """A job's progress on stderr: a bar (items, rate, ETA)."""
     if not progress.enabled:
         yield None
         return
-    try:
-        import tqdm  # noqa: F401 - a dependency; a broken install falls back to lines
+    from lsiorm._io.progress_bar import ProgressBar
 
-        from lsiorm._io.progress_bar import ProgressBar
-    except ImportError:
-        yield lambda state: progress.tick(str(state))
-        return
     with ProgressBar(label, progress.stream) as bar:
         yield bar
 

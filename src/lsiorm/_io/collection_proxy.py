@@ -31,12 +31,11 @@ import zlib
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from lsiorm._io.loopback import LoopbackServer
+from lsiorm._io.loopback import LoopbackHandler, LoopbackServer
 from lsiorm._model.wire import item_size
 
 __all__ = ["ItemCollectionProxy"]
@@ -132,17 +131,8 @@ class _Server(LoopbackServer):
         super().__init__(_Handler, max_connections)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    timeout = 10  # an idle keep-alive connection frees its slot after this
+class _Handler(LoopbackHandler):
     server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_GET(self) -> None:
         status, payload = self.server.proxy.forward_raw("GET", dict(self.headers), b"")

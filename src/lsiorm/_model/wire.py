@@ -22,6 +22,7 @@ __all__ = [
     "item_size",
     "item_to_wire",
     "number_to_wire",
+    "same_item",
     "to_wire",
     "to_wire_sized",
 ]
@@ -420,6 +421,19 @@ def item_from_wire(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         raise
     except (ValueError, TypeError, AttributeError, ArithmeticError) as exc:
         raise _malformed(exc) from exc
+
+
+def same_item(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two wire items hold the same values (numbers as numbers, sets in any order).
+
+    A malformed item holds no values to compare: it is the same as no other.
+    """
+    if a == b:
+        return True
+    try:
+        return item_from_wire(a) == item_from_wire(b)
+    except ValidationError:
+        return False
 
 
 def _utf8_len(text: str) -> int:

@@ -28,7 +28,7 @@ from typing import Any
 from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
 from lsiorm._model.entity import Entity, meta_of
 from lsiorm._model.schema import Table
-from lsiorm._model.wire import from_wire
+from lsiorm._model.wire import from_wire, same_item
 from lsiorm._ops.key_audit import ItemKeyCheck, ScanSpec, check_item_keys, price_scan, scan_items
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.resumable import (
@@ -38,7 +38,6 @@ from lsiorm._ops.resumable import (
     Ledger,
     WireItem,
     WriteBudget,
-    same_item,
     unchanged_condition,
 )
 from lsiorm._ops.steps import Operation

@@ -30,7 +30,7 @@ from typing import Any, Generic, Literal, TypeVar, cast
 
 from lsiorm._conditions import Condition
 from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of
-from lsiorm._model.wire import item_from_wire
+from lsiorm._model.wire import same_item
 from lsiorm._ops import transactions
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
@@ -146,12 +146,7 @@ def _send(ctx: Context, meta: EntityMeta, attempts: _Attempts) -> Operation[dict
 
 
 def _same_item(stored: Any, ours: Mapping[str, Any]) -> bool:
-    if not isinstance(stored, Mapping):
-        return False
-    try:
-        return item_from_wire(stored) == item_from_wire(ours)
-    except ValidationError:
-        return False
+    return isinstance(stored, Mapping) and same_item(stored, ours)
 
 
 def put(

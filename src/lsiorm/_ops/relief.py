@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
 from lsiorm._model.entity import Entity, decode_item
 from lsiorm._model.schema import Table
+from lsiorm._model.wire import same_item
 from lsiorm._ops.audit import audit_collection, collection_size, measure_collection
 from lsiorm._ops.key_audit import ScanSpec
 from lsiorm._ops.pipeline import Context, call
@@ -43,7 +44,6 @@ from lsiorm._ops.resumable import (
     json_av,
     key_of,
     plain_key,
-    same_item,
     unchanged_condition,
 )
 from lsiorm._ops.steps import Operation

@@ -42,7 +42,6 @@ __all__ = [
     "json_av",
     "key_of",
     "plain_key",
-    "same_item",
     "unchanged_condition",
 ]
 
@@ -327,13 +326,3 @@ def key_of(table: Table, item: Mapping[str, Any]) -> WireItem:
 def plain_key(table: Table, item: Mapping[str, Any]) -> dict[str, Any]:
     """The primary key of a wire item as Python values (for reports)."""
     return {k: from_wire(v) for k, v in key_of(table, item).items()}
-
-
-def same_item(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Whether two wire items hold the same values (numbers compared as numbers)."""
-    if a == b:
-        return True
-    try:
-        return {k: from_wire(v) for k, v in a.items()} == {k: from_wire(v) for k, v in b.items()}
-    except Exception:
-        return False

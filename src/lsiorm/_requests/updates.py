@@ -29,7 +29,7 @@ from lsiorm._model.entity import (
     meta_of,
     wire_item,
 )
-from lsiorm._model.wire import item_from_wire, number_to_wire, to_wire
+from lsiorm._model.wire import number_to_wire, same_item, to_wire
 from lsiorm._requests.items import compile_entity_condition, join_conditions, wire_key
 from lsiorm._requests.paths import Path, Step, kind_of, overlaps, render, resolve
 from lsiorm.errors import PartialKeyUpdateError, ValidationError
@@ -820,14 +820,6 @@ def _delete(current: Mapping[str, Any] | None, delta: Mapping[str, Any]) -> Any:
     return {tag: kept} if kept else None
 
 
-def same_items(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Whether two wire items hold the same values (set order aside)."""
-    try:
-        return item_from_wire(a) == item_from_wire(b)
-    except ValidationError:
-        return False
-
-
 def applied(plan: UpdatePlan, stored: Mapping[str, Any]) -> bool:
     """Whether a stored item already holds every change of a (non-additive) update.
 
@@ -839,4 +831,4 @@ def applied(plan: UpdatePlan, stored: Mapping[str, Any]) -> bool:
         after = apply_actions(stored, actions)
     except PathError:
         return False
-    return same_items(after, stored)
+    return same_item(after, stored)
