@@ -562,7 +562,7 @@ def _timestamp_field(meta: EntityMeta, option: str, name: str | None) -> str | N
             f"{cls_name} gives {option}={name!r}, which is not a field; declare it, e.g. "
             f"`{name}: datetime | None = None`.",
         )
-    if _strip_annotated(_strip_optional(_strip_annotated(info.annotation))) is not datetime:
+    if bare_type(info.annotation) is not datetime:
         raise DeclarationError(
             "entity.timestamp-field",
             f"{cls_name}.{name} is set by lsiorm ({option}=), so it must be a datetime field "
@@ -582,10 +582,19 @@ def _timestamp_field(meta: EntityMeta, option: str, name: str | None) -> str | N
     return name
 
 
-def _strip_annotated(annotation: Any) -> Any:
-    while typing.get_origin(annotation) is typing.Annotated:
-        annotation = typing.get_args(annotation)[0]
-    return annotation
+def bare_type(annotation: Any) -> Any:
+    """Strip Annotated and Optional, repeatedly; several real alternatives stay a Union."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+            continue
+        if origin is Union or origin is types.UnionType:
+            real = [a for a in typing.get_args(annotation) if a is not type(None)]
+            if len(real) == 1:
+                annotation = real[0]
+                continue
+        return annotation
 
 
 def stamped(entity: Entity, now: datetime | None = None) -> Entity:

@@ -9,18 +9,17 @@ attribute name that is stored (a nested model's field alias, when it has one).
 from __future__ import annotations
 
 import re
-import types
 import typing
 from collections.abc import Mapping, MutableMapping, MutableSequence, MutableSet, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from typing import Annotated, Any, Final, Union
+from typing import Any, Final
 
 from pydantic import BaseModel, TypeAdapter
 
-from lsiorm._model.entity import EntityMeta
+from lsiorm._model.entity import EntityMeta, allows_none, bare_type
 from lsiorm._model.wire import to_wire
 from lsiorm.errors import ValidationError
 
@@ -128,24 +127,9 @@ def _syntax(cls_name: str, text: str) -> ValidationError:
     )
 
 
-def _unwrap(annotation: Any) -> Any:
-    """Strip Annotated and Optional; several real alternatives stay a Union."""
-    while True:
-        origin = typing.get_origin(annotation)
-        if origin is Annotated:
-            annotation = typing.get_args(annotation)[0]
-            continue
-        if origin is Union or origin is types.UnionType:
-            real = [a for a in typing.get_args(annotation) if a is not type(None)]
-            if len(real) == 1:
-                annotation = real[0]
-                continue
-        return annotation
-
-
 def _member(annotation: Any, key: str, where: str, text: str) -> tuple[str, Any, bool]:
     """Return the stored name of a map member, its type, and whether a model requires it."""
-    inner = _unwrap(annotation)
+    inner = bare_type(annotation)
     if inner is Any:
         return key, Any, False
     if isinstance(inner, type) and issubclass(inner, BaseModel):
@@ -156,12 +140,12 @@ def _member(annotation: Any, key: str, where: str, text: str) -> tuple[str, Any,
                 f"{where} is a {inner.__name__}, which has no field {key!r} (fields: "
                 f"{', '.join(inner.model_fields)}); path {text!r}.",
             )
-        required = info.is_required() and _unwrap(info.annotation) is info.annotation
+        required = info.is_required() and not allows_none(info.annotation)
         return info.alias or key, info.rebuild_annotation(), required
     origin = typing.get_origin(inner) or inner
     if origin in (dict, Mapping, MutableMapping):
         args = typing.get_args(inner)
-        if args and _unwrap(args[0]) is not str:
+        if args and bare_type(args[0]) is not str:
             raise ValidationError(
                 "update.path-not-a-map",
                 f"{where} is a map with {args[0]!r} keys; a path names text keys only "
@@ -176,7 +160,7 @@ def _member(annotation: Any, key: str, where: str, text: str) -> tuple[str, Any,
 
 
 def _element(annotation: Any, where: str, text: str) -> Any:
-    inner = _unwrap(annotation)
+    inner = bare_type(annotation)
     if inner is Any:
         return Any
     origin = typing.get_origin(inner) or inner
@@ -200,7 +184,7 @@ def _adapter(annotation: Any) -> TypeAdapter[Any]:
 
 def kind_of(annotation: Any) -> str:
     """Return 'list', 'set', 'number', 'any' or 'other' for the type at the end of a path."""
-    inner = _unwrap(annotation)
+    inner = bare_type(annotation)
     if inner is Any:
         return "any"
     origin = typing.get_origin(inner) or inner
