@@ -47,7 +47,7 @@ from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import Get, TransactAction, TransactWriteResult
 from lsiorm._query.values import Query, Scan
 from lsiorm._requests.items import key_values
-from lsiorm._requests.updates import UpdateSpec, update_spec
+from lsiorm._requests.update_plan import UpdateSpec, update_spec
 from lsiorm.errors import ConfigurationError, MissingDependencyError
 
 __all__ = ["AsyncSession", "Session"]

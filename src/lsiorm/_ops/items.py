@@ -35,7 +35,9 @@ from lsiorm._ops import transactions
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
 from lsiorm._requests.items import delete_request, get_request, put_request
-from lsiorm._requests.updates import UpdateSpec, applied, plan_update, render_update
+from lsiorm._requests.update_effect import applied
+from lsiorm._requests.update_expression import render_update
+from lsiorm._requests.update_plan import UpdateSpec, plan_update
 from lsiorm.errors import (
     ConditionFailedError,
     DynamoError,

@@ -33,7 +33,8 @@ from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.retry import is_retryable
 from lsiorm._ops.steps import Operation
 from lsiorm._requests.items import delete_request, key_values, put_request
-from lsiorm._requests.updates import UpdateSpec, update_request, update_spec
+from lsiorm._requests.update_expression import update_request
+from lsiorm._requests.update_plan import UpdateSpec, update_spec
 from lsiorm.errors import (
     CancellationReason,
     DynamoError,
