@@ -44,10 +44,11 @@ from lsiorm._ops.reads import Page
 from lsiorm._ops.relief import ReliefReport
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
-from lsiorm._ops.transactions import Get, TransactAction, TransactWriteResult
+from lsiorm._ops.transactions import TransactWriteResult
 from lsiorm._query.values import Query, Scan
 from lsiorm._requests.batch import DeleteTarget, GetKey
 from lsiorm._requests.items import key_values
+from lsiorm._requests.transactions import Get, TransactAction
 from lsiorm._requests.update_plan import UpdateSpec, update_spec
 from lsiorm.errors import ConfigurationError, MissingDependencyError
 

@@ -31,10 +31,11 @@ from typing import Any, Generic, Literal, TypeVar, cast
 from lsiorm._conditions import Condition
 from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of
 from lsiorm._model.wire import same_item
-from lsiorm._ops import transactions
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
+from lsiorm._ops.transactions import transact_write
 from lsiorm._requests.items import delete_request, get_request, put_request
+from lsiorm._requests.transactions import Update
 from lsiorm._requests.update_effect import applied
 from lsiorm._requests.update_expression import render_update
 from lsiorm._requests.update_plan import UpdateSpec, plan_update
@@ -338,7 +339,7 @@ def _update_once(
 ) -> Operation[E]:
     """Apply an update as a one-action transaction (applied once), then read the result."""
     meta = meta_of(cls)
-    action = transactions.Update(
+    action = Update(
         instance if instance is not None else cls,
         None if instance is not None else dict(values),
         set=dict(spec.set),
@@ -352,7 +353,7 @@ def _update_once(
         condition=condition,
     )
     try:
-        yield from transactions.transact_write(ctx, [action])
+        yield from transact_write(ctx, [action])
     except TransactionCanceledError as exc:
         reason = exc.reasons[0] if exc.reasons else None
         if reason is None or reason.code != "ConditionalCheckFailed":
