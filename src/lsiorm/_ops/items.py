@@ -32,6 +32,7 @@ from lsiorm._conditions import Condition
 from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of
 from lsiorm._model.wire import same_item
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.service_errors import restated
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import transact_write
 from lsiorm._requests.items import delete_request, get_request, put_request
@@ -120,14 +121,12 @@ class _Attempts:
             ) from exc
 
     def unknown(self, exc: DynamoError, why: str) -> OutcomeUnknownError:
-        return OutcomeUnknownError(
+        return restated(
+            exc,
+            OutcomeUnknownError,
             f"the outcome is unknown: {why}. Last failure: {exc}",
             request={"operation": self.operation, "params": self.params},
-            code=exc.code,
             operation=self.operation,
-            table=exc.table,
-            key=exc.key,
-            response=exc.response,
         )
 
 
@@ -174,14 +173,11 @@ def put(
 
 
 def _stale(meta: EntityMeta, exc: DynamoError, expected: Any) -> StaleVersionError:
-    return StaleVersionError(
+    return restated(
+        exc,
+        StaleVersionError,
         f"{meta.cls.__name__} was changed by someone else: expected stored "
         f"{meta.version_field}={expected}",
-        code=exc.code,
-        operation=exc.operation,
-        table=exc.table,
-        key=exc.key,
-        response=exc.response,
     )
 
 
@@ -311,14 +307,11 @@ def update(
             # An earlier attempt of this call made these changes; its answer was lost.
             return cast("E", decode_item(meta.table, old, only=(cls,)))
         if spec.upsert and old.get(meta.table.type_attribute) != {"S": meta.type_name}:
-            raise ConditionFailedError(
+            raise restated(
+                exc,
+                ConditionFailedError,
                 f"An upsert of {cls.__name__} found an item of another type at key "
                 f"{dict(values)!r}; it was left unchanged.",
-                code=exc.code,
-                operation=exc.operation,
-                table=exc.table,
-                key=exc.key,
-                response=exc.response,
             ) from exc
         if instance is not None and meta.version_field is not None:
             stored_version = old.get(meta.attributes[meta.version_field], {}).get("N")

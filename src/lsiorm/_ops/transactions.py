@@ -22,9 +22,10 @@ from lsiorm._model.capacity import ConsumedCapacity
 from lsiorm._model.entity import Entity, decode_item
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.retry import is_retryable
+from lsiorm._ops.service_errors import restated
 from lsiorm._ops.steps import Operation
+from lsiorm._requests.limits import MAX_TRANSACTION_ACTIONS
 from lsiorm._requests.transactions import (
-    MAX_TRANSACTION_ACTIONS,
     ConditionCheck,
     Delete,
     Get,
@@ -163,15 +164,12 @@ def _tied(exc: TransactionCanceledError, parts: Sequence[TransactPart]) -> Trans
         for r in failed
         if r.index < len(parts)
     )
-    return TransactionCanceledError(
+    return restated(
+        exc,
+        TransactionCanceledError,
         f"Transaction cancelled by {len(failed)} of {len(parts)} actions: "
         f"{what or 'no reason given'}.",
         reasons=reasons,
-        code=exc.code,
-        operation=exc.operation,
-        table=exc.table,
-        key=exc.key,
-        response=exc.response,
     )
 
 

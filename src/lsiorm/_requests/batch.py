@@ -24,30 +24,6 @@ from lsiorm._requests.items import key_values
 from lsiorm._requests.limits import MAX_BATCH_GET_KEYS, MAX_BATCH_WRITE_REQUESTS
 from lsiorm.errors import ValidationError
 
-__all__ = [
-    "MAX_BATCH_GET",
-    "MAX_BATCH_WRITE",
-    "MAX_REQUEST_BYTES",
-    "BatchEntry",
-    "DeleteTarget",
-    "GetKey",
-    "KeyIdentity",
-    "batch_get_requests",
-    "batch_write_requests",
-    "chunked",
-    "collector_paused",
-    "get_chunks",
-    "get_entries",
-    "get_params",
-    "item_identity",
-    "key_entries",
-    "key_identity",
-    "primary_key_of",
-    "write_chunks",
-    "write_entries",
-    "write_params",
-]
-
 #: DynamoDB's limit on the requests of one BatchWriteItem call.
 MAX_BATCH_WRITE: Final = MAX_BATCH_WRITE_REQUESTS
 #: DynamoDB's limit on the keys of one BatchGetItem call.

@@ -26,21 +26,6 @@ from lsiorm._requests.update_expression import update_request
 from lsiorm._requests.update_plan import UpdateSpec, update_spec
 from lsiorm.errors import ValidationError
 
-__all__ = [
-    "MAX_TRANSACTION_ACTIONS",
-    "ConditionCheck",
-    "Delete",
-    "Get",
-    "Put",
-    "TransactAction",
-    "TransactPart",
-    "Update",
-    "transact_get_plan",
-    "transact_get_request",
-    "transact_write_plan",
-    "transact_write_request",
-]
-
 
 @dataclass(frozen=True)
 class Put:

@@ -143,38 +143,31 @@ def _child(node: Any, step: Step) -> Any:
     return members.get(step) if members is not None else None
 
 
-def _assign(item: dict[str, Any], path: tuple[Step, ...], value: Any) -> None:
+def _holder(item: dict[str, Any], path: tuple[Step, ...]) -> Any:
+    """Return the list or map that holds the last step of ``path``; PathError if there is none."""
     parent = _container(item, path)
-    step = path[-1]
-    if isinstance(step, int):
-        items = parent.get("L")
-        if items is None:
-            raise PathError(path)
-        if step < len(items):
-            items[step] = value
-        else:
-            items.append(value)  # a position past the end appends
-        return
-    members = parent.get("M")
-    if members is None:
+    holder = parent.get("L") if isinstance(path[-1], int) else parent.get("M")
+    if holder is None:
         raise PathError(path)
-    members[step] = value
+    return holder
+
+
+def _assign(item: dict[str, Any], path: tuple[Step, ...], value: Any) -> None:
+    holder = _holder(item, path)
+    step = path[-1]
+    if isinstance(step, int) and step >= len(holder):
+        holder.append(value)  # a position past the end appends
+    else:
+        holder[step] = value
 
 
 def _drop(item: dict[str, Any], path: tuple[Step, ...]) -> None:
-    parent = _container(item, path)
+    holder = _holder(item, path)
     step = path[-1]
-    if isinstance(step, int):
-        items = parent.get("L")
-        if items is None:
-            raise PathError(path)
-        if step < len(items):
-            del items[step]
-        return
-    members = parent.get("M")
-    if members is None:
-        raise PathError(path)
-    members.pop(step, None)
+    if not isinstance(step, int):
+        holder.pop(step, None)
+    elif step < len(holder):
+        del holder[step]
 
 
 def _add(current: Mapping[str, Any] | None, delta: Mapping[str, Any]) -> dict[str, Any]:
