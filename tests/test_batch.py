@@ -17,13 +17,11 @@ from hypothesis import strategies as st
 from lsiorm import AsyncSession, Entity, RetryPolicy, Session, Table
 from lsiorm._model.entity import meta_of
 from lsiorm._model.wire import item_to_wire
-from lsiorm._ops.batch import (
+from lsiorm._ops.batch import BatchWriteResult, batch_get, batch_write
+from lsiorm._requests.batch import (
     MAX_BATCH_GET,
     MAX_BATCH_WRITE,
-    BatchWriteResult,
-    batch_get,
     batch_get_requests,
-    batch_write,
     batch_write_requests,
     chunked,
     key_identity,

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from lsiorm import Entity, Table
-from lsiorm._ops.batch import _collector_paused, batch_write_requests
+from lsiorm._requests.batch import batch_write_requests, collector_paused
 from lsiorm.errors import ValidationError
 
 table = Table("pause", partition_key="pk")
@@ -42,7 +42,7 @@ def test_collector_is_paused_inside_and_back_on_after_the_last_thread_leaves() -
     seen: list[bool] = []
 
     def hold() -> None:
-        with _collector_paused():
+        with collector_paused():
             seen.append(gc.isenabled())
             inside.wait()
             leave.wait()

@@ -24,7 +24,8 @@ from lsiorm import (
 )
 from lsiorm._model.entity import meta_of
 from lsiorm._requests.items import put_request
-from lsiorm._requests.updates import UpdateSpec, update_request
+from lsiorm._requests.update_expression import update_request
+from lsiorm._requests.update_plan import UpdateSpec
 from lsiorm.errors import (
     ConditionFailedError,
     NotFoundError,

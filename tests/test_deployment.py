@@ -26,7 +26,7 @@ from lsiorm import (
     query,
 )
 from lsiorm._ops.naming import from_wire, prefixed, to_wire
-from lsiorm._ops.transactions import Get, Put
+from lsiorm._requests.transactions import Get, Put
 from lsiorm.errors import MissingDependencyError
 
 shop = Table(

@@ -19,7 +19,8 @@ import pytest
 from faultproxy import FaultProxy
 from lsiorm import AsyncSession, Entity, RetryPolicy, Session, Table
 from lsiorm._ops.batch import batch_get, batch_write
-from lsiorm._ops.transactions import Put, Update, transact_write
+from lsiorm._ops.transactions import transact_write
+from lsiorm._requests.transactions import Put, Update
 from lsiorm.errors import BatchWriteIncompleteError
 
 # Enough attempts that 30% faults never exhaust them (0.3**25 per chunk), small sleeps.

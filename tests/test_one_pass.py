@@ -207,14 +207,14 @@ key_avs = (
 def test_batch_identity_shortcut_is_key_identity(
     first: dict[str, Any], second: dict[str, Any], names: tuple[str, str | None]
 ) -> None:
-    from lsiorm._ops.batch import _item_identity, key_identity, primary_key_of
+    from lsiorm._requests.batch import item_identity, key_identity, primary_key_of
 
     pk, sk = names
     t = Table("ident", partition_key=pk, sort_key=sk)
     item = {pk: first, "other": {"S": "x"}}
     if sk is not None:
         item[sk] = second
-    assert _item_identity(t, item) == key_identity(t.name, primary_key_of(t, item))
+    assert item_identity(t, item) == key_identity(t.name, primary_key_of(t, item))
 
 
 # -- the generated per-class encoder ---------------------------------------------------------

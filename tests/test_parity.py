@@ -28,15 +28,8 @@ from lsiorm._ops import tables as table_ops
 from lsiorm._ops.batch import batch_get, batch_write
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
-from lsiorm._ops.transactions import (
-    ConditionCheck,
-    Delete,
-    Get,
-    Put,
-    Update,
-    transact_get,
-    transact_write,
-)
+from lsiorm._ops.transactions import transact_get, transact_write
+from lsiorm._requests.transactions import ConditionCheck, Delete, Get, Put, Update
 from lsiorm.errors import (
     ConditionFailedError,
     DynamoError,

@@ -34,7 +34,7 @@ from lsiorm import (
     TransactionCanceledError,
     query,
 )
-from lsiorm._ops.batch import MAX_BATCH_GET, MAX_BATCH_WRITE
+from lsiorm._requests.batch import MAX_BATCH_GET, MAX_BATCH_WRITE
 
 table = Table(
     "RetryCounts",

@@ -13,16 +13,14 @@ from hypothesis import strategies as st
 
 from lsiorm import Entity, RetryPolicy, Session, Table, cond, where
 from lsiorm._conditions import eq
-from lsiorm._ops.transactions import (
+from lsiorm._ops.transactions import TransactWriteResult, transact_get, transact_write
+from lsiorm._requests.transactions import (
     ConditionCheck,
     Delete,
     Get,
     Put,
-    TransactWriteResult,
     Update,
-    transact_get,
     transact_get_request,
-    transact_write,
     transact_write_request,
 )
 from lsiorm.errors import (

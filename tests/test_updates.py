@@ -43,15 +43,9 @@ from lsiorm import (
 )
 from lsiorm._model.entity import meta_of, wire_item
 from lsiorm._model.wire import item_from_wire
-from lsiorm._requests.updates import (
-    PathError,
-    UpdateSpec,
-    applied,
-    apply_actions,
-    plan_update,
-    update_request,
-    update_spec,
-)
+from lsiorm._requests.update_effect import PathError, applied, apply_actions
+from lsiorm._requests.update_expression import update_request
+from lsiorm._requests.update_plan import UpdateSpec, plan_update, update_spec
 
 
 class Line(BaseModel):

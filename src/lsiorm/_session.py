@@ -33,7 +33,7 @@ from lsiorm._ops import (
 )
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.backfill import BackfillReport
-from lsiorm._ops.batch import BatchWriteResult, DeleteTarget, GetKey
+from lsiorm._ops.batch import BatchWriteResult
 from lsiorm._ops.collection_guard import CollectionWatcher
 from lsiorm._ops.items import DeleteResult, Idempotency
 from lsiorm._ops.key_audit import JobProgress, KeyAuditReport
@@ -44,10 +44,12 @@ from lsiorm._ops.reads import Page
 from lsiorm._ops.relief import ReliefReport
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
-from lsiorm._ops.transactions import Get, TransactAction, TransactWriteResult
+from lsiorm._ops.transactions import TransactWriteResult
 from lsiorm._query.values import Query, Scan
+from lsiorm._requests.batch import DeleteTarget, GetKey
 from lsiorm._requests.items import key_values
-from lsiorm._requests.updates import UpdateSpec, update_spec
+from lsiorm._requests.transactions import Get, TransactAction
+from lsiorm._requests.update_plan import UpdateSpec, update_spec
 from lsiorm.errors import ConfigurationError, MissingDependencyError
 
 __all__ = ["AsyncSession", "Session"]

@@ -31,11 +31,15 @@ from typing import Any, Generic, Literal, TypeVar, cast
 from lsiorm._conditions import Condition
 from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of
 from lsiorm._model.wire import same_item
-from lsiorm._ops import transactions
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.service_errors import restated
 from lsiorm._ops.steps import Operation
+from lsiorm._ops.transactions import transact_write
 from lsiorm._requests.items import delete_request, get_request, put_request
-from lsiorm._requests.updates import UpdateSpec, applied, plan_update, render_update
+from lsiorm._requests.transactions import Update
+from lsiorm._requests.update_effect import applied
+from lsiorm._requests.update_expression import render_update
+from lsiorm._requests.update_plan import UpdateSpec, plan_update
 from lsiorm.errors import (
     ConditionFailedError,
     DynamoError,
@@ -117,14 +121,12 @@ class _Attempts:
             ) from exc
 
     def unknown(self, exc: DynamoError, why: str) -> OutcomeUnknownError:
-        return OutcomeUnknownError(
+        return restated(
+            exc,
+            OutcomeUnknownError,
             f"the outcome is unknown: {why}. Last failure: {exc}",
             request={"operation": self.operation, "params": self.params},
-            code=exc.code,
             operation=self.operation,
-            table=exc.table,
-            key=exc.key,
-            response=exc.response,
         )
 
 
@@ -171,14 +173,11 @@ def put(
 
 
 def _stale(meta: EntityMeta, exc: DynamoError, expected: Any) -> StaleVersionError:
-    return StaleVersionError(
+    return restated(
+        exc,
+        StaleVersionError,
         f"{meta.cls.__name__} was changed by someone else: expected stored "
         f"{meta.version_field}={expected}",
-        code=exc.code,
-        operation=exc.operation,
-        table=exc.table,
-        key=exc.key,
-        response=exc.response,
     )
 
 
@@ -308,14 +307,11 @@ def update(
             # An earlier attempt of this call made these changes; its answer was lost.
             return cast("E", decode_item(meta.table, old, only=(cls,)))
         if spec.upsert and old.get(meta.table.type_attribute) != {"S": meta.type_name}:
-            raise ConditionFailedError(
+            raise restated(
+                exc,
+                ConditionFailedError,
                 f"An upsert of {cls.__name__} found an item of another type at key "
                 f"{dict(values)!r}; it was left unchanged.",
-                code=exc.code,
-                operation=exc.operation,
-                table=exc.table,
-                key=exc.key,
-                response=exc.response,
             ) from exc
         if instance is not None and meta.version_field is not None:
             stored_version = old.get(meta.attributes[meta.version_field], {}).get("N")
@@ -336,7 +332,7 @@ def _update_once(
 ) -> Operation[E]:
     """Apply an update as a one-action transaction (applied once), then read the result."""
     meta = meta_of(cls)
-    action = transactions.Update(
+    action = Update(
         instance if instance is not None else cls,
         None if instance is not None else dict(values),
         set=dict(spec.set),
@@ -350,7 +346,7 @@ def _update_once(
         condition=condition,
     )
     try:
-        yield from transactions.transact_write(ctx, [action])
+        yield from transact_write(ctx, [action])
     except TransactionCanceledError as exc:
         reason = exc.reasons[0] if exc.reasons else None
         if reason is None or reason.code != "ConditionalCheckFailed":

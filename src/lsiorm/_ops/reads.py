@@ -22,13 +22,14 @@ from typing import Any, Generic, TypeVar
 
 from lsiorm._model.capacity import ConsumedCapacity
 from lsiorm._model.entity import Entity, meta_of
-from lsiorm._ops.batch import KeyIdentity, key_identity, read_keys
+from lsiorm._ops.batch import read_keys
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Emit, Gather, Operation
 from lsiorm._query.cursor import CursorState, decode_cursor, encode_cursor
 from lsiorm._query.decode import decode
 from lsiorm._query.plan import PlannedRequest, QueryPlan
 from lsiorm._query.values import Query, Scan, ScanProgress
+from lsiorm._requests.batch import KeyIdentity, key_identity
 from lsiorm.errors import BatchGetIncompleteError
 
 __all__ = ["Page", "all", "count", "first", "page", "pages"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsiorm.errors import (
     CancellationReason,
@@ -30,7 +30,10 @@ __all__ = [
     "from_botocore_failure",
     "from_error_response",
     "from_transport_failure",
+    "restated",
 ]
+
+D = TypeVar("D", bound=DynamoError)
 
 _BY_CODE: dict[str, type[DynamoError]] = {
     "ConditionalCheckFailedException": ConditionFailedError,
@@ -148,6 +151,22 @@ def from_error_response(
     if cls is None:
         cls = InternalServerError if status >= 500 else DynamoError
     return cls(message, **common)
+
+
+def restated(exc: DynamoError, kind: type[D], message: str, **fields: Any) -> D:
+    """Return the failure ``exc`` restated as a ``kind`` error that says ``message``.
+
+    It keeps the code, operation, table, key and response of ``exc`` unless ``fields`` gives
+    them; ``fields`` also takes what ``kind`` adds (``reasons=``, ``request=``).
+    """
+    context: dict[str, Any] = {
+        "code": exc.code,
+        "operation": exc.operation,
+        "table": exc.table,
+        "key": exc.key,
+        "response": exc.response,
+    }
+    return kind(message, **{**context, **fields})
 
 
 def from_transport_failure(

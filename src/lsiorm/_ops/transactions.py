@@ -1,12 +1,8 @@
-"""Transactions over typed entities: TransactWriteItems and TransactGetItems.
+"""Transactions over typed entities: sending TransactWriteItems and TransactGetItems.
 
-Each write action is a small value (:class:`Put`, :class:`Update`, :class:`Delete`,
-:class:`ConditionCheck`) turned into its part of the request by the same builders as the
-single-item operations, so keys, key-template rewrites, optimistic locking
-and conditions mean exactly what they mean there.
-
-Retries. A transaction is sent with one ``ClientRequestToken`` (a uuid4 unless given), the same
-on every attempt, so a retry after a dropped connection cannot apply it twice. Besides what
+The requests are built by :mod:`lsiorm._requests.transactions`. Retries. A transaction is sent
+with one ``ClientRequestToken`` (a uuid4 unless given), the same on every attempt, so a retry
+after a dropped connection cannot apply it twice. Besides what
 :func:`~lsiorm._ops.retry.is_retryable` retries, two answers are retried here: a cancellation whose
 every failing reason is transient (TransactionConflict, ProvisionedThroughputExceeded,
 ThrottlingError; a cancelled transaction changed nothing), and TransactionInProgressException
@@ -18,30 +14,40 @@ errors themselves are left as they are.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, TypeAlias
+from dataclasses import dataclass, field
+from typing import Any
 
-from lsiorm._conditions import Condition
 from lsiorm._model.capacity import ConsumedCapacity
-from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of
-from lsiorm._model.schema import Table
-from lsiorm._model.wire import item_from_wire, item_to_wire
-from lsiorm._ops.batch import KeyIdentity, key_identity, primary_key_of
+from lsiorm._model.entity import Entity, decode_item
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.retry import is_retryable
+from lsiorm._ops.service_errors import restated
 from lsiorm._ops.steps import Operation
-from lsiorm._requests.items import delete_request, key_values, put_request
-from lsiorm._requests.updates import UpdateSpec, update_request, update_spec
+from lsiorm._requests.limits import MAX_TRANSACTION_ACTIONS
+from lsiorm._requests.transactions import (
+    ConditionCheck,
+    Delete,
+    Get,
+    Put,
+    TransactAction,
+    TransactPart,
+    Update,
+    transact_get_plan,
+    transact_get_request,
+    transact_write_plan,
+    transact_write_request,
+)
 from lsiorm.errors import (
     CancellationReason,
     DynamoError,
     ItemCollectionSizeLimitError,
     TransactionCanceledError,
-    ValidationError,
 )
 
+# lsiorm 0.1's ``lsiorm.transactions`` resolves to this module (see _compat), so the names it
+# had stay importable here; the action values and request builders among them live in
+# :mod:`lsiorm._requests.transactions`.
 __all__ = [
     "MAX_TRANSACTION_ACTIONS",
     "ConditionCheck",
@@ -57,87 +63,9 @@ __all__ = [
     "transact_write_request",
 ]
 
-#: DynamoDB's limit on the actions of one transaction.
-MAX_TRANSACTION_ACTIONS = 100
-
 _TRANSIENT_REASONS = frozenset(
     {"TransactionConflict", "ProvisionedThroughputExceeded", "ThrottlingError"}
 )
-
-
-@dataclass(frozen=True)
-class Put:
-    """Write an entity, as :func:`lsiorm.crud.put` would (``create_only``, version check)."""
-
-    entity: Entity
-    create_only: bool = False
-    condition: Condition | None = None
-
-
-@dataclass(frozen=True)
-class Update:
-    """Update an existing item, given as an instance or as its class and key fields.
-
-    The changes are spelled as in ``Session.update``; ``upsert=True`` creates a missing item.
-    """
-
-    target: type[Entity] | Entity
-    key: Mapping[str, Any] | None = None
-    set: Mapping[str, Any] | None = None
-    remove: Sequence[str] = ()
-    add: Mapping[str, Any] | None = None
-    condition: Condition | None = None
-    delete: Mapping[str, Any] | None = None
-    append: Mapping[str, Any] | None = None
-    prepend: Mapping[str, Any] | None = None
-    if_not_exists: Mapping[str, Any] | None = None
-    upsert: bool = False
-
-    def spec(self) -> UpdateSpec:
-        """The changes of this action, as an update spells them."""
-        return update_spec(
-            self.set,
-            self.remove,
-            self.add,
-            self.delete,
-            self.append,
-            self.prepend,
-            self.if_not_exists,
-            self.upsert,
-        )
-
-
-@dataclass(frozen=True)
-class Delete:
-    """Delete an item; an instance of a versioned entity also checks its version."""
-
-    target: type[Entity] | Entity
-    key: Mapping[str, Any] | None = None
-    condition: Condition | None = None
-
-
-@dataclass(frozen=True)
-class ConditionCheck:
-    """Require a condition of an item without changing it.
-
-    An instance of a versioned entity also requires its version to be the stored one, so
-    ``ConditionCheck(instance)`` alone means "this item is unchanged".
-    """
-
-    target: type[Entity] | Entity
-    condition: Condition | None = None
-    key: Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Get:
-    """Read one item in a :func:`transact_get`."""
-
-    target: type[Entity] | Entity
-    key: Mapping[str, Any] | None = None
-
-
-TransactAction: TypeAlias = Put | Update | Delete | ConditionCheck
 
 
 @dataclass(frozen=True)
@@ -157,182 +85,6 @@ class TransactWriteResult:
     consumed: tuple[ConsumedCapacity, ...] = ()
 
 
-@dataclass(frozen=True)
-class _Part:
-    """One action as sent: its request fragment, the item it touches, and who asked for it."""
-
-    kind: str
-    cls: type[Entity]
-    table: Table
-    key: dict[str, Any]
-    body: dict[str, Any]
-    subject: Any
-    stored: Entity | None = None
-
-    @property
-    def ident(self) -> KeyIdentity:
-        """The identity of the item this action touches."""
-        return key_identity(self.table.name, self.key)
-
-
-def _target(
-    target: type[Entity] | Entity, key: Mapping[str, Any] | None
-) -> tuple[type[Entity], Entity | None, EntityMeta, dict[str, Any]]:
-    cls = target if isinstance(target, type) else type(target)
-    instance = None if isinstance(target, type) else target
-    meta = meta_of(cls)
-    values = key_values(meta, instance if instance is not None else key, {})
-    return cls, instance, meta, values
-
-
-def _subject(instance: Entity | None, cls: type[Entity], values: dict[str, Any]) -> Any:
-    return instance if instance is not None else (cls, values)
-
-
-def _expected_version(meta: EntityMeta, instance: Entity | None) -> int | None:
-    if instance is None or meta.version_field is None:
-        return None
-    version: int | None = getattr(instance, meta.version_field)
-    return version
-
-
-def _part(kind: str, cls: type[Entity], params: dict[str, Any], subject: Any) -> _Part:
-    meta = meta_of(cls)
-    body = {k: v for k, v in params.items() if k != "ReturnValues"}
-    # The item as it stood when a condition failed comes back in the cancellation reason.
-    if "ConditionExpression" in body:
-        body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-    key = primary_key_of(meta.table, body["Item"] if kind == "Put" else body["Key"])
-    return _Part(kind, cls, meta.table, key, body, subject)
-
-
-def _write_part(action: TransactAction) -> _Part:
-    if isinstance(action, Put):
-        params, stored = put_request(
-            action.entity, create_only=action.create_only, condition=action.condition
-        )
-        part = _part("Put", type(action.entity), params, action.entity)
-        return replace(part, stored=stored)
-    if isinstance(action, Update):
-        cls, instance, meta, values = _target(action.target, action.key)
-        params = update_request(
-            meta, values, action.spec(), condition=action.condition, instance=instance
-        )
-        return _part("Update", cls, params, _subject(instance, cls, values))
-    if isinstance(action, Delete):
-        cls, instance, meta, values = _target(action.target, action.key)
-        params = delete_request(
-            meta,
-            values,
-            condition=action.condition,
-            expected_version=_expected_version(meta, instance),
-        )
-        return _part("Delete", cls, params, _subject(instance, cls, values))
-    if isinstance(action, ConditionCheck):
-        cls, instance, meta, values = _target(action.target, action.key)
-        # A conditional delete request carries exactly a condition check's key and expression.
-        params = delete_request(
-            meta,
-            values,
-            condition=action.condition,
-            expected_version=_expected_version(meta, instance),
-        )
-        if "ConditionExpression" not in params:
-            raise ValidationError(
-                "transaction.condition-check-empty",
-                f"ConditionCheck on {cls.__name__} has no condition; give condition= (or a "
-                "versioned instance, whose version is then checked).",
-                table=meta.table.name,
-            )
-        return _part("ConditionCheck", cls, params, _subject(instance, cls, values))
-    raise ValidationError(
-        "transaction.action",
-        f"A transaction action is a Put, Update, Delete or ConditionCheck, not {action!r}.",
-    )
-
-
-def _check_count(count: int, what: str) -> None:
-    if count == 0:
-        raise ValidationError("transaction.empty", f"A {what} needs at least one action.")
-    if count > MAX_TRANSACTION_ACTIONS:
-        raise ValidationError(
-            "transaction.max-100",
-            f"A {what} has {count} actions; DynamoDB allows at most {MAX_TRANSACTION_ACTIONS}. "
-            "Split it (atomicity then holds within each part only).",
-        )
-
-
-def _check_distinct(parts: Sequence[_Part], what: str) -> None:
-    seen: dict[KeyIdentity, int] = {}
-    for i, part in enumerate(parts):
-        first = seen.setdefault(part.ident, i)
-        if first != i:
-            key = item_from_wire(part.key)
-            raise ValidationError(
-                "transaction.duplicate-item",
-                f"Actions {first} and {i} of the {what} both touch {part.cls.__name__} {key!r} "
-                f"in table {part.table.name!r}; DynamoDB allows one action per item.",
-                table=part.table.name,
-                key=key,
-            )
-
-
-def _check_token(token: str) -> None:
-    if not 1 <= len(token) <= 36:
-        raise ValidationError(
-            "transaction.token",
-            f"A ClientRequestToken has 1 to 36 characters; {token!r} has {len(token)}.",
-        )
-
-
-def _write_plan(
-    actions: Sequence[TransactAction], token: str | None
-) -> tuple[dict[str, Any], list[_Part]]:
-    _check_count(len(actions), "transaction")
-    parts = [_write_part(a) for a in actions]
-    _check_distinct(parts, "transaction")
-    token = token if token is not None else str(uuid.uuid4())
-    _check_token(token)
-    params = {"TransactItems": [{p.kind: p.body} for p in parts], "ClientRequestToken": token}
-    return params, parts
-
-
-def transact_write_request(
-    actions: Sequence[TransactAction], token: str | None = None
-) -> dict[str, Any]:
-    """Return TransactWriteItems params for these actions (no I/O); a uuid4 token if none."""
-    return _write_plan(actions, token)[0]
-
-
-def _get_parts(gets: Sequence[Get]) -> list[_Part]:
-    parts: list[_Part] = []
-    for get in gets:
-        if not isinstance(get, Get):
-            raise ValidationError(
-                "transaction.action", f"transact_get takes Get values, not {get!r}."
-            )
-        cls, instance, meta, values = _target(get.target, get.key)
-        key = item_to_wire(meta.key(values))
-        body = {"TableName": meta.table.name, "Key": key}
-        parts.append(_Part("Get", cls, meta.table, key, body, _subject(instance, cls, values)))
-    return parts
-
-
-def _get_plan(gets: Sequence[Get]) -> tuple[dict[str, Any], list[_Part]]:
-    _check_count(len(gets), "transactional read")
-    parts = _get_parts(gets)
-    _check_distinct(parts, "transactional read")
-    return {"TransactItems": [{"Get": p.body} for p in parts]}, parts
-
-
-def transact_get_request(gets: Sequence[Get]) -> dict[str, Any]:
-    """Return TransactGetItems params for these reads (no I/O)."""
-    return _get_plan(gets)[0]
-
-
-# -- sending -----------------------------------------------------------------------------------
-
-
 def _transient(exc: BaseException) -> bool:
     """Return True for what a transaction retries: see the module doc."""
     if is_retryable(exc):
@@ -344,7 +96,7 @@ def _transient(exc: BaseException) -> bool:
 
 
 def _send(
-    ctx: Context, operation: str, params: dict[str, Any], parts: Sequence[_Part]
+    ctx: Context, operation: str, params: dict[str, Any], parts: Sequence[TransactPart]
 ) -> Operation[dict[str, Any]]:
     tables = tuple({p.table.name: p.table for p in parts}.values())
     try:
@@ -358,7 +110,7 @@ def _send(
 
 
 def _collection_full(
-    exc: TransactionCanceledError, parts: Sequence[_Part]
+    exc: TransactionCanceledError, parts: Sequence[TransactPart]
 ) -> ItemCollectionSizeLimitError | None:
     """Return the typed 10 GB error when an action was cancelled for its item collection.
 
@@ -383,7 +135,7 @@ def _collection_full(
     return None
 
 
-def _old_item(part: _Part, item: Any) -> Entity | None:
+def _old_item(part: TransactPart, item: Any) -> Entity | None:
     if not isinstance(item, Mapping):
         return None
     try:
@@ -392,7 +144,7 @@ def _old_item(part: _Part, item: Any) -> Entity | None:
         return None
 
 
-def _tied(exc: TransactionCanceledError, parts: Sequence[_Part]) -> TransactionCanceledError:
+def _tied(exc: TransactionCanceledError, parts: Sequence[TransactPart]) -> TransactionCanceledError:
     """Return the cancellation with each reason tied to its action's entity and old item."""
     reasons = []
     for i, reason in enumerate(exc.reasons):
@@ -412,15 +164,12 @@ def _tied(exc: TransactionCanceledError, parts: Sequence[_Part]) -> TransactionC
         for r in failed
         if r.index < len(parts)
     )
-    return TransactionCanceledError(
+    return restated(
+        exc,
+        TransactionCanceledError,
         f"Transaction cancelled by {len(failed)} of {len(parts)} actions: "
         f"{what or 'no reason given'}.",
         reasons=reasons,
-        code=exc.code,
-        operation=exc.operation,
-        table=exc.table,
-        key=exc.key,
-        response=exc.response,
     )
 
 
@@ -433,7 +182,7 @@ def transact_write(
     ``reasons[i].entity`` is action ``i``'s entity (or ``(class, key fields)`` when given by
     key) and ``reasons[i].item`` the stored item, decoded, when a condition failed.
     """
-    params, parts = _write_plan(actions, token)
+    params, parts = transact_write_plan(actions, token)
     response = yield from _send(ctx, "TransactWriteItems", params, parts)
     return TransactWriteResult(
         params["ClientRequestToken"], tuple(p.stored for p in parts), response
@@ -442,7 +191,7 @@ def transact_write(
 
 def transact_get(ctx: Context, gets: Sequence[Get]) -> Operation[list[Entity | None]]:
     """Read items as one consistent snapshot; None where an item is absent or another type."""
-    params, parts = _get_plan(gets)
+    params, parts = transact_get_plan(gets)
     response = yield from _send(ctx, "TransactGetItems", params, parts)
     out: list[Entity | None] = []
     for part, answer in zip(parts, response.get("Responses") or [], strict=False):

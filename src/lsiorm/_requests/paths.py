@@ -82,6 +82,11 @@ def render(stored: tuple[Step, ...], name: typing.Callable[[str], str]) -> str:
     return "".join(out)
 
 
+def quoted(stored: tuple[Step, ...]) -> str:
+    """Return a stored path as messages show it, quoted: ``'lines[2].qty'``."""
+    return repr(render(stored, str))
+
+
 def resolve(meta: EntityMeta, text: str) -> Path:
     """Return the path ``text`` resolved against an entity's model, or raise why it is not one."""
     cls_name = meta.cls.__name__

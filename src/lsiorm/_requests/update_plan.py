@@ -1,16 +1,15 @@
-"""Typed updates: what one UpdateItem changes, its request, and a model of its effect.
+"""The plan of one update: the typed changes asked for, and the actions and guards they become.
 
 An update is planned first, as a list of actions on stored paths (set, set-if-absent, remove,
 add, delete, append, prepend) and the conditions it needs. The request's expression text is
-rendered from that plan, and :func:`apply_actions` applies the same plan to a stored item as
-DynamoDB would: dry runs price it, and a retried update checks with it whether an earlier
-attempt was applied. Derived key attributes are part of the plan, so they stay consistent with
-the fields they are made of in every form of update.
+rendered from that plan (:mod:`lsiorm._requests.update_expression`), and the same plan is
+applied to a stored item as DynamoDB would (:mod:`lsiorm._requests.update_effect`). Derived key
+attributes are part of the plan, so they stay consistent with the fields they are made of in
+every form of update.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -19,19 +18,12 @@ from typing import Any, Literal
 
 from pydantic import ValidationError as PydanticValidationError
 
-from lsiorm._conditions import Condition, Placeholders
-from lsiorm._model.capacity import WriteEstimate, estimate_write
-from lsiorm._model.entity import (
-    Entity,
-    EntityMeta,
-    allows_none,
-    checked_key,
-    meta_of,
-    wire_item,
-)
-from lsiorm._model.wire import number_to_wire, same_item, to_wire
-from lsiorm._requests.items import compile_entity_condition, join_conditions, wire_key
-from lsiorm._requests.paths import Path, Step, kind_of, overlaps, render, resolve
+from lsiorm._conditions import Condition
+from lsiorm._model.entity import Entity, EntityMeta, allows_none, checked_key, wire_item
+from lsiorm._model.template import KeyTemplate
+from lsiorm._model.wire import to_wire
+from lsiorm._requests.items import wire_key
+from lsiorm._requests.paths import Path, Step, kind_of, overlaps, quoted, resolve
 from lsiorm.errors import PartialKeyUpdateError, ValidationError
 
 Op = Literal["set", "set_if_absent", "remove", "add", "delete", "append", "prepend"]
@@ -190,20 +182,7 @@ class _Planner:
             if spec.upsert
             else Guard("exists", meta.table.partition_key.name)
         )
-        for text, value in spec.set.items():
-            self._set(text, value)
-        for text in sorted(spec.remove):
-            self._remove(text)
-        for text, value in (spec.if_not_exists or {}).items():
-            self._if_not_exists(text, value)
-        for text, value in (spec.add or {}).items():
-            self._collection("add", text, value)
-        for text, value in (spec.delete or {}).items():
-            self._collection("delete", text, value)
-        for text, value in (spec.append or {}).items():
-            self._collection("append", text, value)
-        for text, value in (spec.prepend or {}).items():
-            self._collection("prepend", text, value)
+        self._changes()
         if not self.actions and not spec.upsert:
             raise ValidationError("update.empty", f"Update of {self.name} changes nothing.")
         self._timestamps()
@@ -219,6 +198,25 @@ class _Planner:
             condition=condition,
             version=version,
         )
+
+    def _changes(self) -> None:
+        """Plan the changes the spec asks for, in the order they are rendered."""
+        spec = self.spec
+        for text, value in spec.set.items():
+            self._set(text, value)
+        for text in sorted(spec.remove):
+            self._remove(text)
+        for text, value in (spec.if_not_exists or {}).items():
+            self._if_not_exists(text, value)
+        collections: tuple[tuple[Op, Mapping[str, Any] | None], ...] = (
+            ("add", spec.add),
+            ("delete", spec.delete),
+            ("append", spec.append),
+            ("prepend", spec.prepend),
+        )
+        for op, changes in collections:
+            for text, value in (changes or {}).items():
+                self._collection(op, text, value)
 
     def _path(self, text: str, op: str) -> Path:
         if not isinstance(text, str):
@@ -397,45 +395,11 @@ class _Planner:
 
     def _creation_image(self) -> dict[str, Any]:
         """The item an upsert creates when none is stored: the changes over the defaults."""
-        meta, spec = self.meta, self.spec
-        image: dict[str, Any] = dict(self.values)
-        image.update(self.kept)
-        image.update(self.conditional)
-        image.update({k: v for k, v in self.definite.items() if v is not None})
-        for mapping in (spec.add, spec.append, spec.prepend):
-            for text, value in (mapping or {}).items():
-                image[text] = value
-        # None is stored as absence: a field that allows None reads None where it is absent,
-        # so its default is not written, or it would overwrite a stored None.
-        for name in meta.absent_is_none:
-            image.setdefault(name, None)
-        fields = meta.cls.model_fields
-        missing = [
-            name
-            for name, info in fields.items()
-            if info.is_required()
-            and name not in image
-            and name != meta.version_field
-            and not allows_none(info.annotation)
-        ]
-        if missing:
-            raise ValidationError(
-                "update.upsert-missing-field",
-                f"An upsert of {self.name} may create the item, which then needs "
-                f"{', '.join(missing)}; give them in set= or if_not_exists=.",
-                table=meta.table.name,
-            )
-        try:
-            entity = meta.cls.model_validate(image)
-        except PydanticValidationError as exc:
-            raise ValidationError(
-                "field.invalid",
-                f"An upsert of {self.name} would create an invalid item: {exc}",
-                table=meta.table.name,
-            ) from exc
+        meta = self.meta
+        entity = self._created_entity()
         stored = wire_item(entity)
         # Untouched fields take their defaults where the item has no value yet.
-        for name in fields:
+        for name in meta.cls.model_fields:
             attr = meta.attributes[name]
             if name in self.touched or name == meta.version_field:
                 continue
@@ -449,7 +413,50 @@ class _Planner:
         self.actions.append(Action("set", (type_attr,), stored[type_attr], True))
         return stored
 
+    def _created_entity(self) -> Entity:
+        """The entity an upsert creates: its key, the values it writes, and the defaults."""
+        meta, spec = self.meta, self.spec
+        image: dict[str, Any] = dict(self.values)
+        image.update(self.kept)
+        image.update(self.conditional)
+        image.update({k: v for k, v in self.definite.items() if v is not None})
+        for mapping in (spec.add, spec.append, spec.prepend):
+            for text, value in (mapping or {}).items():
+                image[text] = value
+        # None is stored as absence: a field that allows None reads None where it is absent,
+        # so its default is not written, or it would overwrite a stored None.
+        for name in meta.absent_is_none:
+            image.setdefault(name, None)
+        missing = [
+            name
+            for name, info in meta.cls.model_fields.items()
+            if info.is_required()
+            and name not in image
+            and name != meta.version_field
+            and not allows_none(info.annotation)
+        ]
+        if missing:
+            raise ValidationError(
+                "update.upsert-missing-field",
+                f"An upsert of {self.name} may create the item, which then needs "
+                f"{', '.join(missing)}; give them in set= or if_not_exists=.",
+                table=meta.table.name,
+            )
+        try:
+            return meta.cls.model_validate(image)
+        except PydanticValidationError as exc:
+            raise ValidationError(
+                "field.invalid",
+                f"An upsert of {self.name} would create an invalid item: {exc}",
+                table=meta.table.name,
+            ) from exc
+
     def _key_attributes(self, image: Mapping[str, Any] | None) -> None:
+        """Rewrite each secondary key attribute made of fields this update writes.
+
+        ``image`` is the item an upsert creates (None for a plain update): then every key
+        attribute is written, so a created item has all of its keys.
+        """
         meta = self.meta
         primary_attrs = {meta.table.partition_key.name}
         if meta.table.sort_key is not None:
@@ -461,6 +468,7 @@ class _Planner:
             if image is None and not set(own) & self.touched:
                 continue
             if image is not None and not own:
+                # Made of primary key fields only: as the created item has it.
                 if attr in image:
                     self.actions.append(Action("set", (attr,), image[attr], True))
                 continue
@@ -468,39 +476,55 @@ class _Planner:
                 # A field the key needs is gone: the slot becomes sparse, drop the key.
                 self.actions.append(Action("remove", (attr,), derived=True))
                 continue
-            known: dict[str, Any] = {f: self.values[f] for f in tpl.fields if f not in own}
-            pending: list[str] = []
-            kept: list[str] = []
-            for f in own:
-                if f in self.definite:
-                    known[f] = self.definite[f]
-                elif f in self.conditional:
-                    pending.append(f)
-                    known[f] = self.conditional[f]
-                elif f in self.kept:
-                    kept.append(f)
-                    known[f] = self.kept[f]
-                elif self.instance is not None:
-                    known[f] = self._instance_value(f)
-                else:
-                    raise self._partial(attr, tpl.source, tpl.fields, [f])
-            # A key made only of fields an upsert leaves alone, or of one field written only
-            # where absent, is itself written only where absent: it keeps going with the
-            # stored values. Any other mix would need stored values this update cannot see.
-            if_absent = bool(pending or kept)
-            if (if_absent and len(pending) + len(kept) < len(own)) or len(pending) > 1:
-                unknown = pending or kept
-                raise self._partial(attr, tpl.source, tpl.fields, unknown, conditional=True)
-            if pending and kept:
-                raise self._partial(attr, tpl.source, tpl.fields, kept, conditional=True)
-            rendered = tpl.render(known)
-            if rendered is None:
-                if not if_absent:
-                    self.actions.append(Action("remove", (attr,), derived=True))
-                continue
-            wire = to_wire(checked_key(meta, tpl, rendered))
-            op: Op = "set_if_absent" if if_absent else "set"
-            self.actions.append(Action(op, (attr,), wire, True))
+            self._rewrite_key(attr, tpl, own)
+
+    def _rewrite_key(self, attr: str, tpl: KeyTemplate, own: Sequence[str]) -> None:
+        """Write key attribute ``attr`` from the values its non-primary fields ``own`` get."""
+        known, pending, kept = self._template_values(attr, tpl, own)
+        # A key made only of fields an upsert leaves alone, or of one field written only
+        # where absent, is itself written only where absent: it keeps going with the
+        # stored values. Any other mix would need stored values this update cannot see.
+        if_absent = bool(pending or kept)
+        if (if_absent and len(pending) + len(kept) < len(own)) or len(pending) > 1:
+            unknown = pending or kept
+            raise self._partial(attr, tpl.source, tpl.fields, unknown, conditional=True)
+        if pending and kept:
+            raise self._partial(attr, tpl.source, tpl.fields, kept, conditional=True)
+        rendered = tpl.render(known)
+        if rendered is None:
+            if not if_absent:
+                self.actions.append(Action("remove", (attr,), derived=True))
+            return
+        wire = to_wire(checked_key(self.meta, tpl, rendered))
+        op: Op = "set_if_absent" if if_absent else "set"
+        self.actions.append(Action(op, (attr,), wire, True))
+
+    def _template_values(
+        self, attr: str, tpl: KeyTemplate, own: Sequence[str]
+    ) -> tuple[dict[str, Any], list[str], list[str]]:
+        """Return the values a key template renders from after the update.
+
+        Also which of its fields are written only where absent (pending), and which an
+        upsert leaves alone (kept). A field the update does not write is read from the
+        instance, whose stored value becomes a guard; without an instance it is refused.
+        """
+        known: dict[str, Any] = {f: self.values[f] for f in tpl.fields if f not in own}
+        pending: list[str] = []
+        kept: list[str] = []
+        for f in own:
+            if f in self.definite:
+                known[f] = self.definite[f]
+            elif f in self.conditional:
+                pending.append(f)
+                known[f] = self.conditional[f]
+            elif f in self.kept:
+                kept.append(f)
+                known[f] = self.kept[f]
+            elif self.instance is not None:
+                known[f] = self._instance_value(f)
+            else:
+                raise self._partial(attr, tpl.source, tpl.fields, [f])
+        return known, pending, kept
 
     def _instance_value(self, name: str) -> Any:
         assert self.instance is not None
@@ -560,7 +584,7 @@ class _Planner:
                 if overlaps(a, b):
                     raise ValidationError(
                         "update.overlapping-paths",
-                        f"Update of {self.name} changes {_show(a)} and {_show(b)}; one lies "
+                        f"Update of {self.name} changes {quoted(a)} and {quoted(b)}; one lies "
                         "inside the other (or they are the same), which one UpdateItem cannot "
                         "do. Change the outer one whole, or split the update.",
                         table=self.meta.table.name,
@@ -569,266 +593,3 @@ class _Planner:
 
 def _field_wire(meta: EntityMeta, name: str, value: Any) -> Any:
     return to_wire(meta.adapter(name).dump_python(value, mode="python", by_alias=True))
-
-
-def _show(path: tuple[Step, ...]) -> str:
-    return repr(render(path, str))
-
-
-# -- the request ----------------------------------------------------------------------------
-
-
-_CLAUSES: dict[Op, str] = {
-    "set": "SET",
-    "set_if_absent": "SET",
-    "append": "SET",
-    "prepend": "SET",
-    "remove": "REMOVE",
-    "add": "ADD",
-    "delete": "DELETE",
-}
-
-
-def render_update(meta: EntityMeta, plan: UpdatePlan) -> dict[str, Any]:
-    """Return UpdateItem params for a plan: exact expression text with placeholders."""
-    ph = Placeholders()
-    conditions = [_guard_text(g, ph) for g in plan.guards[:1]]
-    parts: dict[str, list[str]] = {"SET": [], "REMOVE": [], "ADD": [], "DELETE": []}
-    for action in plan.actions:
-        path = render(action.path, ph.name)
-        op = action.op
-        if op == "set":
-            text = f"{path} = {ph.value(action.value)}"
-        elif op == "set_if_absent":
-            text = f"{path} = if_not_exists({path}, {ph.value(action.value)})"
-        elif op == "append":
-            text = f"{path} = list_append(if_not_exists({path}, {ph.value({'L': []})}), "
-            text += f"{ph.value(action.value)})"
-        elif op == "prepend":
-            text = f"{path} = list_append({ph.value(action.value)}, "
-            text += f"if_not_exists({path}, {ph.value({'L': []})}))"
-        elif op == "remove":
-            text = path
-        else:
-            text = f"{path} {ph.value(action.value)}"
-        parts[_CLAUSES[op]].append(text)
-    conditions += [_guard_text(g, ph) for g in plan.guards[1:]]
-    clauses = [f"{clause} {', '.join(texts)}" for clause, texts in parts.items() if texts]
-    user = (
-        compile_entity_condition(meta, plan.condition, ph) if plan.condition is not None else None
-    )
-    params: dict[str, Any] = {
-        "TableName": plan.table,
-        "Key": plan.key,
-        "UpdateExpression": " ".join(clauses),
-        "ConditionExpression": join_conditions(" AND ".join(conditions), user),
-        "ReturnValues": "ALL_NEW",
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
-    return ph.into(params)
-
-
-def _guard_text(guard: Guard, ph: Placeholders) -> str:
-    name = ph.name(guard.attribute)
-    if guard.kind == "exists":
-        return f"attribute_exists({name})"
-    if guard.kind == "absent":
-        return f"attribute_not_exists({name})"
-    if guard.kind == "equals":
-        return f"{name} = {ph.value(guard.value)}"
-    # An upsert creates the item, or changes one of its own type, never another entity's.
-    return f"(attribute_not_exists({name}) OR {ph.name(guard.other)} = {ph.value(guard.value)})"
-
-
-def update_request(
-    meta: EntityMeta,
-    values: Mapping[str, Any],
-    spec: UpdateSpec,
-    *,
-    condition: Condition | None = None,
-    instance: Entity | None = None,
-    now: datetime | None = None,
-) -> dict[str, Any]:
-    """Return UpdateItem params (see :func:`plan_update` for what is refused, and why)."""
-    plan = plan_update(meta, values, spec, condition=condition, instance=instance, now=now)
-    return render_update(meta, plan)
-
-
-def dry_run_update(
-    entity: Entity,
-    *,
-    set: Mapping[str, Any] | None = None,
-    remove: Sequence[str] = (),
-    add: Mapping[str, Any] | None = None,
-    delete: Mapping[str, Any] | None = None,
-    append: Mapping[str, Any] | None = None,
-    prepend: Mapping[str, Any] | None = None,
-    if_not_exists: Mapping[str, Any] | None = None,
-    transactional: bool = False,
-) -> WriteEstimate:
-    """Return the write units of updating the stored ``entity`` with these changes.
-
-    The changes are spelled and validated as ``Session.update`` takes them, and applied to the
-    entity as DynamoDB applies them: a removed field (or one set to None) leaves the item,
-    ``add`` sums numbers and joins sets, key attributes derived from changed fields are
-    rewritten (and dropped when a field they need is gone), declared timestamps are set, and a
-    versioned entity's version goes up by one.
-    """
-    meta = meta_of(entity)
-    spec = update_spec(set, remove, add, delete, append, prepend, if_not_exists)
-    values = {name: getattr(entity, name) for name in meta.primary_fields}
-    plan = plan_update(meta, values, spec, instance=entity)
-    before = wire_item(entity)
-    try:
-        after = apply_actions(before, plan.actions)
-    except PathError as exc:
-        raise ValidationError(
-            "update.path-missing-parent",
-            f"The update of {meta.cls.__name__} writes inside {_show(exc.args[0])}, whose "
-            "parent this item does not hold; DynamoDB would refuse it.",
-            table=meta.table.name,
-        ) from exc
-    return estimate_write(meta.table, before, after, transactional=transactional)
-
-
-# -- the effect, modelled -------------------------------------------------------------------
-
-
-class PathError(Exception):
-    """The update names a path whose parent is missing or of the wrong kind (DynamoDB refuses)."""
-
-
-def apply_actions(item: Mapping[str, Any] | None, actions: Sequence[Action]) -> dict[str, Any]:
-    """Return the stored item (wire form) after these actions, as UpdateItem makes it.
-
-    ``item`` None is a missing item. Raises PathError where DynamoDB refuses the document path.
-    All paths are evaluated against the item as it was before the update, as DynamoDB does.
-    """
-    before: dict[str, Any] = dict(item or {})
-    after: dict[str, Any] = copy.deepcopy(before)
-    removals: list[tuple[Step, ...]] = []
-    for action in actions:
-        current = _lookup(before, action.path)
-        if action.op == "remove":
-            removals.append(action.path)
-            continue
-        if action.op == "set":
-            new = action.value
-        elif action.op == "set_if_absent":
-            new = current if current is not None else action.value
-        elif action.op == "append":
-            new = {"L": [*(current or {"L": []})["L"], *action.value["L"]]}
-        elif action.op == "prepend":
-            new = {"L": [*action.value["L"], *(current or {"L": []})["L"]]}
-        elif action.op == "add":
-            new = _add(current, action.value)
-        else:
-            new = _delete(current, action.value)
-        if new is None:
-            removals.append(action.path)  # a set whose last elements were deleted
-        else:
-            _assign(after, action.path, new)
-    # Removals of list elements shift what follows: take them from the end.
-    for path in sorted(removals, key=_removal_order):
-        _drop(after, path)
-    return after
-
-
-def _removal_order(path: tuple[Step, ...]) -> tuple[Any, ...]:
-    return tuple((0, -s) if isinstance(s, int) else (1, s) for s in path[::-1])
-
-
-def _lookup(item: Mapping[str, Any], path: tuple[Step, ...]) -> Any:
-    node: Any = item.get(str(path[0]))
-    for step in path[1:]:
-        if node is None:
-            return None
-        if isinstance(step, int):
-            items = node.get("L")
-            node = items[step] if items is not None and step < len(items) else None
-        else:
-            members = node.get("M")
-            node = members.get(step) if members is not None else None
-    return node
-
-
-def _container(item: dict[str, Any], path: tuple[Step, ...]) -> Any:
-    node: Any = {"M": item}
-    for step in path[:-1]:
-        node = _child(node, step)
-        if node is None:
-            raise PathError(path)
-    return node
-
-
-def _child(node: Any, step: Step) -> Any:
-    if isinstance(step, int):
-        items = node.get("L")
-        return items[step] if items is not None and step < len(items) else None
-    members = node.get("M")
-    return members.get(step) if members is not None else None
-
-
-def _assign(item: dict[str, Any], path: tuple[Step, ...], value: Any) -> None:
-    parent = _container(item, path)
-    step = path[-1]
-    if isinstance(step, int):
-        items = parent.get("L")
-        if items is None:
-            raise PathError(path)
-        if step < len(items):
-            items[step] = value
-        else:
-            items.append(value)  # a position past the end appends
-        return
-    members = parent.get("M")
-    if members is None:
-        raise PathError(path)
-    members[step] = value
-
-
-def _drop(item: dict[str, Any], path: tuple[Step, ...]) -> None:
-    parent = _container(item, path)
-    step = path[-1]
-    if isinstance(step, int):
-        items = parent.get("L")
-        if items is None:
-            raise PathError(path)
-        if step < len(items):
-            del items[step]
-        return
-    members = parent.get("M")
-    if members is None:
-        raise PathError(path)
-    members.pop(step, None)
-
-
-def _add(current: Mapping[str, Any] | None, delta: Mapping[str, Any]) -> dict[str, Any]:
-    ((tag, raw),) = delta.items()
-    if tag == "N":
-        base = Decimal(current["N"]) if current is not None else Decimal(0)
-        return {"N": number_to_wire(base + Decimal(raw))}
-    existing = list(current.get(tag, ())) if current is not None else []
-    return {tag: existing + [v for v in raw if v not in existing]}
-
-
-def _delete(current: Mapping[str, Any] | None, delta: Mapping[str, Any]) -> Any:
-    if current is None:
-        return None
-    ((tag, raw),) = delta.items()
-    kept = [v for v in current.get(tag, ()) if v not in raw]
-    return {tag: kept} if kept else None
-
-
-def applied(plan: UpdatePlan, stored: Mapping[str, Any]) -> bool:
-    """Whether a stored item already holds every change of a (non-additive) update.
-
-    Applying such an update again to an item that holds its changes changes nothing; the
-    version counter of an update by class is left out, as it counts attempts.
-    """
-    actions = [a for a in plan.actions if not (a.derived and a.op == "add")]
-    try:
-        after = apply_actions(stored, actions)
-    except PathError:
-        return False
-    return same_item(after, stored)

@@ -1,0 +1,88 @@
+"""Render an update plan to UpdateItem params: the update expression, its guards, the condition."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from lsiorm._conditions import Condition, Placeholders
+from lsiorm._model.entity import Entity, EntityMeta
+from lsiorm._requests.items import compile_entity_condition, join_conditions
+from lsiorm._requests.paths import render
+from lsiorm._requests.update_plan import Guard, Op, UpdatePlan, UpdateSpec, plan_update
+
+_CLAUSES: dict[Op, str] = {
+    "set": "SET",
+    "set_if_absent": "SET",
+    "append": "SET",
+    "prepend": "SET",
+    "remove": "REMOVE",
+    "add": "ADD",
+    "delete": "DELETE",
+}
+
+
+def render_update(meta: EntityMeta, plan: UpdatePlan) -> dict[str, Any]:
+    """Return UpdateItem params for a plan: exact expression text with placeholders."""
+    ph = Placeholders()
+    conditions = [_guard_text(g, ph) for g in plan.guards[:1]]
+    parts: dict[str, list[str]] = {"SET": [], "REMOVE": [], "ADD": [], "DELETE": []}
+    for action in plan.actions:
+        path = render(action.path, ph.name)
+        op = action.op
+        if op == "set":
+            text = f"{path} = {ph.value(action.value)}"
+        elif op == "set_if_absent":
+            text = f"{path} = if_not_exists({path}, {ph.value(action.value)})"
+        elif op == "append":
+            text = f"{path} = list_append(if_not_exists({path}, {ph.value({'L': []})}), "
+            text += f"{ph.value(action.value)})"
+        elif op == "prepend":
+            text = f"{path} = list_append({ph.value(action.value)}, "
+            text += f"if_not_exists({path}, {ph.value({'L': []})}))"
+        elif op == "remove":
+            text = path
+        else:
+            text = f"{path} {ph.value(action.value)}"
+        parts[_CLAUSES[op]].append(text)
+    conditions += [_guard_text(g, ph) for g in plan.guards[1:]]
+    clauses = [f"{clause} {', '.join(texts)}" for clause, texts in parts.items() if texts]
+    user = (
+        compile_entity_condition(meta, plan.condition, ph) if plan.condition is not None else None
+    )
+    params: dict[str, Any] = {
+        "TableName": plan.table,
+        "Key": plan.key,
+        "UpdateExpression": " ".join(clauses),
+        "ConditionExpression": join_conditions(" AND ".join(conditions), user),
+        "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    return ph.into(params)
+
+
+def _guard_text(guard: Guard, ph: Placeholders) -> str:
+    name = ph.name(guard.attribute)
+    if guard.kind == "exists":
+        return f"attribute_exists({name})"
+    if guard.kind == "absent":
+        return f"attribute_not_exists({name})"
+    if guard.kind == "equals":
+        return f"{name} = {ph.value(guard.value)}"
+    # An upsert creates the item, or changes one of its own type, never another entity's.
+    return f"(attribute_not_exists({name}) OR {ph.name(guard.other)} = {ph.value(guard.value)})"
+
+
+def update_request(
+    meta: EntityMeta,
+    values: Mapping[str, Any],
+    spec: UpdateSpec,
+    *,
+    condition: Condition | None = None,
+    instance: Entity | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Return UpdateItem params (see :func:`plan_update` for what is refused, and why)."""
+    plan = plan_update(meta, values, spec, condition=condition, instance=instance, now=now)
+    return render_update(meta, plan)
