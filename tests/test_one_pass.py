@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, PlainSerializer, computed_field, field_serializer
 
 from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Table
-from lsiorm._model.entity import _plain_model, build_item, encode_entity, wire_item
+from lsiorm._model.entity import _plain_model, build_item, encode_entity
 from lsiorm._model.wire import (
     MAX_ITEM_BYTES,
     attribute_value_size,
@@ -94,7 +94,8 @@ def old_path(entity: Entity) -> tuple[dict[str, Any], int]:
     return wire, item_size(wire)
 
 
-def same_outcome(entity: Entity) -> None:
+def same_outcome(entity: Entity) -> Any:
+    """Assert both paths give the same item and size, or the same refusal; return it."""
     try:
         expected: Any = old_path(entity)
     except LsiormError as exc:
@@ -107,6 +108,7 @@ def same_outcome(entity: Entity) -> None:
     if not isinstance(expected[0], type):
         # Dict order is kept too: fields in declaration order, then keys, then the type.
         assert list(got[0]) == list(expected[0])
+    return got
 
 
 texts = st.text(max_size=20)
@@ -160,10 +162,10 @@ def test_plain_entity_matches_the_two_pass_path(entity: Plain) -> None:
     )
 )
 def test_model_dump_classes_match_the_two_pass_path(entity: Nested) -> None:
-    same_outcome(entity)
-    if entity.inner is not None and not isinstance(entity, type):
-        got = wire_item(entity)
-        assert got["double"] == {"N": str(entity.n * 2)}
+    outcome = same_outcome(entity)
+    if entity.inner is not None and not isinstance(outcome[0], type):
+        # Refused items (a serialised number beyond DynamoDB's 38 digits) have no item to read.
+        assert outcome[0]["double"] == {"N": str(entity.n * 2)}
 
 
 @given(values)
