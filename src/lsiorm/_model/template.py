@@ -11,7 +11,7 @@ from typing import Any
 from lsiorm._model.encoding import TERMINATOR, KeyCodec
 from lsiorm.errors import DeclarationError, KeyEncodingError
 
-__all__ = ["FieldSlot", "KeyTemplate", "Segment", "parse_template"]
+__all__ = ["FieldSlot", "KeyTemplate", "Segment", "parse_template", "slot_codec"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,12 @@ class FieldSlot:
 
 
 Segment = str | FieldSlot
+
+
+def slot_codec(slot: FieldSlot) -> KeyCodec:
+    """Return the codec a bound template gave this slot (binding sets every slot's codec)."""
+    assert slot.codec is not None
+    return slot.codec
 
 
 def parse_template(source: str, *, attribute: str) -> tuple[Segment, ...]:

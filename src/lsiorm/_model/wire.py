@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import math
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime, time, timezone
@@ -39,8 +40,8 @@ _MIN_ADJUSTED_EXPONENT: Final = -130
 # Fractions whose first significant digit lies further right than this are written as "dE-x"
 # rather than with a long run of zeros after the point.
 _MIN_PLAIN_ADJUSTED_EXPONENT: Final = -20
-# Every int of this magnitude has at most 38 digits, so it is in range without further checks.
-_INT_FAST_LIMIT: Final = 10**_MAX_DIGITS
+#: Every int of smaller magnitude has at most 38 digits, so it is in range without further checks.
+INT_FAST_LIMIT: Final = 10**_MAX_DIGITS
 
 
 def _not_finite(value: object) -> ValidationError:
@@ -85,7 +86,7 @@ def _decimal_text(value: Decimal) -> str:
 
 
 def _int_text(value: int) -> str:
-    if -_INT_FAST_LIMIT < value < _INT_FAST_LIMIT:
+    if -INT_FAST_LIMIT < value < INT_FAST_LIMIT:
         return str(value)
     return _decimal_text(Decimal(value))
 
@@ -123,7 +124,8 @@ def number_to_wire(value: int | float | Decimal) -> str:
     raise _unsupported(value, "it is not a number")
 
 
-def _number_from_text(text: str) -> int | Decimal:
+def number_from_text(text: str) -> int | Decimal:
+    """Return the value of DynamoDB number text: an int when it has no point or exponent."""
     if "." in text or "e" in text or "E" in text:
         return Decimal(text)
     return int(text)
@@ -331,7 +333,7 @@ def _decode(av: Mapping[str, Any]) -> Any:
     if tag == "S":
         return raw
     if tag == "N":
-        return _number_from_text(raw)
+        return number_from_text(raw)
     decoder = _DECODERS.get(tag)
     if decoder is None:
         raise _unknown_tag(tag)
@@ -348,7 +350,7 @@ def _decode_list(values: Iterable[Mapping[str, Any]]) -> list[Any]:
         if tag == "S":
             append(raw)
         elif tag == "N":
-            append(_number_from_text(raw))
+            append(number_from_text(raw))
         else:
             decoder = _DECODERS.get(tag)
             if decoder is None:
@@ -364,7 +366,7 @@ def _decode_map(values: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         if tag == "S":
             out[name] = raw
         elif tag == "N":
-            out[name] = _number_from_text(raw)
+            out[name] = number_from_text(raw)
         else:
             decoder = _DECODERS.get(tag)
             if decoder is None:
@@ -382,12 +384,12 @@ def _null(raw: Any) -> None:
 
 
 def _number_set(raw: Iterable[str]) -> set[int | Decimal]:
-    return {_number_from_text(text) for text in raw}
+    return {number_from_text(text) for text in raw}
 
 
 _DECODERS: Final[dict[str, Callable[[Any], Any]]] = {
     "S": _identity,
-    "N": _number_from_text,
+    "N": number_from_text,
     "B": _identity,
     "BOOL": _identity,
     "NULL": _null,
@@ -423,6 +425,13 @@ def item_from_wire(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         raise _malformed(exc) from exc
 
 
+def json_default(value: Any) -> Any:
+    """Serialise bytes for ``json.dumps`` (a stable text for hashing keys and cursors)."""
+    if isinstance(value, (bytes, bytearray)):
+        return {"B64": base64.b64encode(bytes(value)).decode("ascii")}
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
 def same_item(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Whether two wire items hold the same values (numbers as numbers, sets in any order).
 
@@ -436,7 +445,8 @@ def same_item(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
         return False
 
 
-def _utf8_len(text: str) -> int:
+def utf8_len(text: str) -> int:
+    """Return the UTF-8 byte length of ``text``."""
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
@@ -463,10 +473,11 @@ def _number_size(text: str) -> int:
     return top // 2 - bottom // 2 + 2 + negative
 
 
-def _value_size(av: Mapping[str, Any]) -> int:
+def value_size(av: Mapping[str, Any]) -> int:
+    """Return :func:`attribute_value_size` of a well-formed value, without its error wrapping."""
     ((tag, raw),) = av.items()
     if tag == "S":
-        return _utf8_len(raw)
+        return utf8_len(raw)
     if tag == "N":
         return _number_size(raw)
     if tag == "B":
@@ -474,11 +485,11 @@ def _value_size(av: Mapping[str, Any]) -> int:
     if tag == "BOOL" or tag == "NULL":
         return 1
     if tag == "M":
-        return 3 + sum(_utf8_len(name) + _value_size(v) + 1 for name, v in raw.items())
+        return 3 + sum(utf8_len(name) + value_size(v) + 1 for name, v in raw.items())
     if tag == "L":
-        return 3 + sum(_value_size(v) + 1 for v in raw)
+        return 3 + sum(value_size(v) + 1 for v in raw)
     if tag == "SS":
-        return sum(_utf8_len(s) for s in raw)
+        return sum(utf8_len(s) for s in raw)
     if tag == "NS":
         return sum(_number_size(s) for s in raw)
     if tag == "BS":
@@ -503,7 +514,7 @@ def attribute_value_size(av: Mapping[str, Any]) -> int:
       assumption.
     """
     try:
-        return _value_size(av)
+        return value_size(av)
     except ValidationError:
         raise
     except (ValueError, TypeError, AttributeError) as exc:
@@ -513,7 +524,7 @@ def attribute_value_size(av: Mapping[str, Any]) -> int:
 def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
     """Return an item's size in bytes: per attribute, UTF-8 name bytes plus the value size."""
     try:
-        return sum(_utf8_len(name) + _value_size(av) for name, av in item.items())
+        return sum(utf8_len(name) + value_size(av) for name, av in item.items())
     except ValidationError:
         raise
     except (ValueError, TypeError, AttributeError) as exc:
@@ -523,8 +534,8 @@ def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
 # -- encoding and sizing in one pass -----------------------------------------------------------
 
 
-def _int_size(text: str) -> int:
-    # _number_size for the text of an int: no point, no exponent, no leading zeros.
+def int_size(text: str) -> int:
+    """Return the stored size of the number text of an int (no point, exponent or zero padding)."""
     negative = text[0] == "-"
     digits = text[1:] if negative else text
     significant = digits.rstrip("0")
@@ -545,7 +556,7 @@ def _sized_bool(value: bool) -> tuple[AttributeValue, int]:
 
 def _sized_int(value: int) -> tuple[AttributeValue, int]:
     text = _int_text(value)
-    return {"N": text}, _int_size(text)
+    return {"N": text}, int_size(text)
 
 
 def _sized_float(value: float) -> tuple[AttributeValue, int]:
@@ -576,7 +587,7 @@ def _sized_none(value: None) -> tuple[AttributeValue, int]:
 
 
 def _sized_list(value: Iterable[Any]) -> tuple[AttributeValue, int]:
-    get = _SIZED.get
+    get = SIZED_ENCODERS.get
     out = []
     size = 3
     for element in value:
@@ -588,7 +599,7 @@ def _sized_list(value: Iterable[Any]) -> tuple[AttributeValue, int]:
 
 
 def _sized_dict(value: Mapping[Any, Any]) -> tuple[AttributeValue, int]:
-    get = _SIZED.get
+    get = SIZED_ENCODERS.get
     out: WireItem = {}
     size = 3
     for name, element in value.items():
@@ -600,7 +611,7 @@ def _sized_dict(value: Mapping[Any, Any]) -> tuple[AttributeValue, int]:
         sized = get(type(element))
         av, n = sized(element) if sized is not None else _sized_other(element)
         out[name] = av
-        size += _utf8_len(name) + n + 1
+        size += utf8_len(name) + n + 1
     return {"M": out}, size
 
 
@@ -614,10 +625,11 @@ def _sized_datetime(value: datetime) -> tuple[AttributeValue, int]:
 
 def _sized_other(value: Any) -> tuple[AttributeValue, int]:
     av = to_wire(value)
-    return av, _value_size(av)
+    return av, value_size(av)
 
 
-_SIZED: Final[dict[type, Callable[[Any], tuple[AttributeValue, int]]]] = {
+#: Per exact type, a function giving a value's AttributeValue and its size in one pass.
+SIZED_ENCODERS: Final[dict[type, Callable[[Any], tuple[AttributeValue, int]]]] = {
     str: _sized_str,
     bool: _sized_bool,
     int: _sized_int,
@@ -634,7 +646,7 @@ _SIZED: Final[dict[type, Callable[[Any], tuple[AttributeValue, int]]]] = {
 
 def to_wire_sized(value: Any) -> tuple[AttributeValue, int]:
     """Return ``(to_wire(value), attribute_value_size(to_wire(value)))``, in one pass."""
-    sized = _SIZED.get(type(value))
+    sized = SIZED_ENCODERS.get(type(value))
     if sized is not None:
         return sized(value)
     return _sized_other(value)

@@ -30,14 +30,10 @@ from decimal import Decimal
 from typing import Any, Final, TypeAlias, TypeVar, cast
 
 from lsiorm._model.capacity import ConsumedCapacity
-from lsiorm._model.entity import (
-    Entity,
-    EntityMeta,
-    decode_item,
-    encode_entity,
-    meta_of,
-    stamped,
-)
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.item_decoding import decode_item
+from lsiorm._model.item_encoding import encode_entity, stamped
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_from_wire, item_size, item_to_wire
 from lsiorm._ops.pipeline import Context, retried, send_once

@@ -25,7 +25,9 @@ from typing import Any, TypeAlias
 
 from lsiorm._conditions import Condition
 from lsiorm._model.capacity import ConsumedCapacity
-from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.item_decoding import decode_item
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_from_wire, item_to_wire
 from lsiorm._ops.batch import KeyIdentity, key_identity, primary_key_of

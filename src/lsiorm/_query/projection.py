@@ -9,9 +9,7 @@ from typing import (
 )
 
 from lsiorm._conditions import Condition, Placeholders, field_conditions
-from lsiorm._model.entity import (
-    EntityMeta,
-)
+from lsiorm._model.entity_meta import EntityMeta
 from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
 
 if TYPE_CHECKING:

@@ -21,15 +21,12 @@ from pydantic import ValidationError as PydanticValidationError
 
 from lsiorm._conditions import Condition, Placeholders
 from lsiorm._model.capacity import WriteEstimate, estimate_write
-from lsiorm._model.entity import (
-    Entity,
-    EntityMeta,
-    allows_none,
-    checked_key,
-    meta_of,
-    wire_item,
-)
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.field_types import allows_none
+from lsiorm._model.item_encoding import wire_item
 from lsiorm._model.wire import number_to_wire, same_item, to_wire
+from lsiorm._model.write_checks import checked_key
 from lsiorm._requests.items import compile_entity_condition, join_conditions, wire_key
 from lsiorm._requests.paths import Path, Step, kind_of, overlaps, render, resolve
 from lsiorm.errors import PartialKeyUpdateError, ValidationError
