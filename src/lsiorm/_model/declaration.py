@@ -17,8 +17,9 @@ from lsiorm._model.field_types import (
     plain_metadata,
     strip_optional,
 )
+from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.keyspace import intersection_witness
-from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
+from lsiorm._model.schema import Table
 from lsiorm._model.shards import shard_fields
 from lsiorm._model.template import FieldSlot, KeyTemplate, parse_template
 from lsiorm.errors import DeclarationError

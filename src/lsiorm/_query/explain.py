@@ -19,8 +19,8 @@ from lsiorm._model.capacity import (
     needs_fetch,
 )
 from lsiorm._model.entity import Entity
+from lsiorm._model.indexes import LocalIndex
 from lsiorm._model.item_encoding import wire_item
-from lsiorm._model.schema import LocalIndex
 from lsiorm._query.plan import QueryPlan
 
 if TYPE_CHECKING:
