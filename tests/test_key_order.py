@@ -16,9 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lsiorm import Entity, Table, begins_with, between, ge, gt, le, lt, query
-from lsiorm._model.encoding import MAX_CHAR, TERMINATOR, StrCodec, escape_text, unescape_text
+from lsiorm._model.codec import MAX_CHAR
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.keyspace import intersection_witness, shape_of
+from lsiorm._model.text_codecs import TERMINATOR, StrCodec, escape_text, unescape_text
 from lsiorm.errors import DeclarationError
 
 # Characters below, equal to and just above every separator used here, the escape and

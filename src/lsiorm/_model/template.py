@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from lsiorm._model.encoding import TERMINATOR, KeyCodec
+from lsiorm._model.codec import KeyCodec
+from lsiorm._model.text_codecs import TERMINATOR
 from lsiorm.errors import DeclarationError, KeyEncodingError
 
 __all__ = ["FieldSlot", "KeyTemplate", "Segment", "parse_template", "slot_codec"]

@@ -30,7 +30,7 @@ from lsiorm._conditions import (
     In,
     Placeholders,
 )
-from lsiorm._model.encoding import MAX_CHAR
+from lsiorm._model.codec import MAX_CHAR
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
