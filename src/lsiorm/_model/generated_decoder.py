@@ -13,7 +13,8 @@ from pydantic import BaseModel
 
 from lsiorm._model.codegen import ABSENT, compile_function, indent
 from lsiorm._model.field_types import strip_optional
-from lsiorm._model.wire import from_wire, item_from_wire, number_from_text
+from lsiorm._model.number_text import number_from_text
+from lsiorm._model.wire import from_wire, item_from_wire
 
 if TYPE_CHECKING:
     from lsiorm._model.entity import Entity

@@ -13,16 +13,15 @@ from lsiorm._model.codec import KeyCodec
 from lsiorm._model.codegen import ABSENT, compile_function, indent
 from lsiorm._model.field_types import strip_optional
 from lsiorm._model.number_codecs import IntCodec
+from lsiorm._model.number_text import INT_FAST_LIMIT, int_size
 from lsiorm._model.shards import check_shard
 from lsiorm._model.template import slot_codec
 from lsiorm._model.text_codecs import StrCodec
 from lsiorm._model.time_codecs import DatetimeCodec
 from lsiorm._model.wire import (
-    INT_FAST_LIMIT,
     MAX_ITEM_BYTES,
     SIZED_ENCODERS,
     AttributeValue,
-    int_size,
     to_wire_sized,
     utf8_len,
 )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import math
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime, time, timezone
 from decimal import Decimal
@@ -11,6 +10,15 @@ from enum import Enum
 from typing import Any, Final, TypeAlias
 from uuid import UUID
 
+from lsiorm._model.number_text import (
+    MAX_DIGITS,
+    decimal_text,
+    float_text,
+    int_size,
+    int_text,
+    number_from_text,
+    number_size,
+)
 from lsiorm.errors import ValidationError
 
 __all__ = [
@@ -34,76 +42,6 @@ WireItem: TypeAlias = dict[str, AttributeValue]
 #: DynamoDB's item size limit, 400 KB with 1 KB = 1024 bytes.
 MAX_ITEM_BYTES: Final = 400 * 1024
 
-_MAX_DIGITS: Final = 38
-_MAX_ADJUSTED_EXPONENT: Final = 125
-_MIN_ADJUSTED_EXPONENT: Final = -130
-# Fractions whose first significant digit lies further right than this are written as "dE-x"
-# rather than with a long run of zeros after the point.
-_MIN_PLAIN_ADJUSTED_EXPONENT: Final = -20
-#: Every int of smaller magnitude has at most 38 digits, so it is in range without further checks.
-INT_FAST_LIMIT: Final = 10**_MAX_DIGITS
-
-
-def _not_finite(value: object) -> ValidationError:
-    return ValidationError("number.not-finite", f"DynamoDB numbers must be finite, got {value!r}.")
-
-
-def _out_of_range(value: object) -> ValidationError:
-    return ValidationError(
-        "number.range",
-        f"{value!r} is outside DynamoDB's number limits (at most 38 significant digits, "
-        "magnitude between 1E-130 and 9.9999999999999999999999999999999999999E+125).",
-    )
-
-
-def _decimal_text(value: Decimal) -> str:
-    sign, digit_tuple, exponent = value.as_tuple()
-    if not isinstance(exponent, int):  # "n", "N" or "F": NaN, sNaN or Infinity
-        raise _not_finite(value)
-    digits = "".join(map(str, digit_tuple))
-    significant = digits.rstrip("0")
-    if not significant:
-        return "0"
-    exponent += len(digits) - len(significant)
-    count = len(significant)
-    adjusted = exponent + count - 1
-    if (
-        count > _MAX_DIGITS
-        or adjusted > _MAX_ADJUSTED_EXPONENT
-        or adjusted < _MIN_ADJUSTED_EXPONENT
-    ):
-        raise _out_of_range(value)
-    if exponent >= 0:
-        text = significant + "0" * exponent
-    elif adjusted >= 0:
-        text = significant[: adjusted + 1] + "." + significant[adjusted + 1 :]
-    elif adjusted >= _MIN_PLAIN_ADJUSTED_EXPONENT:
-        text = "0." + "0" * (-adjusted - 1) + significant
-    else:
-        fraction = "." + significant[1:] if count > 1 else ""
-        text = f"{significant[0]}{fraction}E{adjusted}"
-    return "-" + text if sign else text
-
-
-def _int_text(value: int) -> str:
-    if -INT_FAST_LIMIT < value < INT_FAST_LIMIT:
-        return str(value)
-    return _decimal_text(Decimal(value))
-
-
-def _float_text(value: float) -> str:
-    if not math.isfinite(value):
-        raise _not_finite(value)
-    text = float.__repr__(value)
-    if "e" in text:
-        return _decimal_text(Decimal(text))
-    # Without an exponent, repr has at most 17 significant digits and a magnitude in
-    # [1e-4, 1e16), always in range; only a ".0" tail needs removing.
-    if text.endswith(".0"):
-        text = text[:-2]
-        return "0" if text == "-0" else text
-    return text
-
 
 def number_to_wire(value: int | float | Decimal) -> str:
     """Return the canonical DynamoDB number text of ``value``.
@@ -116,19 +54,12 @@ def number_to_wire(value: int | float | Decimal) -> str:
     if isinstance(value, bool):
         raise _unsupported(value, "a bool is not a DynamoDB number")
     if isinstance(value, int):
-        return _int_text(int(value))
+        return int_text(int(value))
     if isinstance(value, float):
-        return _float_text(float(value))
+        return float_text(float(value))
     if isinstance(value, Decimal):
-        return _decimal_text(value)
+        return decimal_text(value)
     raise _unsupported(value, "it is not a number")
-
-
-def number_from_text(text: str) -> int | Decimal:
-    """Return the value of DynamoDB number text: an int when it has no point or exponent."""
-    if "." in text or "e" in text or "E" in text:
-        return Decimal(text)
-    return int(text)
 
 
 def _unsupported(value: object, why: str = "") -> ValidationError:
@@ -148,15 +79,15 @@ def _encode_bool(value: bool) -> AttributeValue:
 
 
 def _encode_int(value: int) -> AttributeValue:
-    return {"N": _int_text(value)}
+    return {"N": int_text(value)}
 
 
 def _encode_float(value: float) -> AttributeValue:
-    return {"N": _float_text(value)}
+    return {"N": float_text(value)}
 
 
 def _encode_decimal(value: Decimal) -> AttributeValue:
-    return {"N": _decimal_text(value)}
+    return {"N": decimal_text(value)}
 
 
 def _encode_bytes(value: bytes) -> AttributeValue:
@@ -450,36 +381,13 @@ def utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
-def _number_size(text: str) -> int:
-    # DynamoDB stores a number as base-100 digits aligned on the decimal point (two decimal
-    # digits per byte), plus one byte, plus one more for a negative number.
-    negative = text.startswith("-")
-    mantissa = text.lstrip("+-")
-    exponent = 0
-    cut = max(mantissa.find("e"), mantissa.find("E"))
-    if cut >= 0:
-        exponent = int(mantissa[cut + 1 :])
-        mantissa = mantissa[:cut]
-    point = mantissa.find(".")
-    whole = len(mantissa) if point < 0 else point
-    digits = mantissa.replace(".", "")
-    significant = digits.lstrip("0")
-    # The power of ten of the first and of the last significant digit.
-    top = whole - 1 + exponent - (len(digits) - len(significant))
-    significant = significant.rstrip("0")
-    if not significant:
-        return 1
-    bottom = top - len(significant) + 1
-    return top // 2 - bottom // 2 + 2 + negative
-
-
 def value_size(av: Mapping[str, Any]) -> int:
     """Return :func:`attribute_value_size` of a well-formed value, without its error wrapping."""
     ((tag, raw),) = av.items()
     if tag == "S":
         return utf8_len(raw)
     if tag == "N":
-        return _number_size(raw)
+        return number_size(raw)
     if tag == "B":
         return len(raw)
     if tag == "BOOL" or tag == "NULL":
@@ -491,7 +399,7 @@ def value_size(av: Mapping[str, Any]) -> int:
     if tag == "SS":
         return sum(utf8_len(s) for s in raw)
     if tag == "NS":
-        return sum(_number_size(s) for s in raw)
+        return sum(number_size(s) for s in raw)
     if tag == "BS":
         return sum(len(b) for b in raw)
     raise _unknown_tag(tag)
@@ -534,18 +442,6 @@ def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
 # -- encoding and sizing in one pass -----------------------------------------------------------
 
 
-def int_size(text: str) -> int:
-    """Return the stored size of the number text of an int (no point, exponent or zero padding)."""
-    negative = text[0] == "-"
-    digits = text[1:] if negative else text
-    significant = digits.rstrip("0")
-    if not significant:
-        return 1
-    top = len(digits) - 1
-    bottom = len(digits) - len(significant)
-    return top // 2 - bottom // 2 + 2 + negative
-
-
 def _sized_str(value: str) -> tuple[AttributeValue, int]:
     return {"S": value}, len(value) if value.isascii() else len(value.encode("utf-8"))
 
@@ -555,27 +451,27 @@ def _sized_bool(value: bool) -> tuple[AttributeValue, int]:
 
 
 def _sized_int(value: int) -> tuple[AttributeValue, int]:
-    text = _int_text(value)
+    text = int_text(value)
     return {"N": text}, int_size(text)
 
 
 def _sized_float(value: float) -> tuple[AttributeValue, int]:
-    text = _float_text(value)
-    return {"N": text}, _number_size(text)
+    text = float_text(value)
+    return {"N": text}, number_size(text)
 
 
 def _sized_decimal(value: Decimal) -> tuple[AttributeValue, int]:
     text = str(value)
     # Plain text of at most 38 characters (no exponent, NaN or Infinity) is in range and only
     # needs trailing fractional zeros dropped to be canonical; anything else takes the full way.
-    if len(text) <= _MAX_DIGITS and "E" not in text and "N" not in text and "I" not in text:
+    if len(text) <= MAX_DIGITS and "E" not in text and "N" not in text and "I" not in text:
         if "." in text:
             text = text.rstrip("0").rstrip(".")
         if text == "-0":
             text = "0"
     else:
-        text = _decimal_text(value)
-    return {"N": text}, _number_size(text)
+        text = decimal_text(value)
+    return {"N": text}, number_size(text)
 
 
 def _sized_bytes(value: bytes) -> tuple[AttributeValue, int]:
