@@ -121,7 +121,7 @@ def generate_decoder(
 ) -> ItemDecoder:
     """Build ``cls``'s decoder as source, one straight-line block per key of :func:`model_keys`.
 
-    A page of items so pays no per-attribute loop or dispatch. ``absent`` names the stored
+    A page of items then pays no per-attribute loop or dispatch. ``absent`` names the stored
     attributes that read as None when missing.
     """
     blocks = []
