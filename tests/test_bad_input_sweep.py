@@ -38,7 +38,7 @@ from lsiorm import (
     query,
     where,
 )
-from lsiorm._model.encoding import escape_text
+from lsiorm._model.text_codecs import escape_text
 from lsiorm._query.cursor import encode_cursor
 
 

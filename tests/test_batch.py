@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lsiorm import AsyncSession, Entity, RetryPolicy, Session, Table
-from lsiorm._model.entity import meta_of
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.wire import item_to_wire
 from lsiorm._ops.batch import BatchWriteResult, batch_get, batch_write
 from lsiorm._requests.batch import (

@@ -22,7 +22,7 @@ from lsiorm import (
     gt,
     where,
 )
-from lsiorm._model.entity import meta_of
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._requests.items import put_request
 from lsiorm._requests.update_expression import update_request
 from lsiorm._requests.update_plan import UpdateSpec

@@ -15,21 +15,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsiorm._model.encoding import (
-    MAX_CHAR,
-    BoolCodec,
-    DateCodec,
-    DatetimeCodec,
-    DecimalCodec,
-    EnumCodec,
-    FloatCodec,
-    IntCodec,
-    KeyCodec,
-    KeyFormat,
-    StrCodec,
-    UUIDCodec,
-    codec_for,
-)
+from lsiorm._model.codec import MAX_CHAR, KeyCodec
+from lsiorm._model.encoding import KeyFormat, codec_for
+from lsiorm._model.fixed_codecs import BoolCodec, UUIDCodec
+from lsiorm._model.number_codecs import DecimalCodec, FloatCodec, IntCodec
+from lsiorm._model.text_codecs import EnumCodec, StrCodec
+from lsiorm._model.time_codecs import DateCodec, DatetimeCodec
 from lsiorm.errors import DeclarationError, KeyEncodingError
 
 

@@ -18,7 +18,7 @@ from lsiorm import (
     scan,
 )
 from lsiorm._model.capacity import ReadEstimate, estimate_batch_get, estimate_query
-from lsiorm._model.entity import wire_item
+from lsiorm._model.item_encoding import wire_item
 
 table = Table(
     "ExplainCost",

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lsiorm import Entity, Session, Table, ValidationError, where
-from lsiorm._model.entity import meta_of
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._requests.limits import MAX_EXPRESSION_OPERATORS, check_request, count_operators
 from lsiorm._requests.update_expression import update_request
 from lsiorm._requests.update_plan import update_spec

@@ -212,6 +212,6 @@ def test_global_index_slots_and_the_type_attribute_are_checked() -> None:
 
 
 def meta_table(cls: type[Entity]) -> Table:
-    from lsiorm._model.entity import meta_of
+    from lsiorm._model.entity_meta import meta_of
 
     return meta_of(cls).table

@@ -16,9 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lsiorm import Entity, Table, begins_with, between, ge, gt, le, lt, query
-from lsiorm._model.encoding import MAX_CHAR, TERMINATOR, StrCodec, escape_text, unescape_text
-from lsiorm._model.entity import meta_of
+from lsiorm._model.codec import MAX_CHAR
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.keyspace import intersection_witness, shape_of
+from lsiorm._model.text_codecs import TERMINATOR, StrCodec, escape_text, unescape_text
 from lsiorm.errors import DeclarationError
 
 # Characters below, equal to and just above every separator used here, the escape and
@@ -280,14 +281,14 @@ def test_templates_that_can_write_the_same_key_are_refused(mine: str, theirs: st
     ],
 )
 def test_intersection_witness_is_a_key_of_both(a: str, b: str, overlap: bool) -> None:
-    from lsiorm._model.entity import _bind_template
+    from lsiorm._model.declaration import bind_template
 
     class Probe(Entity):
         x: str
         y: str
         n: int
 
-    ta, tb = _bind_template(Probe, "SK", "S", a), _bind_template(Probe, "SK", "S", b)
+    ta, tb = bind_template(Probe, "SK", "S", a), bind_template(Probe, "SK", "S", b)
     witness = intersection_witness(ta, tb)
     assert (witness is not None) == overlap
     if witness is not None:

@@ -30,7 +30,7 @@ from lsiorm import (
     query,
     where,
 )
-from lsiorm._model.entity import wire_item
+from lsiorm._model.item_encoding import wire_item
 
 
 def declare() -> tuple[Table, type[Any]]:

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, PlainSerializer, computed_field, field_serializer
 
 from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Table
-from lsiorm._model.entity import _plain_model, build_item, encode_entity
+from lsiorm._model.field_types import plain_model
+from lsiorm._model.item_encoding import build_item, encode_entity
 from lsiorm._model.wire import (
     MAX_ITEM_BYTES,
     attribute_value_size,
@@ -85,8 +86,8 @@ class Nested(Entity, table=table, keys={"pk": "Q#{name}", "sk": "N#{n:08d}"}):
 
 
 def test_plain_and_non_plain_classes_are_told_apart() -> None:
-    assert _plain_model(Plain)
-    assert not _plain_model(Nested)
+    assert plain_model(Plain)
+    assert not plain_model(Nested)
 
 
 def old_path(entity: Entity) -> tuple[dict[str, Any], int]:
@@ -267,16 +268,16 @@ shipments = st.builds(
 
 
 def test_plain_classes_get_a_generated_encoder() -> None:
-    from lsiorm._model.entity import _WRITERS
+    from lsiorm._model.item_encoding import WRITERS
 
     for entity in (
         Plain(name="x", n=1),
         Shipment(owner="o", state="s", at=datetime(2024, 1, 1, tzinfo=timezone.utc)),
     ):
         encode_entity(entity)
-        assert _WRITERS[type(entity)].fast is not None
+        assert WRITERS[type(entity)].fast is not None
     encode_entity(Nested(name="x", n=1))
-    assert _WRITERS[Nested].fast is None  # model_dump classes keep the general path
+    assert WRITERS[Nested].fast is None  # model_dump classes keep the general path
 
 
 @given(shipments)
@@ -288,9 +289,9 @@ def test_generated_encoder_matches_the_two_pass_path(entity: Shipment) -> None:
 
 @given(shipments)
 def test_generated_encoder_matches_the_general_path(entity: Shipment) -> None:
-    from lsiorm._model import entity as entity_module
+    from lsiorm._model import item_encoding
 
-    writer = entity_module._WRITERS.get(Shipment)
+    writer = item_encoding.WRITERS.get(Shipment)
     try:
         expected: Any = encode_entity(entity)
     except LsiormError as exc:
@@ -370,7 +371,7 @@ def test_values_checked_without_pydantic_give_the_general_outcome(
     values: dict[str, Any], wild: str | None, value: Any, dropped: str | None, cls: type[Entity]
 ) -> None:
     # model_construct skips validation: wrong types, NaN, missing fields all reach the writer.
-    from lsiorm._model import entity as entity_module
+    from lsiorm._model import item_encoding
 
     if wild is not None:
         values[wild] = value
@@ -383,7 +384,7 @@ def test_values_checked_without_pydantic_give_the_general_outcome(
         expected: Any = encode_entity(entity)
     except LsiormError as exc:
         expected = (type(exc), exc.rule)
-    writer = entity_module._WRITERS[cls]
+    writer = item_encoding.WRITERS[cls]
     fast, writer.fast = writer.fast, None
     try:
         try:
@@ -396,8 +397,9 @@ def test_values_checked_without_pydantic_give_the_general_outcome(
 
 
 def test_the_shortcut_is_taken_only_where_it_is_sure() -> None:
-    from lsiorm._model.entity import _validity_source, meta_of
+    from lsiorm._model.entity_meta import meta_of
+    from lsiorm._model.generated_encoder import validity_source
 
-    assert _validity_source(meta_of(Checked)) is not None
-    assert _validity_source(meta_of(Constrained)) is None  # field constraints
-    assert _validity_source(meta_of(Plain)) is None  # enums, literals, sets, ...
+    assert validity_source(meta_of(Checked)) is not None
+    assert validity_source(meta_of(Constrained)) is None  # field constraints
+    assert validity_source(meta_of(Plain)) is None  # enums, literals, sets, ...

@@ -81,3 +81,65 @@ def test_new_paths_do_not_warn() -> None:
         warnings.simplefilter("error")
         for new in MOVED.values():
             importlib.import_module(new)
+
+
+#: Names lsiorm 0.1 exported from module paths whose code has since been split into modules.
+OLD_NAMES = {
+    "lsiorm.entity": [
+        "Entity",
+        "EntityMeta",
+        "Shard",
+        "decode_item",
+        "meta_of",
+        "shard_of",
+        "shard_value",
+    ],
+    "lsiorm.schema": [
+        "BillingMode",
+        "Drift",
+        "DriftReport",
+        "GlobalIndex",
+        "KeyAttribute",
+        "KeyType",
+        "LocalIndex",
+        "Projection",
+        "ProjectionType",
+        "Table",
+    ],
+    "lsiorm.encoding": [
+        "MAX_CHAR",
+        "BoolCodec",
+        "DateCodec",
+        "DatetimeCodec",
+        "DecimalCodec",
+        "EnumCodec",
+        "FloatCodec",
+        "IntCodec",
+        "KeyCodec",
+        "KeyFormat",
+        "StrCodec",
+        "UUIDCodec",
+        "codec_for",
+    ],
+    "lsiorm.wire": [
+        "MAX_ITEM_BYTES",
+        "AttributeValue",
+        "WireItem",
+        "attribute_value_size",
+        "from_wire",
+        "item_from_wire",
+        "item_size",
+        "item_to_wire",
+        "number_to_wire",
+        "to_wire",
+    ],
+}
+
+
+@pytest.mark.parametrize("old", sorted(OLD_NAMES))
+def test_old_module_paths_keep_their_names(old: str) -> None:
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match="import the names you need from lsiorm"):
+        module = importlib.import_module(old)
+    assert [name for name in OLD_NAMES[old] if not hasattr(module, name)] == []
+    assert set(OLD_NAMES[old]) <= set(module.__all__)

@@ -47,7 +47,7 @@ from lsiorm._conditions import (
     lt,
     ne,
 )
-from lsiorm._model.entity import meta_of
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._ops.reads import all as all_items
 from lsiorm._ops.reads import page
 from lsiorm._query.decode import missing_fields

@@ -9,17 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsiorm._model.schema import (
-    Drift,
-    DriftReport,
+from lsiorm._model.drift import Drift, DriftReport
+from lsiorm._model.indexes import (
     GlobalIndex,
     KeyAttribute,
     KeyType,
     LocalIndex,
     Projection,
     ProjectionType,
-    Table,
 )
+from lsiorm._model.schema import Table
 from lsiorm.errors import DeclarationError, ValidationError
 
 

@@ -40,8 +40,9 @@ from lsiorm import (
     query,
 )
 from lsiorm._cli import EXIT_FOUND, EXIT_OK, main
-from lsiorm._model.entity import encode_entity, meta_of
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.epoch import MAX_EPOCH_SECONDS, MIN_EPOCH_SECONDS, epoch_seconds
+from lsiorm._model.item_encoding import encode_entity
 from lsiorm._model.wire import attribute_value_size
 from lsiorm._ops import tables as table_ops
 from lsiorm._ops.pipeline import Context

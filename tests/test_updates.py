@@ -41,7 +41,8 @@ from lsiorm import (
     query,
     where,
 )
-from lsiorm._model.entity import meta_of, wire_item
+from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.item_encoding import wire_item
 from lsiorm._model.wire import item_from_wire
 from lsiorm._requests.update_effect import PathError, applied, apply_actions
 from lsiorm._requests.update_expression import update_request

@@ -49,17 +49,14 @@ from lsiorm._model.capacity import (
     read_units,
     write_units,
 )
+from lsiorm._model.drift import DriftReport
 from lsiorm._model.encoding import KeyFormat
-from lsiorm._model.entity import Entity, Shard, decode_item, key_templates, shard_value
+from lsiorm._model.entity import Entity, key_templates
 from lsiorm._model.epoch import EpochSeconds
-from lsiorm._model.schema import (
-    DriftReport,
-    GlobalIndex,
-    KeyAttribute,
-    LocalIndex,
-    Projection,
-    Table,
-)
+from lsiorm._model.indexes import GlobalIndex, KeyAttribute, LocalIndex, Projection
+from lsiorm._model.item_decoding import decode_item
+from lsiorm._model.schema import Table
+from lsiorm._model.shards import Shard, shard_value
 from lsiorm._model.wire import item_size
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.backfill import BackfillReport

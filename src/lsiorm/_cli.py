@@ -247,7 +247,7 @@ def parse_condition(text: str) -> tuple[str, Any]:
 def _typed(cls: Any, name: str, value: Any) -> Any:
     """Validate a condition's string value(s) against the field's type."""
     from lsiorm._conditions import Between, Compare
-    from lsiorm._model.entity import meta_of
+    from lsiorm._model.entity_meta import meta_of
 
     meta = meta_of(cls)
     if name not in cls.model_fields:
@@ -476,7 +476,7 @@ def cmd_audit_keys(args: argparse.Namespace, out: TextIO, progress: Progress) ->
 
 def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Rewrite the stale derived key attributes of one entity type's items."""
-    from lsiorm._model.entity import meta_of
+    from lsiorm._model.entity_meta import meta_of
 
     target = load_job_target(args.target, args.entity)
     if isinstance(target, Table):
@@ -515,7 +515,7 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
         name, sep, text = args.before.partition("=")
         if not sep or name not in entity.model_fields:
             raise UsageError(f"--before takes field=value with a field of {entity.__name__}.")
-        from lsiorm._model.entity import meta_of
+        from lsiorm._model.entity_meta import meta_of
 
         # Typed on a command line: text is converted to the field's type, key field or not.
         cutoff = meta_of(entity).validate_field(name, text, strict=False)

@@ -18,8 +18,10 @@ from lsiorm._io import fastjson
 from lsiorm._io.checkpoint import FileCheckpoint
 from lsiorm._io.drivers import AsyncDriver, SyncDriver, no_botocore_retries
 from lsiorm._io.jsonlines import JsonLinesFile
-from lsiorm._model.entity import Entity, meta_of
-from lsiorm._model.schema import DriftReport, Table
+from lsiorm._model.drift import DriftReport
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.schema import Table
 from lsiorm._ops import (
     audit,
     backfill,

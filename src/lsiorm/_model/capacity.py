@@ -10,8 +10,11 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
-from lsiorm._model.entity import Entity, meta_of, stamped, wire_item
-from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.indexes import GlobalIndex, LocalIndex
+from lsiorm._model.item_encoding import stamped, wire_item
+from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, item_from_wire, item_size
 from lsiorm.errors import ValidationError
 

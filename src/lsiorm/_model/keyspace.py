@@ -1,6 +1,6 @@
 """Which key texts a template can write: overlap of two templates, and keys inside a range.
 
-A string template is read as a small automaton over :data:`~lsiorm._model.encoding.Token`
+A string template is read as a small automaton over :data:`~lsiorm._model.codec.Token`
 steps (its literal characters, then each codec's shape). The shapes may describe more texts
 than a codec writes, never fewer, so every answer here errs on the safe side: "may hold a key"
 can be a false alarm, "holds no key" is a proof.
@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Iterable
 from functools import lru_cache
 
-from lsiorm._model.encoding import CharSet, Token, chars
+from lsiorm._model.codec import CharSet, Token, chars
 from lsiorm._model.template import FieldSlot, KeyTemplate
 
 __all__ = ["Shape", "intersection_witness", "shape_of"]

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from lsiorm._model.encoding import TERMINATOR, KeyCodec
+from lsiorm._model.codec import KeyCodec
+from lsiorm._model.text_codecs import TERMINATOR
 from lsiorm.errors import DeclarationError, KeyEncodingError
 
-__all__ = ["FieldSlot", "KeyTemplate", "Segment", "parse_template"]
+__all__ = ["FieldSlot", "KeyTemplate", "Segment", "parse_template", "slot_codec"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,12 @@ class FieldSlot:
 
 
 Segment = str | FieldSlot
+
+
+def slot_codec(slot: FieldSlot) -> KeyCodec:
+    """Return the codec a bound template gave this slot (binding sets every slot's codec)."""
+    assert slot.codec is not None
+    return slot.codec
 
 
 def parse_template(source: str, *, attribute: str) -> tuple[Segment, ...]:

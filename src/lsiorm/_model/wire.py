@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+import base64
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime, time, timezone
 from decimal import Decimal
@@ -10,6 +10,15 @@ from enum import Enum
 from typing import Any, Final, TypeAlias
 from uuid import UUID
 
+from lsiorm._model.number_text import (
+    MAX_DIGITS,
+    decimal_text,
+    float_text,
+    int_size,
+    int_text,
+    number_from_text,
+    number_size,
+)
 from lsiorm.errors import ValidationError
 
 __all__ = [
@@ -33,76 +42,6 @@ WireItem: TypeAlias = dict[str, AttributeValue]
 #: DynamoDB's item size limit, 400 KB with 1 KB = 1024 bytes.
 MAX_ITEM_BYTES: Final = 400 * 1024
 
-_MAX_DIGITS: Final = 38
-_MAX_ADJUSTED_EXPONENT: Final = 125
-_MIN_ADJUSTED_EXPONENT: Final = -130
-# Fractions whose first significant digit lies further right than this are written as "dE-x"
-# rather than with a long run of zeros after the point.
-_MIN_PLAIN_ADJUSTED_EXPONENT: Final = -20
-# Every int of this magnitude has at most 38 digits, so it is in range without further checks.
-_INT_FAST_LIMIT: Final = 10**_MAX_DIGITS
-
-
-def _not_finite(value: object) -> ValidationError:
-    return ValidationError("number.not-finite", f"DynamoDB numbers must be finite, got {value!r}.")
-
-
-def _out_of_range(value: object) -> ValidationError:
-    return ValidationError(
-        "number.range",
-        f"{value!r} is outside DynamoDB's number limits (at most 38 significant digits, "
-        "magnitude between 1E-130 and 9.9999999999999999999999999999999999999E+125).",
-    )
-
-
-def _decimal_text(value: Decimal) -> str:
-    sign, digit_tuple, exponent = value.as_tuple()
-    if not isinstance(exponent, int):  # "n", "N" or "F": NaN, sNaN or Infinity
-        raise _not_finite(value)
-    digits = "".join(map(str, digit_tuple))
-    significant = digits.rstrip("0")
-    if not significant:
-        return "0"
-    exponent += len(digits) - len(significant)
-    count = len(significant)
-    adjusted = exponent + count - 1
-    if (
-        count > _MAX_DIGITS
-        or adjusted > _MAX_ADJUSTED_EXPONENT
-        or adjusted < _MIN_ADJUSTED_EXPONENT
-    ):
-        raise _out_of_range(value)
-    if exponent >= 0:
-        text = significant + "0" * exponent
-    elif adjusted >= 0:
-        text = significant[: adjusted + 1] + "." + significant[adjusted + 1 :]
-    elif adjusted >= _MIN_PLAIN_ADJUSTED_EXPONENT:
-        text = "0." + "0" * (-adjusted - 1) + significant
-    else:
-        fraction = "." + significant[1:] if count > 1 else ""
-        text = f"{significant[0]}{fraction}E{adjusted}"
-    return "-" + text if sign else text
-
-
-def _int_text(value: int) -> str:
-    if -_INT_FAST_LIMIT < value < _INT_FAST_LIMIT:
-        return str(value)
-    return _decimal_text(Decimal(value))
-
-
-def _float_text(value: float) -> str:
-    if not math.isfinite(value):
-        raise _not_finite(value)
-    text = float.__repr__(value)
-    if "e" in text:
-        return _decimal_text(Decimal(text))
-    # Without an exponent, repr has at most 17 significant digits and a magnitude in
-    # [1e-4, 1e16), always in range; only a ".0" tail needs removing.
-    if text.endswith(".0"):
-        text = text[:-2]
-        return "0" if text == "-0" else text
-    return text
-
 
 def number_to_wire(value: int | float | Decimal) -> str:
     """Return the canonical DynamoDB number text of ``value``.
@@ -115,18 +54,12 @@ def number_to_wire(value: int | float | Decimal) -> str:
     if isinstance(value, bool):
         raise _unsupported(value, "a bool is not a DynamoDB number")
     if isinstance(value, int):
-        return _int_text(int(value))
+        return int_text(int(value))
     if isinstance(value, float):
-        return _float_text(float(value))
+        return float_text(float(value))
     if isinstance(value, Decimal):
-        return _decimal_text(value)
+        return decimal_text(value)
     raise _unsupported(value, "it is not a number")
-
-
-def _number_from_text(text: str) -> int | Decimal:
-    if "." in text or "e" in text or "E" in text:
-        return Decimal(text)
-    return int(text)
 
 
 def _unsupported(value: object, why: str = "") -> ValidationError:
@@ -146,15 +79,15 @@ def _encode_bool(value: bool) -> AttributeValue:
 
 
 def _encode_int(value: int) -> AttributeValue:
-    return {"N": _int_text(value)}
+    return {"N": int_text(value)}
 
 
 def _encode_float(value: float) -> AttributeValue:
-    return {"N": _float_text(value)}
+    return {"N": float_text(value)}
 
 
 def _encode_decimal(value: Decimal) -> AttributeValue:
-    return {"N": _decimal_text(value)}
+    return {"N": decimal_text(value)}
 
 
 def _encode_bytes(value: bytes) -> AttributeValue:
@@ -331,7 +264,7 @@ def _decode(av: Mapping[str, Any]) -> Any:
     if tag == "S":
         return raw
     if tag == "N":
-        return _number_from_text(raw)
+        return number_from_text(raw)
     decoder = _DECODERS.get(tag)
     if decoder is None:
         raise _unknown_tag(tag)
@@ -348,7 +281,7 @@ def _decode_list(values: Iterable[Mapping[str, Any]]) -> list[Any]:
         if tag == "S":
             append(raw)
         elif tag == "N":
-            append(_number_from_text(raw))
+            append(number_from_text(raw))
         else:
             decoder = _DECODERS.get(tag)
             if decoder is None:
@@ -364,7 +297,7 @@ def _decode_map(values: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         if tag == "S":
             out[name] = raw
         elif tag == "N":
-            out[name] = _number_from_text(raw)
+            out[name] = number_from_text(raw)
         else:
             decoder = _DECODERS.get(tag)
             if decoder is None:
@@ -382,12 +315,12 @@ def _null(raw: Any) -> None:
 
 
 def _number_set(raw: Iterable[str]) -> set[int | Decimal]:
-    return {_number_from_text(text) for text in raw}
+    return {number_from_text(text) for text in raw}
 
 
 _DECODERS: Final[dict[str, Callable[[Any], Any]]] = {
     "S": _identity,
-    "N": _number_from_text,
+    "N": number_from_text,
     "B": _identity,
     "BOOL": _identity,
     "NULL": _null,
@@ -423,6 +356,13 @@ def item_from_wire(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         raise _malformed(exc) from exc
 
 
+def json_default(value: Any) -> Any:
+    """Serialise bytes for ``json.dumps`` (a stable text for hashing keys and cursors)."""
+    if isinstance(value, (bytes, bytearray)):
+        return {"B64": base64.b64encode(bytes(value)).decode("ascii")}
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
 def same_item(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Whether two wire items hold the same values (numbers as numbers, sets in any order).
 
@@ -436,51 +376,30 @@ def same_item(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
         return False
 
 
-def _utf8_len(text: str) -> int:
+def utf8_len(text: str) -> int:
+    """Return the UTF-8 byte length of ``text``."""
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
-def _number_size(text: str) -> int:
-    # DynamoDB stores a number as base-100 digits aligned on the decimal point (two decimal
-    # digits per byte), plus one byte, plus one more for a negative number.
-    negative = text.startswith("-")
-    mantissa = text.lstrip("+-")
-    exponent = 0
-    cut = max(mantissa.find("e"), mantissa.find("E"))
-    if cut >= 0:
-        exponent = int(mantissa[cut + 1 :])
-        mantissa = mantissa[:cut]
-    point = mantissa.find(".")
-    whole = len(mantissa) if point < 0 else point
-    digits = mantissa.replace(".", "")
-    significant = digits.lstrip("0")
-    # The power of ten of the first and of the last significant digit.
-    top = whole - 1 + exponent - (len(digits) - len(significant))
-    significant = significant.rstrip("0")
-    if not significant:
-        return 1
-    bottom = top - len(significant) + 1
-    return top // 2 - bottom // 2 + 2 + negative
-
-
-def _value_size(av: Mapping[str, Any]) -> int:
+def value_size(av: Mapping[str, Any]) -> int:
+    """Return :func:`attribute_value_size` of a well-formed value, without its error wrapping."""
     ((tag, raw),) = av.items()
     if tag == "S":
-        return _utf8_len(raw)
+        return utf8_len(raw)
     if tag == "N":
-        return _number_size(raw)
+        return number_size(raw)
     if tag == "B":
         return len(raw)
     if tag == "BOOL" or tag == "NULL":
         return 1
     if tag == "M":
-        return 3 + sum(_utf8_len(name) + _value_size(v) + 1 for name, v in raw.items())
+        return 3 + sum(utf8_len(name) + value_size(v) + 1 for name, v in raw.items())
     if tag == "L":
-        return 3 + sum(_value_size(v) + 1 for v in raw)
+        return 3 + sum(value_size(v) + 1 for v in raw)
     if tag == "SS":
-        return sum(_utf8_len(s) for s in raw)
+        return sum(utf8_len(s) for s in raw)
     if tag == "NS":
-        return sum(_number_size(s) for s in raw)
+        return sum(number_size(s) for s in raw)
     if tag == "BS":
         return sum(len(b) for b in raw)
     raise _unknown_tag(tag)
@@ -503,7 +422,7 @@ def attribute_value_size(av: Mapping[str, Any]) -> int:
       assumption.
     """
     try:
-        return _value_size(av)
+        return value_size(av)
     except ValidationError:
         raise
     except (ValueError, TypeError, AttributeError) as exc:
@@ -513,7 +432,7 @@ def attribute_value_size(av: Mapping[str, Any]) -> int:
 def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
     """Return an item's size in bytes: per attribute, UTF-8 name bytes plus the value size."""
     try:
-        return sum(_utf8_len(name) + _value_size(av) for name, av in item.items())
+        return sum(utf8_len(name) + value_size(av) for name, av in item.items())
     except ValidationError:
         raise
     except (ValueError, TypeError, AttributeError) as exc:
@@ -521,18 +440,6 @@ def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
 
 
 # -- encoding and sizing in one pass -----------------------------------------------------------
-
-
-def _int_size(text: str) -> int:
-    # _number_size for the text of an int: no point, no exponent, no leading zeros.
-    negative = text[0] == "-"
-    digits = text[1:] if negative else text
-    significant = digits.rstrip("0")
-    if not significant:
-        return 1
-    top = len(digits) - 1
-    bottom = len(digits) - len(significant)
-    return top // 2 - bottom // 2 + 2 + negative
 
 
 def _sized_str(value: str) -> tuple[AttributeValue, int]:
@@ -544,27 +451,27 @@ def _sized_bool(value: bool) -> tuple[AttributeValue, int]:
 
 
 def _sized_int(value: int) -> tuple[AttributeValue, int]:
-    text = _int_text(value)
-    return {"N": text}, _int_size(text)
+    text = int_text(value)
+    return {"N": text}, int_size(text)
 
 
 def _sized_float(value: float) -> tuple[AttributeValue, int]:
-    text = _float_text(value)
-    return {"N": text}, _number_size(text)
+    text = float_text(value)
+    return {"N": text}, number_size(text)
 
 
 def _sized_decimal(value: Decimal) -> tuple[AttributeValue, int]:
     text = str(value)
     # Plain text of at most 38 characters (no exponent, NaN or Infinity) is in range and only
     # needs trailing fractional zeros dropped to be canonical; anything else takes the full way.
-    if len(text) <= _MAX_DIGITS and "E" not in text and "N" not in text and "I" not in text:
+    if len(text) <= MAX_DIGITS and "E" not in text and "N" not in text and "I" not in text:
         if "." in text:
             text = text.rstrip("0").rstrip(".")
         if text == "-0":
             text = "0"
     else:
-        text = _decimal_text(value)
-    return {"N": text}, _number_size(text)
+        text = decimal_text(value)
+    return {"N": text}, number_size(text)
 
 
 def _sized_bytes(value: bytes) -> tuple[AttributeValue, int]:
@@ -576,7 +483,7 @@ def _sized_none(value: None) -> tuple[AttributeValue, int]:
 
 
 def _sized_list(value: Iterable[Any]) -> tuple[AttributeValue, int]:
-    get = _SIZED.get
+    get = SIZED_ENCODERS.get
     out = []
     size = 3
     for element in value:
@@ -588,7 +495,7 @@ def _sized_list(value: Iterable[Any]) -> tuple[AttributeValue, int]:
 
 
 def _sized_dict(value: Mapping[Any, Any]) -> tuple[AttributeValue, int]:
-    get = _SIZED.get
+    get = SIZED_ENCODERS.get
     out: WireItem = {}
     size = 3
     for name, element in value.items():
@@ -600,7 +507,7 @@ def _sized_dict(value: Mapping[Any, Any]) -> tuple[AttributeValue, int]:
         sized = get(type(element))
         av, n = sized(element) if sized is not None else _sized_other(element)
         out[name] = av
-        size += _utf8_len(name) + n + 1
+        size += utf8_len(name) + n + 1
     return {"M": out}, size
 
 
@@ -614,10 +521,11 @@ def _sized_datetime(value: datetime) -> tuple[AttributeValue, int]:
 
 def _sized_other(value: Any) -> tuple[AttributeValue, int]:
     av = to_wire(value)
-    return av, _value_size(av)
+    return av, value_size(av)
 
 
-_SIZED: Final[dict[type, Callable[[Any], tuple[AttributeValue, int]]]] = {
+#: Per exact type, a function giving a value's AttributeValue and its size in one pass.
+SIZED_ENCODERS: Final[dict[type, Callable[[Any], tuple[AttributeValue, int]]]] = {
     str: _sized_str,
     bool: _sized_bool,
     int: _sized_int,
@@ -634,7 +542,7 @@ _SIZED: Final[dict[type, Callable[[Any], tuple[AttributeValue, int]]]] = {
 
 def to_wire_sized(value: Any) -> tuple[AttributeValue, int]:
     """Return ``(to_wire(value), attribute_value_size(to_wire(value)))``, in one pass."""
-    sized = _SIZED.get(type(value))
+    sized = SIZED_ENCODERS.get(type(value))
     if sized is not None:
         return sized(value)
     return _sized_other(value)

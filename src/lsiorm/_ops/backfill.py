@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
-from lsiorm._model.entity import Entity, meta_of
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import from_wire, same_item
 from lsiorm._ops.key_audit import ItemKeyCheck, ScanSpec, check_item_keys, price_scan, scan_items

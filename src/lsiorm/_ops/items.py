@@ -29,7 +29,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, cast
 
 from lsiorm._conditions import Condition
-from lsiorm._model.entity import Entity, EntityMeta, decode_item, meta_of
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.item_decoding import decode_item
 from lsiorm._model.wire import same_item
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.service_errors import restated

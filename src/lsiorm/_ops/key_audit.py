@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from lsiorm._model.capacity import ReadEstimate, read_units
-from lsiorm._model.entity import Entity, build_item, decode_item, meta_of
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.item_decoding import decode_item
+from lsiorm._model.item_encoding import build_item
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import AttributeValue, from_wire, to_wire
 from lsiorm._ops.audit import measure_collection

@@ -21,7 +21,8 @@ from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
 from lsiorm._model.capacity import ConsumedCapacity
-from lsiorm._model.entity import Entity, meta_of
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._ops.batch import read_keys
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Emit, Gather, Operation

@@ -3,7 +3,8 @@ it for drift."""
 
 from __future__ import annotations
 
-from lsiorm._model.schema import Drift, DriftReport, Table
+from lsiorm._model.drift import Drift, DriftReport
+from lsiorm._model.schema import Table
 from lsiorm._ops.naming import renamed_table
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation, Sleep

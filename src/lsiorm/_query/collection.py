@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from lsiorm._model.encoding import MAX_CHAR
-from lsiorm._model.entity import Entity, EntityMeta, meta_of
+from lsiorm._model.codec import MAX_CHAR
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.keyspace import shape_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import to_wire

@@ -33,9 +33,7 @@ from typing import (
     cast,
 )
 
-from lsiorm._model.entity import (
-    json_default,
-)
+from lsiorm._model.wire import json_default
 from lsiorm.errors import CursorError
 
 if TYPE_CHECKING:

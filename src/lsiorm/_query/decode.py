@@ -11,12 +11,9 @@ from typing import (
     cast,
 )
 
-from lsiorm._model.entity import (
-    Entity,
-    EntityMeta,
-    decode_item,
-    meta_of,
-)
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.item_decoding import decode_item
 from lsiorm._model.wire import from_wire
 from lsiorm._query.plan import QueryPlan
 from lsiorm.errors import KeyEncodingError

@@ -30,10 +30,13 @@ from lsiorm._conditions import (
     In,
     Placeholders,
 )
-from lsiorm._model.encoding import MAX_CHAR
-from lsiorm._model.entity import Entity, EntityMeta, meta_of, shard_of
+from lsiorm._model.codec import MAX_CHAR
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.keyspace import shape_of
-from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
+from lsiorm._model.schema import Table
+from lsiorm._model.shards import shard_of
 from lsiorm._model.template import KeyTemplate
 from lsiorm._model.wire import from_wire, to_wire
 from lsiorm.errors import KeyEncodingError

@@ -18,11 +18,9 @@ from lsiorm._model.capacity import (
     estimate_request,
     needs_fetch,
 )
-from lsiorm._model.entity import (
-    Entity,
-    wire_item,
-)
-from lsiorm._model.schema import LocalIndex
+from lsiorm._model.entity import Entity
+from lsiorm._model.indexes import LocalIndex
+from lsiorm._model.item_encoding import wire_item
 from lsiorm._query.plan import QueryPlan
 
 if TYPE_CHECKING:

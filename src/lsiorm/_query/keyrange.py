@@ -25,14 +25,14 @@ from lsiorm._conditions import (
     Operator,
     Placeholders,
 )
-from lsiorm._model.encoding import MAX_CHAR, EnumCodec, KeyCodec, StrCodec
-from lsiorm._model.entity import (
-    Entity,
-    EntityMeta,
-    shard_of,
-)
-from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
+from lsiorm._model.codec import MAX_CHAR, KeyCodec
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import EntityMeta
+from lsiorm._model.indexes import GlobalIndex, LocalIndex
+from lsiorm._model.schema import Table
+from lsiorm._model.shards import shard_of
 from lsiorm._model.template import FieldSlot, KeyTemplate
+from lsiorm._model.text_codecs import EnumCodec, StrCodec
 from lsiorm._model.wire import to_wire
 from lsiorm._requests.items import encode_value
 from lsiorm.errors import QueryPlanError

@@ -21,7 +21,8 @@ from typing import (
 from lsiorm._model.entity import (
     Entity,
 )
-from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
+from lsiorm._model.indexes import GlobalIndex, LocalIndex
+from lsiorm._model.schema import Table
 from lsiorm._query.cursor import _Shape
 from lsiorm.errors import QueryPlanError
 

@@ -24,12 +24,10 @@ from lsiorm._conditions import (
     Or,
     Placeholders,
 )
-from lsiorm._model.entity import (
-    Entity,
-    EntityMeta,
-    meta_of,
-)
-from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.indexes import GlobalIndex, LocalIndex
+from lsiorm._model.schema import Table
 from lsiorm._model.wire import to_wire
 from lsiorm._query.collection import Unit, foreign_types, interval_of, plan_collections
 from lsiorm._query.cursor import _canonical, _Shape

@@ -9,10 +9,9 @@ from typing import (
 )
 
 from lsiorm._conditions import Condition, Placeholders, field_conditions
-from lsiorm._model.entity import (
-    EntityMeta,
-)
-from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
+from lsiorm._model.entity_meta import EntityMeta
+from lsiorm._model.indexes import GlobalIndex, LocalIndex
+from lsiorm._model.schema import Table
 
 if TYPE_CHECKING:
     pass

@@ -10,10 +10,7 @@ from typing import (
 from lsiorm._conditions import (
     Placeholders,
 )
-from lsiorm._model.entity import (
-    EntityMeta,
-    meta_of,
-)
+from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.wire import to_wire
 from lsiorm._query.cursor import _canonical, _Shape
 from lsiorm._query.plan import (

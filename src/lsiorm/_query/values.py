@@ -24,10 +24,8 @@ from lsiorm._conditions import (
     FieldCondition,
     as_operator,
 )
-from lsiorm._model.entity import (
-    Entity,
-    meta_of,
-)
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._query.explain import Explanation, _estimate
 from lsiorm._query.plan import MissingMode, QueryPlan
 from lsiorm._query.planner import _QueryPlanner

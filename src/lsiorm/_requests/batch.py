@@ -17,7 +17,9 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any, Final, TypeAlias, TypeVar
 
-from lsiorm._model.entity import Entity, EntityMeta, encode_entity, meta_of, stamped
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.item_encoding import encode_entity, stamped
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_from_wire, item_size, item_to_wire
 from lsiorm._requests.items import key_values

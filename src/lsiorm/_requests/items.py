@@ -16,13 +16,9 @@ from lsiorm._conditions import (
     compile_condition,
     field_conditions,
 )
-from lsiorm._model.entity import (
-    Entity,
-    EntityMeta,
-    meta_of,
-    stamped,
-    wire_item,
-)
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.item_encoding import stamped, wire_item
 from lsiorm._model.wire import item_to_wire, to_wire
 from lsiorm.errors import ValidationError
 

@@ -19,7 +19,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel, TypeAdapter
 
-from lsiorm._model.entity import EntityMeta, allows_none, bare_type
+from lsiorm._model.entity_meta import EntityMeta
+from lsiorm._model.field_types import allows_none, bare_type
 from lsiorm._model.wire import to_wire
 from lsiorm.errors import ValidationError
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
 from lsiorm._conditions import Condition
-from lsiorm._model.entity import Entity, EntityMeta, meta_of
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_from_wire, item_to_wire
 from lsiorm._requests.batch import KeyIdentity, key_identity, primary_key_of

@@ -15,7 +15,9 @@ from decimal import Decimal
 from typing import Any
 
 from lsiorm._model.capacity import WriteEstimate, estimate_write
-from lsiorm._model.entity import Entity, meta_of, wire_item
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.item_encoding import wire_item
 from lsiorm._model.wire import number_to_wire, same_item
 from lsiorm._requests.paths import Step, quoted
 from lsiorm._requests.update_plan import Action, UpdatePlan, plan_update, update_spec

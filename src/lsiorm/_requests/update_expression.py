@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from lsiorm._conditions import Condition, Placeholders
-from lsiorm._model.entity import Entity, EntityMeta
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import EntityMeta
 from lsiorm._requests.items import compile_entity_condition, join_conditions
 from lsiorm._requests.paths import render
 from lsiorm._requests.update_plan import Guard, Op, UpdatePlan, UpdateSpec, plan_update

@@ -19,9 +19,13 @@ from typing import Any, Literal
 from pydantic import ValidationError as PydanticValidationError
 
 from lsiorm._conditions import Condition
-from lsiorm._model.entity import Entity, EntityMeta, allows_none, checked_key, wire_item
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import EntityMeta
+from lsiorm._model.field_types import allows_none
+from lsiorm._model.item_encoding import wire_item
 from lsiorm._model.template import KeyTemplate
 from lsiorm._model.wire import to_wire
+from lsiorm._model.write_checks import checked_key
 from lsiorm._requests.items import wire_key
 from lsiorm._requests.paths import Path, Step, kind_of, overlaps, quoted, resolve
 from lsiorm.errors import PartialKeyUpdateError, ValidationError

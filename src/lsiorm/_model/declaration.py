@@ -1,0 +1,313 @@
+"""Binding an entity class to its table: its key templates, and every check of its declaration."""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Iterable
+from datetime import datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from lsiorm._model.encoding import codec_for
+from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.field_types import (
+    allows_none,
+    bare_type,
+    is_epoch_field,
+    plain_metadata,
+    strip_optional,
+)
+from lsiorm._model.indexes import GlobalIndex, LocalIndex
+from lsiorm._model.keyspace import intersection_witness
+from lsiorm._model.schema import Table
+from lsiorm._model.shards import shard_fields
+from lsiorm._model.template import FieldSlot, KeyTemplate, parse_template
+from lsiorm.errors import DeclarationError
+
+if TYPE_CHECKING:
+    from lsiorm._model.entity import Entity
+
+
+def bind(
+    cls: type[Entity], table: Table, keys: dict[str, str], type_name: str, version: str | None
+) -> EntityMeta:
+    """Return what lsiorm knows about ``cls``, after checking its declaration against ``table``.
+
+    The class is registered in ``table.entities`` under ``type_name`` only when every check
+    passes.
+    """
+    fields = cls.model_fields
+    key_attrs = table.key_attributes
+    for fname, info in fields.items():
+        name = info.alias or fname
+        if name in key_attrs or name == table.type_attribute:
+            raise DeclarationError(
+                "entity.attribute-collision",
+                f"{cls.__name__}.{fname} is stored as {name!r}, the name of a key attribute of "
+                f"table {table.name!r}; key attributes are derived from templates, never set by "
+                "hand. Rename the field.",
+            )
+    _check_ttl_field(cls, table)
+    templates: dict[str, KeyTemplate] = {}
+    for attr, source in keys.items():
+        if attr not in key_attrs:
+            raise DeclarationError(
+                "template.unknown-attribute",
+                f"{cls.__name__} gives a template for {attr!r}, which is not a key attribute of "
+                f"table {table.name!r} (key attributes: {', '.join(sorted(key_attrs))}).",
+            )
+        templates[attr] = bind_template(cls, attr, key_attrs[attr], source)
+    for required in (table.partition_key, table.sort_key):
+        if required is not None and required.name not in templates:
+            raise DeclarationError(
+                "entity.missing-primary-key",
+                f"{cls.__name__} must give a template for {required.name!r}, a primary key "
+                f"attribute of table {table.name!r}.",
+            )
+    for required in (table.partition_key, table.sort_key):
+        if required is None:
+            continue
+        for fname in templates[required.name].fields:
+            if allows_none(fields[fname].annotation):
+                raise DeclarationError(
+                    "entity.optional-key-field",
+                    f"{cls.__name__}.{fname} is part of the primary key ({required.name!r}) and "
+                    "so cannot be optional.",
+                )
+    if version is not None:
+        vinfo = fields.get(version)
+        if vinfo is None or strip_optional(vinfo.annotation) is not int:
+            raise DeclarationError(
+                "entity.version-field",
+                f"{cls.__name__}: version={version!r} must name an int field of the model.",
+            )
+        if version in {f for t in templates.values() for f in t.fields}:
+            raise DeclarationError(
+                "entity.version-field", f"{cls.__name__}: the version field cannot be in a key."
+            )
+    if type_name in table.entities and table.entities[type_name] is not cls:
+        raise DeclarationError(
+            "entity.duplicate-type",
+            f"Table {table.name!r} already has an entity of type {type_name!r}; "
+            "give one of them another type_name.",
+        )
+    meta = EntityMeta(cls, table, type_name, templates, version)
+    meta.shard_fields = shard_fields(meta)
+    for name in meta.shard_fields:
+        if name in meta.primary_fields:
+            raise DeclarationError(
+                "shard.in-primary-key",
+                f"{cls.__name__}.{name} is a shard but also part of the primary key; a shard is "
+                "derived from the primary key, so it cannot be part of it.",
+            )
+    _check_overlaps(meta)
+    table.entities[type_name] = cls
+    return meta
+
+
+def timestamp_field(meta: EntityMeta, option: str, name: str | None) -> str | None:
+    """Check ``created_at=``/``updated_at=``: a datetime field outside the primary key."""
+    if name is None:
+        return None
+    cls_name = meta.cls.__name__
+    info = meta.cls.model_fields.get(name) if isinstance(name, str) else None
+    if info is None:
+        raise DeclarationError(
+            "entity.timestamp-field",
+            f"{cls_name} gives {option}={name!r}, which is not a field; declare it, e.g. "
+            f"`{name}: datetime | None = None`.",
+        )
+    if bare_type(info.annotation) is not datetime:
+        raise DeclarationError(
+            "entity.timestamp-field",
+            f"{cls_name}.{name} is set by lsiorm ({option}=), so it must be a datetime field "
+            "(or an epoch-seconds datetime); it is declared as "
+            f"{getattr(info.annotation, '__name__', info.annotation)!s}.",
+        )
+    if name in meta.primary_fields:
+        raise DeclarationError(
+            "entity.timestamp-field",
+            f"{cls_name}.{name} is part of the primary key, so setting it on each write would "
+            "write a different item. Use it in an index key instead.",
+        )
+    if name == meta.version_field:
+        raise DeclarationError(
+            "entity.timestamp-field", f"{cls_name}.{name} is the version field; pick another."
+        )
+    return name
+
+
+def _check_ttl_field(cls: type[Entity], table: Table) -> None:
+    """Refuse a field stored under the table's TTL attribute that is not stored as a number."""
+    ttl = table.ttl_attribute
+    if ttl is None:
+        return
+    for fname, info in cls.model_fields.items():
+        stored = {info.alias or fname, info.serialization_alias or info.alias or fname}
+        if ttl not in stored:
+            continue
+        if is_epoch_field(info.annotation, info.metadata):
+            continue
+        base = strip_optional(info.annotation)
+        if base is int and not any(not plain_metadata(m) for m in info.metadata):
+            continue
+        shown = base.__name__ if isinstance(base, type) else repr(base).replace("typing.", "")
+        raise DeclarationError(
+            "ttl.not-epoch-seconds",
+            f"{cls.__name__}.{fname} is stored as {ttl!r}, the TTL attribute of table "
+            f"{table.name!r}, but its type {shown} is not stored as a number of seconds since "
+            "the Unix epoch; DynamoDB's time to live ignores anything else (a datetime is "
+            "stored as ISO text), so these items would never expire. Annotate it with "
+            "lsiorm.EpochSeconds (or int).",
+        )
+
+
+def pending_slots(meta: EntityMeta, pending: Iterable[str]) -> frozenset[str]:
+    """Check ``pending=``: index key attributes the entity derives, never its primary key."""
+    slots = frozenset([pending] if isinstance(pending, str) else pending)
+    primary = {
+        meta.table.partition_key.name,
+        *([meta.table.sort_key.name] if meta.table.sort_key else []),
+    }
+    allowed = ", ".join(sorted(set(meta.templates) - primary)) or "none"
+    for slot in sorted(slots):
+        if slot in primary or slot not in meta.templates:
+            raise DeclarationError(
+                "entity.pending-slot",
+                f"{meta.cls.__name__} marks {slot!r} pending, but pending= names index key "
+                f"attributes the entity has a template for ({allowed}).",
+            )
+    return slots
+
+
+def bind_template(cls: type[Entity], attr: str, attr_type: str, source: str) -> KeyTemplate:
+    """Return the template of key attribute ``attr``, each slot with its field's codec."""
+    fields = cls.model_fields
+    segments = list(parse_template(source, attribute=attr))
+    slots = [s for s in segments if isinstance(s, FieldSlot)]
+    for slot in slots:
+        if slot.field not in fields:
+            raise DeclarationError(
+                "template.unknown-field",
+                f"{cls.__name__}: template {source!r} for {attr!r} uses {{{slot.field}}}, which "
+                f"is not a field (fields: {', '.join(fields)}).",
+            )
+    names = [s.field for s in slots]
+    if len(set(names)) != len(names):
+        raise DeclarationError(
+            "template.repeated-field",
+            f"{cls.__name__}: template {source!r} for {attr!r} uses a field twice.",
+        )
+    if attr_type != "S":
+        if len(segments) != 1 or not slots or slots[0].spec:
+            raise DeclarationError(
+                "template.direct-key",
+                f"{cls.__name__}: {attr!r} is a {attr_type} key attribute, so its template must "
+                f"be a single field with no literal text or format, like '{{goals}}'; "
+                f"got {source!r}.",
+            )
+        base = strip_optional(fields[slots[0].field].annotation)
+        allowed: tuple[type, ...] = (int, float, Decimal) if attr_type == "N" else (bytes,)
+        if not (isinstance(base, type) and issubclass(base, allowed)) or base is bool:
+            raise DeclarationError(
+                "template.direct-key",
+                f"{cls.__name__}.{slots[0].field} is {base!r}, which cannot be stored in the "
+                f"{attr_type} key attribute {attr!r}.",
+            )
+        return KeyTemplate(attr, attr_type, source, tuple(segments))
+    for i, seg in enumerate(segments):
+        if not isinstance(seg, FieldSlot):
+            continue
+        nxt = segments[i + 1] if i + 1 < len(segments) else None
+        info = fields[seg.field]
+        codec = codec_for(
+            info.annotation,
+            spec=seg.spec,
+            metadata=info.metadata,
+            field_name=f"{cls.__name__}.{seg.field}",
+            terminated=nxt is not None,
+        )
+        if isinstance(nxt, FieldSlot) and not codec.prefix_free:
+            raise DeclarationError(
+                "template.ambiguous-fields",
+                f"{cls.__name__}: in template {source!r}, {{{seg.field}}} has a variable-length "
+                "encoding and is followed directly by another field; put a separator between "
+                "them, like '{a}#{b}'.",
+            )
+        segments[i] = FieldSlot(seg.field, seg.spec, codec)
+    return KeyTemplate(attr, attr_type, source, tuple(segments))
+
+
+def _sort_roles(table: Table) -> list[tuple[str, str | None, LocalIndex | GlobalIndex | None]]:
+    """Return (partition attribute, sort attribute, index) for every key schema of the table."""
+    roles: list[tuple[str, str | None, LocalIndex | GlobalIndex | None]] = []
+    pk = table.partition_key.name
+    if table.sort_key is not None:
+        roles.append((pk, table.sort_key.name, None))
+    for lsi in table.local_indexes:
+        roles.append((pk, lsi.sort_key.name, lsi))
+    for gsi in table.global_indexes:
+        roles.append((gsi.partition_key.name, gsi.sort_key.name if gsi.sort_key else None, gsi))
+    return roles
+
+
+def _overlap(a: KeyTemplate, b: KeyTemplate) -> bool:
+    na, nb = a.namespace, b.namespace
+    if not a.slots and not b.slots:
+        return na == nb
+    if not a.slots:
+        return na.startswith(nb)
+    if not b.slots:
+        return nb.startswith(na)
+    return na.startswith(nb) or nb.startswith(na)
+
+
+def _check_overlaps(meta: EntityMeta) -> None:
+    """Refuse two entity types whose keys queries could not tell apart.
+
+    Hierarchies (``ORDER#{order_id}`` next to ``ORDER#{order_id}#ITEM#{line:03d}``) are
+    allowed: a query that reads the other type's items too filters on the type attribute.
+    Refused are two types that could write the same primary key (one item would overwrite
+    the other), and shared namespaces on an index that does not project the type attribute
+    (no filter could tell the types apart there).
+    """
+    table = meta.table
+    for other_cls in table.entities.values():
+        other = meta_of(typing.cast("type[Entity]", other_cls))
+        if other.cls is meta.cls:
+            continue
+        for pk_attr, sk_attr, index in _sort_roles(table):
+            if sk_attr is None:
+                continue
+            mine, theirs = meta.templates.get(sk_attr), other.templates.get(sk_attr)
+            pk_mine, pk_theirs = meta.templates.get(pk_attr), other.templates.get(pk_attr)
+            if mine is None or theirs is None or pk_mine is None or pk_theirs is None:
+                continue
+            if index is None:
+                pk_same = intersection_witness(pk_mine, pk_theirs)
+                sk_same = intersection_witness(mine, theirs) if pk_same is not None else None
+                if pk_same is not None and sk_same is not None:
+                    raise DeclarationError(
+                        "template.namespace-overlap",
+                        f"{meta.cls.__name__} template {mine.source!r} and {other.cls.__name__} "
+                        f"template {theirs.source!r} for {sk_attr!r} can write the same key "
+                        f"({pk_same!r}, {sk_same!r}), so one item would overwrite the other and "
+                        f"query({meta.cls.__name__}) could not tell them apart. Give each a "
+                        "distinct literal prefix, like 'THREAD#' and 'REPLY#'.",
+                    )
+                continue
+            projected = table.projected_attributes(index)
+            if projected is None or table.type_attribute in projected:
+                continue  # a type filter keeps queries on this index exact
+            if _overlap(pk_mine, pk_theirs) and _overlap(mine, theirs):
+                raise DeclarationError(
+                    "template.namespace-overlap",
+                    f"{meta.cls.__name__} template {mine.source!r} and {other.cls.__name__} "
+                    f"template {theirs.source!r} for {sk_attr!r} can share a partition of index "
+                    f"{index.name!r} and one namespace is a prefix of the other, so "
+                    f"query({meta.cls.__name__}).using({index.name!r}) would also read "
+                    f"{other.cls.__name__} items, and the index does not project the type "
+                    f"attribute {table.type_attribute!r} to filter them out. Give each a "
+                    "distinct literal prefix, like 'THREAD#' and 'REPLY#', or project "
+                    f"{table.type_attribute!r}.",
+                )

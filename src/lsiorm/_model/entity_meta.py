@@ -1,0 +1,192 @@
+"""EntityMeta: what lsiorm knows about a bound entity class, and meta_of to find it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import Enum
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from pydantic import TypeAdapter
+
+from lsiorm._model.field_types import allows_none, defaults_to_none, strip_optional
+from lsiorm._model.write_checks import checked_key
+from lsiorm.errors import ValidationError
+
+if TYPE_CHECKING:
+    from lsiorm._model.entity import Entity
+    from lsiorm._model.schema import Table
+    from lsiorm._model.template import KeyTemplate
+
+
+@dataclass
+class EntityMeta:
+    """What lsiorm knows about one entity class: its table, type name and key templates."""
+
+    cls: type[Entity]
+    table: Table
+    type_name: str
+    templates: dict[str, KeyTemplate]
+    version_field: str | None
+    #: Index key attributes written but not yet ready for reads: the planner never picks them.
+    pending: frozenset[str] = frozenset()
+    #: Datetime fields lsiorm sets: when the item was first written, and last written.
+    created_field: str | None = None
+    updated_field: str | None = None
+    #: Fields declared as write shards (``Annotated[int | None, Shard(n)]``), set by binding.
+    shard_fields: tuple[str, ...] = ()
+    _adapters: dict[str, TypeAdapter[Any]] = field(default_factory=dict)
+
+    @property
+    def partition_template(self) -> KeyTemplate:
+        """The template of the table's partition key."""
+        return self.templates[self.table.partition_key.name]
+
+    @property
+    def sort_template(self) -> KeyTemplate | None:
+        """The template of the table's sort key, if the table has one."""
+        sk = self.table.sort_key
+        return self.templates[sk.name] if sk is not None else None
+
+    @cached_property
+    def primary_fields(self) -> frozenset[str]:
+        """Fields that make up the primary key; changing one moves the item."""
+        out = set(self.partition_template.fields)
+        if self.sort_template is not None:
+            out |= set(self.sort_template.fields)
+        return frozenset(out)
+
+    @cached_property
+    def absent_is_none(self) -> tuple[str, ...]:
+        """Fields whose missing attribute reads as None (None is stored as absence)."""
+        return tuple(
+            name
+            for name, info in self.cls.model_fields.items()
+            if allows_none(info.annotation) and not defaults_to_none(info)
+        )
+
+    @cached_property
+    def key_fields(self) -> frozenset[str]:
+        """Every field used by any key template."""
+        return frozenset(f for t in self.templates.values() for f in t.fields)
+
+    @cached_property
+    def key_types(self) -> dict[str, str]:
+        """Key attribute -> its declared type (S, N or B), for the table and its indexes."""
+        return dict(self.table.key_attributes)
+
+    @cached_property
+    def attributes(self) -> dict[str, str]:
+        """Field name -> stored attribute name (the field's alias when it has one)."""
+        return {name: info.alias or name for name, info in self.cls.model_fields.items()}
+
+    def adapter(self, name: str) -> TypeAdapter[Any]:
+        """Return a validator for one field's declared type."""
+        ad = self._adapters.get(name)
+        if ad is None:
+            info = self.cls.model_fields[name]
+            # rebuild_annotation keeps constraints such as Field(ge=0) and KeyFormat.
+            ad = TypeAdapter(info.rebuild_annotation())
+            self._adapters[name] = ad
+        return ad
+
+    def check_field(self, name: str) -> None:
+        """Raise ``field.unknown`` unless ``name`` is a field of the model."""
+        if name not in self.cls.model_fields:
+            raise ValidationError(
+                "field.unknown",
+                f"{self.cls.__name__} has no field {name!r}; "
+                f"fields are {', '.join(self.cls.model_fields)}.",
+                table=self.table.name,
+            )
+
+    def validate_field(self, name: str, value: Any, *, strict: bool | None = None) -> Any:
+        """Validate a value for one field, raising lsiorm's ValidationError on failure.
+
+        Fields used by a key template are checked strictly by default (``strict=None``): a
+        bool is not a number, text is not a number, and bytes are not text, though pydantic
+        would convert them. The same item must not be found under a key it was not written
+        with. ``strict=False`` keeps pydantic's conversions (for text typed on a command line).
+        """
+        self.check_field(name)
+        if strict is None:
+            strict = name in self.key_fields
+        if strict:
+            wrong = _strict_mismatch(self.cls.model_fields[name].annotation, value)
+            if wrong is not None:
+                raise ValidationError(
+                    "key.value-type",
+                    f"Value {value!r} ({type(value).__name__}) is not {wrong}, as "
+                    f"{self.cls.__name__}.{name} needs; key fields are not converted.",
+                    table=self.table.name,
+                )
+        try:
+            return self.adapter(name).validate_python(value)
+        except Exception as exc:  # pydantic.ValidationError, with its own message
+            raise ValidationError(
+                "field.invalid",
+                f"Value {value!r} is not valid for {self.cls.__name__}.{name}: {exc}",
+            ) from exc
+
+    def key(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the primary key attributes (python values) derived from field values."""
+        out: dict[str, Any] = {}
+        for tpl in (self.partition_template, self.sort_template):
+            if tpl is None:
+                continue
+            missing = [f for f in tpl.fields if values.get(f) is None]
+            if missing:
+                raise ValidationError(
+                    "key.missing-field",
+                    f"{self.cls.__name__} key attribute {tpl.attribute!r} (template "
+                    f"{tpl.source!r}) needs field(s) {', '.join(missing)}.",
+                    table=self.table.name,
+                )
+            out[tpl.attribute] = checked_key(self, tpl, tpl.render(values))
+        return out
+
+    def index_keys(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the secondary-index key attributes whose template fields all have values."""
+        out: dict[str, Any] = {}
+        primary = {self.table.partition_key.name}
+        if self.table.sort_key is not None:
+            primary.add(self.table.sort_key.name)
+        for attr, tpl in self.templates.items():
+            if attr in primary:
+                continue
+            rendered = tpl.render(values)
+            if rendered is not None:
+                out[attr] = checked_key(self, tpl, rendered)
+        return out
+
+
+def _strict_mismatch(annotation: Any, value: Any) -> str | None:
+    """Return what a key field value should be when its Python type is the wrong kind."""
+    if value is None:
+        return None
+    base = strip_optional(annotation)
+    if not isinstance(base, type) or issubclass(base, (bool, Enum)):
+        return None
+    if issubclass(base, (int, float, Decimal)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+            return "a number"
+    elif issubclass(base, str):
+        if not isinstance(value, str):
+            return "a str"
+    elif issubclass(base, bytes) and not isinstance(value, (bytes, bytearray, memoryview)):
+        return "bytes"
+    return None
+
+
+def meta_of(cls: type[Entity] | Entity) -> EntityMeta:
+    """Return the metadata of a bound entity class or instance."""
+    klass = cls if isinstance(cls, type) else type(cls)
+    meta = klass.__lsiorm__
+    if meta is None:
+        raise ValidationError(
+            "entity.unbound",
+            f"{klass.__name__} is not bound to a table; declare it with table= and keys=.",
+        )
+    return meta

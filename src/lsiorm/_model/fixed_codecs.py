@@ -1,0 +1,60 @@
+"""Key codecs of small fixed forms: bools and UUIDs."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from lsiorm._model.codec import KeyCodec, Token, chars, layout_tokens, refuse_spec
+
+
+class BoolCodec(KeyCodec):
+    """Booleans, as ``0`` (False) and ``1`` (True)."""
+
+    python_type = bool
+    prefix_free = True
+
+    def __init__(self, spec: str = "", *, field_name: str = "value") -> None:
+        refuse_spec("Bool", spec, field_name)
+        self.field_name = field_name
+        self.spec = ""
+
+    def encode(self, value: Any) -> str:
+        """Return the key text of the bool ``value``."""
+        if not isinstance(value, bool):
+            raise self._type_error(value, "a bool")
+        return "1" if value else "0"
+
+    def tokens(self) -> list[Token]:
+        """One of ``0`` and ``1``."""
+        return [("one", chars("01"))]
+
+    def _parse(self, text: str) -> bool:
+        if text not in ("0", "1"):
+            raise ValueError(text)
+        return text == "1"
+
+
+class UUIDCodec(KeyCodec):
+    """UUIDs, in the canonical lowercase 36-character form (``8-4-4-4-12`` hex digits)."""
+
+    python_type = uuid.UUID
+    prefix_free = True
+
+    def __init__(self, spec: str = "", *, field_name: str = "value") -> None:
+        refuse_spec("UUID", spec, field_name)
+        self.field_name = field_name
+        self.spec = ""
+
+    def encode(self, value: Any) -> str:
+        """Return the key text of the UUID ``value``."""
+        if not isinstance(value, uuid.UUID):
+            raise self._type_error(value, "a UUID")
+        return str(value)
+
+    def tokens(self) -> list[Token]:
+        """The fixed ``8-4-4-4-12`` hex layout."""
+        return layout_tokens("ffffffff-ffff-ffff-ffff-ffffffffffff")
+
+    def _parse(self, text: str) -> uuid.UUID:
+        return uuid.UUID(text)

@@ -1,0 +1,122 @@
+"""Key codecs of time: aware datetimes as UTC text of a fixed precision, and dates."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timezone
+from typing import Any, Final
+
+from lsiorm._model.codec import KeyCodec, Token, layout_tokens, refuse_spec
+from lsiorm.errors import DeclarationError, KeyEncodingError
+
+_DATETIME_DIGITS: Final = {"us": 6, "ms": 3, "s": 0}
+
+
+class DatetimeCodec(KeyCodec):
+    """Timezone-aware datetimes, as UTC text of a fixed precision.
+
+    Format: ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` in UTC for spec ``us`` (the default, always six
+    fraction digits), ``YYYY-MM-DDTHH:MM:SS.fffZ`` for ``ms`` and ``YYYY-MM-DDTHH:MM:SSZ`` for
+    ``s``. Keys sort by instant, so the same instant in any zone has the same key. Naive values
+    (``key.naive-datetime``), values finer than the precision (``key.datetime-precision``, never
+    truncated) and values whose UTC time falls outside years 1-9999 (``key.datetime-range``) are
+    refused. Decoding gives an aware datetime in UTC.
+    """
+
+    python_type = datetime
+    prefix_free = True
+
+    def __init__(self, spec: str = "", *, field_name: str = "value") -> None:
+        normal = spec or "us"
+        if normal not in _DATETIME_DIGITS:
+            raise DeclarationError(
+                "template.datetime-format",
+                f"Datetime field {field_name!r} has format spec {spec!r}; use 'us' (the "
+                "default), 'ms' or 's' for the precision of its keys.",
+            )
+        self.field_name = field_name
+        self.spec = normal
+        self.digits = _DATETIME_DIGITS[normal]
+        self._unit = 10 ** (6 - self.digits)
+        fraction = rf"\.([0-9]{{{self.digits}}})" if self.digits else "()"
+        self._text = re.compile(
+            r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})" + fraction + "Z"
+        )
+
+    def encode(self, value: Any) -> str:
+        """Return the key text of the aware datetime ``value``."""
+        if not isinstance(value, datetime):
+            raise self._type_error(value, "a datetime")
+        if value.utcoffset() is None:
+            raise KeyEncodingError(
+                "key.naive-datetime",
+                f"Field {self.field_name!r} got the naive datetime {value!r}; key datetimes "
+                "must be timezone-aware so they sort by instant.",
+            )
+        try:
+            utc = value.astimezone(timezone.utc)
+        except OverflowError:
+            raise KeyEncodingError(
+                "key.datetime-range",
+                f"Field {self.field_name!r} value {value.isoformat()} is outside years 1-9999 "
+                "in UTC.",
+            ) from None
+        # Checked in UTC: a zone offset may itself carry microseconds.
+        if utc.microsecond % self._unit:
+            raise KeyEncodingError(
+                "key.datetime-precision",
+                f"Field {self.field_name!r} value {value.isoformat()} is finer than the key "
+                f"precision {self.spec!r}; round it first or use a finer format.",
+            )
+        text = (
+            f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}"
+            f"T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}"
+        )
+        if self.digits:
+            text += "." + f"{utc.microsecond:06d}"[: self.digits]
+        return text + "Z"
+
+    def tokens(self) -> list[Token]:
+        """The fixed ``YYYY-MM-DDTHH:MM:SS[.fff]Z`` layout."""
+        return layout_tokens(
+            "9999-99-99T99:99:99" + ("." + "9" * self.digits if self.digits else "") + "Z"
+        )
+
+    def _parse(self, text: str) -> datetime:
+        match = self._text.fullmatch(text)
+        if match is None:
+            raise ValueError(text)
+        year, month, day, hour, minute, second = map(int, match.groups()[:6])
+        micro = int(match.group(7)) * self._unit if match.group(7) else 0
+        return datetime(year, month, day, hour, minute, second, micro, tzinfo=timezone.utc)
+
+
+_DATE_TEXT: Final = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+
+
+class DateCodec(KeyCodec):
+    """Dates (not datetimes), as ``YYYY-MM-DD``."""
+
+    python_type = date
+    prefix_free = True
+
+    def __init__(self, spec: str = "", *, field_name: str = "value") -> None:
+        refuse_spec("Date", spec, field_name)
+        self.field_name = field_name
+        self.spec = ""
+
+    def encode(self, value: Any) -> str:
+        """Return the key text of the date ``value``."""
+        if not isinstance(value, date) or isinstance(value, datetime):
+            raise self._type_error(value, "a date")
+        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+
+    def tokens(self) -> list[Token]:
+        """The fixed ``YYYY-MM-DD`` layout."""
+        return layout_tokens("9999-99-99")
+
+    def _parse(self, text: str) -> date:
+        match = _DATE_TEXT.fullmatch(text)
+        if match is None:
+            raise ValueError(text)
+        return date(*map(int, match.groups()))
