@@ -82,8 +82,8 @@ from lsiorm._ops.transactions import (
 )
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.explain import Explanation
-from lsiorm._query.plan import QueryPlan
-from lsiorm._query.values import Query, Scan, ScanProgress, query, scan
+from lsiorm._query.plan import QueryPlan, ScanProgress
+from lsiorm._query.values import Query, Scan, query, scan
 from lsiorm._requests.updates import dry_run_update
 from lsiorm._session import AsyncSession, Session
 from lsiorm.errors import (

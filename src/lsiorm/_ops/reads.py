@@ -27,8 +27,8 @@ from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Emit, Gather, Operation
 from lsiorm._query.cursor import CursorState, decode_cursor, encode_cursor
 from lsiorm._query.decode import decode
-from lsiorm._query.plan import PlannedRequest, QueryPlan
-from lsiorm._query.values import Query, Scan, ScanProgress
+from lsiorm._query.plan import PlannedRequest, QueryPlan, ScanProgress
+from lsiorm._query.values import Query, Scan
 from lsiorm.errors import BatchGetIncompleteError
 
 __all__ = ["Page", "all", "count", "first", "page", "pages"]

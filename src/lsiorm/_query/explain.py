@@ -5,11 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Final,
-)
+from typing import Any, Final
 
 from lsiorm._model.capacity import (
     ConsumedCapacity,
@@ -18,15 +14,9 @@ from lsiorm._model.capacity import (
     estimate_request,
     needs_fetch,
 )
-from lsiorm._model.entity import (
-    Entity,
-    wire_item,
-)
+from lsiorm._model.entity import Entity, wire_item
 from lsiorm._model.schema import LocalIndex
 from lsiorm._query.plan import QueryPlan
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)
@@ -63,7 +53,7 @@ class Explanation:
         return Explanation(self.plan, self.estimate, total)
 
 
-def _estimate(plan: QueryPlan, sample: Iterable[Entity] | None) -> ReadEstimate | None:
+def sample_estimate(plan: QueryPlan, sample: Iterable[Entity] | None) -> ReadEstimate | None:
     """Return the capacity model's read cost of one page that matches the sample items."""
     if sample is None or plan.empty is not None or not plan.requests:
         return None

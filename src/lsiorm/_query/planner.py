@@ -6,12 +6,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Final,
-    cast,
-)
+from typing import Any, Final, cast
 
 from lsiorm._conditions import (
     And,
@@ -32,7 +27,7 @@ from lsiorm._model.entity import (
 from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
 from lsiorm._model.wire import to_wire
 from lsiorm._query.collection import Unit, foreign_types, interval_of, plan_collections
-from lsiorm._query.cursor import _canonical, _Shape
+from lsiorm._query.cursor import canonical_json
 from lsiorm._query.exactness import intruders, sparse_fields, type_filter_text
 from lsiorm._query.keyrange import _KEY_OPERATORS, _describe_ops, _Fit, _fit, _Valid
 from lsiorm._query.plan import (
@@ -41,7 +36,9 @@ from lsiorm._query.plan import (
     PlannedRequest,
     PlannedRequests,
     QueryPlan,
+    QuerySource,
     ReadOptions,
+    RequestShape,
 )
 from lsiorm._query.projection import (
     _covered,
@@ -54,11 +51,6 @@ from lsiorm._query.projection import (
 )
 from lsiorm._requests.items import compile_entity_condition
 from lsiorm.errors import QueryPlanError
-
-if TYPE_CHECKING:
-    from lsiorm._query.values import Query
-
-    pass
 
 
 @dataclass
@@ -99,8 +91,13 @@ _SOFT_RULES: Final = (
 )
 
 
+def plan_query(source: QuerySource, count: bool) -> QueryPlan:
+    """Return the plan of a query: the index chosen, the exact requests, and why."""
+    return _QueryPlanner(source, count).plan()
+
+
 class _QueryPlanner:
-    def __init__(self, q: Query[Any], count: bool) -> None:
+    def __init__(self, q: QuerySource, count: bool) -> None:
         self.q = q
         self.count = count
         self.metas = [meta_of(cls) for cls in q.entities]
@@ -494,7 +491,7 @@ class _QueryPlanner:
             if first_text is None:
                 first_text = (key_text, filter_text, dict(ph.names), dict(ph.values))
             label = group.units[0].label if len(classes) == 1 else names_text
-            signature = "" if single else _canonical(params)
+            signature = "" if single else canonical_json(params)
             if signature in grouped:
                 grouped[signature][1].extend(classes)
             else:
@@ -541,7 +538,7 @@ class _QueryPlanner:
             ReadOptions.of(q, count=self.count, forward=q.forward),
             PlannedRequests(
                 final,
-                _Shape(table.name, index.name if index else None, q.forward, final),
+                RequestShape(table.name, index.name if index else None, q.forward, final),
                 key_condition=first_key,
                 filter=first_filter,
                 names=names,
@@ -584,7 +581,7 @@ def _same_filter(
             continue
         ph = Placeholders()
         text = compile_entity_condition(meta, condition, ph)
-        compiled.add(_canonical({"t": text, "n": ph.names, "v": ph.values}))
+        compiled.add(canonical_json({"t": text, "n": ph.names, "v": ph.values}))
     return len(compiled) == 1
 
 

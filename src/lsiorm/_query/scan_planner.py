@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import (
-    TYPE_CHECKING,
-    Any,
-)
+from typing import Any
 
 from lsiorm._conditions import (
     Placeholders,
@@ -15,7 +12,7 @@ from lsiorm._model.entity import (
     meta_of,
 )
 from lsiorm._model.wire import to_wire
-from lsiorm._query.cursor import _canonical, _Shape
+from lsiorm._query.cursor import canonical_json
 from lsiorm._query.plan import (
     Candidate,
     IndexChoice,
@@ -23,6 +20,8 @@ from lsiorm._query.plan import (
     PlannedRequests,
     QueryPlan,
     ReadOptions,
+    RequestShape,
+    ScanSource,
 )
 from lsiorm._query.planner import _projection_attrs, _projection_of
 from lsiorm._query.projection import (
@@ -35,14 +34,14 @@ from lsiorm._query.projection import (
 from lsiorm._requests.items import compile_entity_condition
 from lsiorm.errors import QueryPlanError
 
-if TYPE_CHECKING:
-    from lsiorm._query.values import Scan
 
-    pass
+def plan_scan(source: ScanSource, count: bool) -> QueryPlan:
+    """Return the plan of a scan: segments, type filter and projection."""
+    return _ScanPlanner(source, count).plan()
 
 
 class _ScanPlanner:
-    def __init__(self, s: Scan[Any], count: bool) -> None:
+    def __init__(self, s: ScanSource, count: bool) -> None:
         self.s = s
         self.count = count
         self.metas = [meta_of(cls) for cls in s.entities]
@@ -149,7 +148,7 @@ class _ScanPlanner:
             ),
             PlannedRequests(
                 tuple(requests),
-                _Shape(table.name, label, True, tuple(requests)),
+                RequestShape(table.name, label, True, tuple(requests)),
                 filter=filter_text,
                 names=dict(ph.names),
                 values=dict(ph.values),
@@ -160,7 +159,7 @@ class _ScanPlanner:
     def _filter(self, meta: EntityMeta, type_available: bool) -> str:
         ph = Placeholders()
         text = self._filter_into(meta, type_available, ph)
-        return _canonical([text, ph.names, ph.values])
+        return canonical_json([text, ph.names, ph.values])
 
     def _filter_into(self, meta: EntityMeta, type_available: bool, ph: Placeholders) -> str | None:
         parts: list[str] = []
