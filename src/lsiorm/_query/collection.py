@@ -25,7 +25,7 @@ from lsiorm._model.entity import Entity, EntityMeta, meta_of
 from lsiorm._model.keyspace import shape_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import to_wire
-from lsiorm._query.keyrange import _pred, _SortCondition
+from lsiorm._query.keyrange import SortCondition, predecessor
 
 __all__ = ["Interval", "condition_of", "foreign_types", "interval_of", "strays"]
 
@@ -35,7 +35,7 @@ Interval = tuple[str, str]
 _WHOLE: Interval = ("", MAX_CHAR)
 
 
-def interval_of(sort: _SortCondition | None, has_sort_key: bool) -> Interval | None:
+def interval_of(sort: SortCondition | None) -> Interval | None:
     """Return the key text a sort condition admits (None: not a string sort key)."""
     if sort is None:
         return _WHOLE
@@ -54,7 +54,7 @@ def interval_of(sort: _SortCondition | None, has_sort_key: bool) -> Interval | N
     if sort.op == "<=":
         return "", first
     if sort.op == "<":
-        return ("", _pred(first)) if first else ("\x01", "")
+        return ("", predecessor(first)) if first else ("\x01", "")
     if sort.op == ">=":
         return first, MAX_CHAR
     if sort.op == ">":
@@ -62,18 +62,18 @@ def interval_of(sort: _SortCondition | None, has_sort_key: bool) -> Interval | N
     return None
 
 
-def condition_of(interval: Interval) -> _SortCondition | None:
+def condition_of(interval: Interval) -> SortCondition | None:
     """Return the sort condition that admits exactly ``interval``."""
     low, high = interval
     if (low, high) == _WHOLE:
         return None
     if low == high:
-        return _SortCondition("=", (to_wire(low),))
+        return SortCondition("=", (to_wire(low),))
     if low and high == low + MAX_CHAR:
-        return _SortCondition("begins_with", (to_wire(low),))
+        return SortCondition("begins_with", (to_wire(low),))
     if not low:
-        return _SortCondition("<=", (to_wire(high),))
-    return _SortCondition("BETWEEN", (to_wire(low), to_wire(high)))
+        return SortCondition("<=", (to_wire(high),))
+    return SortCondition("BETWEEN", (to_wire(low), to_wire(high)))
 
 
 def _may_hold(
@@ -144,7 +144,7 @@ def strays(
     return them by mistake.
     """
     low, high = hull
-    if low < own[0] and _may_hold(meta, pk_attr, sk_attr, partition, (low, _pred(own[0]))):
+    if low < own[0] and _may_hold(meta, pk_attr, sk_attr, partition, (low, predecessor(own[0]))):
         return True
     return own[1] < high and _may_hold(meta, pk_attr, sk_attr, partition, (own[1] + "\x00", high))
 
@@ -156,7 +156,7 @@ class Unit:
     meta: EntityMeta
     shard: int
     partition: Any
-    sort: _SortCondition | None
+    sort: SortCondition | None
     label: str
 
 
@@ -165,7 +165,7 @@ class Group:
     """One request: the units it reads, its sort condition and the types it must filter to."""
 
     units: tuple[Unit, ...]
-    sort: _SortCondition | None
+    sort: SortCondition | None
     #: The types a FilterExpression on the type attribute keeps (None: no type filter).
     type_filter: tuple[type[Entity], ...] | None
     note: str
@@ -192,7 +192,7 @@ def plan_collections(
     """
 
     def interval(unit: Unit) -> Interval | None:
-        return _WHOLE if sk_attr is None else interval_of(unit.sort, True)
+        return _WHOLE if sk_attr is None else interval_of(unit.sort)
 
     def foreign(iv: Interval | None, partition: Any, classes: list[type[Entity]]) -> set[type]:
         return set(foreign_types(table, pk_attr, sk_attr, partition, iv, classes))
@@ -240,7 +240,9 @@ def plan_collections(
             # Query reads more only where the gap between the ranges holds other types' keys.
             gap: set[type] = set()
             if iv[0] > current_hull[1]:
-                gap = foreign((current_hull[1] + "\x00", _pred(iv[0])), unit.partition, classes)
+                gap = foreign(
+                    (current_hull[1] + "\x00", predecessor(iv[0])), unit.partition, classes
+                )
             why = ""
             if outside:
                 why = f"a range holding both would also hold {', '.join(outside)} items outside "
