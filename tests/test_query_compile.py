@@ -14,8 +14,7 @@ from lsiorm._conditions import Compare, FieldCondition, Placeholders, begins_wit
 from lsiorm._model.entity import meta_of
 from lsiorm._query.compile import (
     RequestChoice,
-    compile_query,
-    compile_scan,
+    compile_request,
     first_page_limit,
     page_limit,
     scan_segments,
@@ -68,7 +67,9 @@ def s(text: str) -> dict[str, str]:
 
 
 def test_a_partition_alone_is_one_key_condition() -> None:
-    compiled = compile_query(shelf, None, RequestChoice(BOOK, partition="S#a"), ReadOptions())
+    compiled = compile_request(
+        "Query", shelf, None, RequestChoice(BOOK, partition="S#a"), ReadOptions()
+    )
     assert compiled.params == {
         "TableName": "Shelf",
         "KeyConditionExpression": "#n0 = :v0",
@@ -88,7 +89,7 @@ def test_key_then_filter_then_type_filter_take_placeholders_in_that_order() -> N
         partition="S#a",
         sort=SortCondition("begins_with", (s("BOOK#"),)),
     )
-    compiled = compile_query(shelf, None, choice, ReadOptions())
+    compiled = compile_request("Query", shelf, None, choice, ReadOptions())
     assert compiled.params == {
         "TableName": "Shelf",
         "KeyConditionExpression": "#n0 = :v0 AND begins_with(#n1, :v1)",
@@ -108,7 +109,7 @@ def test_key_then_filter_then_type_filter_take_placeholders_in_that_order() -> N
 
 def test_a_type_filter_for_several_types_is_an_in_list() -> None:
     choice = RequestChoice(BOOK, types=(Book, Map), partition="S#a")
-    params = compile_query(shelf, None, choice, ReadOptions()).params
+    params = compile_request("Query", shelf, None, choice, ReadOptions()).params
     assert params["FilterExpression"] == "#n1 IN (:v1, :v2)"
     assert params["ExpressionAttributeValues"][":v1"] == s("Book")
     assert params["ExpressionAttributeValues"][":v2"] == s("Map")
@@ -117,7 +118,7 @@ def test_a_type_filter_for_several_types_is_an_in_list() -> None:
 def test_projection_order_and_consistency_follow_the_read_options() -> None:
     choice = RequestChoice(BOOK, projection=("PK", "SK", "isbn"), partition="S#a")
     options = ReadOptions(forward=False, consistent=True)
-    compiled = compile_query(shelf, LOCAL, choice, options)
+    compiled = compile_request("Query", shelf, LOCAL, choice, options)
     assert compiled.params == {
         "TableName": "Shelf",
         "IndexName": "ByTitle",
@@ -145,7 +146,7 @@ def test_count_then_projection_then_fetch_decide_what_is_returned(
     projection: tuple[str, ...] | None, fetch: bool, count: bool, expected: dict[str, Any]
 ) -> None:
     choice = RequestChoice(BOOK, projection=projection, fetch=fetch, partition="S#a")
-    params = compile_query(shelf, LOCAL, choice, ReadOptions(count=count)).params
+    params = compile_request("Query", shelf, LOCAL, choice, ReadOptions(count=count)).params
     shown = {k: params[k] for k in ("Select", "ProjectionExpression") if k in params}
     assert shown == expected
 
@@ -180,7 +181,7 @@ def test_the_planner_sends_what_the_compiler_writes() -> None:
         partition="S#a",
         sort=SortCondition("begins_with", (s("BOOK#"),)),
     )
-    expected = compile_query(shelf, None, choice, ReadOptions(forward=False)).params
+    expected = compile_request("Query", shelf, None, choice, ReadOptions(forward=False)).params
     assert q.compile() == expected
 
 
@@ -189,7 +190,7 @@ def test_the_planner_sends_what_the_compiler_writes() -> None:
 
 def test_a_scan_filters_on_the_type_first_then_on_the_condition() -> None:
     choice = RequestChoice(BOOK, filter=PAGES_OVER_5, types=(Book,))
-    compiled = compile_scan(shelf, GLOBAL, choice, ReadOptions(consistent=False))
+    compiled = compile_request("Scan", shelf, GLOBAL, choice, ReadOptions(consistent=False))
     assert compiled.params == {
         "TableName": "Shelf",
         "IndexName": "ByAuthor",

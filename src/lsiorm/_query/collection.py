@@ -205,22 +205,16 @@ class _Run:
     why: str = ""
 
 
+@dataclass(frozen=True)
 class _Grouping:
-    def __init__(
-        self,
-        table: Table,
-        pk_attr: str,
-        sk_attr: str | None,
-        units: Sequence[Unit],
-        type_ok: bool,
-        same_filter: typing.Callable[[Sequence[EntityMeta]], bool],
-    ) -> None:
-        self.table = table
-        self.pk_attr = pk_attr
-        self.sk_attr = sk_attr
-        self.units = units
-        self.type_ok = type_ok
-        self.same_filter = same_filter
+    """The arguments of :func:`plan_collections`, and its steps."""
+
+    table: Table
+    pk_attr: str
+    sk_attr: str | None
+    units: Sequence[Unit]
+    type_ok: bool
+    same_filter: typing.Callable[[Sequence[EntityMeta]], bool]
 
     def groups(self) -> list[Group]:
         partitions: dict[tuple[int, str], list[int]] = {}

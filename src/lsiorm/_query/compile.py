@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from lsiorm._conditions import Condition, Placeholders
 from lsiorm._model.entity import Entity, EntityMeta, meta_of
@@ -27,12 +27,10 @@ from lsiorm._requests.items import compile_entity_condition
 __all__ = [
     "CompiledRequest",
     "RequestChoice",
-    "compile_query",
-    "compile_scan",
+    "compile_request",
+    "filter_text",
     "first_page_limit",
     "page_limit",
-    "query_filter",
-    "scan_filter",
     "scan_segments",
     "type_filter_text",
 ]
@@ -40,7 +38,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class RequestChoice:
-    """One request as a planner chose it, for :func:`compile_query` or :func:`compile_scan`."""
+    """One request as a planner chose it, for :func:`compile_request`."""
 
     #: The entity whose stored attribute names the filter is written in.
     meta: EntityMeta
@@ -70,33 +68,30 @@ class CompiledRequest:
     projection: tuple[str, ...] | None
 
 
-def compile_query(
+def compile_request(
+    operation: Literal["Query", "Scan"],
     table: Table,
     index: LocalIndex | GlobalIndex | None,
     choice: RequestChoice,
     options: ReadOptions,
 ) -> CompiledRequest:
-    """Return the parameters of one Query request."""
+    """Return the parameters of one Query or Scan request (a Scan's segments: see
+    :func:`scan_segments`)."""
     ph = Placeholders()
+    key = _key_condition(table, index, choice, ph) if operation == "Query" else None
+    text = filter_text(operation, table, choice.meta, choice.filter, choice.types, ph)
+    return _compiled(table, index, key, text, choice, options, ph)
+
+
+def _key_condition(
+    table: Table, index: LocalIndex | GlobalIndex | None, choice: RequestChoice, ph: Placeholders
+) -> str:
     pk_attr, sk_attr = table.index_key_attributes(index)
     key = f"{ph.name(pk_attr)} = {ph.value(to_wire(choice.partition))}"
     if choice.sort is not None:
         assert sk_attr is not None
         key += " AND " + sort_text(choice.sort, ph.name(sk_attr), ph)
-    text = query_filter(table, choice.meta, choice.filter, choice.types, ph)
-    return _compiled(table, index, key, text, choice, options, ph)
-
-
-def compile_scan(
-    table: Table,
-    index: LocalIndex | GlobalIndex | None,
-    choice: RequestChoice,
-    options: ReadOptions,
-) -> CompiledRequest:
-    """Return the parameters of one Scan request (all segments; see :func:`scan_segments`)."""
-    ph = Placeholders()
-    text = scan_filter(table, choice.meta, choice.filter, choice.types, ph)
-    return _compiled(table, index, None, text, choice, options, ph)
+    return key
 
 
 def _compiled(
@@ -150,34 +145,28 @@ def type_filter_text(table: Table, wanted: Sequence[type[Entity]], ph: Placehold
     return f"{name} IN ({', '.join(ph.value(to_wire(t)) for t in types)})"
 
 
-def query_filter(
+def filter_text(
+    operation: Literal["Query", "Scan"],
     table: Table,
     meta: EntityMeta,
     condition: Condition | None,
     types: Sequence[type[Entity]] | None,
     ph: Placeholders,
 ) -> str | None:
-    """Return a Query's FilterExpression: the condition, then the type filter."""
+    """Return the FilterExpression: the condition and the filter on the type attribute.
+
+    A Query writes the condition first, a Scan the type filter (placeholders follow the text).
+    """
+    type_first = operation == "Scan"
+    type_text = None
+    if types is not None and type_first:
+        type_text = type_filter_text(table, types, ph)
     text = None if condition is None else compile_entity_condition(meta, condition, ph)
-    if types is None:
-        return text
-    type_text = type_filter_text(table, types, ph)
-    return type_text if text is None else f"({text}) AND {type_text}"
-
-
-def scan_filter(
-    table: Table,
-    meta: EntityMeta,
-    condition: Condition | None,
-    types: Sequence[type[Entity]] | None,
-    ph: Placeholders,
-) -> str | None:
-    """Return a Scan's FilterExpression: the type filter, then the condition."""
-    parts = [] if types is None else [type_filter_text(table, types, ph)]
-    if condition is not None:
-        text = compile_entity_condition(meta, condition, ph)
-        parts.append(f"({text})" if parts else text)
-    return " AND ".join(parts) if parts else None
+    if types is not None and not type_first:
+        type_text = type_filter_text(table, types, ph)
+    if text is None or type_text is None:
+        return text if type_text is None else type_text
+    return f"{type_text} AND ({text})" if type_first else f"({text}) AND {type_text}"
 
 
 def scan_segments(params: dict[str, Any], total: int) -> list[dict[str, Any]]:

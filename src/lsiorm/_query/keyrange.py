@@ -1,4 +1,7 @@
-"""Key ranges: exact KeyConditionExpressions from field conditions over key templates.
+"""Key ranges: how an index's key templates bound field conditions exactly, entity by entity.
+
+:func:`fit_index` returns the partition values and the sort condition one index gives one
+entity's ``where()`` conditions, and which conditions it absorbs; :mod:`.compile` writes them.
 
 Exact key conditions rest on three facts. Key text of S templates compares as Python ``str``
 (code-point order, which is UTF-8 byte order for valid Unicode). :data:`MAX_CHAR` can never occur

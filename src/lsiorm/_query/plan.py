@@ -5,6 +5,9 @@ A :class:`QueryPlan` holds three smaller values, each built in one place: the
 (what the caller asked for beyond the conditions) and the :class:`PlannedRequests` (what is
 sent). The plan's flat attributes (``plan.index_name``, ``plan.requests``, ``plan.consistent``,
 ...) read through to them.
+
+The planners read a query or a scan through the protocols :class:`QuerySource` and
+:class:`ScanSource`, so the values sit below everything that plans, compiles or prints them.
 """
 
 from __future__ import annotations

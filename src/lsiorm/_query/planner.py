@@ -28,9 +28,9 @@ from lsiorm._query.collection import Group, Unit, foreign_types, interval_of, pl
 from lsiorm._query.compile import (
     CompiledRequest,
     RequestChoice,
-    compile_query,
+    compile_request,
+    filter_text,
     first_page_limit,
-    query_filter,
 )
 from lsiorm._query.cursor import canonical_json
 from lsiorm._query.exactness import type_not_projected
@@ -210,7 +210,7 @@ class _Requests:
                 compiled.add("")
                 continue
             ph = Placeholders()
-            text = query_filter(self.table, meta, condition, None, ph)
+            text = filter_text("Query", self.table, meta, condition, None, ph)
             compiled.add(canonical_json({"t": text, "n": ph.names, "v": ph.values}))
         return len(compiled) == 1
 
@@ -232,7 +232,7 @@ class _Requests:
             partition=group.units[0].partition,
             sort=group.sort,
         )
-        compiled = compile_query(self.table, self.index, choice, self.options)
+        compiled = compile_request("Query", self.table, self.index, choice, self.options)
         if foreign and types is None:
             raise QueryPlanError(
                 "query.type-not-projected",

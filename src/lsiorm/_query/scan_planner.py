@@ -15,9 +15,9 @@ from lsiorm._model.entity import Entity, EntityMeta, meta_of
 from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
 from lsiorm._query.compile import (
     RequestChoice,
-    compile_scan,
+    compile_request,
+    filter_text,
     first_page_limit,
-    scan_filter,
     scan_segments,
 )
 from lsiorm._query.cursor import canonical_json
@@ -63,7 +63,7 @@ def plan_scan(source: ScanSource, count: bool) -> QueryPlan:
         _projection(metas, table, index, options, types is not None or bool(fetched)),
         fetch=bool(fetched),
     )
-    compiled = compile_scan(table, index, choice, options)
+    compiled = compile_request("Scan", table, index, choice, options)
     limit = first_page_limit(options, compiled.filter is not None)
     requests = tuple(
         PlannedRequest(params, source.entities, f"segment {n}", limit)
@@ -155,7 +155,7 @@ def _check_same_filter(
     compiled = set()
     for meta in metas:
         ph = Placeholders()
-        text = scan_filter(table, meta, source.filter_condition, types, ph)
+        text = filter_text("Scan", table, meta, source.filter_condition, types, ph)
         compiled.add(canonical_json([text, ph.names, ph.values]))
     if len(compiled) > 1:
         raise QueryPlanError(
