@@ -27,7 +27,16 @@ from lsiorm._model.schema import Table
 from lsiorm._model.wire import to_wire
 from lsiorm._query.keyrange import SortCondition, predecessor
 
-__all__ = ["Interval", "condition_of", "foreign_types", "interval_of", "strays"]
+__all__ = [
+    "Group",
+    "Interval",
+    "Unit",
+    "condition_of",
+    "foreign_types",
+    "interval_of",
+    "plan_collections",
+    "strays",
+]
 
 #: An inclusive range of sort key text; None where the sort key is a Number or Binary.
 Interval = tuple[str, str]

@@ -3,8 +3,8 @@
 A planner decides; this module only writes. It takes the index, the key range, the filter, the
 projection and the read options of one request and returns its parameters, with the
 expression texts and placeholders that ``explain()`` shows. Placeholders are allocated in one
-order (key condition, filter, type filter, projection), so the same choice always compiles to
-the same dictionary, and requests that read the same items compare equal.
+order (key condition, filter, projection), so the same choice always compiles to the same
+dictionary; the planner sends requests that compile alike once.
 
 The ``Limit`` of a page is decided here too, once, for the plan's first page and for every page
 the reads send (:func:`page_limit`).
@@ -32,7 +32,7 @@ __all__ = [
     "first_page_limit",
     "page_limit",
     "scan_segments",
-    "type_filter_text",
+    "sort_text",
 ]
 
 
@@ -75,8 +75,10 @@ def compile_request(
     choice: RequestChoice,
     options: ReadOptions,
 ) -> CompiledRequest:
-    """Return the parameters of one Query or Scan request (a Scan's segments: see
-    :func:`scan_segments`)."""
+    """Return the parameters of one Query or Scan request.
+
+    A Scan's segments are copies of its one request (see :func:`scan_segments`).
+    """
     ph = Placeholders()
     key = _key_condition(table, index, choice, ph) if operation == "Query" else None
     text = filter_text(operation, table, choice.meta, choice.filter, choice.types, ph)
@@ -98,7 +100,7 @@ def _compiled(
     table: Table,
     index: LocalIndex | GlobalIndex | None,
     key: str | None,
-    filter_text: str | None,
+    filter_expr: str | None,
     choice: RequestChoice,
     options: ReadOptions,
     ph: Placeholders,
@@ -108,8 +110,8 @@ def _compiled(
         params["IndexName"] = index.name
     if key is not None:
         params["KeyConditionExpression"] = key
-    if filter_text is not None:
-        params["FilterExpression"] = filter_text
+    if filter_expr is not None:
+        params["FilterExpression"] = filter_expr
     projection = None
     if options.count:
         params["Select"] = "COUNT"
@@ -123,7 +125,7 @@ def _compiled(
     if options.consistent:
         params["ConsistentRead"] = True
     ph.into(params)
-    return CompiledRequest(params, key, filter_text, dict(ph.names), dict(ph.values), projection)
+    return CompiledRequest(params, key, filter_expr, dict(ph.names), dict(ph.values), projection)
 
 
 def sort_text(sort: SortCondition, name: str, ph: Placeholders) -> str:
@@ -136,7 +138,7 @@ def sort_text(sort: SortCondition, name: str, ph: Placeholders) -> str:
     return f"{name} {sort.op} {vals[0]}"
 
 
-def type_filter_text(table: Table, wanted: Sequence[type[Entity]], ph: Placeholders) -> str:
+def _type_filter(table: Table, wanted: Sequence[type[Entity]], ph: Placeholders) -> str:
     """Return the FilterExpression part that keeps the wanted types only."""
     name = ph.name(table.type_attribute)
     types = [meta_of(cls).type_name for cls in wanted]
@@ -160,10 +162,10 @@ def filter_text(
     type_first = operation == "Scan"
     type_text = None
     if types is not None and type_first:
-        type_text = type_filter_text(table, types, ph)
+        type_text = _type_filter(table, types, ph)
     text = None if condition is None else compile_entity_condition(meta, condition, ph)
     if types is not None and not type_first:
-        type_text = type_filter_text(table, types, ph)
+        type_text = _type_filter(table, types, ph)
     if text is None or type_text is None:
         return text if type_text is None else type_text
     return f"{type_text} AND ({text})" if type_first else f"({text}) AND {type_text}"

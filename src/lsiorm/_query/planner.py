@@ -10,7 +10,7 @@ parameters are sent once.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 from lsiorm._conditions import (
@@ -85,13 +85,17 @@ def _check_conditions(metas: Sequence[EntityMeta], conds: Mapping[str, list[Oper
                     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Sent:
-    """One compiled request and the entity types whose items it reads."""
+    """One compiled request, the entity types whose items it reads, and how it keeps others out."""
 
     compiled: CompiledRequest
-    classes: list[type[Entity]]
+    classes: tuple[type[Entity], ...]
     label: str
+    #: True when the request filters on the type attribute.
+    type_filtered: bool = False
+    #: For a one-type request on an index other types share: how it stays exact.
+    type_line: str = ""
 
 
 class _Requests:
@@ -118,8 +122,6 @@ class _Requests:
         self.fit_of: dict[type[Entity], IndexFit] = {}
         for fit in self.best.fits:
             self.fit_of.setdefault(fit.meta.cls, fit)
-        self.type_lines: list[str] = []
-        self.type_filtered = False
 
     def plan(self) -> QueryPlan:
         groups = plan_collections(
@@ -131,12 +133,12 @@ class _Requests:
         has_filter = (
             self.q.filter_condition is not None
             or bool(self.fallback)
-            or self.type_filtered
+            or any(s.type_filtered for s in sent)
             or any(fit.residual for fit in best.fits)
         )
         limit = first_page_limit(options, has_filter)
         requests = tuple(
-            PlannedRequest(s.compiled.params, tuple(s.classes), s.label, limit)
+            PlannedRequest(s.compiled.params, s.classes, s.label, limit)
             for s in _merge_identical(sent)
         )
         final = requests if self.empty is None else ()
@@ -169,7 +171,7 @@ class _Requests:
                 pending_slots=self.pick.pending_notes,
                 has_filter=has_filter,
                 empty=self.empty,
-                type_filters=tuple(self.type_lines),
+                type_filters=tuple(s.type_line for s in sent if s.type_line),
                 residual_filters=tuple(
                     describe_ops(n, ops) for fit in best.fits for n, ops in fit.residual.items()
                 ),
@@ -240,8 +242,9 @@ class _Requests:
                 f"{type_not_projected(self.table, self.index, foreign)}.",
                 table=self.table.name,
             )
-        self._note_types(classes, foreign, types)
-        return _Sent(compiled, classes, group.units[0].label if len(classes) == 1 else names)
+        label = group.units[0].label if len(classes) == 1 else names
+        line = self._type_line(classes, foreign, types)
+        return _Sent(compiled, tuple(classes), label, types is not None, line)
 
     def _foreign(self, group: Group, classes: list[type[Entity]]) -> list[str]:
         """The other types whose keys can lie in the group's range (the same test that grouped)."""
@@ -262,29 +265,24 @@ class _Requests:
         )
         return None if attrs is None else tuple(attrs)
 
-    def _note_types(
+    def _type_line(
         self,
         classes: list[type[Entity]],
         foreign: list[str],
         types: tuple[type[Entity], ...] | None,
-    ) -> None:
+    ) -> str:
         """Say how a one-type request keeps other types out: a type filter or its key range."""
+        if len(classes) != 1:
+            return ""
         name = classes[0].__name__
         if types is not None:
-            self.type_filtered = True
-            if len(classes) == 1:
-                self.type_lines.append(
-                    f"{name}: filtered on the type attribute ({self.table.type_attribute}) "
-                    f"because items of {', '.join(foreign)} can share its key range"
-                )
-        elif (
-            len(classes) == 1
-            and self.empty is None
-            and _shares_index(self.table, self.index, classes)
-        ):
-            self.type_lines.append(
-                f"{name}: exact by the key condition (no other type's keys in it)"
+            return (
+                f"{name}: filtered on the type attribute ({self.table.type_attribute}) "
+                f"because items of {', '.join(foreign)} can share its key range"
             )
+        if self.empty is None and _shares_index(self.table, self.index, classes):
+            return f"{name}: exact by the key condition (no other type's keys in it)"
+        return ""
 
 
 def _merge_identical(sent: Sequence[_Sent]) -> list[_Sent]:
@@ -294,13 +292,13 @@ def _merge_identical(sent: Sequence[_Sent]) -> list[_Sent]:
     merged: dict[str, _Sent] = {}
     for s in sent:
         signature = canonical_json(s.compiled.params)
-        if signature in merged:
-            merged[signature].classes.extend(s.classes)
+        same = merged.get(signature)
+        if same is None:
+            merged[signature] = s
         else:
-            merged[signature] = _Sent(s.compiled, list(s.classes), s.label)
-    for s in merged.values():
-        if len(s.classes) > 1:
-            s.label = "+".join(c.__name__ for c in s.classes)
+            classes = (*same.classes, *s.classes)
+            label = "+".join(c.__name__ for c in classes)
+            merged[signature] = replace(same, classes=classes, label=label)
     return list(merged.values())
 
 
