@@ -11,7 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lsiorm import CursorError, Entity, LsiormError, Session, Table, query
-from lsiorm._query.cursor import _canonical, _digest, decode_cursor, encode_cursor
+from lsiorm._query.cursor import canonical_json as _canonical
+from lsiorm._query.cursor import decode_cursor, encode_cursor
+from lsiorm._query.cursor import digest as _digest
 
 STATES: list[Any] = [
     {"pk": {"S": "T#1"}, "sk": {"S": "N#00007"}, "n": {"N": "7"}, "b": {"B": b"\x00\x01"}},

@@ -24,7 +24,8 @@ from lsiorm import (
 from lsiorm._conditions import begins_with, between, ge, gt, lt
 from lsiorm._model.shards import Shard, shard_value
 from lsiorm._query.decode import missing_fields
-from lsiorm._query.values import ScanProgress, query, scan
+from lsiorm._query.plan import ScanProgress
+from lsiorm._query.values import query, scan
 from lsiorm.errors import ValidationError
 
 

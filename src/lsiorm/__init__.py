@@ -72,8 +72,8 @@ from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.transactions import TransactWriteResult
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.explain import Explanation
-from lsiorm._query.plan import QueryPlan
-from lsiorm._query.values import Query, Scan, ScanProgress, query, scan
+from lsiorm._query.plan import QueryPlan, ScanProgress
+from lsiorm._query.values import Query, Scan, query, scan
 from lsiorm._requests.transactions import ConditionCheck, Delete, Get, Put, Update
 from lsiorm._requests.update_effect import dry_run_update
 from lsiorm._session import AsyncSession, Session

@@ -26,10 +26,11 @@ from lsiorm._model.entity_meta import meta_of
 from lsiorm._ops.batch import read_keys
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Emit, Gather, Operation
+from lsiorm._query.compile import page_limit
 from lsiorm._query.cursor import CursorState, decode_cursor, encode_cursor
 from lsiorm._query.decode import decode
-from lsiorm._query.plan import PlannedRequest, QueryPlan
-from lsiorm._query.values import Query, Scan, ScanProgress
+from lsiorm._query.plan import PlannedRequest, QueryPlan, ScanProgress
+from lsiorm._query.values import Query, Scan
 from lsiorm._requests.batch import KeyIdentity, key_identity
 from lsiorm.errors import BatchGetIncompleteError
 
@@ -125,9 +126,7 @@ def _fetch(
     params = dict(stream.request.params)
     if isinstance(stream.position, dict):
         params["ExclusiveStartKey"] = stream.position
-    limit = plan.request_limit
-    if remaining is not None and not plan.has_filter and not plan.count:
-        limit = min(limit or remaining, remaining)
+    limit = page_limit(plan.request_limit, None if plan.count else remaining, plan.has_filter)
     if limit is not None:
         params["Limit"] = limit
     return (yield from call(ctx, plan.operation, params, (plan.table,)))

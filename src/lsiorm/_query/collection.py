@@ -26,9 +26,18 @@ from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.keyspace import shape_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import to_wire
-from lsiorm._query.keyrange import _pred, _SortCondition
+from lsiorm._query.keyrange import SortCondition, predecessor
 
-__all__ = ["Interval", "condition_of", "foreign_types", "interval_of", "strays"]
+__all__ = [
+    "Group",
+    "Interval",
+    "Unit",
+    "condition_of",
+    "foreign_types",
+    "interval_of",
+    "plan_collections",
+    "strays",
+]
 
 #: An inclusive range of sort key text; None where the sort key is a Number or Binary.
 Interval = tuple[str, str]
@@ -36,7 +45,7 @@ Interval = tuple[str, str]
 _WHOLE: Interval = ("", MAX_CHAR)
 
 
-def interval_of(sort: _SortCondition | None, has_sort_key: bool) -> Interval | None:
+def interval_of(sort: SortCondition | None) -> Interval | None:
     """Return the key text a sort condition admits (None: not a string sort key)."""
     if sort is None:
         return _WHOLE
@@ -55,7 +64,7 @@ def interval_of(sort: _SortCondition | None, has_sort_key: bool) -> Interval | N
     if sort.op == "<=":
         return "", first
     if sort.op == "<":
-        return ("", _pred(first)) if first else ("\x01", "")
+        return ("", predecessor(first)) if first else ("\x01", "")
     if sort.op == ">=":
         return first, MAX_CHAR
     if sort.op == ">":
@@ -63,18 +72,18 @@ def interval_of(sort: _SortCondition | None, has_sort_key: bool) -> Interval | N
     return None
 
 
-def condition_of(interval: Interval) -> _SortCondition | None:
+def condition_of(interval: Interval) -> SortCondition | None:
     """Return the sort condition that admits exactly ``interval``."""
     low, high = interval
     if (low, high) == _WHOLE:
         return None
     if low == high:
-        return _SortCondition("=", (to_wire(low),))
+        return SortCondition("=", (to_wire(low),))
     if low and high == low + MAX_CHAR:
-        return _SortCondition("begins_with", (to_wire(low),))
+        return SortCondition("begins_with", (to_wire(low),))
     if not low:
-        return _SortCondition("<=", (to_wire(high),))
-    return _SortCondition("BETWEEN", (to_wire(low), to_wire(high)))
+        return SortCondition("<=", (to_wire(high),))
+    return SortCondition("BETWEEN", (to_wire(low), to_wire(high)))
 
 
 def _may_hold(
@@ -145,7 +154,7 @@ def strays(
     return them by mistake.
     """
     low, high = hull
-    if low < own[0] and _may_hold(meta, pk_attr, sk_attr, partition, (low, _pred(own[0]))):
+    if low < own[0] and _may_hold(meta, pk_attr, sk_attr, partition, (low, predecessor(own[0]))):
         return True
     return own[1] < high and _may_hold(meta, pk_attr, sk_attr, partition, (own[1] + "\x00", high))
 
@@ -157,7 +166,7 @@ class Unit:
     meta: EntityMeta
     shard: int
     partition: Any
-    sort: _SortCondition | None
+    sort: SortCondition | None
     label: str
 
 
@@ -166,7 +175,7 @@ class Group:
     """One request: the units it reads, its sort condition and the types it must filter to."""
 
     units: tuple[Unit, ...]
-    sort: _SortCondition | None
+    sort: SortCondition | None
     #: The types a FilterExpression on the type attribute keeps (None: no type filter).
     type_filter: tuple[type[Entity], ...] | None
     note: str
@@ -191,114 +200,149 @@ def plan_collections(
     whose range holds other types' items filters on the type attribute (when the index holds
     it; otherwise the decoder drops them by their key text).
     """
+    return _Grouping(table, pk_attr, sk_attr, units, type_ok, same_filter).groups()
 
-    def interval(unit: Unit) -> Interval | None:
-        return _WHOLE if sk_attr is None else interval_of(unit.sort, True)
 
-    def foreign(iv: Interval | None, partition: Any, classes: list[type[Entity]]) -> set[type]:
-        return set(foreign_types(table, pk_attr, sk_attr, partition, iv, classes))
+@dataclass
+class _Run:
+    """Neighbouring units of one partition, in key order, that one request can read."""
 
-    partitions: dict[tuple[int, str], list[int]] = {}
-    for n, unit in enumerate(units):
-        key = (unit.shard, repr(to_wire(unit.partition)))
-        partitions.setdefault(key, []).append(n)
-    clusters: list[tuple[int, Group]] = []
-    for members in partitions.values():
-        ranged = [(n, interval(units[n])) for n in members]
+    members: list[tuple[int, Interval]]
+    hull: Interval
+    #: Other types with keys inside the hull.
+    others: set[type]
+    #: Why the next unit does not join this run ("" for the last run).
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class _Grouping:
+    """The arguments of :func:`plan_collections`, and its steps."""
+
+    table: Table
+    pk_attr: str
+    sk_attr: str | None
+    units: Sequence[Unit]
+    type_ok: bool
+    same_filter: typing.Callable[[Sequence[EntityMeta]], bool]
+
+    def groups(self) -> list[Group]:
+        partitions: dict[tuple[int, str], list[int]] = {}
+        for n, unit in enumerate(self.units):
+            key = (unit.shard, repr(to_wire(unit.partition)))
+            partitions.setdefault(key, []).append(n)
+        clusters: list[tuple[int, Group]] = []
+        for members in partitions.values():
+            clusters.extend(self._partition(members))
+        clusters.sort(key=lambda item: item[0])
+        return [group for _, group in clusters]
+
+    def _interval(self, unit: Unit) -> Interval | None:
+        return _WHOLE if self.sk_attr is None else interval_of(unit.sort)
+
+    def _foreign(
+        self, iv: Interval | None, partition: Any, classes: list[type[Entity]]
+    ) -> set[type]:
+        return set(foreign_types(self.table, self.pk_attr, self.sk_attr, partition, iv, classes))
+
+    def _alone(self, n: int, iv: Interval | None) -> Group:
+        unit = self.units[n]
+        return _alone(unit, self._foreign(iv, unit.partition, [unit.meta.cls]), self.type_ok)
+
+    def _partition(self, members: list[int]) -> list[tuple[int, Group]]:
+        """Return the requests of one partition, each with the index of its first unit."""
+        ranged = [(n, self._interval(self.units[n])) for n in members]
         if len(members) == 1 or any(iv is None for _, iv in ranged):
-            for n, iv in ranged:
-                clusters.append(
-                    (
-                        n,
-                        _alone(
-                            units[n], foreign(iv, units[n].partition, [units[n].meta.cls]), type_ok
-                        ),
-                    )
-                )
-            continue
+            return [(n, self._alone(n, iv)) for n, iv in ranged]
         ordered = sorted(ranged, key=lambda item: typing.cast("Interval", item[1]))
-        current: list[tuple[int, Interval]] = []
-        current_hull: Interval | None = None
-        current_foreign: set[type] = set()
-        done: list[tuple[list[tuple[int, Interval]], Interval, set[type], str]] = []
+        runs = self._runs([(n, typing.cast("Interval", iv)) for n, iv in ordered])
+        return [self._group(runs, k) for k in range(len(runs))]
+
+    def _runs(self, ordered: list[tuple[int, Interval]]) -> list[_Run]:
+        """Join each unit, in key order, to the run before it unless that reads other items."""
+        runs: list[_Run] = []
+        current: _Run | None = None
         for n, iv in ordered:
-            assert iv is not None
-            unit = units[n]
-            mine = foreign(iv, unit.partition, [unit.meta.cls])
-            if current_hull is None:
-                current, current_hull, current_foreign = [(n, iv)], iv, mine
+            unit = self.units[n]
+            mine = self._foreign(iv, unit.partition, [unit.meta.cls])
+            if current is None:
+                current = _Run([(n, iv)], iv, mine)
                 continue
-            hull = (min(current_hull[0], iv[0]), max(current_hull[1], iv[1]))
-            joined = [*current, (n, iv)]
-            classes = [units[m].meta.cls for m, _ in joined]
-            outside = [
-                units[m].meta.cls.__name__
-                for m, own in joined
-                if strays(units[m].meta, pk_attr, sk_attr, unit.partition, own, hull)
-            ]
-            others = foreign(hull, unit.partition, classes)
-            # Types inside the ranges themselves are read by the separate Queries too; one
-            # Query reads more only where the gap between the ranges holds other types' keys.
-            gap: set[type] = set()
-            if iv[0] > current_hull[1]:
-                gap = foreign((current_hull[1] + "\x00", _pred(iv[0])), unit.partition, classes)
-            why = ""
-            if outside:
-                why = f"a range holding both would also hold {', '.join(outside)} items outside "
-                why += "their own key condition"
-            elif not same_filter([units[m].meta for m, _ in joined]):
-                why = "their filters differ"
-            elif gap:
-                names = ", ".join(sorted(c.__name__ for c in gap))
-                why = f"a range holding both would also read {names} items"
-            elif others and not type_ok:
-                why = "the index does not project the type attribute to filter other types out"
+            hull = (min(current.hull[0], iv[0]), max(current.hull[1], iv[1]))
+            joined = [*current.members, (n, iv)]
+            classes = [self.units[m].meta.cls for m, _ in joined]
+            others = self._foreign(hull, unit.partition, classes)
+            why = self._apart(current, joined, hull, iv, unit.partition, others)
             if why:
-                done.append((current, current_hull, current_foreign, why))
-                current, current_hull, current_foreign = [(n, iv)], iv, mine
+                current.why = why
+                runs.append(current)
+                current = _Run([(n, iv)], iv, mine)
             else:
-                current, current_hull, current_foreign = joined, hull, others
-        assert current_hull is not None
-        done.append((current, current_hull, current_foreign, ""))
-        for n_done, (cluster, hull, others, why) in enumerate(done):
-            if len(cluster) == 1:
-                ((n, iv),) = cluster
-                group = _alone(
-                    units[n], foreign(iv, units[n].partition, [units[n].meta.cls]), type_ok
-                )
-                if why or n_done:
-                    reason = why or done[n_done - 1][3]
-                    head = group.note or units[n].meta.cls.__name__
-                    group = Group(
-                        group.units,
-                        group.sort,
-                        group.type_filter,
-                        f"{head}; a Query of its own, as {reason}",
-                    )
-                clusters.append((n, group))
-                continue
-            members_units = tuple(units[n] for n, _ in sorted(cluster))
-            classes = [u.meta.cls for u in members_units]
-            if others:
-                note = (
-                    f"one Query for {_names(classes)} over their joined range, filtered on the "
-                    f"type attribute to drop {', '.join(sorted(c.__name__ for c in others))} "
-                    "items, which separate Queries would read as well"
-                )
-            else:
-                note = (
-                    f"one Query for {_names(classes)}: no other type has keys in their joined range"
-                )
-            clusters.append(
-                (
-                    min(n for n, _ in cluster),
-                    Group(
-                        members_units, condition_of(hull), tuple(classes) if others else None, note
-                    ),
-                )
+                current = _Run(joined, hull, others)
+        assert current is not None
+        runs.append(current)
+        return runs
+
+    def _apart(
+        self,
+        current: _Run,
+        joined: list[tuple[int, Interval]],
+        hull: Interval,
+        iv: Interval,
+        partition: Any,
+        others: set[type],
+    ) -> str:
+        """Return why one request over ``hull`` would not be exact ("" when it would be)."""
+        outside = [
+            self.units[m].meta.cls.__name__
+            for m, own in joined
+            if strays(self.units[m].meta, self.pk_attr, self.sk_attr, partition, own, hull)
+        ]
+        if outside:
+            return (
+                f"a range holding both would also hold {', '.join(outside)} items outside "
+                "their own key condition"
             )
-    clusters.sort(key=lambda item: item[0])
-    return [group for _, group in clusters]
+        if not self.same_filter([self.units[m].meta for m, _ in joined]):
+            return "their filters differ"
+        # Types inside the ranges themselves are read by the separate Queries too; one
+        # Query reads more only where the gap between the ranges holds other types' keys.
+        if iv[0] > current.hull[1]:
+            classes = [self.units[m].meta.cls for m, _ in joined]
+            gap = self._foreign((current.hull[1] + "\x00", predecessor(iv[0])), partition, classes)
+            if gap:
+                names = ", ".join(sorted(c.__name__ for c in gap))
+                return f"a range holding both would also read {names} items"
+        if others and not self.type_ok:
+            return "the index does not project the type attribute to filter other types out"
+        return ""
+
+    def _group(self, runs: list[_Run], k: int) -> tuple[int, Group]:
+        """Return run ``k`` as one request, saying why a lone unit is not joined."""
+        run = runs[k]
+        if len(run.members) == 1:
+            ((n, iv),) = run.members
+            group = self._alone(n, iv)
+            if run.why or k:
+                reason = run.why or runs[k - 1].why
+                head = group.note or self.units[n].meta.cls.__name__
+                note = f"{head}; a Query of its own, as {reason}"
+                group = Group(group.units, group.sort, group.type_filter, note)
+            return n, group
+        members = tuple(self.units[n] for n, _ in sorted(run.members))
+        classes = [u.meta.cls for u in members]
+        if run.others:
+            note = (
+                f"one Query for {_names(classes)} over their joined range, filtered on the "
+                f"type attribute to drop {', '.join(sorted(c.__name__ for c in run.others))} "
+                "items, which separate Queries would read as well"
+            )
+        else:
+            note = f"one Query for {_names(classes)}: no other type has keys in their joined range"
+        type_filter = tuple(classes) if run.others else None
+        return min(n for n, _ in run.members), Group(
+            members, condition_of(run.hull), type_filter, note
+        )
 
 
 def _alone(unit: Unit, others: set[type], type_ok: bool) -> Group:

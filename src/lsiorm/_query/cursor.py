@@ -22,25 +22,11 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cached_property
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Literal,
-    TypeAlias,
-    cast,
-)
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypeAlias, cast
 
 from lsiorm._model.wire import json_default
 from lsiorm.errors import CursorError
-
-if TYPE_CHECKING:
-    from lsiorm._query.plan import PlannedRequest
-
-    pass
-
 
 _VERSION = 2
 _LIBRARY_KEY = b"lsiorm cursor integrity v2"
@@ -50,42 +36,34 @@ CursorState: TypeAlias = Literal["done"] | dict[str, Any] | None
 """Where one request stands: not started, finished, or the key to start after."""
 
 
-def _canonical(value: Any) -> str:
+def canonical_json(value: Any) -> str:
+    """Return the one JSON text of a value: sorted keys, no spaces (digests and comparisons)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=json_default)
 
 
-@dataclass(frozen=True)
-class _Shape:
-    """A plan's table, index, direction and requests: what its cursors must match.
-
-    The fingerprint is computed on first use: most plans never make or read a cursor.
-    """
-
-    table: str
-    index: str | None
-    forward: bool
-    requests: tuple[PlannedRequest, ...]
-
-    @cached_property
-    def fingerprint(self) -> str:
-        shape = [
-            self.table,
-            self.index,
-            self.forward,
-            [{k: v for k, v in r.params.items() if k != "Limit"} for r in self.requests],
-        ]
-        return hashlib.sha256(_canonical(shape).encode()).hexdigest()[:24]
+def fingerprint(
+    table: str, index: str | None, forward: bool, requests: Sequence[Mapping[str, Any]]
+) -> str:
+    """Return the digest of a plan's request shape: table, index, order, parameters but Limit."""
+    shape = [
+        table,
+        index,
+        forward,
+        [{k: v for k, v in params.items() if k != "Limit"} for params in requests],
+    ]
+    return hashlib.sha256(canonical_json(shape).encode()).hexdigest()[:24]
 
 
-def _digest(body: dict[str, Any]) -> str:
-    return hmac.new(_KEY, _canonical(body).encode(), hashlib.sha256).hexdigest()[:32]
+def digest(body: dict[str, Any]) -> str:
+    """Return the integrity check of a cursor's body (keyed SHA-256, see the module doc)."""
+    return hmac.new(_KEY, canonical_json(body).encode(), hashlib.sha256).hexdigest()[:32]
 
 
 def encode_cursor(fingerprint: str, states: Sequence[CursorState]) -> str:
     """Return the opaque cursor of a position in a plan's requests."""
     body: dict[str, Any] = {"v": _VERSION, "f": fingerprint, "s": [_key_out(s) for s in states]}
-    body["m"] = _digest(body)
-    return base64.urlsafe_b64encode(_canonical(body).encode()).decode("ascii").rstrip("=")
+    body["m"] = digest(body)
+    return base64.urlsafe_b64encode(canonical_json(body).encode()).decode("ascii").rstrip("=")
 
 
 def _malformed(why: str) -> CursorError:
@@ -104,7 +82,7 @@ def decode_cursor(cursor: str, fingerprint: str, size: int) -> list[CursorState]
     if not isinstance(data, dict) or not isinstance(data.get("m"), str):
         raise _malformed("it has no integrity check (or comes from an older lsiorm)")
     mac = data.pop("m")
-    if not hmac.compare_digest(mac, _digest(data)):
+    if not hmac.compare_digest(mac, digest(data)):
         raise CursorError(
             "cursor.tampered",
             "This cursor fails its integrity check: it was edited, cut short, or made with "

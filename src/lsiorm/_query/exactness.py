@@ -17,7 +17,7 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsiorm._conditions import (
     And,
@@ -28,7 +28,6 @@ from lsiorm._conditions import (
     Contains,
     FieldCondition,
     In,
-    Placeholders,
 )
 from lsiorm._model.codec import MAX_CHAR
 from lsiorm._model.entity import Entity
@@ -38,11 +37,9 @@ from lsiorm._model.keyspace import shape_of
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import shard_of
 from lsiorm._model.template import KeyTemplate
-from lsiorm._model.wire import from_wire, to_wire
+from lsiorm._model.wire import from_wire
+from lsiorm._query.keyrange import SortCondition
 from lsiorm.errors import KeyEncodingError
-
-if TYPE_CHECKING:
-    from lsiorm._query.keyrange import _SortCondition
 
 
 def _may_be_none(meta: EntityMeta, name: str) -> bool:
@@ -114,7 +111,7 @@ def _renders(tpl: KeyTemplate, value: Any) -> bool:
     return True
 
 
-def _sort_interval(sort: _SortCondition) -> tuple[str, str] | None:
+def _sort_interval(sort: SortCondition) -> tuple[str, str] | None:
     """Return an inclusive string interval holding every key the condition reads (None: any)."""
     raw = [from_wire(v) for v in sort.operands]
     if not all(isinstance(v, str) for v in raw):
@@ -130,7 +127,7 @@ def _sort_interval(sort: _SortCondition) -> tuple[str, str] | None:
     return raw[0], MAX_CHAR * 2
 
 
-def _sort_reaches(tpl: KeyTemplate, sort: _SortCondition | None) -> bool:
+def _sort_reaches(tpl: KeyTemplate, sort: SortCondition | None) -> bool:
     """Whether a key rendered by ``tpl`` can satisfy the sort condition (conservatively True)."""
     if sort is None or tpl.is_direct:
         return True
@@ -149,7 +146,7 @@ def intruders(
     table: Table,
     index: LocalIndex | GlobalIndex | None,
     partition: Any,
-    sort: _SortCondition | None,
+    sort: SortCondition | None,
     wanted: Sequence[type[Entity]],
 ) -> list[str]:
     """Return the type names, not among ``wanted``, whose items can lie in the key range read."""
@@ -171,10 +168,13 @@ def intruders(
     return out
 
 
-def type_filter_text(table: Table, wanted: Sequence[type[Entity]], ph: Placeholders) -> str:
-    """Return the FilterExpression part that keeps the wanted types only."""
-    name = ph.name(table.type_attribute)
-    types = [meta_of(cls).type_name for cls in wanted]
-    if len(types) == 1:
-        return f"{name} = {ph.value(to_wire(types[0]))}"
-    return f"{name} IN ({', '.join(ph.value(to_wire(t)) for t in types)})"
+def type_not_projected(
+    table: Table, index: LocalIndex | GlobalIndex | None, foreign: Sequence[str]
+) -> str:
+    """Return why an index that does not project the type attribute cannot serve a query."""
+    return (
+        f"items of {', '.join(foreign)} can share its key range and it does not project the "
+        f"type attribute {table.type_attribute!r}, so a filter cannot drop them (and count() "
+        f"would count them); project {table.type_attribute!r} "
+        f"(Projection.include({table.type_attribute!r}, ...)) or query another index"
+    )

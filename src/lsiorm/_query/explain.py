@@ -5,11 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Final,
-)
+from typing import Any, Final
 
 from lsiorm._model.capacity import (
     ConsumedCapacity,
@@ -22,9 +18,6 @@ from lsiorm._model.entity import Entity
 from lsiorm._model.indexes import LocalIndex
 from lsiorm._model.item_encoding import wire_item
 from lsiorm._query.plan import QueryPlan
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)
@@ -61,7 +54,7 @@ class Explanation:
         return Explanation(self.plan, self.estimate, total)
 
 
-def _estimate(plan: QueryPlan, sample: Iterable[Entity] | None) -> ReadEstimate | None:
+def sample_estimate(plan: QueryPlan, sample: Iterable[Entity] | None) -> ReadEstimate | None:
     """Return the capacity model's read cost of one page that matches the sample items."""
     if sample is None or plan.empty is not None or not plan.requests:
         return None
@@ -164,61 +157,107 @@ def _projection_text(plan: QueryPlan) -> str:
     return f"the attributes {plan.index.name} projects"
 
 
+_INDENT: Final = " " * 14
+
+
+class _Lines:
+    """The rows of an explanation: a label column, then text; continuations are indented."""
+
+    def __init__(self, head: str) -> None:
+        self.lines = [head]
+
+    def row(self, label: str, text: str) -> None:
+        self.lines.append(f"  {label:<12}{text}")
+
+    def more(self, text: str) -> None:
+        self.lines.append(_INDENT + text)
+
+    def rows(self, label: str, texts: Iterable[str]) -> None:
+        """One row for the first text, continuation lines for the others."""
+        for n, text in enumerate(texts):
+            if n == 0:
+                self.row(label, text)
+            else:
+                self.more(text)
+
+
 def _render(
     plan: QueryPlan, estimate: ReadEstimate | None = None, measured: ReadEstimate | None = None
 ) -> str:
     names = ", ".join(e.__name__ for e in plan.entities)
-    what = "Count" if plan.count else plan.operation
-    lines = [f"{what} {names}"]
-    indent = " " * 14
-
-    def row(label: str, text: str) -> None:
-        lines.append(f"  {label:<12}{text}")
-
-    row("index", _index_text(plan))
+    out = _Lines(f"{'Count' if plan.count else plan.operation} {names}")
+    out.row("index", _index_text(plan))
     if plan.empty is not None:
-        row("result", f"empty without a request: {plan.empty}")
-    if plan.key_condition is not None:
-        row("key", plan.key_condition)
-        lines.append(indent + "= " + _readable(plan.key_condition, plan))
-    if plan.filter is not None:
-        row("filter", plan.filter)
-        lines.append(indent + "= " + _readable(plan.filter, plan))
-        lines.append(indent + "(applied after the read: items it drops still cost capacity)")
-    for text in plan.fallback_filters:
-        row("fallback", f"{text} is filtered, not part of the key condition")
-    for text in plan.pending_slots:
-        row("pending", text)
-    for text in plan.residual_filters:
-        row("open end", f"{text}: the key condition reads the closed range, the filter is exact")
-    for text in plan.type_filters:
-        row("types", text)
-    for text in plan.sparse:
-        row("not seen", text)
-    if plan.names:
-        row("names", ", ".join(f"{k} = {v}" for k, v in plan.names.items()))
-    for n, (k, v) in enumerate(plan.values.items()):
-        text = f"{k} = {_show_value(v)}"
-        if n == 0:
-            row("values", text)
-        else:
-            lines.append(indent + text)
+        out.row("result", f"empty without a request: {plan.empty}")
+    _expressions(out, plan)
     if not plan.count:
-        row("projection", _projection_text(plan))
-        if plan.fetched:
-            row(
-                "fetched",
-                f"{', '.join(plan.fetched)} (not projected; read from the table per item)",
-            )
-        if plan.unavailable:
-            how = {
-                "hydrate": "read from the table with BatchGetItem",
-                "partial": "left missing in partial results",
-                "error": "refused",
-            }[plan.missing_mode]
-            row("missing", f"{', '.join(plan.unavailable)} (not projected; {how})")
-        if plan.selected is not None:
-            row("fields", ", ".join(plan.selected))
+        _returned(out, plan)
+    out.row("read", _read_text(plan))
+    if plan.empty is None:
+        out.row("cost", _cost_rule(plan))
+        if estimate is not None:
+            out.more(f"sample estimate: {estimate}")
+        if measured is not None:
+            out.more(f"measured: {measured}")
+    if len(plan.requests) > 1:
+        merge = (
+            f", merged by {plan.merge_attribute}"
+            if plan.merge_attribute is not None and plan.operation == "Query"
+            else ""
+        )
+        labels = ", ".join(r.label for r in plan.requests)
+        out.row("requests", f"{len(plan.requests)} ({labels}){merge}")
+    out.rows("types", plan.collection)
+    if plan.operation == "Query":
+        _candidates(out, plan)
+    return "\n".join(out.lines)
+
+
+def _expressions(out: _Lines, plan: QueryPlan) -> None:
+    """The key condition and filter, readable, with the notes on what the filter holds."""
+    if plan.key_condition is not None:
+        out.row("key", plan.key_condition)
+        out.more("= " + _readable(plan.key_condition, plan))
+    if plan.filter is not None:
+        out.row("filter", plan.filter)
+        out.more("= " + _readable(plan.filter, plan))
+        out.more("(applied after the read: items it drops still cost capacity)")
+    for text in plan.fallback_filters:
+        out.row("fallback", f"{text} is filtered, not part of the key condition")
+    for text in plan.pending_slots:
+        out.row("pending", text)
+    for text in plan.residual_filters:
+        out.row(
+            "open end", f"{text}: the key condition reads the closed range, the filter is exact"
+        )
+    for text in plan.type_filters:
+        out.row("types", text)
+    for text in plan.sparse:
+        out.row("not seen", text)
+    if plan.names:
+        out.row("names", ", ".join(f"{k} = {v}" for k, v in plan.names.items()))
+    out.rows("values", (f"{k} = {_show_value(v)}" for k, v in plan.values.items()))
+
+
+def _returned(out: _Lines, plan: QueryPlan) -> None:
+    """What each item carries: the projection, fetched and missing fields, selected fields."""
+    out.row("projection", _projection_text(plan))
+    if plan.fetched:
+        out.row(
+            "fetched", f"{', '.join(plan.fetched)} (not projected; read from the table per item)"
+        )
+    if plan.unavailable:
+        how = {
+            "hydrate": "read from the table with BatchGetItem",
+            "partial": "left missing in partial results",
+            "error": "refused",
+        }[plan.missing_mode]
+        out.row("missing", f"{', '.join(plan.unavailable)} (not projected; {how})")
+    if plan.selected is not None:
+        out.row("fields", ", ".join(plan.selected))
+
+
+def _read_text(plan: QueryPlan) -> str:
     order = "ascending" if plan.forward else "descending"
     extras = [order] if plan.operation == "Query" else []
     if plan.max_items is not None:
@@ -226,31 +265,12 @@ def _render(
     if plan.request_limit is not None:
         extras.append(f"page size {plan.request_limit}")
     extras.append("strongly consistent" if plan.consistent else "eventually consistent")
-    row("read", ", ".join(extras))
-    if plan.empty is None:
-        row("cost", _cost_rule(plan))
-        if estimate is not None:
-            lines.append(indent + f"sample estimate: {estimate}")
-        if measured is not None:
-            lines.append(indent + f"measured: {measured}")
-    if len(plan.requests) > 1:
-        merge = (
-            f", merged by {plan.merge_attribute}"
-            if plan.merge_attribute is not None and plan.operation == "Query"
-            else ""
-        )
-        row(
-            "requests", f"{len(plan.requests)} ({', '.join(r.label for r in plan.requests)}){merge}"
-        )
-    for n, note in enumerate(plan.collection):
-        if n == 0:
-            row("types", note)
-        else:
-            lines.append(indent + note)
-    if plan.operation == "Query":
-        lines.append("  candidates")
-        width = max(len(c.label) for c in plan.candidates)
-        for c in plan.candidates:
-            mark = "*" if c.chosen else "-"
-            lines.append(f"    {mark} {c.label:<{width}}  {c.reason}")
-    return "\n".join(lines)
+    return ", ".join(extras)
+
+
+def _candidates(out: _Lines, plan: QueryPlan) -> None:
+    out.lines.append("  candidates")
+    width = max(len(c.label) for c in plan.candidates)
+    for c in plan.candidates:
+        mark = "*" if c.chosen else "-"
+        out.lines.append(f"    {mark} {c.label:<{width}}  {c.reason}")

@@ -1,4 +1,7 @@
-"""Key ranges: exact KeyConditionExpressions from field conditions over key templates.
+"""Key ranges: how an index's key templates bound field conditions exactly, entity by entity.
+
+:func:`fit_index` returns the partition values and the sort condition one index gives one
+entity's ``where()`` conditions, and which conditions it absorbs; :mod:`.compile` writes them.
 
 Exact key conditions rest on three facts. Key text of S templates compares as Python ``str``
 (code-point order, which is UTF-8 byte order for valid Unicode). :data:`MAX_CHAR` can never occur
@@ -11,19 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Final,
-    cast,
-)
+from typing import Any, Final, cast
 
 from lsiorm._conditions import (
     BeginsWith,
     Between,
     Compare,
     Operator,
-    Placeholders,
 )
 from lsiorm._model.codec import MAX_CHAR, KeyCodec
 from lsiorm._model.entity import Entity
@@ -37,11 +34,7 @@ from lsiorm._model.wire import to_wire
 from lsiorm._requests.items import encode_value
 from lsiorm.errors import QueryPlanError
 
-if TYPE_CHECKING:
-    pass
-
-
-_KEY_OPERATORS: Final = frozenset({"=", "<", "<=", ">", ">="})
+KEY_OPERATORS: Final = frozenset({"=", "<", "<=", ">", ">="})
 
 # The last code point below the surrogate block; a decremented character never lands inside it.
 _BEFORE_SURROGATES: Final = 0xD7FF
@@ -49,19 +42,11 @@ _SURROGATES: Final = range(0xD800, 0xE000)
 
 
 @dataclass(frozen=True)
-class _SortCondition:
+class SortCondition:
     """The sort-key part of a key condition: ``op`` over wire values."""
 
     op: str  # "=", "<", "<=", ">", ">=", "BETWEEN", "begins_with"
     operands: tuple[Any, ...]
-
-    def text(self, name: str, ph: Placeholders) -> str:
-        vals = [ph.value(v) for v in self.operands]
-        if self.op == "BETWEEN":
-            return f"{name} BETWEEN {vals[0]} AND {vals[1]}"
-        if self.op == "begins_with":
-            return f"begins_with({name}, {vals[0]})"
-        return f"{name} {self.op} {vals[0]}"
 
 
 class _Empty(Exception):
@@ -72,7 +57,7 @@ class _Empty(Exception):
         self.why = why
 
 
-def _pred(text: str) -> str:
+def predecessor(text: str) -> str:
     """Return the greatest string below ``text`` that no key starting with ``text`` reaches.
 
     Every key below ``text`` that does not start with it is at most this value. A text ending
@@ -94,7 +79,7 @@ def _is_str_codec(codec: KeyCodec) -> bool:
 
 
 def _bounds(
-    op: Operator, meta: EntityMeta, slot: FieldSlot, prefix: str, exact_var: bool, valid: _Valid
+    op: Operator, meta: EntityMeta, slot: FieldSlot, prefix: str, exact_var: bool, valid: Validator
 ) -> tuple[str, str]:
     """Return the inclusive key interval [lo, hi] of one operator on field ``slot``.
 
@@ -161,7 +146,7 @@ def _upper(encoded: str, inclusive: bool, prefix: str, exact_var: bool) -> str:
         if encoded[-1] == "\x00":
             # No string lies strictly between ``s`` and ``s + U+0000``.
             return prefix + encoded[:-1]
-    return _pred(prefix + encoded)
+    return predecessor(prefix + encoded)
 
 
 def _single_eq(ops: Sequence[Operator] | None) -> bool:
@@ -182,7 +167,7 @@ def _equalities(
     return distinct
 
 
-def _describe_ops(name: str, ops: Sequence[Operator]) -> str:
+def describe_ops(name: str, ops: Sequence[Operator]) -> str:
     parts = []
     for op in ops:
         if isinstance(op, Compare):
@@ -196,7 +181,7 @@ def _describe_ops(name: str, ops: Sequence[Operator]) -> str:
     return " and ".join(parts)
 
 
-class _Valid:
+class Validator:
     """Validates condition values for one plan, each value once per entity and field.
 
     Every index option of a plan validates the same operator values again; the result is
@@ -217,7 +202,7 @@ class _Valid:
 
 
 @dataclass
-class _Fit:
+class IndexFit:
     """How one index serves one entity's conditions."""
 
     meta: EntityMeta
@@ -227,22 +212,22 @@ class _Fit:
     unabsorbed: dict[str, str] = field(default_factory=dict)
     inexact: dict[str, str] = field(default_factory=dict)
     partitions: list[Any] = field(default_factory=list)
-    sort: _SortCondition | None = None
+    sort: SortCondition | None = None
     empty: str | None = None
     shard_field: str | None = None
     #: Absorbed conditions the key condition reads too widely, filtered exactly (open ends).
     residual: dict[str, list[Operator]] = field(default_factory=dict)
 
 
-def _fit(
+def fit_index(
     meta: EntityMeta,
     table: Table,
     index: LocalIndex | GlobalIndex | None,
     conds: Mapping[str, Sequence[Operator]],
-    valid: _Valid,
-) -> _Fit:
+    valid: Validator,
+) -> IndexFit:
     """Return how ``index`` serves ``conds`` for one entity (problem set when it cannot)."""
-    fit = _Fit(meta)
+    fit = IndexFit(meta)
     cls_name = meta.cls.__name__
     pk_attr, sk_attr = table.index_key_attributes(index)
     pk_tpl = meta.templates.get(pk_attr)
@@ -261,7 +246,7 @@ def _fit(
         ops = conds.get(name)
         equal = _equalities(meta, name, ops, valid)
         if equal is not None and len(equal) > 1:
-            contradiction = f"{_describe_ops(name, ops or ())} leaves no value"
+            contradiction = f"{describe_ops(name, ops or ())} leaves no value"
             values[name] = equal[0]
             fit.absorbed.add(name)
         elif equal is not None:
@@ -308,11 +293,11 @@ def _fit(
 
 
 def _fit_sort(
-    fit: _Fit,
+    fit: IndexFit,
     tpl: KeyTemplate,
     conds: Mapping[str, Sequence[Operator]],
     values: dict[str, Any],
-    valid: _Valid,
+    valid: Validator,
 ) -> None:
     meta = fit.meta
     if tpl.is_direct:
@@ -327,7 +312,7 @@ def _fit_sort(
         fit.absorbed.add(name)
         k += 1
     if k == len(names):
-        fit.sort = _SortCondition("=", (to_wire(tpl.render(values)),))
+        fit.sort = SortCondition("=", (to_wire(tpl.render(values)),))
         return
     prefix = tpl.prefix(values, k)
     name = names[k]
@@ -348,14 +333,14 @@ def _fit_sort(
                 a, b = _bounds(op, meta, slot, prefix, last and not codec.prefix_free, valid)
                 lo, hi = max(lo, a), min(hi, b)
             if lo > hi:
-                raise _Empty(f"{_describe_ops(name, ops)} leaves no value")
+                raise _Empty(f"{describe_ops(name, ops)} leaves no value")
             single = ops[0]
             if len(ops) == 1 and isinstance(single, BeginsWith):
                 fit.sort = _begins(lo)
             elif lo == "":
-                fit.sort = _SortCondition("<=", (to_wire(hi),))
+                fit.sort = SortCondition("<=", (to_wire(hi),))
             else:
-                fit.sort = _SortCondition("BETWEEN", (to_wire(lo), to_wire(hi)))
+                fit.sort = SortCondition("BETWEEN", (to_wire(lo), to_wire(hi)))
             for later in names[k + 1 :]:
                 if later in conds:
                     fit.unabsorbed[later] = (
@@ -379,12 +364,12 @@ def _fit_sort(
             )
 
 
-def _begins(prefix: str) -> _SortCondition | None:
-    return _SortCondition("begins_with", (to_wire(prefix),)) if prefix else None
+def _begins(prefix: str) -> SortCondition | None:
+    return SortCondition("begins_with", (to_wire(prefix),)) if prefix else None
 
 
 def _fit_direct_range(
-    fit: _Fit, name: str, ops: Sequence[Operator], enc: Callable[[Any], Any]
+    fit: IndexFit, name: str, ops: Sequence[Operator], enc: Callable[[Any], Any]
 ) -> None:
     """Compile several conditions on a Number or Binary sort key into one key condition.
 
@@ -397,7 +382,7 @@ def _fit_direct_range(
     for op in ops:
         if isinstance(op, Between):
             bounds = [(op.low, True, True), (op.high, True, False)]
-        elif isinstance(op, Compare) and op.op in _KEY_OPERATORS:
+        elif isinstance(op, Compare) and op.op in KEY_OPERATORS:
             if op.op == "=":
                 bounds = [(op.value, True, True), (op.value, True, False)]
             else:
@@ -416,14 +401,14 @@ def _fit_direct_range(
             elif upper is None or value < upper[0] or (value == upper[0] and not inclusive):
                 upper = (value, inclusive)
     fit.absorbed.add(name)
-    described = _describe_ops(name, ops)
+    described = describe_ops(name, ops)
     if lower is not None and upper is not None:
         if lower[0] > upper[0] or (lower[0] == upper[0] and not (lower[1] and upper[1])):
             raise _Empty(f"{described} leaves no value")
         if lower[0] == upper[0]:
-            fit.sort = _SortCondition("=", (enc(lower[0]),))
+            fit.sort = SortCondition("=", (enc(lower[0]),))
             return
-        fit.sort = _SortCondition("BETWEEN", (enc(lower[0]), enc(upper[0])))
+        fit.sort = SortCondition("BETWEEN", (enc(lower[0]), enc(upper[0])))
         open_ends: list[Operator] = []
         if not lower[1]:
             open_ends.append(Compare(">", lower[0]))
@@ -433,13 +418,13 @@ def _fit_direct_range(
             fit.residual[name] = open_ends
         return
     if lower is not None:
-        fit.sort = _SortCondition(">=" if lower[1] else ">", (enc(lower[0]),))
+        fit.sort = SortCondition(">=" if lower[1] else ">", (enc(lower[0]),))
     else:
         assert upper is not None
-        fit.sort = _SortCondition("<=" if upper[1] else "<", (enc(upper[0]),))
+        fit.sort = SortCondition("<=" if upper[1] else "<", (enc(upper[0]),))
 
 
-def _fit_direct(fit: _Fit, tpl: KeyTemplate, conds: Mapping[str, Sequence[Operator]]) -> None:
+def _fit_direct(fit: IndexFit, tpl: KeyTemplate, conds: Mapping[str, Sequence[Operator]]) -> None:
     meta = fit.meta
     name = tpl.fields[0]
     ops = conds.get(name)
@@ -465,7 +450,7 @@ def _fit_direct(fit: _Fit, tpl: KeyTemplate, conds: Mapping[str, Sequence[Operat
         low, high = meta.validate_field(name, op.low), meta.validate_field(name, op.high)
         if low > high:
             raise _Empty(f"{name} between {op.low!r} and {op.high!r} leaves no value")
-        fit.sort = _SortCondition("BETWEEN", (enc(low), enc(high)))
+        fit.sort = SortCondition("BETWEEN", (enc(low), enc(high)))
     else:
         assert isinstance(op, Compare)  # the planner let only key operators into where()
-        fit.sort = _SortCondition(op.op, (enc(op.value),))
+        fit.sort = SortCondition(op.op, (enc(op.value),))

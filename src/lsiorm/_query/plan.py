@@ -5,33 +5,39 @@ A :class:`QueryPlan` holds three smaller values, each built in one place: the
 (what the caller asked for beyond the conditions) and the :class:`PlannedRequests` (what is
 sent). The plan's flat attributes (``plan.index_name``, ``plan.requests``, ``plan.consistent``,
 ...) read through to them.
+
+The planners read a query or a scan through the protocols :class:`QuerySource` and
+:class:`ScanSource`, so the values sit below everything that plans, compiles or prints them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Literal,
-    Protocol,
-)
+from functools import cached_property
+from typing import Any, Literal, Protocol
 
-from lsiorm._model.entity import (
-    Entity,
-)
+from lsiorm._conditions import Condition, FieldCondition
+from lsiorm._model.entity import Entity
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.schema import Table
-from lsiorm._query.cursor import _Shape
+from lsiorm._query.cursor import fingerprint
 from lsiorm.errors import QueryPlanError
-
-if TYPE_CHECKING:
-    from lsiorm._query.values import ScanProgress
-
 
 MissingMode = Literal["error", "hydrate", "partial"]
 """What to do with fields a GSI does not project: refuse, read base items, or mark them missing."""
+
+
+@dataclass(frozen=True)
+class ScanProgress:
+    """Progress of one scan segment, reported after each page it reads."""
+
+    segment: int
+    total_segments: int
+    pages: int
+    scanned: int
+    returned: int
+    done: bool
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,10 @@ class ReadSource(Protocol):
     """What a query or a scan value says about how to read (see :meth:`ReadOptions.of`)."""
 
     @property
+    def entities(self) -> tuple[type[Entity], ...]: ...
+    @property
+    def filter_condition(self) -> Condition | None: ...
+    @property
     def fields(self) -> tuple[str, ...] | None: ...
     @property
     def max_items(self) -> int | None: ...
@@ -115,6 +125,30 @@ class ReadSource(Protocol):
     def cursor(self) -> str | None: ...
     @property
     def missing(self) -> MissingMode: ...
+    @property
+    def index(self) -> str | None: ...
+
+
+class QuerySource(ReadSource, Protocol):
+    """What the query planner reads of a query value (:class:`lsiorm.Query` is one)."""
+
+    @property
+    def conditions(self) -> tuple[FieldCondition, ...]: ...
+    @property
+    def forward(self) -> bool: ...
+    @property
+    def index_forced(self) -> bool: ...
+    @property
+    def fallback(self) -> bool: ...
+
+
+class ScanSource(ReadSource, Protocol):
+    """What the scan planner reads of a scan value (:class:`lsiorm.Scan` is one)."""
+
+    @property
+    def total_segments(self) -> int: ...
+    @property
+    def on_progress(self) -> Callable[[ScanProgress], None] | None: ...
 
 
 @dataclass(frozen=True)
@@ -159,12 +193,30 @@ class ReadOptions:
 
 
 @dataclass(frozen=True)
+class RequestShape:
+    """A plan's table, index, direction and requests: what its cursors must match.
+
+    The fingerprint is computed on first use: most plans never make or read a cursor.
+    """
+
+    table: str
+    index: str | None
+    forward: bool
+    requests: tuple[PlannedRequest, ...]
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """The digest of this shape that cursors carry (see :func:`cursor.fingerprint`)."""
+        return fingerprint(self.table, self.index, self.forward, [r.params for r in self.requests])
+
+
+@dataclass(frozen=True)
 class PlannedRequests:
     """What a plan sends: the requests, the expressions of the first, and what shapes them."""
 
     requests: tuple[PlannedRequest, ...]
     #: What the cursor fingerprint covers; fixed when the plan is built.
-    shape: _Shape = field(repr=False)
+    shape: RequestShape = field(repr=False)
     key_condition: str | None = None
     filter: str | None = None
     names: dict[str, str] = field(default_factory=dict)

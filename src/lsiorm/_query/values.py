@@ -9,27 +9,17 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import (
-    Any,
-    Generic,
-    TypeVar,
-    overload,
-)
+from typing import Any, Generic, TypeVar, overload
 
 from typing_extensions import Self
 
-from lsiorm._conditions import (
-    And,
-    Condition,
-    FieldCondition,
-    as_operator,
-)
+from lsiorm._conditions import And, Condition, FieldCondition, as_operator
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
-from lsiorm._query.explain import Explanation, _estimate
-from lsiorm._query.plan import MissingMode, QueryPlan
-from lsiorm._query.planner import _QueryPlanner
-from lsiorm._query.scan_planner import _ScanPlanner
+from lsiorm._query.explain import Explanation, sample_estimate
+from lsiorm._query.plan import MissingMode, QueryPlan, ScanProgress
+from lsiorm._query.planner import plan_query
+from lsiorm._query.scan_planner import plan_scan
 from lsiorm.errors import QueryPlanError, ValidationError
 
 E = TypeVar("E", bound=Entity)
@@ -124,7 +114,7 @@ class _Reader(abc.ABC, Generic[E]):
         the capacity model's read cost of a page of them.
         """
         plan = self.plan(count=count)
-        return Explanation(plan, _estimate(plan, sample))
+        return Explanation(plan, sample_estimate(plan, sample))
 
     def compile_all(self, *, count: bool = False) -> list[dict[str, Any]]:
         """Return the parameters of every first request (one per shard, entity or segment)."""
@@ -174,7 +164,7 @@ class Query(_Reader[E]):
 
     def plan(self, *, count: bool = False) -> QueryPlan:
         """Return the plan: the chosen index, the exact requests and why; no I/O."""
-        return _QueryPlanner(self, count).plan()
+        return plan_query(self, count)
 
     def compile(self, *, count: bool = False) -> dict[str, Any]:
         """Return the exact parameters of the one Query request this query sends first."""
@@ -211,7 +201,7 @@ class Scan(_Reader[E]):
 
     def plan(self, *, count: bool = False) -> QueryPlan:
         """Return the plan of this scan; no I/O."""
-        return _ScanPlanner(self, count).plan()
+        return plan_scan(self, count)
 
 
 def _key_parts(condition: Condition) -> list[FieldCondition]:
@@ -272,15 +262,3 @@ def _bound(entities: Sequence[type[Entity]]) -> tuple[type[Entity], ...]:
             f"One query reads one table, but these entities span several: {names}.",
         )
     return tuple(dict.fromkeys(entities))
-
-
-@dataclass(frozen=True)
-class ScanProgress:
-    """Progress of one scan segment, reported after each page it reads."""
-
-    segment: int
-    total_segments: int
-    pages: int
-    scanned: int
-    returned: int
-    done: bool
