@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lsiorm._query",),
     ("lsiorm._ops",),
     ("lsiorm._io",),
+    ("lsiorm._session_methods",),
     ("lsiorm._session", "lsiorm.testing", "lsiorm.pytest_plugin"),
     ("lsiorm._cli", "lsiorm._compat", "lsiorm"),
 ]
