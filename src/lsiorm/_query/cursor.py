@@ -57,7 +57,7 @@ def _canonical(value: Any) -> str:
 
 
 @dataclass(frozen=True)
-class _Shape:
+class CursorShape:
     """A plan's table, index, direction and requests: what its cursors must match.
 
     The fingerprint is computed on first use: most plans never make or read a cursor.

@@ -22,7 +22,7 @@ from lsiorm._model.entity import (
     Entity,
 )
 from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
-from lsiorm._query.cursor import _Shape
+from lsiorm._query.cursor import CursorShape
 from lsiorm.errors import QueryPlanError
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ class PlannedRequests:
 
     requests: tuple[PlannedRequest, ...]
     #: What the cursor fingerprint covers; fixed when the plan is built.
-    shape: _Shape = field(repr=False)
+    shape: CursorShape = field(repr=False)
     key_condition: str | None = None
     filter: str | None = None
     names: dict[str, str] = field(default_factory=dict)

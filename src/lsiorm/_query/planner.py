@@ -32,7 +32,7 @@ from lsiorm._model.entity import (
 from lsiorm._model.schema import GlobalIndex, LocalIndex, Table
 from lsiorm._model.wire import to_wire
 from lsiorm._query.collection import Unit, foreign_types, interval_of, plan_collections
-from lsiorm._query.cursor import _canonical, _Shape
+from lsiorm._query.cursor import CursorShape, _canonical
 from lsiorm._query.exactness import intruders, sparse_fields, type_filter_text
 from lsiorm._query.keyrange import _KEY_OPERATORS, _describe_ops, _Fit, _fit, _Valid
 from lsiorm._query.plan import (
@@ -541,7 +541,7 @@ class _QueryPlanner:
             ReadOptions.of(q, count=self.count, forward=q.forward),
             PlannedRequests(
                 final,
-                _Shape(table.name, index.name if index else None, q.forward, final),
+                CursorShape(table.name, index.name if index else None, q.forward, final),
                 key_condition=first_key,
                 filter=first_filter,
                 names=names,

@@ -15,7 +15,7 @@ from lsiorm._model.entity import (
     meta_of,
 )
 from lsiorm._model.wire import to_wire
-from lsiorm._query.cursor import _canonical, _Shape
+from lsiorm._query.cursor import CursorShape, _canonical
 from lsiorm._query.plan import (
     Candidate,
     IndexChoice,
@@ -149,7 +149,7 @@ class _ScanPlanner:
             ),
             PlannedRequests(
                 tuple(requests),
-                _Shape(table.name, label, True, tuple(requests)),
+                CursorShape(table.name, label, True, tuple(requests)),
                 filter=filter_text,
                 names=dict(ph.names),
                 values=dict(ph.values),
