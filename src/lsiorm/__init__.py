@@ -1,9 +1,9 @@
 """lsiorm: typed single-table data access for Amazon DynamoDB.
 
 Every public name is importable from here. Three modules are public as well:
-:mod:`lsiorm.errors` (the error tree, also re-exported here), :mod:`lsiorm.testing` (local
-engines and fixtures) and :mod:`lsiorm.pytest_plugin` (the pytest plugin). Everything under a
-leading underscore is machinery and may change without notice; ``docs/architecture.md`` shows
+`lsiorm.errors` (the error tree, also re-exported here), `lsiorm.testing` (local
+engines and fixtures) and `lsiorm.pytest_plugin` (the pytest plugin). Everything under a
+leading underscore is machinery and may change without notice; `docs/architecture.md` shows
 its layers.
 """
 

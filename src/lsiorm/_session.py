@@ -353,7 +353,7 @@ class AsyncSession(SessionCore):
         )
 
     async def _open(self) -> AsyncSession:
-        """Open the client (``async with`` does this; so does the first call)."""
+        """Open the client (`async with` does this; so does the first call)."""
         if self.client is None:
             from botocore.exceptions import BotoCoreError
 

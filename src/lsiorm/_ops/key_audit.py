@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 ProblemKind = Literal["stale", "missing", "extra"]
+"""How a stored key attribute differs: another value, absent, or present but not derived."""
 P = TypeVar("P")
 
 
