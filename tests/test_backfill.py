@@ -13,7 +13,7 @@ import pytest
 
 from keyjobs import Killed, WriteLog, session_on
 from lsiorm import AsyncSession, Entity, Session, Table, between, query
-from lsiorm._ops.key_audit import JobProgress
+from lsiorm._ops.resumable import JobProgress
 
 STALE = 30  # old items without LSI3SK
 CURRENT = 12
@@ -212,7 +212,8 @@ def test_async_backfill(session: Session, endpoint_url: str, table_name: str) ->
 
 
 def test_an_item_too_wide_for_a_condition_fails_alone(session: Session, table_name: str) -> None:
-    from lsiorm._ops.backfill import MAX_EXPRESSION_BYTES, unchanged_condition
+    from lsiorm._ops.backfill import MAX_EXPRESSION_BYTES
+    from lsiorm._ops.resumable import unchanged_condition
     from lsiorm.errors import ValidationError
 
     wide = {f"extra_attribute_{i:03d}": {"S": "x"} for i in range(300)}

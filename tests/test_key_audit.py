@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from keyjobs import declare
 from lsiorm import AsyncSession, Entity, Session, Table
 from lsiorm._model.wire import item_to_wire, to_wire
-from lsiorm._ops.key_audit import JobProgress, check_item_keys
+from lsiorm._ops.key_audit import check_item_keys
+from lsiorm._ops.resumable import JobProgress
 
 SLOTS = ("LSI1SK", "LSI2SK", "LSI3SK", "LSI4SK", "LSI5SK")
 

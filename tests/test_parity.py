@@ -143,6 +143,27 @@ def test_every_session_method_has_an_async_twin_with_the_same_parameters() -> No
         ), f"AsyncSession.{name} must be awaitable or return an async iterable"
 
 
+#: Methods each facade writes itself: they handle the client, or iterate.
+WRITTEN_PER_FACADE = {"close", "run", "pages", "iterate"}
+
+
+def test_every_other_method_wraps_one_shared_declaration() -> None:
+    sync, asynchronous = public_methods(Session), public_methods(AsyncSession)
+    shared = {name for name, method in sync.items() if asynchronous[name] is method}
+    assert shared == {"add_hook", "table_name"}
+    for name in set(sync) - shared - WRITTEN_PER_FACADE:
+        declared = sync[name].__wrapped__
+        assert asynchronous[name].__wrapped__ is declared, name
+        assert declared.__module__ == "lsiorm._session_methods", name
+        assert declared.__doc__ == sync[name].__doc__ == asynchronous[name].__doc__, name
+        session, *parameters = inspect.signature(declared).parameters.values()
+        assert session.kind is inspect.Parameter.POSITIONAL_ONLY, name
+        for facade in (sync[name], asynchronous[name]):
+            this, *theirs = inspect.signature(facade).parameters.values()
+            assert this.name == "self", name
+            assert theirs == parameters, name
+
+
 # -- CRUD ---------------------------------------------------------------------------------------
 
 

@@ -1,14 +1,25 @@
 """lsiorm: typed single-table data access for Amazon DynamoDB.
 
 Every public name is importable from here. Three modules are public as well:
-:mod:`lsiorm.errors` (the error tree, also re-exported here), :mod:`lsiorm.testing` (local
-engines and fixtures) and :mod:`lsiorm.pytest_plugin` (the pytest plugin). Everything under a
-leading underscore is machinery and may change without notice; ``docs/architecture.md`` shows
+`lsiorm.errors` (the error tree, also re-exported here), `lsiorm.testing` (local
+engines and fixtures) and `lsiorm.pytest_plugin` (the pytest plugin). Everything under a
+leading underscore is machinery and may change without notice; `docs/architecture.md` shows
 its layers.
 """
 
 from lsiorm import _compat
 from lsiorm._conditions import (
+    Attr,
+    BeginsWith,
+    Between,
+    Compare,
+    Condition,
+    Contains,
+    Exists,
+    FieldCondition,
+    In,
+    NotExists,
+    Operator,
     all_of,
     any_of,
     begins_with,
@@ -26,14 +37,17 @@ from lsiorm._conditions import (
     not_exists,
     where,
 )
-from lsiorm._io.fastjson import FastPathStats
+from lsiorm._io.fastjson import FastPathStats, ResponseFastPath
 from lsiorm._io.fastjson import fast_path_of as fast_json_of
 from lsiorm._io.fastjson import install as install_fast_json
 from lsiorm._io.fastjson import uninstall as uninstall_fast_json
 from lsiorm._io.jsonlines import read_relief_file
 from lsiorm._model.capacity import (
+    CapacityUnits,
     ConsumedCapacity,
+    FetchRule,
     ReadEstimate,
+    Select,
     WriteEstimate,
     dry_run_delete,
     dry_run_put,
@@ -49,33 +63,68 @@ from lsiorm._model.capacity import (
     read_units,
     write_units,
 )
-from lsiorm._model.drift import DriftReport
+from lsiorm._model.drift import Drift, DriftReport
 from lsiorm._model.encoding import KeyFormat
 from lsiorm._model.entity import Entity, key_templates
 from lsiorm._model.epoch import EpochSeconds
-from lsiorm._model.indexes import GlobalIndex, KeyAttribute, LocalIndex, Projection
+from lsiorm._model.indexes import (
+    BillingMode,
+    GlobalIndex,
+    KeyAttribute,
+    KeyType,
+    LocalIndex,
+    Projection,
+    ProjectionType,
+)
 from lsiorm._model.item_decoding import decode_item
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard, shard_value
-from lsiorm._model.wire import item_size
+from lsiorm._model.wire import AttributeValue, WireItem, item_size
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.backfill import BackfillReport
 from lsiorm._ops.batch import BatchWriteResult
-from lsiorm._ops.collection_guard import CollectionEstimate, CollectionWarning, CollectionWatcher
+from lsiorm._ops.collection_guard import (
+    CollectionEstimate,
+    CollectionWarning,
+    CollectionWatcher,
+    Hookable,
+)
 from lsiorm._ops.hooks import HookRequest
-from lsiorm._ops.items import DeleteResult
-from lsiorm._ops.key_audit import JobProgress, KeyAuditReport
+from lsiorm._ops.items import DeleteResult, Idempotency
+from lsiorm._ops.key_audit import (
+    AttributeTally,
+    EntityKeyAudit,
+    ItemKeyCheck,
+    KeyAuditReport,
+    KeyProblem,
+    ProblemKind,
+)
 from lsiorm._ops.meter import CapacityMeter, Measurement
 from lsiorm._ops.reads import Page
 from lsiorm._ops.relief import ReliefReport
+from lsiorm._ops.resumable import JobProgress
 from lsiorm._ops.retry import RetryPolicy
+from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import TransactWriteResult
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.explain import Explanation
-from lsiorm._query.plan import QueryPlan, ScanProgress
+from lsiorm._query.plan import (
+    Candidate,
+    IndexChoice,
+    MissingMode,
+    PlannedRequest,
+    PlannedRequests,
+    QueryPlan,
+    ReadOptions,
+    ReadSource,
+    RequestShape,
+    ScanProgress,
+)
 from lsiorm._query.values import Query, Scan, query, scan
-from lsiorm._requests.transactions import ConditionCheck, Delete, Get, Put, Update
+from lsiorm._requests.batch import DeleteTarget, GetKey
+from lsiorm._requests.transactions import ConditionCheck, Delete, Get, Put, TransactAction, Update
 from lsiorm._requests.update_effect import dry_run_update
+from lsiorm._requests.update_plan import UpdateSpec
 from lsiorm._session import AsyncSession, Session
 from lsiorm.errors import (
     BatchGetIncompleteError,
@@ -124,74 +173,115 @@ del _version
 
 __all__ = [
     "AsyncSession",
+    "Attr",
+    "AttributeTally",
+    "AttributeValue",
     "BackfillReport",
     "BatchGetIncompleteError",
     "BatchWriteIncompleteError",
     "BatchWriteResult",
+    "BeginsWith",
+    "Between",
+    "BillingMode",
     "CancellationReason",
+    "Candidate",
     "CapacityMeter",
+    "CapacityUnits",
     "CollectionEstimate",
     "CollectionSize",
     "CollectionWarning",
     "CollectionWatcher",
+    "Compare",
+    "Condition",
     "ConditionCheck",
     "ConditionFailedError",
     "ConfigurationError",
     "ConsumedCapacity",
+    "Contains",
     "CursorError",
     "DeclarationError",
     "Delete",
     "DeleteResult",
+    "DeleteTarget",
+    "Drift",
     "DriftReport",
     "DynamoError",
     "Entity",
+    "EntityKeyAudit",
     "EpochSeconds",
+    "Exists",
     "Explanation",
     "FastPathStats",
+    "FetchRule",
+    "FieldCondition",
     "Get",
+    "GetKey",
     "GlobalIndex",
     "HookRequest",
+    "Hookable",
+    "Idempotency",
+    "In",
+    "IndexChoice",
     "IndexKeyTypeError",
     "InternalServerError",
     "ItemCollectionSizeLimitError",
+    "ItemKeyCheck",
     "ItemTooLargeError",
     "JobProgress",
     "KeyAttribute",
     "KeyAuditReport",
     "KeyEncodingError",
     "KeyFormat",
+    "KeyProblem",
+    "KeyType",
     "LocalIndex",
     "LsiormError",
     "Measurement",
     "MissingDependencyError",
+    "MissingMode",
+    "NotExists",
     "NotFoundError",
+    "Operation",
+    "Operator",
     "OutcomeUnknownError",
     "Page",
     "PartialKeyUpdateError",
+    "PlannedRequest",
+    "PlannedRequests",
+    "ProblemKind",
     "Projection",
+    "ProjectionType",
     "Put",
     "Query",
     "QueryPlan",
     "QueryPlanError",
     "ReadEstimate",
+    "ReadOptions",
+    "ReadSource",
     "ReliefReport",
+    "RequestShape",
     "ResourceNotFoundError",
+    "ResponseFastPath",
     "RetryPolicy",
     "RetryableError",
     "Scan",
     "ScanProgress",
+    "Select",
     "ServiceValidationError",
     "Session",
     "Shard",
     "StaleVersionError",
     "Table",
     "ThrottledError",
+    "TransactAction",
     "TransactWriteResult",
     "TransactionCanceledError",
     "TransactionConflictError",
     "TransportError",
     "Update",
+    "UpdateSpec",
     "ValidationError",
+    "WireItem",
     "WriteEstimate",
     "__version__",
     "all_of",

@@ -1,11 +1,14 @@
-"""The ``lsiorm`` command line: create-table, check, explain, collections, get, query and
-delete-table.
+"""The `lsiorm` command line: create-table, check, explain, collections, get, query,
+delete-table, and the key jobs audit-keys, backfill and relieve.
 
-Every command takes ``module:attribute`` naming a Table declaration (``explain`` also accepts a
-query value), plus ``--endpoint-url``, ``--region``, ``--profile`` and ``--table-prefix``.
+Each command is a `cmd_*` function here; its options, the text it reads and the lines it prints
+are in `_cli_text`.
+
+Every command takes `module:attribute` naming a Table declaration (`explain` also accepts a
+query value), plus `--endpoint-url`, `--region`, `--profile` and `--table-prefix`.
 
 Exit codes: 0 success; 1 the command ran and found a problem (drift or a missing table, a
-collection over the threshold, no item for ``get``); 2 bad usage or input (unimportable target,
+collection over the threshold, no item for `get`); 2 bad usage or input (unimportable target,
 not a Table, bad condition); 3 DynamoDB or the connection failed.
 """
 
@@ -17,26 +20,35 @@ import importlib
 import importlib.util
 import json
 import os
-import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, TextIO
 
+from lsiorm._cli_text import (
+    UsageError,
+    build_parser,
+    entity_named,
+    entity_names,
+    entity_row,
+    index_summary,
+    known_entities,
+    parse_condition,
+    plural,
+    typed_value,
+    write_capacity,
+    write_entities,
+)
 from lsiorm._model.schema import Table
 from lsiorm._ops.retry import RetryPolicy
-from lsiorm.errors import DynamoError, LsiormError, ValidationError
+from lsiorm.errors import LsiormError, ValidationError
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_SERVICE = 0, 1, 2, 3
 
 
-class UsageError(Exception):
-    """Bad command-line input; the message is shown as is."""
-
-
 def load_target(spec: str) -> Any:
-    """Import ``module:attribute`` (dots allowed in the attribute) and return the object."""
+    """Import `module:attribute` (dots allowed in the attribute) and return the object."""
     module_name, sep, attr_path = spec.partition(":")
     if not sep or not module_name or not attr_path:
         raise UsageError(f"{spec!r} is not of the form module:attribute (e.g. app.models:threads).")
@@ -55,7 +67,7 @@ def load_target(spec: str) -> Any:
 
 
 def load_table(spec: str) -> Table:
-    """Return the Table declared at ``module:attribute``."""
+    """Return the Table declared at `module:attribute`."""
     obj = load_target(spec)
     if not isinstance(obj, Table):
         raise UsageError(f"{spec} is a {type(obj).__name__}, not an lsiorm Table.")
@@ -84,32 +96,6 @@ def _session(
     if metered:  # main() prints what each metered session consumed (--capacity)
         args.__dict__.setdefault("metered_sessions", []).append(session)
     return session
-
-
-def plural(count: int, singular: str, plural_form: str | None = None) -> str:
-    """``"1 local index"``, ``"2 local indexes"``."""
-    word = singular if count == 1 else (plural_form or f"{singular}s")
-    return f"{count} {word}"
-
-
-def _index_summary(table: Table) -> str:
-    lsis, gsis = len(table.local_indexes), len(table.global_indexes)
-    if not lsis and not gsis:
-        return "no secondary indexes"
-    if lsis and gsis:
-        return f"{lsis} local and {plural(gsis, 'global index', 'global indexes')}"
-    if lsis:
-        return plural(lsis, "local index", "local indexes")
-    return plural(gsis, "global index", "global indexes")
-
-
-def _write_capacity(out: TextIO, meter: Any) -> None:
-    """Print what a session's requests consumed, per table (``--capacity``)."""
-    totals = meter.totals
-    if not totals:
-        out.write("Consumed capacity: none reported.\n")
-    for name, consumed in totals.items():
-        out.write(f"Consumed capacity of {name!r}: {consumed}\n")
 
 
 class Progress:
@@ -146,7 +132,7 @@ def cmd_create_table(args: argparse.Namespace, out: TextIO, progress: Progress) 
         name = session.table_name(table)
     ttl = f" and time to live on {table.ttl_attribute!r}" if ttl_enabled else ""
     if created:
-        out.write(f"Created table {name!r} with {_index_summary(table)}{ttl}.\n")
+        out.write(f"Created table {name!r} with {index_summary(table)}{ttl}.\n")
     elif ttl_enabled:
         out.write(f"Table {name!r} already exists; enabled time to live on ")
         out.write(f"{table.ttl_attribute!r} (run `lsiorm check`).\n")
@@ -172,8 +158,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     table = load_table(args.target)
     with _session(args) as session:
         report = session.check_table(table)
-    out.write(f"{report}\n")
-    return EXIT_OK if report.ok else EXIT_FOUND
+    return _reported(out, report, report.ok)
 
 
 def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
@@ -212,68 +197,11 @@ def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -
     return EXIT_OK
 
 
-_CONDITION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|\^=|=|>|<)\s*(.*)$", re.S)
-
-
-def parse_condition(text: str) -> tuple[str, Any]:
-    """Parse ``field=v``, ``field>v`` (>=, <, <=), ``field^=prefix`` or ``field=low..high``.
-
-    Values stay strings; the entity's field types validate them (Pydantic's lax mode turns
-    "5" into 5 and ISO text into a datetime).
-    """
-    from lsiorm._conditions import begins_with, between, ge, gt, le, lt
-
-    match = _CONDITION.match(text)
-    if match is None:
-        raise UsageError(
-            f"Cannot read condition {text!r}; write field=value, field>value, field>=value, "
-            "field<value, field<=value, field^=prefix or field=low..high."
-        )
-    name, op, value = match.groups()
-    if op == "=" and ".." in value:
-        low, _, high = value.partition("..")
-        return name, between(low, high)
-    operators: dict[str, Callable[[Any], Any]] = {
-        ">": gt,
-        ">=": ge,
-        "<": lt,
-        "<=": le,
-        "^=": begins_with,
-        "=": lambda v: v,
-    }
-    return name, operators[op](value)
-
-
-def _typed(cls: Any, name: str, value: Any) -> Any:
-    """Validate a condition's string value(s) against the field's type."""
-    from lsiorm._conditions import Between, Compare
-    from lsiorm._model.entity_meta import meta_of
-
-    meta = meta_of(cls)
-    if name not in cls.model_fields:
-        return value  # the query reports the unknown field with its own rule
-    if isinstance(value, Between):
-        return Between(
-            meta.validate_field(name, value.low, strict=False),
-            meta.validate_field(name, value.high, strict=False),
-        )
-    if isinstance(value, Compare):
-        return Compare(value.op, meta.validate_field(name, value.value, strict=False))
-    if isinstance(value, str):
-        return meta.validate_field(name, value, strict=False)
-    return value
-
-
-def _entities(args: argparse.Namespace) -> list[str]:
-    """The entity names of every --entity, each of which may list several: ``A,B``."""
-    return [name.strip() for value in args.entity for name in value.split(",") if name.strip()]
-
-
 def _built_query(args: argparse.Namespace, target: Any) -> Any:
     """The query the command line describes: a Query value, or one built from the options."""
     from lsiorm._query.values import Query, query
 
-    names = _entities(args)
+    names = entity_names(args)
     if isinstance(target, Query):
         if names or args.where or args.filter:
             raise UsageError("--entity/--where/--filter apply to a Table target, not a Query.")
@@ -281,22 +209,16 @@ def _built_query(args: argparse.Namespace, target: Any) -> Any:
     if not isinstance(target, Table):
         raise UsageError(f"{args.target} is a {type(target).__name__}, not a Table or Query.")
     if not names:
-        known = ", ".join(sorted(target.entities)) or "none declared"
+        known = known_entities(target)
         raise UsageError(f"Name the entity to query with --entity (entities: {known}).")
-    classes = []
-    for name in names:
-        cls = target.entities.get(name)
-        if cls is None:
-            known = ", ".join(sorted(target.entities)) or "none declared"
-            raise UsageError(f"Table {target.name!r} has no entity {name!r} ({known}).")
-        classes.append(cls)
+    classes = [entity_named(target, name) for name in names]
     q = query(*classes)
     first = classes[0]
     where = dict(parse_condition(c) for c in args.where)
     filters = dict(parse_condition(c) for c in args.filter)
-    q = q.where(**{k: _typed(first, k, v) for k, v in where.items()})
+    q = q.where(**{k: typed_value(first, k, v) for k, v in where.items()})
     if filters:
-        q = q.filter(**{k: _typed(first, k, v) for k, v in filters.items()})
+        q = q.filter(**{k: typed_value(first, k, v) for k, v in filters.items()})
     if args.index:
         q = q.using(args.index)
     if args.select:
@@ -320,55 +242,39 @@ def cmd_explain(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
     return EXIT_OK
 
 
-def _write_entities(out: TextIO, entities: Sequence[Any], as_json: bool) -> None:
-    if as_json:
-        rows = [
-            {"entity": type(e).__name__, **e.model_dump(mode="json", by_alias=False)}
-            for e in entities
-        ]
-        out.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
-        return
-    for entity in entities:
-        out.write(f"{entity!r}\n")
-
-
 def cmd_query(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
-    """Run a query and print its items (``--json`` for a JSON array)."""
+    """Run a query and print its items (`--json` for a JSON array)."""
     target = load_target(args.target)
     q = _built_query(args, target)
     with _session(args) as session:
         items = session.all(q)
-    _write_entities(out, items, args.json)
+    write_entities(out, items, args.json)
     if not args.json:
         out.write(f"({plural(len(items), 'item')})\n")
     return EXIT_OK
 
 
 def cmd_get(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
-    """Read one item by its key fields (``--key field=value``, repeated)."""
+    """Read one item by its key fields (`--key field=value`, repeated)."""
     table = load_table(args.target)
-    names = _entities(args)
+    names = entity_names(args)
     if len(names) != 1:
-        known = ", ".join(sorted(table.entities)) or "none declared"
+        known = known_entities(table)
         raise UsageError(f"Name exactly one entity with --entity (entities: {known}).")
-    cls = table.entities.get(names[0])
-    if cls is None:
-        known = ", ".join(sorted(table.entities)) or "none declared"
-        raise UsageError(f"Table {table.name!r} has no entity {names[0]!r} ({known}).")
+    cls = entity_named(table, names[0])
     key: dict[str, Any] = {}
     for text in args.key:
         name, sep, value = text.partition("=")
         if not sep or not name.strip():
             raise UsageError(f"Cannot read key {text!r}; write field=value.")
-        key[name.strip()] = _typed(cls, name.strip(), value)
+        key[name.strip()] = typed_value(cls, name.strip(), value)
     with _session(args) as session:
         item = session.get(cls, key, consistent=args.consistent)
     if item is None:
         sys.stderr.write(f"lsiorm get: no {cls.__name__} with {key!r}.\n")
         return EXIT_FOUND
     if args.json:
-        row = {"entity": cls.__name__, **item.model_dump(mode="json", by_alias=False)}
-        out.write(json.dumps(row, indent=2, ensure_ascii=False) + "\n")
+        out.write(json.dumps(entity_row(item), indent=2, ensure_ascii=False) + "\n")
     else:
         out.write(f"{item!r}\n")
     return EXIT_OK
@@ -417,7 +323,7 @@ def _sampled(args: argparse.Namespace, q: Any) -> str:
 
 
 def load_job_target(spec: str, entity: str | None) -> Any:
-    """Return the Table or entity class named by ``module:attribute`` (and ``--entity``)."""
+    """Return the Table or entity class named by `module:attribute` (and `--entity`)."""
     from lsiorm._model.entity import Entity
 
     obj = load_target(spec)
@@ -429,11 +335,7 @@ def load_job_target(spec: str, entity: str | None) -> Any:
         raise UsageError(f"{spec} is a {type(obj).__name__}, not a Table or an entity class.")
     if entity is None:
         return obj
-    found = obj.entities.get(entity)
-    if found is None:
-        known = ", ".join(sorted(obj.entities)) or "none declared"
-        raise UsageError(f"Table {obj.name!r} has no entity {entity!r} ({known}).")
-    return found
+    return entity_named(obj, entity)
 
 
 @contextlib.contextmanager
@@ -463,15 +365,8 @@ def cmd_audit_keys(args: argparse.Namespace, out: TextIO, progress: Progress) ->
                 out.write(f"{priced}\n")
                 return EXIT_OK
         with _job_progress(progress, "audit-keys") as shown:
-            report = session.audit_keys(
-                target,
-                partition=args.partition,
-                segments=args.segments,
-                page_size=args.page_size,
-                progress=shown,
-            )
-    out.write(f"{report}\n")
-    return EXIT_OK if report.clean else EXIT_FOUND
+            report = session.audit_keys(target, **_scan_options(args), progress=shown)
+    return _reported(out, report, report.clean)
 
 
 def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
@@ -480,26 +375,20 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> i
 
     target = load_job_target(args.target, args.entity)
     if isinstance(target, Table):
-        known = ", ".join(sorted(target.entities)) or "none declared"
+        known = known_entities(target)
         raise UsageError(f"Name the entity to backfill with --entity (entities: {known}).")
     meta = meta_of(target)
-    checkpoint = args.checkpoint or f"lsiorm-backfill-{meta.table.name}-{meta.type_name}.json"
-    if not args.dry_run:
-        out.write(f"checkpoint: {checkpoint} (run the same command again to resume)\n")
-        out.flush()
+    checkpoint = _checkpoint(args, out, f"lsiorm-backfill-{meta.table.name}-{meta.type_name}")
     with _session(args) as session, _job_progress(progress, "backfill") as shown:
         report = session.backfill(
             target,
-            partition=args.partition,
-            segments=args.segments,
+            **_scan_options(args),
             write_budget=args.budget,
             checkpoint=checkpoint,
             dry_run=args.dry_run,
-            page_size=args.page_size,
             progress=shown,
         )
-    out.write(f"{report}\n")
-    return EXIT_OK if report.complete else EXIT_FOUND
+    return _reported(out, report, report.complete)
 
 
 def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
@@ -524,10 +413,7 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
             return bool(getattr(item, name) < cutoff)
 
     to_table = load_table(args.to_table) if args.to_table else None
-    checkpoint = args.checkpoint or f"lsiorm-relieve-{table.name}.json"
-    if not args.dry_run:
-        out.write(f"checkpoint: {checkpoint} (run the same command again to resume)\n")
-        out.flush()
+    checkpoint = _checkpoint(args, out, f"lsiorm-relieve-{table.name}")
     with _session(args) as session, _job_progress(progress, "relief") as shown:
         report = session.relieve_collection(
             table,
@@ -542,47 +428,27 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
             page_size=args.page_size or 100,
             progress=shown,
         )
+    return _reported(out, report, not report.failed)
+
+
+def _scan_options(args: argparse.Namespace) -> dict[str, Any]:
+    """How a key job reads: one partition or the whole table, in segments, in pages."""
+    return {"partition": args.partition, "segments": args.segments, "page_size": args.page_size}
+
+
+def _checkpoint(args: argparse.Namespace, out: TextIO, default: str) -> str:
+    """A job's checkpoint file (`--checkpoint`, or `default`.json), told before a real run."""
+    checkpoint: str = args.checkpoint or f"{default}.json"
+    if not args.dry_run:
+        out.write(f"checkpoint: {checkpoint} (run the same command again to resume)\n")
+        out.flush()
+    return checkpoint
+
+
+def _reported(out: TextIO, report: object, ok: bool) -> int:
+    """Print a report; exit 0 when it is `ok`, 1 when it found a problem."""
     out.write(f"{report}\n")
-    return EXIT_OK if not report.failed else EXIT_FOUND
-
-
-def add_job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the audit-keys and backfill subcommands."""
-    jobs = argparse.ArgumentParser(add_help=False)
-    jobs.add_argument("--entity", help="entity type name, for a Table target")
-    jobs.add_argument("--partition", help="read only this partition key value")
-    jobs.add_argument("--segments", type=int, default=4, help="parallel scan segments")
-    jobs.add_argument("--page-size", type=int, default=None, help="items per page")
-    jobs.add_argument("--dry-run", action="store_true", help="price the job, change nothing")
-    sub.add_parser(
-        "audit-keys",
-        parents=[common, jobs],
-        help="find items whose stored keys differ from their declaration",
-        description="target: module:attribute of a Table or of an entity class.",
-    )
-    fill = sub.add_parser(
-        "backfill",
-        parents=[common, jobs],
-        help="rewrite the stale derived keys of an entity's items",
-        description="target: module:attribute of an entity class, or of a Table with --entity.",
-    )
-    fill.add_argument("--budget", type=float, default=None, help="write units per second")
-    fill.add_argument("--checkpoint", help="checkpoint file (default: lsiorm-backfill-*.json)")
-    relieve = sub.add_parser(
-        "relieve",
-        parents=[common],
-        help="move a collection's matching items to another table or a JSON Lines file",
-        description="target: module:attribute of the Table whose collection is relieved.",
-    )
-    relieve.add_argument("--partition", required=True, help="the collection's partition key")
-    relieve.add_argument("--entity", help="move only items of this entity type")
-    relieve.add_argument("--before", help="move only items with field < value (field=value)")
-    relieve.add_argument("--to-table", help="module:attribute of the destination Table")
-    relieve.add_argument("--to-file", help="JSON Lines file to append the items to")
-    relieve.add_argument("--budget", type=float, default=None, help="write units per second")
-    relieve.add_argument("--checkpoint", help="checkpoint file (default: lsiorm-relieve-*.json)")
-    relieve.add_argument("--page-size", type=int, default=None, help="items per page")
-    relieve.add_argument("--dry-run", action="store_true", help="report, change nothing")
+    return EXIT_OK if ok else EXIT_FOUND
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
@@ -599,88 +465,6 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
 }
 
 
-def _query_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--entity", action="append", default=[], help="entity type name(s): A or A,B"
-    )
-    parser.add_argument("--where", action="append", default=[], help="key condition")
-    parser.add_argument("--filter", action="append", default=[], help="filter condition")
-    parser.add_argument("--index", help="force this index (using())")
-    parser.add_argument("--select", help="comma-separated fields to return")
-    parser.add_argument("--descending", action="store_true")
-    parser.add_argument("--limit", type=int)
-    parser.add_argument("--consistent", action="store_true")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser of the ``lsiorm`` command."""
-    from lsiorm import __version__
-
-    parser = argparse.ArgumentParser(
-        prog="lsiorm", description="Manage and inspect tables declared with lsiorm."
-    )
-    parser.add_argument("--version", action="version", version=f"lsiorm {__version__}")
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("target", help="module:attribute of a Table declaration")
-    common.add_argument("--endpoint-url", default=os.environ.get("LSIORM_ENDPOINT_URL"))
-    common.add_argument("--region", default=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
-    common.add_argument("--profile", default=None, help="AWS profile for credentials and region")
-    common.add_argument(
-        "--table-prefix",
-        default=os.environ.get("LSIORM_TABLE_PREFIX", ""),
-        help="prefix of the live table name, e.g. dev- (default: $LSIORM_TABLE_PREFIX)",
-    )
-    common.add_argument("--progress", action="store_true", help="show progress on stderr")
-    common.add_argument(
-        "--capacity",
-        action="store_true",
-        help="ask every request for its consumed capacity and print the totals per table",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    create = sub.add_parser("create-table", parents=[common], help="create the declared table")
-    create.add_argument("--no-wait", action="store_true", help="do not wait until ACTIVE")
-    create.add_argument(
-        "--exists-ok", action="store_true", help="leave an existing table alone (exit 0)"
-    )
-    sub.add_parser(
-        "check", parents=[common], help="report drift from the declaration (or a missing table)"
-    )
-    delete = sub.add_parser("delete-table", parents=[common], help="delete the live table")
-    delete.add_argument("--yes", action="store_true", help="confirm: the items are destroyed")
-    delete.add_argument("--no-wait", action="store_true", help="do not wait until it is gone")
-    get = sub.add_parser("get", parents=[common], help="read one item by its key")
-    get.add_argument("--entity", action="append", default=[], help="entity type name")
-    get.add_argument("--key", action="append", default=[], help="key field: field=value")
-    get.add_argument("--consistent", action="store_true")
-    get.add_argument("--json", action="store_true", help="print JSON")
-    run_query = sub.add_parser("query", parents=[common], help="run a query and print its items")
-    _query_options(run_query)
-    run_query.add_argument("--json", action="store_true", help="print a JSON array")
-    colls = sub.add_parser(
-        "collections", parents=[common], help="report the largest item collections"
-    )
-    colls.add_argument(
-        "--threshold-gb", type=float, default=None, help="default: the table's warning size"
-    )
-    explain = sub.add_parser(
-        "explain",
-        parents=[common],
-        help="print a query's plan (no request is sent)",
-        description="target: module:attribute of a Table (with --entity and --where) or of a "
-        "Query value.",
-    )
-    _query_options(explain)
-    explain.add_argument(
-        "--sample",
-        action="store_true",
-        help="run the query's first page; print the model's estimate for its items beside the "
-        "consumed capacity DynamoDB reports",
-    )
-    colls.add_argument("--top", type=int, default=10, help="how many collections to list")
-    add_job_commands(sub, common)
-    return parser
-
-
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the command line; return the exit code."""
     stdout = out or sys.stdout
@@ -690,20 +474,17 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     try:
         code = COMMANDS[args.command](args, stdout, progress)
         for session in getattr(args, "metered_sessions", ()):
-            _write_capacity(stdout, session.capacity)
+            write_capacity(stdout, session.capacity)
         return code
-    except UsageError as exc:
-        sys.stderr.write(f"lsiorm {args.command}: {exc}\n")
-        return EXIT_USAGE
-    except ValidationError as exc:
-        sys.stderr.write(f"lsiorm {args.command}: {exc}\n")
-        return EXIT_USAGE
-    except DynamoError as exc:
-        sys.stderr.write(f"lsiorm {args.command}: {exc}\n")
-        return EXIT_SERVICE
-    except LsiormError as exc:
-        sys.stderr.write(f"lsiorm {args.command}: {exc}\n")
-        return EXIT_SERVICE
+    except (UsageError, ValidationError) as exc:
+        return _failed(args.command, exc, EXIT_USAGE)
+    except LsiormError as exc:  # DynamoDB refused (a DynamoError), or could not be reached
+        return _failed(args.command, exc, EXIT_SERVICE)
+
+
+def _failed(command: str, exc: Exception, code: int) -> int:
+    sys.stderr.write(f"lsiorm {command}: {exc}\n")
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

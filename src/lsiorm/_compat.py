@@ -1,9 +1,9 @@
 """Old module paths (lsiorm 0.1), kept importable for one release with a DeprecationWarning.
 
 lsiorm 0.1 kept every module public in one flat folder. They now live in private layers, and
-every name users need is importable from ``lsiorm``. ``import lsiorm.entity`` (and the other
-0.1 paths below) still works: it warns and gives the module at its new place. ``lsiorm.query``
-is the exception: it was both a module and a function, and ``lsiorm.query`` is the function.
+every name users need is importable from `lsiorm`. `import lsiorm.entity` (and the other
+0.1 paths below) still works: it warns and gives the module at its new place. `lsiorm.query`
+is the exception: it was both a module and a function, and `lsiorm.query` is the function.
 """
 
 from __future__ import annotations

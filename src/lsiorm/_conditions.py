@@ -106,6 +106,7 @@ class Contains:
 
 
 Operator = Compare | Between | BeginsWith | Exists | NotExists | In | Contains
+"""What a keyword condition applies to its field: `gt(5)`, `between(a, b)`, ..."""
 
 
 def eq(value: Any) -> Compare:
@@ -212,6 +213,7 @@ class Not(_Combinable):
 
 
 Condition = FieldCondition | And | Or | Not
+"""A condition: one operator on one field, or conditions joined by and, or, not."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -23,6 +23,7 @@ __all__ = [
     "ITEM_STORAGE_OVERHEAD",
     "READ_UNIT_BYTES",
     "WRITE_UNIT_BYTES",
+    "CapacityUnits",
     "ConsumedCapacity",
     "FetchRule",
     "ReadEstimate",
@@ -56,11 +57,11 @@ ITEM_STORAGE_OVERHEAD: Final = 100
 
 Index: TypeAlias = "LocalIndex | GlobalIndex"
 Select = Literal["ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES", "SPECIFIC_ATTRIBUTES", "COUNT"]
-U = TypeVar("U", bound="_Units")
+U = TypeVar("U", bound="CapacityUnits")
 
 
 @dataclass(frozen=True)
-class _Units:
+class CapacityUnits:
     """Capacity units of one request, for the table and for each index."""
 
     table: str
@@ -102,12 +103,12 @@ class _Units:
 
 
 @dataclass(frozen=True)
-class WriteEstimate(_Units):
+class WriteEstimate(CapacityUnits):
     """The write capacity units one write consumes, for the table and for each index."""
 
 
 @dataclass(frozen=True)
-class ReadEstimate(_Units):
+class ReadEstimate(CapacityUnits):
     """The read capacity units one query page consumes: index reads and base-table fetches.
 
     For a query of an index, ``per_index`` holds the reads of the index entries and
@@ -116,14 +117,14 @@ class ReadEstimate(_Units):
 
 
 @dataclass(frozen=True)
-class ConsumedCapacity(_Units):
+class ConsumedCapacity(CapacityUnits):
     """The capacity DynamoDB reported for one table (``ReturnConsumedCapacity=INDEXES``).
 
     ``table_units`` is what the table consumed and ``per_index`` each index; ``total`` is
     DynamoDB's ``CapacityUnits``. Compare it with an estimate with :meth:`matches`.
     """
 
-    def matches(self, estimate: _Units) -> bool:
+    def matches(self, estimate: CapacityUnits) -> bool:
         """Whether an estimate gives exactly these figures, for the table and every index."""
         return (
             self.table == estimate.table

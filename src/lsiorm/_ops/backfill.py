@@ -29,7 +29,7 @@ from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
-from lsiorm._model.wire import from_wire, same_item
+from lsiorm._model.wire import WireItem, from_wire, same_item
 from lsiorm._ops.key_audit import ItemKeyCheck, ScanSpec, check_item_keys, price_scan, scan_items
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.resumable import (
@@ -37,7 +37,6 @@ from lsiorm._ops.resumable import (
     CheckpointStore,
     JobProgress,
     Ledger,
-    WireItem,
     WriteBudget,
     unchanged_condition,
 )

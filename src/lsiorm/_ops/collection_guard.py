@@ -33,6 +33,7 @@ __all__ = [
     "CollectionEstimate",
     "CollectionWarning",
     "CollectionWatcher",
+    "Hookable",
 ]
 
 log = logging.getLogger("lsiorm.collections")
@@ -82,7 +83,9 @@ class CollectionWarning:
     band: int
 
 
-class _Hookable(Protocol):
+class Hookable(Protocol):
+    """Anything a watcher can install itself on: a session, or whatever takes hooks."""
+
     def add_hook(self, hook: object) -> None: ...
 
 
@@ -137,7 +140,7 @@ class CollectionWatcher:
             f"interval_seconds={self.interval_seconds!r}, callbacks={len(self.callbacks)})"
         )
 
-    def install(self, session: _Hookable) -> CollectionWatcher:
+    def install(self, session: Hookable) -> CollectionWatcher:
         """Attach the watcher to a Session or AsyncSession (anything with ``add_hook``)."""
         session.add_hook(self)
         return self

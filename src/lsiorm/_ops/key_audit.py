@@ -23,10 +23,10 @@ from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.item_decoding import decode_item
 from lsiorm._model.item_encoding import build_item
 from lsiorm._model.schema import Table
-from lsiorm._model.wire import AttributeValue, from_wire, to_wire
+from lsiorm._model.wire import AttributeValue, WireItem, from_wire, to_wire
 from lsiorm._ops.audit import measure_collection
 from lsiorm._ops.pipeline import Context, call
-from lsiorm._ops.resumable import DONE, JobProgress, Ledger, Position, WireItem
+from lsiorm._ops.resumable import DONE, JobProgress, Ledger, Position
 from lsiorm._ops.steps import Gather, Operation
 from lsiorm.errors import LsiormError, ValidationError
 
@@ -49,6 +49,7 @@ __all__ = [
 ]
 
 ProblemKind = Literal["stale", "missing", "extra"]
+"""How a stored key attribute differs: another value, absent, or present but not derived."""
 P = TypeVar("P")
 
 

@@ -30,7 +30,7 @@ from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
 from lsiorm._model.entity import Entity
 from lsiorm._model.item_decoding import decode_item
 from lsiorm._model.schema import Table
-from lsiorm._model.wire import same_item
+from lsiorm._model.wire import WireItem, same_item
 from lsiorm._ops.audit import audit_collection, collection_size, measure_collection
 from lsiorm._ops.key_audit import ScanSpec
 from lsiorm._ops.pipeline import Context, call
@@ -40,7 +40,6 @@ from lsiorm._ops.resumable import (
     JobProgress,
     Ledger,
     Position,
-    WireItem,
     WriteBudget,
     json_av,
     key_of,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from lsiorm._model.schema import Table
-from lsiorm._model.wire import AttributeValue, from_wire
+from lsiorm._model.wire import WireItem, from_wire
 from lsiorm._ops.steps import Operation, Sleep
 from lsiorm.errors import ValidationError
 
@@ -45,7 +45,6 @@ __all__ = [
     "unchanged_condition",
 ]
 
-WireItem = dict[str, AttributeValue]
 #: A segment's position: the start key of its next page, None to start, or DONE.
 DONE = "done"
 Position = WireItem | str | None

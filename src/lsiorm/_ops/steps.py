@@ -73,6 +73,7 @@ class Emit:
 
 Step = Call | Sleep | Gather | Emit
 Operation = Generator[Step, Any, T]
+"""An operation: a generator that yields steps and returns its result (see the module doc)."""
 
 
 @dataclass(frozen=True, slots=True)

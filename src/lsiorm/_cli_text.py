@@ -1,0 +1,275 @@
+"""The text of the `lsiorm` command: its options, what it reads from them (entity names,
+conditions, key values), and the lines it prints. Nothing here talks to DynamoDB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from lsiorm._model.schema import Table
+
+__all__ = [
+    "UsageError",
+    "build_parser",
+    "entity_named",
+    "entity_names",
+    "entity_row",
+    "index_summary",
+    "known_entities",
+    "parse_condition",
+    "plural",
+    "typed_value",
+    "write_capacity",
+    "write_entities",
+]
+
+
+class UsageError(Exception):
+    """Bad command-line input; the message is shown as is."""
+
+
+# -- what the command reads ----------------------------------------------------------------------
+
+
+def entity_names(args: argparse.Namespace) -> list[str]:
+    """The entity names of every --entity, each of which may list several: `A,B`."""
+    return [name.strip() for value in args.entity for name in value.split(",") if name.strip()]
+
+
+def known_entities(table: Table) -> str:
+    """The entity names of a table for a message, or "none declared"."""
+    return ", ".join(sorted(table.entities)) or "none declared"
+
+
+def entity_named(table: Table, name: str) -> Any:
+    """The entity class of a table by its type name; a UsageError naming the known ones."""
+    cls = table.entities.get(name)
+    if cls is None:
+        raise UsageError(f"Table {table.name!r} has no entity {name!r} ({known_entities(table)}).")
+    return cls
+
+
+_CONDITION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(>=|<=|\^=|=|>|<)\s*(.*)$", re.S)
+
+
+def parse_condition(text: str) -> tuple[str, Any]:
+    """Parse `field=v`, `field>v` (>=, <, <=), `field^=prefix` or `field=low..high`.
+
+    Values stay strings; the entity's field types validate them (Pydantic's lax mode turns
+    "5" into 5 and ISO text into a datetime).
+    """
+    from lsiorm._conditions import begins_with, between, ge, gt, le, lt
+
+    match = _CONDITION.match(text)
+    if match is None:
+        raise UsageError(
+            f"Cannot read condition {text!r}; write field=value, field>value, field>=value, "
+            "field<value, field<=value, field^=prefix or field=low..high."
+        )
+    name, op, value = match.groups()
+    if op == "=" and ".." in value:
+        low, _, high = value.partition("..")
+        return name, between(low, high)
+    operators: dict[str, Callable[[Any], Any]] = {
+        ">": gt,
+        ">=": ge,
+        "<": lt,
+        "<=": le,
+        "^=": begins_with,
+        "=": lambda v: v,
+    }
+    return name, operators[op](value)
+
+
+def typed_value(cls: Any, name: str, value: Any) -> Any:
+    """Validate a condition's or key's string value(s) against the field's type."""
+    from lsiorm._conditions import Between, Compare
+    from lsiorm._model.entity_meta import meta_of
+
+    meta = meta_of(cls)
+    if name not in cls.model_fields:
+        return value  # the query reports the unknown field with its own rule
+    if isinstance(value, Between):
+        return Between(
+            meta.validate_field(name, value.low, strict=False),
+            meta.validate_field(name, value.high, strict=False),
+        )
+    if isinstance(value, Compare):
+        return Compare(value.op, meta.validate_field(name, value.value, strict=False))
+    if isinstance(value, str):
+        return meta.validate_field(name, value, strict=False)
+    return value
+
+
+# -- what the command prints ---------------------------------------------------------------------
+
+
+def plural(count: int, singular: str, plural_form: str | None = None) -> str:
+    """`"1 local index"`, `"2 local indexes"`."""
+    word = singular if count == 1 else (plural_form or f"{singular}s")
+    return f"{count} {word}"
+
+
+def index_summary(table: Table) -> str:
+    """The secondary indexes of a table in words: "1 local and 2 global indexes"."""
+    lsis, gsis = len(table.local_indexes), len(table.global_indexes)
+    if not lsis and not gsis:
+        return "no secondary indexes"
+    if lsis and gsis:
+        return f"{lsis} local and {plural(gsis, 'global index', 'global indexes')}"
+    if lsis:
+        return plural(lsis, "local index", "local indexes")
+    return plural(gsis, "global index", "global indexes")
+
+
+def write_capacity(out: TextIO, meter: Any) -> None:
+    """Print what a session's requests consumed, per table (`--capacity`)."""
+    totals = meter.totals
+    if not totals:
+        out.write("Consumed capacity: none reported.\n")
+    for name, consumed in totals.items():
+        out.write(f"Consumed capacity of {name!r}: {consumed}\n")
+
+
+def entity_row(entity: Any) -> dict[str, Any]:
+    """An entity as a JSON object, with its type name under "entity"."""
+    return {"entity": type(entity).__name__, **entity.model_dump(mode="json", by_alias=False)}
+
+
+def write_entities(out: TextIO, entities: Sequence[Any], as_json: bool) -> None:
+    """Print entities, one repr a line, or as one JSON array."""
+    if as_json:
+        rows = [entity_row(e) for e in entities]
+        out.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+        return
+    for entity in entities:
+        out.write(f"{entity!r}\n")
+
+
+# -- the options ---------------------------------------------------------------------------------
+
+
+def _query_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--entity", action="append", default=[], help="entity type name(s): A or A,B"
+    )
+    parser.add_argument("--where", action="append", default=[], help="key condition")
+    parser.add_argument("--filter", action="append", default=[], help="filter condition")
+    parser.add_argument("--index", help="force this index (using())")
+    parser.add_argument("--select", help="comma-separated fields to return")
+    parser.add_argument("--descending", action="store_true")
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--consistent", action="store_true")
+
+
+def _job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the audit-keys, backfill and relieve subcommands."""
+    jobs = argparse.ArgumentParser(add_help=False)
+    jobs.add_argument("--entity", help="entity type name, for a Table target")
+    jobs.add_argument("--partition", help="read only this partition key value")
+    jobs.add_argument("--segments", type=int, default=4, help="parallel scan segments")
+    jobs.add_argument("--page-size", type=int, default=None, help="items per page")
+    jobs.add_argument("--dry-run", action="store_true", help="price the job, change nothing")
+    sub.add_parser(
+        "audit-keys",
+        parents=[common, jobs],
+        help="find items whose stored keys differ from their declaration",
+        description="target: module:attribute of a Table or of an entity class.",
+    )
+    fill = sub.add_parser(
+        "backfill",
+        parents=[common, jobs],
+        help="rewrite the stale derived keys of an entity's items",
+        description="target: module:attribute of an entity class, or of a Table with --entity.",
+    )
+    fill.add_argument("--budget", type=float, default=None, help="write units per second")
+    fill.add_argument("--checkpoint", help="checkpoint file (default: lsiorm-backfill-*.json)")
+    relieve = sub.add_parser(
+        "relieve",
+        parents=[common],
+        help="move a collection's matching items to another table or a JSON Lines file",
+        description="target: module:attribute of the Table whose collection is relieved.",
+    )
+    relieve.add_argument("--partition", required=True, help="the collection's partition key")
+    relieve.add_argument("--entity", help="move only items of this entity type")
+    relieve.add_argument("--before", help="move only items with field < value (field=value)")
+    relieve.add_argument("--to-table", help="module:attribute of the destination Table")
+    relieve.add_argument("--to-file", help="JSON Lines file to append the items to")
+    relieve.add_argument("--budget", type=float, default=None, help="write units per second")
+    relieve.add_argument("--checkpoint", help="checkpoint file (default: lsiorm-relieve-*.json)")
+    relieve.add_argument("--page-size", type=int, default=None, help="items per page")
+    relieve.add_argument("--dry-run", action="store_true", help="report, change nothing")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of the `lsiorm` command."""
+    from lsiorm import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="lsiorm", description="Manage and inspect tables declared with lsiorm."
+    )
+    parser.add_argument("--version", action="version", version=f"lsiorm {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("target", help="module:attribute of a Table declaration")
+    common.add_argument("--endpoint-url", default=os.environ.get("LSIORM_ENDPOINT_URL"))
+    common.add_argument("--region", default=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    common.add_argument("--profile", default=None, help="AWS profile for credentials and region")
+    common.add_argument(
+        "--table-prefix",
+        default=os.environ.get("LSIORM_TABLE_PREFIX", ""),
+        help="prefix of the live table name, e.g. dev- (default: $LSIORM_TABLE_PREFIX)",
+    )
+    common.add_argument("--progress", action="store_true", help="show progress on stderr")
+    common.add_argument(
+        "--capacity",
+        action="store_true",
+        help="ask every request for its consumed capacity and print the totals per table",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    create = sub.add_parser("create-table", parents=[common], help="create the declared table")
+    create.add_argument("--no-wait", action="store_true", help="do not wait until ACTIVE")
+    create.add_argument(
+        "--exists-ok", action="store_true", help="leave an existing table alone (exit 0)"
+    )
+    sub.add_parser(
+        "check", parents=[common], help="report drift from the declaration (or a missing table)"
+    )
+    delete = sub.add_parser("delete-table", parents=[common], help="delete the live table")
+    delete.add_argument("--yes", action="store_true", help="confirm: the items are destroyed")
+    delete.add_argument("--no-wait", action="store_true", help="do not wait until it is gone")
+    get = sub.add_parser("get", parents=[common], help="read one item by its key")
+    get.add_argument("--entity", action="append", default=[], help="entity type name")
+    get.add_argument("--key", action="append", default=[], help="key field: field=value")
+    get.add_argument("--consistent", action="store_true")
+    get.add_argument("--json", action="store_true", help="print JSON")
+    run_query = sub.add_parser("query", parents=[common], help="run a query and print its items")
+    _query_options(run_query)
+    run_query.add_argument("--json", action="store_true", help="print a JSON array")
+    colls = sub.add_parser(
+        "collections", parents=[common], help="report the largest item collections"
+    )
+    colls.add_argument(
+        "--threshold-gb", type=float, default=None, help="default: the table's warning size"
+    )
+    explain = sub.add_parser(
+        "explain",
+        parents=[common],
+        help="print a query's plan (no request is sent)",
+        description="target: module:attribute of a Table (with --entity and --where) or of a "
+        "Query value.",
+    )
+    _query_options(explain)
+    explain.add_argument(
+        "--sample",
+        action="store_true",
+        help="run the query's first page; print the model's estimate for its items beside the "
+        "consumed capacity DynamoDB reports",
+    )
+    colls.add_argument("--top", type=int, default=10, help="how many collections to list")
+    _job_commands(sub, common)
+    return parser

@@ -1,0 +1,486 @@
+"""Every session method, declared once: its public signature, its docstring, and how its
+arguments become an operation.
+
+Each function here takes the session first and returns an operation generator; it does no I/O.
+`Session` and `AsyncSession` (`_session.py`) turn each one into a method that runs the
+operation, to its end or awaited, so the two facades cannot drift apart and a keyword such as
+`update(..., upsert=True)` is written in one place only.
+
+The functions are named after the methods they declare (`all`, `update`, ...); import the
+module, not the names.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, Protocol, TypeVar
+
+from lsiorm._conditions import Condition
+from lsiorm._io.checkpoint import FileCheckpoint
+from lsiorm._io.jsonlines import JsonLinesFile
+from lsiorm._model.drift import DriftReport
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.schema import Table
+from lsiorm._ops import (
+    audit,
+    batch,
+    items,
+    key_audit,
+    pipeline,
+    reads,
+    relief,
+    tables,
+    transactions,
+)
+from lsiorm._ops import backfill as backfill_job
+from lsiorm._ops.audit import CollectionSize
+from lsiorm._ops.backfill import BackfillReport
+from lsiorm._ops.batch import BatchWriteResult
+from lsiorm._ops.collection_guard import CollectionWatcher
+from lsiorm._ops.items import DeleteResult, Idempotency
+from lsiorm._ops.key_audit import KeyAuditReport
+from lsiorm._ops.meter import CapacityMeter
+from lsiorm._ops.naming import NameResolver, prefixed
+from lsiorm._ops.pipeline import Context
+from lsiorm._ops.reads import Page
+from lsiorm._ops.relief import ReliefReport
+from lsiorm._ops.resumable import JobProgress
+from lsiorm._ops.retry import RetryPolicy
+from lsiorm._ops.steps import Operation
+from lsiorm._ops.transactions import TransactWriteResult
+from lsiorm._query.values import Query, Scan
+from lsiorm._requests.batch import DeleteTarget, GetKey
+from lsiorm._requests.items import key_values
+from lsiorm._requests.transactions import Get, TransactAction
+from lsiorm._requests.update_plan import update_spec
+
+__all__ = ["SessionCore"]
+
+E = TypeVar("E", bound=Entity)
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class SessionCore:
+    """What both sessions hold besides their client: the context every operation runs in (retry
+    policy, hooks, live table names), the item-collection watcher and the capacity meter.
+    """
+
+    ctx: Context
+
+    def __init__(
+        self,
+        retry: RetryPolicy | None,
+        hooks: Sequence[object],
+        watch_collections: bool,
+        table_prefix: str = "",
+        table_names: Callable[[str], str] | None = None,
+        consumed_capacity: bool = False,
+    ) -> None:
+        #: The item-collection watcher (on by default; see docs/collections.md), or None.
+        self.collections = CollectionWatcher() if watch_collections else None
+        #: The consumed-capacity meter (asks DynamoDB only when enabled; docs/capacity.md).
+        self.capacity = CapacityMeter(consumed_capacity)
+        watcher = (self.collections,) if self.collections is not None else ()
+        self.ctx = Context(
+            retry or RetryPolicy(), (*watcher, *hooks), _resolver(table_prefix, table_names)
+        )
+
+    def table_name(self, table: Table) -> str:
+        """The name of the live table that `table` stands for in this session."""
+        return self.ctx.live_name(table)
+
+    def add_hook(self, hook: object) -> None:
+        """Attach a middleware hook to every later request of this session."""
+        self.ctx = self.ctx.with_hooks((*self.ctx.hooks, hook))
+
+
+def _resolver(prefix: str, names: Callable[[str], str] | None) -> NameResolver | None:
+    if prefix and names is not None:
+        raise TypeError("Give table_prefix or table_names, not both.")
+    if prefix:
+        return prefixed(prefix)
+    return names
+
+
+# -- raw requests and tables ---------------------------------------------------------------------
+
+
+def call(
+    session: SessionCore, /, operation: str, params: dict[str, Any], *, tables: Sequence[Table] = ()
+) -> Operation[dict[str, Any]]:
+    """Send one raw DynamoDB request through this session's hooks, retries and typed errors.
+
+    `tables` names the declared tables the request touches, for hooks such as the
+    item-collection watcher. Returns the response as botocore gives it.
+    """
+    return pipeline.call(session.ctx, operation, params, tuple(tables), built=False)
+
+
+def create_table(
+    session: SessionCore, /, table: Table, *, wait: bool = True, exists_ok: bool = False
+) -> Operation[bool]:
+    """Create the declared table (and wait until it is ACTIVE); return whether it was created.
+
+    `exists_ok=True` leaves an existing table as it is instead of raising. A table with a
+    `ttl_attribute` is always waited for and gets time to live enabled on it, an existing
+    one too when TTL is disabled there.
+    """
+    return tables.create_table(session.ctx, table, wait=wait, exists_ok=exists_ok)
+
+
+def delete_table(session: SessionCore, /, table: Table, *, wait: bool = True) -> Operation[None]:
+    """Delete the table (and wait until it is gone)."""
+    return tables.delete_table(session.ctx, table, wait=wait)
+
+
+def check_table(session: SessionCore, /, table: Table) -> Operation[DriftReport]:
+    """Compare the declaration and TTL with the live table; report drift in plain words."""
+    return tables.check_table(session.ctx, table)
+
+
+# -- single items ---------------------------------------------------------------------------------
+
+
+def put(
+    session: SessionCore,
+    /,
+    entity: E,
+    *,
+    create_only: bool = False,
+    condition: Condition | None = None,
+) -> Operation[E]:
+    """Write an entity and return it as stored; `create_only` refuses to overwrite."""
+    return items.put(session.ctx, entity, create_only=create_only, condition=condition)
+
+
+def get(
+    session: SessionCore,
+    /,
+    cls: type[E],
+    key: Mapping[str, Any] | None = None,
+    *,
+    consistent: bool = False,
+    required: bool = False,
+    **fields: Any,
+) -> Operation[E | None]:
+    """Read one item by its key fields, given as `key=` and/or keywords."""
+    values = key_values(meta_of(cls), key, fields)
+    return items.get(session.ctx, cls, values, consistent=consistent, required=required)
+
+
+def update(
+    session: SessionCore,
+    /,
+    target: type[E] | E,
+    key: Mapping[str, Any] | None = None,
+    *,
+    set: Mapping[str, Any] | None = None,
+    remove: Sequence[str] = (),
+    add: Mapping[str, Any] | None = None,
+    condition: Condition | None = None,
+    idempotency: Idempotency = "none",
+    delete: Mapping[str, Any] | None = None,
+    append: Mapping[str, Any] | None = None,
+    prepend: Mapping[str, Any] | None = None,
+    if_not_exists: Mapping[str, Any] | None = None,
+    upsert: bool = False,
+    **fields: Any,
+) -> Operation[E]:
+    """Update an item and return it as stored; rewrites affected key attributes.
+
+    Each change is keyed by a field name or a path into it (`"address.city"`,
+    `"lines[0].qty"`): `set` writes values (None removes a field), `remove` drops
+    paths, `add` adds to a number or a set, `delete` takes elements out of a set,
+    `append`/`prepend` extend a list, `if_not_exists` writes only where there is no
+    value. The item must exist, unless `upsert` is True: then a missing item is created
+    with its derived keys, from these changes over the model's defaults.
+
+    `idempotency` decides how an update that adds to a number or extends a list is kept
+    from being applied twice when an answer is lost (see docs/reliability.md): `"none"`
+    (no resend after an ambiguous failure: OutcomeUnknownError) or `"transaction"`
+    (applied once as a transaction with a request token: twice the write units, plus one
+    consistent read).
+    """
+    spec = update_spec(set, remove, add, delete, append, prepend, if_not_exists, upsert)
+    cls, instance = _class_and_instance(target)
+    values = key_values(meta_of(cls), instance if instance is not None else key, fields)
+    return items.update(
+        session.ctx,
+        cls,
+        values,
+        spec,
+        condition=condition,
+        instance=instance,
+        idempotency=idempotency,
+    )
+
+
+def delete(
+    session: SessionCore,
+    /,
+    target: type[E] | E,
+    key: Mapping[str, Any] | None = None,
+    *,
+    condition: Condition | None = None,
+    **fields: Any,
+) -> Operation[E | None]:
+    """Delete one item; return what was deleted, or None.
+
+    Raises OutcomeUnknownError if an attempt whose answer was lost may have deleted it;
+    `delete_result` reports that case as `deleted=None` instead.
+    """
+    result = yield from delete_result(session, target, key, condition=condition, **fields)
+    return items.deleted_item(result, target)
+
+
+def delete_result(
+    session: SessionCore,
+    /,
+    target: type[E] | E,
+    key: Mapping[str, Any] | None = None,
+    *,
+    condition: Condition | None = None,
+    **fields: Any,
+) -> Operation[DeleteResult[E]]:
+    """Delete one item; say whether this call deleted it (True, False, None: unknown)."""
+    cls, instance = _class_and_instance(target)
+    meta = meta_of(cls)
+    values = key_values(meta, instance if instance is not None else key, fields)
+    expected = (
+        getattr(instance, meta.version_field)
+        if instance is not None and meta.version_field is not None
+        else None
+    )
+    return items.delete_result(
+        session.ctx, cls, values, condition=condition, expected_version=expected
+    )
+
+
+def _class_and_instance(target: type[E] | E) -> tuple[type[E], E | None]:
+    """An entity class and no instance, or an instance and its class."""
+    if isinstance(target, type):
+        return target, None
+    return type(target), target
+
+
+# -- item collections and key jobs ---------------------------------------------------------------
+
+
+def audit_collection(
+    session: SessionCore, /, table: Table, partition_value: Any
+) -> Operation[CollectionSize]:
+    """Read one item collection (consistently) and return its size by the size model."""
+    return audit.audit_collection(session.ctx, table, partition_value)
+
+
+def largest_collections(
+    session: SessionCore,
+    /,
+    table: Table,
+    threshold_gb: float | None = None,
+    *,
+    limit: int | None = None,
+) -> Operation[list[CollectionSize]]:
+    """Scan the table; return collections at or above the threshold, largest first."""
+    return audit.largest_collections(session.ctx, table, threshold_gb, limit=limit)
+
+
+def audit_keys(
+    session: SessionCore,
+    /,
+    target: Table | type[Entity],
+    *,
+    partition: Any = None,
+    segments: int = 4,
+    dry_run: bool = False,
+    page_size: int | None = None,
+    progress: Callable[[JobProgress], object] | bool | None = None,
+) -> Operation[KeyAuditReport]:
+    """Check every item's stored keys against its declaration (read-only; priced first).
+
+    `progress` is called with a JobProgress after each page; True draws a progress bar
+    (items, rate, ETA from an estimated total) on stderr.
+    """
+    job = partial(
+        key_audit.audit_keys,
+        session.ctx,
+        target,
+        partition=partition,
+        segments=segments,
+        dry_run=dry_run,
+        page_size=page_size,
+    )
+    return _reporting(job, progress, "audit-keys")
+
+
+def backfill(
+    session: SessionCore,
+    /,
+    entity: type[Entity],
+    *,
+    partition: Any = None,
+    segments: int = 4,
+    write_budget: float | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    dry_run: bool = False,
+    page_size: int | None = None,
+    progress: Callable[[JobProgress], object] | bool | None = None,
+) -> Operation[BackfillReport]:
+    """Rewrite the stale derived keys of an entity's items, each only if unchanged.
+
+    `progress` is called with a JobProgress after each page; True draws a progress bar
+    (items, rate, ETA from an estimated total) on stderr.
+    """
+    job = partial(
+        backfill_job.backfill,
+        session.ctx,
+        entity,
+        partition=partition,
+        segments=segments,
+        write_budget=write_budget,
+        checkpoint=_checkpoint(checkpoint),
+        dry_run=dry_run,
+        page_size=page_size,
+    )
+    return _reporting(job, progress, "backfill")
+
+
+def relieve_collection(
+    session: SessionCore,
+    /,
+    table: Table,
+    partition: Any,
+    *,
+    entity: type[Entity] | None = None,
+    match: Callable[[Entity], bool] | None = None,
+    to_table: Table | None = None,
+    to_file: str | os.PathLike[str] | None = None,
+    write_budget: float | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
+    dry_run: bool = False,
+    page_size: int | None = 100,
+    progress: Callable[[JobProgress], object] | bool | None = None,
+) -> Operation[ReliefReport]:
+    """Move a collection's matching items to a table or file: copy, verify, then delete.
+
+    `progress` is called with a JobProgress after each page; True draws a progress bar
+    (items, rate, ETA from an estimated total) on stderr.
+    """
+    job = partial(
+        relief.relieve_collection,
+        session.ctx,
+        table,
+        partition,
+        entity=entity,
+        match=match,
+        to_table=to_table,
+        to_file=None if to_file is None else JsonLinesFile(to_file),
+        write_budget=write_budget,
+        checkpoint=_checkpoint(checkpoint),
+        dry_run=dry_run,
+        page_size=page_size,
+    )
+    return _reporting(job, progress, "relief")
+
+
+class _Job(Protocol[T_co]):
+    """A key job with every argument given but where it reports its progress."""
+
+    def __call__(self, *, progress: Callable[[JobProgress], object] | None) -> Operation[T_co]: ...
+
+
+def _reporting(
+    job: _Job[T], progress: Callable[[JobProgress], object] | bool | None, label: str
+) -> Operation[T]:
+    """Start a key job reporting to the caller's callback, or to a progress bar for True."""
+    if progress is not True:
+        return job(progress=progress or None)
+    from lsiorm._io.progress_bar import ProgressBar
+
+    bar = ProgressBar(label)
+    return _closing(job(progress=bar), bar)
+
+
+def _closing(op: Operation[T], bar: Any) -> Operation[T]:
+    """Run `op`; close its progress bar when it ends, however it ends."""
+    try:
+        return (yield from op)
+    finally:
+        bar.close()
+
+
+def _checkpoint(path: str | os.PathLike[str] | None) -> FileCheckpoint | None:
+    return None if path is None else FileCheckpoint(path)
+
+
+# -- batches and transactions ---------------------------------------------------------------------
+
+
+def batch_write(
+    session: SessionCore,
+    /,
+    puts: Sequence[Entity] = (),
+    deletes: Sequence[DeleteTarget] = (),
+    *,
+    concurrency: int = 8,
+) -> Operation[BatchWriteResult]:
+    """Write and delete in chunks of 25, `concurrency` chunks at a time; unprocessed items are
+    retried, never dropped.
+    """
+    return batch.batch_write(session.ctx, puts, deletes, concurrency=concurrency)
+
+
+def batch_get(
+    session: SessionCore,
+    /,
+    cls_or_classes: type[E] | Sequence[type[E]],
+    keys: Sequence[GetKey[E]],
+    *,
+    consistent: bool = False,
+    concurrency: int = 8,
+) -> Operation[list[E]]:
+    """Read many items in chunks of 100, `concurrency` chunks at a time; unprocessed keys are
+    retried, never dropped.
+    """
+    return batch.batch_get(
+        session.ctx, cls_or_classes, keys, consistent=consistent, concurrency=concurrency
+    )
+
+
+def transact_write(
+    session: SessionCore, /, actions: Sequence[TransactAction], *, token: str | None = None
+) -> Operation[TransactWriteResult]:
+    """Run put/update/delete/condition-check actions as one transaction."""
+    return transactions.transact_write(session.ctx, actions, token)
+
+
+def transact_get(session: SessionCore, /, gets: Sequence[Get]) -> Operation[list[Entity | None]]:
+    """Read items in one transaction; None where an item does not exist."""
+    return transactions.transact_get(session.ctx, gets)
+
+
+# -- queries and scans ----------------------------------------------------------------------------
+
+
+def all(session: SessionCore, /, source: Query[E] | Scan[E]) -> Operation[list[E]]:
+    """Run a query or scan and return every result (up to its limit)."""
+    return reads.all(session.ctx, source)
+
+
+def first(session: SessionCore, /, source: Query[E] | Scan[E]) -> Operation[E | None]:
+    """Return the first result of a query or scan, or None."""
+    return reads.first(session.ctx, source)
+
+
+def count(session: SessionCore, /, source: Query[Any] | Scan[Any]) -> Operation[int]:
+    """Return how many items match (Select=COUNT; no item is transferred)."""
+    return reads.count(session.ctx, source)
+
+
+def page(session: SessionCore, /, source: Query[E] | Scan[E]) -> Operation[Page[E]]:
+    """Return the results with the cursor that resumes after them (`source.after(...)`)."""
+    return reads.page(session.ctx, source)
