@@ -38,7 +38,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from lsiorm._io.loopback import LoopbackHandler, LoopbackServer
+from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer
 
 __all__ = ["KINDS", "FaultProxy"]
 

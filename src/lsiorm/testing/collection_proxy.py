@@ -35,8 +35,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from lsiorm._io.loopback import LoopbackHandler, LoopbackServer
 from lsiorm._model.wire import item_size
+from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer
 
 __all__ = ["ItemCollectionProxy"]
 
