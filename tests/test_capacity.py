@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import Field
 
-from lsiorm import Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Table, dry_run_update
+from lsiorm import GlobalIndex, KeyAttribute, LocalIndex, Projection, Table, dry_run_update
 from lsiorm._model.capacity import (
     INDEX_ENTRY_OVERHEAD,
     ReadEstimate,
@@ -32,6 +31,7 @@ from lsiorm._model.capacity import (
 )
 from lsiorm._model.wire import WireItem, item_size, item_to_wire
 from lsiorm.errors import ValidationError
+from support.models import Thread, forum_table
 
 TABLE = Table(
     "Cap",
@@ -159,22 +159,9 @@ def test_a_transactional_write_costs_twice() -> None:
 # -- queries ----------------------------------------------------------------------------------
 
 
-def thread_table() -> Table:
-    return Table(
-        "Thread",
-        "ForumName",
-        "Subject",
-        local_indexes=[
-            LocalIndex(
-                "LastPostIndex", KeyAttribute("LastPostDateTime"), Projection.include("Replies")
-            )
-        ],
-    )
-
-
 def test_the_guides_fetch_example() -> None:
     """Seed 000: four 300-byte items with 200 bytes projected, each fetched: 1 + 4 units."""
-    table = thread_table()
+    table = forum_table()
     items = []
     for n in range(4):
         projected = item_to_wire(
@@ -299,20 +286,6 @@ def test_estimates_read_consumed_capacity_add_up_and_print() -> None:
 
 
 # -- dry runs ---------------------------------------------------------------------------------
-
-FORUM = thread_table()
-
-
-class Thread(
-    Entity,
-    table=FORUM,
-    keys={"ForumName": "{forum}", "Subject": "{subject}", "LastPostDateTime": "{last_post}"},
-):
-    forum: str
-    subject: str
-    last_post: datetime | None = None
-    replies: int = Field(default=0, alias="Replies")
-    tags: list[str] = Field(default_factory=list, alias="Tags")
 
 
 def utc(day: int) -> datetime:

@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsiorm import KeyAttribute, LocalIndex, Projection, Session, Table
+from lsiorm import KeyAttribute, LocalIndex, Session, Table
 from lsiorm._io.drivers import AsyncDriver, SyncDriver
 from lsiorm._ops.collection_guard import CollectionEstimate, CollectionWarning, CollectionWatcher
 from lsiorm._ops.hooks import HookRequest
@@ -27,15 +27,9 @@ from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.service_errors import collection_key_of, from_error_response
 from lsiorm._ops.steps import Operation
 from lsiorm.errors import ItemCollectionSizeLimitError, ValidationError
+from support.models import forum_table
 
-THREADS = Table(
-    "Thread",
-    "ForumName",
-    "Subject",
-    local_indexes=[
-        LocalIndex("LastPostIndex", KeyAttribute("LastPostDateTime"), Projection.include("Replies"))
-    ],
-)
+THREADS = forum_table()
 TIGHT = Table(
     "Tight",
     KeyAttribute("Shard", "N"),

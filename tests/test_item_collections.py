@@ -124,6 +124,18 @@ def expected(items: list[Entity], names: set[str], **where: Any) -> list[Entity]
 Shop = tuple[Session, Counter, dict[str, type[Entity]], list[Any]]
 
 
+def walk_with_cursors(session: Session, q: Any, size: int) -> list[Entity]:
+    """Every item of ``q``, read ``size`` at a time, each page resumed from the last cursor."""
+    walked: list[Entity] = []
+    cursor: str | None = None
+    while True:
+        page = session.page(q.limit(size).after(cursor))
+        walked.extend(page.items)
+        cursor = page.cursor
+        if cursor is None:
+            return walked
+
+
 @pytest.fixture
 def shop(
     endpoint_url: str,
@@ -210,15 +222,7 @@ def test_a_whole_collection_in_one_query(shop: Any) -> None:
         assert session.all(q.limit(size)) == want[:size]
         assert session.first(q.descending()) == want[-1]
         # Pages and cursors walk the collection exactly, whatever the page size.
-        walked: list[Entity] = []
-        cursor: str | None = None
-        while True:
-            page = session.page(q.limit(size).after(cursor))
-            walked.extend(page.items)
-            cursor = page.cursor
-            if cursor is None:
-                break
-        assert walked == want
+        assert walk_with_cursors(session, q, size) == want
         assert [e for p in session.pages(q.page_size(size)) for e in p.items] == want
 
 
@@ -423,15 +427,7 @@ def test_random_collection_queries_equal_brute_force(stocked: Shop, data: st.Dat
     assert counter.queries() <= len(names)
     assert session.count(q) == len(want)
     size = data.draw(st.integers(1, 4), label="page size")
-    walked: list[Entity] = []
-    cursor: str | None = None
-    while True:
-        page = session.page(q.limit(size).after(cursor))
-        walked.extend(page.items)
-        cursor = page.cursor
-        if cursor is None:
-            break
-    assert walked == want
+    assert walk_with_cursors(session, q, size) == want
     assert session.first(q) == (want[0] if want else None)
 
 

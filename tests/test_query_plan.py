@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import Field
 
-from lsiorm import Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Table
+from lsiorm import Entity, Table
 from lsiorm._conditions import begins_with, between, cond, eq, ge, gt, le, lt, ne
 from lsiorm._model.encoding import MAX_CHAR, escape_text
 from lsiorm._model.entity import Shard, shard_value
@@ -20,6 +20,8 @@ from lsiorm._query.cursor import decode_cursor, encode_cursor
 from lsiorm._query.decode import decode, missing_fields
 from lsiorm._query.values import query, scan
 from lsiorm.errors import QueryPlanError, ValidationError
+from support.models import AUTHOR_INDEX, declare_goals, declare_orders, forum_table
+from support.oracles import sort_key_selects
 
 MAX = MAX_CHAR
 
@@ -30,26 +32,7 @@ def utc(*args: int) -> datetime:
 
 # -- models ------------------------------------------------------------------------------------
 
-forum = Table(
-    "Thread",
-    partition_key="ForumName",
-    sort_key="Subject",
-    local_indexes=[
-        LocalIndex(
-            "LastPostIndex",
-            KeyAttribute("LastPostDateTime"),
-            Projection.include("Replies"),
-        )
-    ],
-    global_indexes=[
-        GlobalIndex(
-            "AuthorIndex",
-            KeyAttribute("Author"),
-            KeyAttribute("LastPostDateTime"),
-            Projection.keys_only(),
-        )
-    ],
-)
+forum = forum_table(global_indexes=[AUTHOR_INDEX])
 
 
 class Thread(
@@ -128,26 +111,7 @@ class Badge(
     label: str = ""
 
 
-goals_table = Table(
-    "Goals",
-    partition_key="Country",
-    sort_key="Game",
-    local_indexes=[
-        LocalIndex("GoalsIndex", KeyAttribute("Goals", "N"), Projection.include("Matches"))
-    ],
-)
-
-
-class Record(
-    Entity, table=goals_table, keys={"Country": "{country}", "Game": "{game}", "Goals": "{goals}"}
-):
-    country: str
-    game: str
-    goals: int
-    matches: int = Field(default=0, alias="Matches")
-    venue: str = ""
-
-
+goals_table, Record = declare_goals()
 words_table = Table("Inventory", partition_key="Name", sort_key="Size")
 
 
@@ -160,32 +124,7 @@ class Box(Entity, table=words_table, keys={"Name": "{name}", "Size": "{size:04d}
     count: int = Field(default=0, alias="Count")
 
 
-orders = Table(
-    "Orders",
-    partition_key="OrderId",
-    global_indexes=[
-        GlobalIndex("CustomerIndex", KeyAttribute("CustomerId"), KeyAttribute("StatusDate")),
-        GlobalIndex("StatusIndex", KeyAttribute("StatusShard"), KeyAttribute("OrderDate")),
-    ],
-)
-
-
-class Order(
-    Entity,
-    table=orders,
-    keys={
-        "OrderId": "{order_id}",
-        "CustomerId": "{customer}",
-        "StatusDate": "{status}#{order_date}",
-        "StatusShard": "{status}#{shard:02d}",
-        "OrderDate": "{order_date}",
-    },
-):
-    order_id: str
-    customer: str
-    status: str
-    order_date: datetime
-    shard: Annotated[int | None, Shard(4)] = None
+orders, Order = declare_orders()
 
 
 def s(text: str) -> dict[str, str]:
@@ -752,23 +691,7 @@ def test_complete_items_are_not_partial() -> None:
     assert missing_fields(got) == frozenset()
 
 
-# -- a pure oracle for the key condition compiler ----------------------------------------------
-
-
-def _sort_matches(params: dict[str, Any], key: str) -> bool:
-    """Evaluate the compiled sort-key condition against one key, as DynamoDB would."""
-    text = params["KeyConditionExpression"]
-    values = params["ExpressionAttributeValues"]
-    if " AND " not in text:
-        return True
-    sort = text.split(" AND ", 1)[1]
-    if sort.startswith("begins_with"):
-        return key.startswith(values[":v1"]["S"])
-    if "BETWEEN" in sort:
-        return bool(values[":v1"]["S"] <= key <= values[":v2"]["S"])
-    op = sort.split()[1]
-    other = values[":v1"]["S"]
-    return {"=": key == other, "<=": key <= other}[op]
+# -- the key condition compiler against a pure oracle (support.oracles) -----------------------
 
 
 _names = st.text(
@@ -808,7 +731,7 @@ def test_compiled_bounds_select_exactly_the_matching_str_keys(
     params = plan.requests[0].params
     for name, key in keys.items():
         want = check(name) if key.startswith("CAT#") else False
-        assert _sort_matches(params, key) == want, (name, key)
+        assert sort_key_selects(params, key) == want, (name, key)
 
 
 @given(
@@ -828,8 +751,8 @@ def test_compiled_bounds_select_exactly_the_matching_int_keys(
     params = plan.requests[0].params
     for words, name in stored:
         key = Parrot(group="g", name=name, words=words).to_item()["LSI1SK"]
-        assert _sort_matches(params, key) == check(words), key
-    assert not _sort_matches(params, "DOG#001#x")
+        assert sort_key_selects(params, key) == check(words), key
+    assert not sort_key_selects(params, "DOG#001#x")
 
 
 def test_decimal_fields_encode_bounds_by_value() -> None:

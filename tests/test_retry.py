@@ -20,7 +20,6 @@ from botocore.exceptions import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faultproxy import FaultProxy
 from lsiorm import (
     AsyncSession,
     Entity,
@@ -45,6 +44,7 @@ from lsiorm.errors import (
     TransactionConflictError,
     TransportError,
 )
+from support.faults import FaultProxy
 
 table = Table("retry_tests", "pk", "sk")
 

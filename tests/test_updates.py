@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
 
-from faultproxy import FaultProxy
 from lsiorm import (
     AsyncSession,
     ConditionFailedError,
@@ -52,6 +51,7 @@ from lsiorm._requests.updates import (
     update_request,
     update_spec,
 )
+from support.faults import lost_once
 
 
 class Line(BaseModel):
@@ -602,25 +602,12 @@ def test_batch_writes_set_the_timestamps(notes: Session) -> None:
 # -- answers lost on the way back -----------------------------------------------------------
 
 
-class LoseFirstAnswer:
-    """Hook: after the first failed attempt, stop injecting faults."""
-
-    def __init__(self, proxy: FaultProxy) -> None:
-        self.proxy = proxy
-        self.errors: list[BaseException] = []
-
-    def error(self, request: Any, error: BaseException) -> None:
-        self.errors.append(error)
-        self.proxy.rate = 0.0
-
-
 def test_a_conditional_nested_update_whose_answer_was_lost_reports_success(
     world: Session, endpoint_url: str
 ) -> None:
     did = uuid.uuid4().hex
     world.put(DOC(did=did, title="t", address=Address(city="Rome")))
-    proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=5)
-    hook = LoseFirstAnswer(proxy)
+    proxy, hook = lost_once(endpoint_url, seed=5)
     with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
         got = session.update(
             DOC,
@@ -642,8 +629,7 @@ def test_an_append_whose_answer_was_lost_is_never_applied_twice(
 ) -> None:
     did = uuid.uuid4().hex
     world.put(DOC(did=did, title="t"))
-    proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=5)
-    hook = LoseFirstAnswer(proxy)
+    proxy, hook = lost_once(endpoint_url, seed=5)
     with (
         proxy,
         Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session,
@@ -660,8 +646,7 @@ def test_an_upsert_whose_answer_was_lost_creates_one_item(
     world: Session, endpoint_url: str
 ) -> None:
     did = uuid.uuid4().hex
-    proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=5)
-    hook = LoseFirstAnswer(proxy)
+    proxy, hook = lost_once(endpoint_url, seed=5)
     with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
         got = session.update(
             DOC, did=did, set={"title": "u"}, if_not_exists={"views": 3}, upsert=True

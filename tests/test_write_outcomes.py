@@ -1,7 +1,7 @@
 """Every single write reports what really happened, also when its answer was lost.
 
 A loop of puts, create-only puts, SET updates, ADD updates, versioned puts and updates, and
-deletes runs through the fault proxy (tests/faultproxy.py) at 30% faults of every kind,
+deletes runs through the fault proxy (tests/support/faults.py) at 30% faults of every kind,
 including "applied, then the connection dropped" and "applied, then answered 500". After each
 call the item is read straight from the engine (not through the proxy) and compared with what
 the call reported. Zero disagreements are allowed, and no ADD may ever be applied twice.
@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from faultproxy import FaultProxy
 from lsiorm import AsyncSession, Entity, RetryPolicy, Session, Table
 from lsiorm.errors import (
     ConditionFailedError,
@@ -28,17 +27,10 @@ from lsiorm.errors import (
     StaleVersionError,
     TransportError,
 )
+from support.faults import WRITE_KINDS, FaultProxy, lost_once
+from support.tables import created
 
 PATIENT = RetryPolicy(max_attempts=25, max_delay=60.0, initial=0.005, maximum=0.1)
-WRITE_KINDS = (
-    "throttle",
-    "error500",
-    "error503",
-    "html503",
-    "drop",
-    "lost-response",
-    "applied-500",
-)
 KEYS = ("a", "b", "c", "d")
 UNKNOWN = (OutcomeUnknownError, TransportError, InternalServerError)
 
@@ -63,14 +55,8 @@ def declare() -> tuple[Table, type[Any], type[Any]]:
 @pytest.fixture
 def fresh(dynamodb_client: Any) -> Iterator[tuple[Table, type[Any], type[Any]]]:
     table, doc, vdoc = declare()
-    dynamodb_client.create_table(**table.create_table_request())
-    dynamodb_client.get_waiter("table_exists").wait(
-        TableName=table.name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100}
-    )
-    try:
+    with created(dynamodb_client, table):
         yield table, doc, vdoc
-    finally:
-        dynamodb_client.delete_table(TableName=table.name)
 
 
 class Checker:
@@ -256,23 +242,6 @@ async def test_single_writes_report_the_truth_at_30_percent_faults(
     assert checker.outcomes["create:ok"] > 0
     assert checker.outcomes["vupdate:ok"] > 0
     assert sum(v for k, v in checker.outcomes.items() if k.endswith(":ok")) > calls // 2
-
-
-class LoseFirstAnswer:
-    """Middleware hook: after the first failed attempt, stop injecting faults."""
-
-    def __init__(self, proxy: FaultProxy) -> None:
-        self.proxy = proxy
-        self.errors: list[BaseException] = []
-
-    def error(self, request: Any, error: BaseException) -> None:
-        self.errors.append(error)
-        self.proxy.rate = 0.0
-
-
-def lost_once(endpoint_url: str) -> tuple[FaultProxy, LoseFirstAnswer]:
-    proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=3)
-    return proxy, LoseFirstAnswer(proxy)
 
 
 def test_create_only_put_whose_answer_was_lost_succeeds(

@@ -1,4 +1,4 @@
-"""A fault-injecting HTTP proxy on loopback, in front of a DynamoDB engine (tests only).
+"""A fault-injecting HTTP proxy on loopback, in front of a DynamoDB engine, and its hooks.
 
 It forwards each request to the engine, except that for a share of them (``rate``) it answers
 in one of these ways instead, chosen at random among ``kinds``:
@@ -20,7 +20,8 @@ in one of these ways instead, chosen at random among ``kinds``:
 
 Bounded: at most ``max_connections`` client connections are served at once, idle connections
 time out, and every upstream request has a timeout. Counters in ``stats`` let tests check that
-faults really happened.
+faults really happened. :class:`LoseFirstAnswer` is the session hook of the tests of a single
+lost answer: it turns the faults off after the first failed attempt.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from urllib.parse import urlsplit
 
 from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer
 
-__all__ = ["KINDS", "FaultProxy"]
+__all__ = ["KINDS", "WRITE_KINDS", "FaultProxy", "LoseFirstAnswer", "lost_once"]
 
 KINDS = (
     "throttle",
@@ -52,6 +53,8 @@ KINDS = (
     "applied-500",
     "partial",
 )
+#: The kinds a single write can meet ("partial" is for batches only).
+WRITE_KINDS = tuple(kind for kind in KINDS if kind != "partial")
 _BATCH_OPERATIONS = frozenset({"BatchWriteItem", "BatchGetItem"})
 _ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
 _JSON = "application/x-amz-json-1.0"
@@ -295,3 +298,21 @@ class FaultProxy:
             return response.status, payload
         finally:
             connection.close()
+
+
+class LoseFirstAnswer:
+    """Session hook: after the first failed attempt, stop injecting faults."""
+
+    def __init__(self, proxy: FaultProxy) -> None:
+        self.proxy = proxy
+        self.errors: list[BaseException] = []
+
+    def error(self, request: Any, error: BaseException) -> None:
+        self.errors.append(error)
+        self.proxy.rate = 0.0
+
+
+def lost_once(endpoint_url: str, *, seed: int = 3) -> tuple[FaultProxy, LoseFirstAnswer]:
+    """A proxy that loses the answer of the first request (applied upstream), and its hook."""
+    proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=seed)
+    return proxy, LoseFirstAnswer(proxy)
