@@ -99,6 +99,14 @@ def endpoint_url(backend: str, lsiorm_endpoints: Callable[[str], str]) -> str:
     return lsiorm_endpoints(backend)
 
 
+@pytest.fixture
+def capacity_endpoint_url(backend: str, endpoint_url: str) -> str:
+    """The endpoint, for tests of consumed capacity: moto's numbers are made up, so it skips."""
+    if backend == "moto":
+        pytest.skip("moto fakes ConsumedCapacity (a flat 1.0 per request, no index units)")
+    return endpoint_url
+
+
 @pytest.fixture(scope="session")
 def dynamodb_client(endpoint_url: str) -> Any:
     """A boto3 low-level DynamoDB client for the endpoint (shared by the session's tests)."""
@@ -114,6 +122,12 @@ def session(endpoint_url: str) -> Iterator[Session]:
     """A Session on the backend (no tables of its own: each test creates what it needs)."""
     with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
         yield s
+
+
+@pytest.fixture
+def direct(session: Session) -> Session:
+    """The same session, named for tests that also reach the engine through a proxy."""
+    return session
 
 
 @pytest.fixture

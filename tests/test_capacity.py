@@ -209,15 +209,21 @@ def test_a_base_table_query_sums_items_then_rounds() -> None:
     assert estimate_query(TABLE, None, items) == ReadEstimate("Cap", 1.0)
 
 
+#: Cases where the documented rule and DynamoDB Local's agree on whether a query fetches.
+BOTH_RULES = [
+    (None, ["anything"], None, False),
+    ("All", ["anything"], "ALL_ATTRIBUTES", False),
+    ("Keys", [], None, False),
+    ("Keys", [], "ALL_PROJECTED_ATTRIBUTES", False),
+    ("Keys", [], "COUNT", False),
+    ("Keys", [], "ALL_ATTRIBUTES", True),
+]
+
+
 @pytest.mark.parametrize(
     ("index", "attributes", "select", "fetches"),
     [
-        (None, ["anything"], None, False),
-        ("All", ["anything"], "ALL_ATTRIBUTES", False),
-        ("Keys", [], None, False),
-        ("Keys", [], "ALL_PROJECTED_ATTRIBUTES", False),
-        ("Keys", [], "COUNT", False),
-        ("Keys", [], "ALL_ATTRIBUTES", True),
+        *BOTH_RULES,
         ("Keys", ["PK", "K"], None, False),
         ("Keys", ["PK", "r"], None, True),
         ("Some", ["p", "q.deep[0]"], "SPECIFIC_ATTRIBUTES", False),
@@ -234,12 +240,7 @@ def test_needs_fetch_follows_the_documented_rule(
 @pytest.mark.parametrize(
     ("index", "attributes", "select", "fetches"),
     [
-        (None, ["anything"], None, False),
-        ("All", ["anything"], "ALL_ATTRIBUTES", False),
-        ("Keys", [], None, False),
-        ("Keys", [], "ALL_PROJECTED_ATTRIBUTES", False),
-        ("Keys", [], "COUNT", False),
-        ("Keys", [], "ALL_ATTRIBUTES", True),
+        *BOTH_RULES,
         ("Keys", ["PK", "K"], None, True),  # DynamoDB Local fetches for any projection
         ("Some", ["p"], "SPECIFIC_ATTRIBUTES", True),
         ("Global", ["r"], None, False),

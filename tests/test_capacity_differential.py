@@ -622,25 +622,26 @@ def _drain_sync(result: Any) -> Any:
     return result
 
 
-@pytest.fixture
-def engine_url(backend: str, endpoint_url: str) -> str:
-    if backend == "moto":
-        pytest.skip("moto fakes ConsumedCapacity (1.0 per write, no index units)")
-    return endpoint_url
-
-
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_every_figure_equals_dynamodb_local(engine_url: str, table_name: str, layout: str) -> None:
+def test_every_figure_equals_dynamodb_local(
+    capacity_endpoint_url: str, table_name: str, layout: str
+) -> None:
     table = LAYOUTS[layout](table_name)
     doc, note = entities(table)
     recorder = Recorder()
-    raw = boto3.client("dynamodb", endpoint_url=engine_url, region_name="us-east-1")
+    raw = boto3.client("dynamodb", endpoint_url=capacity_endpoint_url, region_name="us-east-1")
     sync = Session(
-        endpoint_url=engine_url, region_name="us-east-1", hooks=[recorder], consumed_capacity=True
+        endpoint_url=capacity_endpoint_url,
+        region_name="us-east-1",
+        hooks=[recorder],
+        consumed_capacity=True,
     )
     loop = asyncio.new_event_loop()
     asynchronous = AsyncSession(
-        endpoint_url=engine_url, region_name="us-east-1", hooks=[recorder], consumed_capacity=True
+        endpoint_url=capacity_endpoint_url,
+        region_name="us-east-1",
+        hooks=[recorder],
+        consumed_capacity=True,
     )
     loop.run_until_complete(asynchronous.__aenter__())
     sync.create_table(table)

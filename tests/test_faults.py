@@ -154,6 +154,7 @@ async def test_at_100_percent_faults_the_error_lists_exactly_what_is_missing(
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_batch_get_survives_faults(
+    direct: Session,
     mode: str,
     endpoint_url: str,
     dynamodb_client: Any,
@@ -161,8 +162,7 @@ async def test_batch_get_survives_faults(
 ) -> None:
     _table, cls = fresh
     items = make_items(cls, 450)
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as direct:
-        direct.run(batch_write(direct.ctx, items))
+    direct.run(batch_write(direct.ctx, items))
     keys = [{"group": n % 97, "n": n} for n in range(500)]  # 450..499 are absent
     with proxy_for(endpoint_url, 0.3, ALL_KINDS) as proxy:
         url = proxy.endpoint_url
@@ -182,13 +182,12 @@ async def test_batch_get_survives_faults(
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_a_transaction_whose_answer_was_lost_applies_once(
-    mode: str, backend: str, endpoint_url: str, fresh: tuple[Table, type[Any]]
+    direct: Session, mode: str, backend: str, endpoint_url: str, fresh: tuple[Table, type[Any]]
 ) -> None:
     if backend == "moto":
         pytest.skip("moto ignores ClientRequestToken, so a re-sent transaction applies twice")
     _table, cls = fresh
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as direct:
-        direct.put(cls(group=1, n=1, body="x"))
+    direct.put(cls(group=1, n=1, body="x"))
     actions = [
         Update(cls, {"group": 1, "n": 1}, add={"hits": 1}),
         Put(cls(group=1, n=2, body="new"), create_only=True),
@@ -206,6 +205,5 @@ async def test_a_transaction_whose_answer_was_lost_applies_once(
     assert stats["lost-response"] == 1
     assert stats["forwarded"] == 2  # applied, answer lost; re-sent with the same token
     assert len(hook.errors) == 1
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as direct:
-        assert direct.get(cls, group=1, n=1, consistent=True) == cls(group=1, n=1, body="x", hits=1)
-        assert direct.get(cls, group=1, n=2, consistent=True) == cls(group=1, n=2, body="new")
+    assert direct.get(cls, group=1, n=1, consistent=True) == cls(group=1, n=1, body="x", hits=1)
+    assert direct.get(cls, group=1, n=2, consistent=True) == cls(group=1, n=2, body="new")

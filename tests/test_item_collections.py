@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from lsiorm import AsyncSession, Entity, Session, Table, begins_with, query
 from lsiorm.errors import DeclarationError, QueryPlanError
+from support.tables import session_with
 
 ORDER_IDS = ["", "o1", "o1!", "o1 ", "o1#", "o1\x00", "o1\x01", "o10", "o2", "é", "\U0001f600"]
 
@@ -382,14 +383,10 @@ def stocked(endpoint_url: str) -> Iterator[Shop]:
     table = shop_table()
     kinds = declare(table)
     counter = Counter()
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=[counter]) as session:
-        session.create_table(table)
+    with session_with(endpoint_url, table, wait=False, hooks=[counter]) as session:
         items = sample(kinds)
         session.batch_write(items)
-        try:
-            yield session, counter, kinds, items
-        finally:
-            session.delete_table(table, wait=False)
+        yield session, counter, kinds, items
 
 
 @settings(

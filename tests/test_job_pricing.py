@@ -42,12 +42,13 @@ class Reads:
 
 
 @pytest.fixture
-def metered(endpoint_url: str, backend: str) -> Iterator[tuple[Session, Reads]]:
-    if backend == "moto":
-        pytest.skip("moto reports a flat consumed capacity, not DynamoDB's rounding by size")
+def metered(capacity_endpoint_url: str) -> Iterator[tuple[Session, Reads]]:
     reads = Reads()
     with Session(
-        endpoint_url=endpoint_url, region_name="us-east-1", hooks=[reads], consumed_capacity=True
+        endpoint_url=capacity_endpoint_url,
+        region_name="us-east-1",
+        hooks=[reads],
+        consumed_capacity=True,
     ) as s:
         yield s, reads
 

@@ -28,12 +28,6 @@ def canon(item: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def direct(session: Session) -> Session:
-    """The engine itself, not through the fault proxy."""
-    return session
-
-
-@pytest.fixture
 def faulty(endpoint_url: str) -> Any:
     kinds = ("throttle", "error500", "drop", "lost-response")
     with (

@@ -26,6 +26,7 @@ from lsiorm._query.decode import missing_fields
 from lsiorm._query.values import ScanProgress, query, scan
 from lsiorm.errors import ValidationError
 from support.models import AUTHOR_INDEX, declare_goals, declare_orders, forum_table
+from support.tables import session_with
 
 
 def utc(*args: int) -> datetime:
@@ -184,16 +185,10 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(endpoint_url: str, backend: str) -> Iterator[World]:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as session:
-        for table in TABLES:
-            session.create_table(table)
-        try:
-            for item in ITEMS:
-                session.put(item)
-            yield World(session, backend)
-        finally:
-            for table in TABLES:
-                session.delete_table(table)
+    with session_with(endpoint_url, *TABLES) as session:
+        for item in ITEMS:
+            session.put(item)
+        yield World(session, backend)
 
 
 @pytest.fixture

@@ -32,19 +32,26 @@ from lsiorm.errors import (
     TransactionCanceledError,
     ValidationError,
 )
+from support.tables import session_with
+
+
+def declare(table: Table) -> tuple[type[Entity], type[Entity]]:
+    """An account and the entries of its ledger, in one collection."""
+
+    class Account(Entity, table=table, keys={"pk": "A#{owner}", "sk": "ACCOUNT"}):
+        owner: str
+        balance: int = 0
+
+    class Entry(Entity, table=table, keys={"pk": "A#{owner}", "sk": "E#{n:05d}"}):
+        owner: str
+        n: int
+        amount: int = 0
+
+    return Account, Entry
+
 
 accounts = Table("tx_accounts", "pk", "sk")
-
-
-class Account(Entity, table=accounts, keys={"pk": "A#{owner}", "sk": "ACCOUNT"}):
-    owner: str
-    balance: int = 0
-
-
-class Entry(Entity, table=accounts, keys={"pk": "A#{owner}", "sk": "E#{n:05d}"}):
-    owner: str
-    n: int
-    amount: int = 0
+Account, Entry = declare(accounts)
 
 
 class Profile(Entity, table=accounts, keys={"pk": "P#{owner}", "sk": "PROFILE"}, version="v"):
@@ -343,17 +350,7 @@ def test_reasons_are_tied_to_entities_and_old_items() -> None:
 # -- on the engines -----------------------------------------------------------------------------
 
 live = Table(f"tx_live_{uuid.uuid4().hex[:8]}", "pk", "sk")
-
-
-class Wallet(Entity, table=live, keys={"pk": "W#{owner}", "sk": "WALLET"}):
-    owner: str
-    balance: int = 0
-
-
-class Ledger(Entity, table=live, keys={"pk": "W#{owner}", "sk": "L#{n:04d}"}):
-    owner: str
-    n: int
-    amount: int
+Wallet, Ledger = declare(live)
 
 
 class Card(Entity, table=live, keys={"pk": "C#{owner}", "sk": "CARD"}, version="v"):
@@ -364,12 +361,8 @@ class Card(Entity, table=live, keys={"pk": "C#{owner}", "sk": "CARD"}, version="
 
 @pytest.fixture(scope="module")
 def session(endpoint_url: str) -> Iterator[Session]:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
-        s.create_table(live)
-        try:
-            yield s
-        finally:
-            s.delete_table(live, wait=False)
+    with session_with(endpoint_url, live, wait=False) as s:
+        yield s
 
 
 def test_a_transaction_commits_every_action(session: Session) -> None:

@@ -496,11 +496,6 @@ class Recorder:
 
 
 @pytest.fixture
-def prefix() -> str:
-    return f"t{uuid.uuid4().hex[:8]}-"
-
-
-@pytest.fixture
 def session(endpoint_url: str, prefix: str) -> Iterator[Session]:
     with Session(endpoint_url=endpoint_url, region_name="us-east-1", table_prefix=prefix) as s:
         yield s

@@ -51,7 +51,8 @@ from lsiorm._requests.updates import (
     update_request,
     update_spec,
 )
-from support.faults import lost_once
+from support.faults import session_losing_first_answer
+from support.tables import session_with
 
 
 class Line(BaseModel):
@@ -265,12 +266,8 @@ def test_dry_run_update_prices_nested_and_list_changes() -> None:
 
 @pytest.fixture(scope="module")
 def world(endpoint_url: str) -> Iterator[Session]:
-    with Session(endpoint_url=endpoint_url) as session:
-        session.create_table(TABLE)
-        try:
-            yield session
-        finally:
-            session.delete_table(TABLE)
+    with session_with(endpoint_url, TABLE) as session:
+        yield session
 
 
 def stored_item(session: Session, did: str) -> dict[str, Any] | None:
@@ -540,12 +537,8 @@ class Note(
 
 @pytest.fixture(scope="module")
 def notes(endpoint_url: str) -> Iterator[Session]:
-    with Session(endpoint_url=endpoint_url) as session:
-        session.create_table(STAMP_TABLE)
-        try:
-            yield session
-        finally:
-            session.delete_table(STAMP_TABLE)
+    with session_with(endpoint_url, STAMP_TABLE) as session:
+        yield session
 
 
 def test_put_and_update_set_the_timestamps(notes: Session) -> None:
@@ -607,8 +600,7 @@ def test_a_conditional_nested_update_whose_answer_was_lost_reports_success(
 ) -> None:
     did = uuid.uuid4().hex
     world.put(DOC(did=did, title="t", address=Address(city="Rome")))
-    proxy, hook = lost_once(endpoint_url, seed=5)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+    with session_losing_first_answer(endpoint_url, seed=5) as (session, proxy, hook):
         got = session.update(
             DOC,
             did=did,
@@ -629,10 +621,8 @@ def test_an_append_whose_answer_was_lost_is_never_applied_twice(
 ) -> None:
     did = uuid.uuid4().hex
     world.put(DOC(did=did, title="t"))
-    proxy, hook = lost_once(endpoint_url, seed=5)
     with (
-        proxy,
-        Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session,
+        session_losing_first_answer(endpoint_url, seed=5) as (session, proxy, _hook),
         pytest.raises(OutcomeUnknownError),
     ):
         session.update(DOC, did=did, append={"history": ["once"]})
@@ -646,8 +636,7 @@ def test_an_upsert_whose_answer_was_lost_creates_one_item(
     world: Session, endpoint_url: str
 ) -> None:
     did = uuid.uuid4().hex
-    proxy, hook = lost_once(endpoint_url, seed=5)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+    with session_losing_first_answer(endpoint_url, seed=5) as (session, _proxy, hook):
         got = session.update(
             DOC, did=did, set={"title": "u"}, if_not_exists={"views": 3}, upsert=True
         )

@@ -27,7 +27,7 @@ from lsiorm.errors import (
     StaleVersionError,
     TransportError,
 )
-from support.faults import WRITE_KINDS, FaultProxy, lost_once
+from support.faults import WRITE_KINDS, FaultProxy, session_losing_first_answer
 from support.tables import created
 
 PATIENT = RetryPolicy(max_attempts=25, max_delay=60.0, initial=0.005, maximum=0.1)
@@ -218,6 +218,7 @@ async def run_loop(
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_single_writes_report_the_truth_at_30_percent_faults(
+    direct: Session,
     mode: str,
     backend: str,
     endpoint_url: str,
@@ -245,93 +246,76 @@ async def test_single_writes_report_the_truth_at_30_percent_faults(
 
 
 def test_create_only_put_whose_answer_was_lost_succeeds(
-    endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
+    direct: Session, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
 ) -> None:
     _table, doc, _vdoc = fresh
-    proxy, hook = lost_once(endpoint_url)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+    with session_losing_first_answer(endpoint_url) as (session, proxy, hook):
         stored = session.put(doc(did="b", body="new"), create_only=True)
     assert isinstance(hook.errors[0], TransportError)
     assert proxy.stats["lost-response"] == 1
-    with Session(endpoint_url=endpoint_url) as direct:
-        assert direct.get(doc, did="b", consistent=True) == stored
+    assert direct.get(doc, did="b", consistent=True) == stored
 
 
 def test_create_only_put_of_someone_elses_item_still_fails(
-    endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
+    direct: Session, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
 ) -> None:
     _table, doc, _vdoc = fresh
-    with Session(endpoint_url=endpoint_url) as direct:
-        direct.put(doc(did="b", body="theirs"))
-    proxy, hook = lost_once(endpoint_url)
+    direct.put(doc(did="b", body="theirs"))
     with (
-        proxy,
-        Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session,
+        session_losing_first_answer(endpoint_url) as (session, _proxy, _hook),
         pytest.raises(ConditionFailedError),
     ):
         session.put(doc(did="b", body="mine"), create_only=True)
 
 
 def test_versioned_update_whose_answer_was_lost_succeeds(
-    endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
+    direct: Session, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
 ) -> None:
     _table, _doc, vdoc = fresh
-    with Session(endpoint_url=endpoint_url) as direct:
-        stored = direct.put(vdoc(did="v", body="old"))
-    proxy, hook = lost_once(endpoint_url)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+    stored = direct.put(vdoc(did="v", body="old"))
+    with session_losing_first_answer(endpoint_url) as (session, _proxy, _hook):
         updated = session.update(stored, set={"body": "new"})
     assert updated.rev == stored.rev + 1
     assert updated.body == "new"
-    with Session(endpoint_url=endpoint_url) as direct:
-        assert direct.get(vdoc, did="v", consistent=True) == updated
+    assert direct.get(vdoc, did="v", consistent=True) == updated
 
 
 def test_add_whose_answer_was_lost_is_never_applied_twice(
-    endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
+    direct: Session, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
 ) -> None:
     _table, doc, _vdoc = fresh
-    with Session(endpoint_url=endpoint_url) as direct:
-        direct.put(doc(did="a"))
-    proxy, hook = lost_once(endpoint_url)
+    direct.put(doc(did="a"))
     with (
-        proxy,
-        Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session,
+        session_losing_first_answer(endpoint_url) as (session, proxy, _hook),
         pytest.raises(OutcomeUnknownError) as caught,
     ):
         session.update(doc, did="a", add={"hits": 1})
     assert caught.value.request["operation"] == "UpdateItem"
     assert proxy.stats["forwarded"] == 1  # never re-sent
-    with Session(endpoint_url=endpoint_url) as direct:
-        assert direct.get(doc, did="a", consistent=True).hits == 1
+    assert direct.get(doc, did="a", consistent=True).hits == 1
 
 
 def test_transactional_add_whose_answer_was_lost_applies_once(
-    backend: str, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
+    direct: Session, backend: str, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
 ) -> None:
     if backend == "moto":
         pytest.skip("moto ignores ClientRequestToken, so a re-sent transaction applies twice")
     _table, doc, _vdoc = fresh
-    with Session(endpoint_url=endpoint_url) as direct:
-        direct.put(doc(did="a"))
-    proxy, hook = lost_once(endpoint_url)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+    direct.put(doc(did="a"))
+    with session_losing_first_answer(endpoint_url) as (session, _proxy, hook):
         result = session.update(doc, did="a", add={"hits": 1}, idempotency="transaction")
     assert result.hits == 1
     assert isinstance(hook.errors[0], TransportError)
-    with Session(endpoint_url=endpoint_url) as direct:
-        assert direct.get(doc, did="a", consistent=True).hits == 1
+    assert direct.get(doc, did="a", consistent=True).hits == 1
 
 
 def test_delete_whose_answer_was_lost_does_not_claim_nothing_was_deleted(
-    endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
+    direct: Session, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
 ) -> None:
     _table, doc, _vdoc = fresh
-    with Session(endpoint_url=endpoint_url) as direct:
-        direct.put(doc(did="a"))
-        direct.put(doc(did="b"))
-    proxy, hook = lost_once(endpoint_url)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+    direct.put(doc(did="a"))
+    direct.put(doc(did="b"))
+    with session_losing_first_answer(endpoint_url) as (session, proxy, hook):
         result = session.delete_result(doc, did="a")
         assert result.deleted is None
         assert result.item is None
@@ -340,9 +324,8 @@ def test_delete_whose_answer_was_lost_does_not_claim_nothing_was_deleted(
             session.delete(doc, did="b")
         # Without a lost answer: the deleted item, and a clear "nothing deleted".
         assert session.delete_result(doc, did="zz").deleted is False
-    with Session(endpoint_url=endpoint_url) as direct:
-        direct.put(doc(did="c", body="x"))
-        gone = direct.delete_result(doc, did="c")
-        assert gone.deleted is True
-        assert gone.item == doc(did="c", body="x")
-        assert direct.delete(doc, did="c") is None
+    direct.put(doc(did="c", body="x"))
+    gone = direct.delete_result(doc, did="c")
+    assert gone.deleted is True
+    assert gone.item == doc(did="c", body="x")
+    assert direct.delete(doc, did="c") is None

@@ -34,14 +34,22 @@ import socket
 import threading
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
+from lsiorm import Session
 from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer
 
-__all__ = ["KINDS", "WRITE_KINDS", "FaultProxy", "LoseFirstAnswer", "lost_once"]
+__all__ = [
+    "KINDS",
+    "WRITE_KINDS",
+    "FaultProxy",
+    "LoseFirstAnswer",
+    "lost_once",
+    "session_losing_first_answer",
+]
 
 KINDS = (
     "throttle",
@@ -316,3 +324,13 @@ def lost_once(endpoint_url: str, *, seed: int = 3) -> tuple[FaultProxy, LoseFirs
     """A proxy that loses the answer of the first request (applied upstream), and its hook."""
     proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=seed)
     return proxy, LoseFirstAnswer(proxy)
+
+
+@contextlib.contextmanager
+def session_losing_first_answer(
+    endpoint_url: str, *, seed: int = 3
+) -> Iterator[tuple[Session, FaultProxy, LoseFirstAnswer]]:
+    """A Session through :func:`lost_once`'s proxy: its first answer is lost, none after."""
+    proxy, hook = lost_once(endpoint_url, seed=seed)
+    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+        yield session, proxy, hook

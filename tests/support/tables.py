@@ -37,3 +37,18 @@ def live(session: Session, *tables: Table, wait: bool = True) -> Iterator[Sessio
     finally:
         for table in reversed(created):
             session.delete_table(table, wait=wait)
+
+
+@contextlib.contextmanager
+def session_with(
+    endpoint_url: str, *tables: Table, wait: bool = True, **options: Any
+) -> Iterator[Session]:
+    """A Session on the engine with ``tables`` created; they are deleted when the block ends.
+
+    ``options`` go to :class:`Session` (hooks, retry, table_prefix, ...).
+    """
+    with (
+        Session(endpoint_url=endpoint_url, region_name="us-east-1", **options) as session,
+        live(session, *tables, wait=wait),
+    ):
+        yield session
