@@ -508,16 +508,22 @@ class Workload:
         gets = [Get(self.doc, dict(k)) for k in keys]
         return lambda s: s.transact_get(gets)
 
+    def distinct_doc_keys(
+        self, tries: int, existing: float
+    ) -> Iterator[tuple[dict[str, str], Key]]:
+        """Up to ``tries`` document keys, each at most once (a request names an item once)."""
+        seen: set[Key] = set()
+        for _ in range(tries):
+            key = self.doc_key(existing=self.rng.random() < existing)
+            wire_key = (f"U#{key['owner']}", f"D#{key['did']}")
+            if wire_key not in seen:
+                seen.add(wire_key)
+                yield key, wire_key
+
     def transact_write(self) -> Callable[[Any], Any]:
         rng = self.rng
-        used: set[Key] = set()
         actions: list[Any] = []
-        for _ in range(rng.randint(1, 4)):
-            key = self.doc_key(existing=rng.random() < 0.6)
-            wire_key = (f"U#{key['owner']}", f"D#{key['did']}")
-            if wire_key in used:
-                continue
-            used.add(wire_key)
+        for key, wire_key in self.distinct_doc_keys(rng.randint(1, 4), existing=0.6):
             exists = wire_key in self.state
             kind = rng.choice(["put", "update", "delete", "check"])
             if kind == "put":
@@ -533,15 +539,9 @@ class Workload:
 
     def batch_write(self) -> Callable[[Any], Any]:
         rng = self.rng
-        seen: set[Key] = set()
         puts: list[Entity] = []
         deletes: list[Any] = []
-        for _ in range(rng.randint(1, 6)):
-            key = self.doc_key(existing=rng.random() < 0.5)
-            wire_key = (f"U#{key['owner']}", f"D#{key['did']}")
-            if wire_key in seen:
-                continue
-            seen.add(wire_key)
+        for key, _ in self.distinct_doc_keys(rng.randint(1, 6), existing=0.5):
             if rng.random() < 0.6:
                 puts.append(self.doc(**key, **self.doc_fields()))
             else:

@@ -20,6 +20,7 @@ from lsiorm._query.cursor import decode_cursor, encode_cursor
 from lsiorm._query.decode import decode, missing_fields
 from lsiorm._query.values import query, scan
 from lsiorm.errors import QueryPlanError, ValidationError
+from support.fakes import ScriptedClient
 from support.models import AUTHOR_INDEX, declare_goals, declare_orders, forum_table
 from support.oracles import sort_key_selects
 
@@ -768,24 +769,6 @@ def test_decimal_fields_encode_bounds_by_value() -> None:
 # -- hydration over a scripted client: UnprocessedKeys are retried, nothing is dropped ---------
 
 
-class ScriptedClient:
-    """Answers query and batch_get_item from scripts, recording every request."""
-
-    def __init__(self, query_pages: list[dict[str, Any]], batches: list[dict[str, Any]]) -> None:
-        self.query_pages = query_pages
-        self.batches = batches
-        self.requests: list[tuple[str, dict[str, Any]]] = []
-        self.last: dict[str, Any] = {}
-
-    def query(self, **params: Any) -> dict[str, Any]:
-        self.requests.append(("Query", params))
-        return self.query_pages.pop(0)
-
-    def batch_get_item(self, **params: Any) -> dict[str, Any]:
-        self.requests.append(("BatchGetItem", params))
-        return self.batches.pop(0) if self.batches else self.last
-
-
 def _threads() -> list[Thread]:
     return [
         Thread(forum="S3", subject=f"s{n}", last_post=utc(2015, 9, n + 1), author="ann", replies=n)
@@ -812,21 +795,23 @@ def test_hydration_retries_unprocessed_keys_and_keeps_index_order() -> None:
     threads = _threads()
     table = forum.name
     client = ScriptedClient(
-        [{"Items": [_index_item(t) for t in threads], "Count": 3, "ScannedCount": 3}],
-        [
-            {
-                "Responses": {table: [threads[1].to_wire()]},
-                "UnprocessedKeys": {table: {"Keys": [_key(threads[2]), _key(threads[0])]}},
-            },
-            {"Responses": {table: [threads[2].to_wire(), threads[0].to_wire()]}},
-        ],
+        {
+            "Query": [{"Items": [_index_item(t) for t in threads], "Count": 3, "ScannedCount": 3}],
+            "BatchGetItem": [
+                {
+                    "Responses": {table: [threads[1].to_wire()]},
+                    "UnprocessedKeys": {table: {"Keys": [_key(threads[2]), _key(threads[0])]}},
+                },
+                {"Responses": {table: [threads[2].to_wire(), threads[0].to_wire()]}},
+            ],
+        }
     )
     ctx = Context(RetryPolicy(max_attempts=3, initial=0.001, maximum=0.002))
     got = SyncDriver(client).run(
         all_items(ctx, query(Thread).where(author="ann").using("AuthorIndex").hydrate())
     )
     assert got == threads
-    batch_calls = [p for op, p in client.requests if op == "BatchGetItem"]
+    batch_calls = [p for op, p in client.calls if op == "BatchGetItem"]
     assert [len(p["RequestItems"][table]["Keys"]) for p in batch_calls] == [3, 2]
     assert batch_calls[1]["RequestItems"][table]["Keys"] == [_key(threads[2]), _key(threads[0])]
 
@@ -842,16 +827,16 @@ def test_hydration_that_never_completes_raises_with_the_keys_left() -> None:
     table = forum.name
     stuck = {"Responses": {table: []}, "UnprocessedKeys": {table: {"Keys": [_key(threads[0])]}}}
     client = ScriptedClient(
-        [{"Items": [_index_item(threads[0])], "Count": 1, "ScannedCount": 1}], []
+        {"Query": [{"Items": [_index_item(threads[0])], "Count": 1, "ScannedCount": 1}]},
+        then=stuck,
     )
-    client.last = stuck
     ctx = Context(RetryPolicy(max_attempts=3, initial=0.001, maximum=0.002))
     with pytest.raises(BatchGetIncompleteError) as caught:
         SyncDriver(client).run(
             all_items(ctx, query(Thread).where(author="ann").using("AuthorIndex").hydrate())
         )
     assert caught.value.unprocessed == [_key(threads[0])]
-    assert sum(op == "BatchGetItem" for op, _ in client.requests) == 3
+    assert sum(op == "BatchGetItem" for op, _ in client.calls) == 3
 
 
 def test_equality_on_none_or_an_empty_partition_matches_nothing() -> None:

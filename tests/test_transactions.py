@@ -32,6 +32,7 @@ from lsiorm.errors import (
     TransactionCanceledError,
     ValidationError,
 )
+from support.fakes import ScriptedClient
 from support.tables import session_with
 
 
@@ -81,24 +82,6 @@ def service_error(code: str) -> ClientError:
         {"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": 400}},
         "TransactWriteItems",
     )
-
-
-class ScriptedClient:
-    """Answers TransactWriteItems / TransactGetItems from a script of errors and responses."""
-
-    def __init__(self, *script: Any) -> None:
-        self.script = list(script)
-        self.params: list[dict[str, Any]] = []
-
-    def _answer(self, **params: Any) -> Any:
-        self.params.append(params)
-        outcome = self.script.pop(0) if self.script else {}
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
-
-    transact_write_items = _answer
-    transact_get_items = _answer
 
 
 # -- requests -----------------------------------------------------------------------------------
@@ -186,7 +169,7 @@ def test_a_generated_token_is_a_fresh_uuid4() -> None:
 
 
 def test_at_most_100_actions_checked_before_sending() -> None:
-    client = ScriptedClient()
+    client = ScriptedClient([], {})
     session = Session(client=client)
     actions = [Put(Entry(owner="a", n=i)) for i in range(101)]
     with pytest.raises(ValidationError) as caught:
@@ -250,10 +233,13 @@ def test_bad_transactions_are_refused(build: Callable[[], Any], rule: str) -> No
 
 def test_every_retry_sends_the_same_token() -> None:
     client = ScriptedClient(
-        service_error("ThrottlingException"),
-        cancelled("None", "TransactionConflict"),
-        service_error("TransactionInProgressException"),
-        cancelled("ThrottlingError", "ProvisionedThroughputExceeded"),
+        [
+            service_error("ThrottlingException"),
+            cancelled("None", "TransactionConflict"),
+            service_error("TransactionInProgressException"),
+            cancelled("ThrottlingError", "ProvisionedThroughputExceeded"),
+            {},
+        ],
         {},
     )
     session = Session(client=client, retry=FAST)
@@ -284,7 +270,7 @@ def test_every_retry_sends_the_same_token() -> None:
     )
 )
 def test_a_cancellation_is_retried_only_when_every_reason_is_transient(codes: list[str]) -> None:
-    client = ScriptedClient(cancelled(*codes), {})
+    client = ScriptedClient([cancelled(*codes), {}], {})
     session = Session(client=client, retry=FAST)
     actions = [Put(Account(owner="a")), Put(Account(owner="b"))]
     failing = [c for c in codes if c != "None"]
@@ -314,7 +300,7 @@ def test_a_cancellation_is_retried_only_when_every_reason_is_transient(codes: li
 
 @pytest.mark.parametrize("code", ["IdempotentParameterMismatchException", "ValidationException"])
 def test_other_transaction_errors_are_not_retried(code: str) -> None:
-    client = ScriptedClient(service_error(code), {})
+    client = ScriptedClient([service_error(code), {}], {})
     session = Session(client=client, retry=FAST)
     with pytest.raises(DynamoError) as caught:
         session.run(transact_write(session.ctx, [Put(Account(owner="a"))]))
@@ -325,7 +311,7 @@ def test_other_transaction_errors_are_not_retried(code: str) -> None:
 def test_reasons_are_tied_to_entities_and_old_items() -> None:
     error = cancelled("None", "ConditionalCheckFailed")
     error.response["CancellationReasons"][1]["Item"] = Account(owner="b", balance=3).to_wire()
-    client = ScriptedClient(error)
+    client = ScriptedClient([error], {})
     session = Session(client=client)
     with pytest.raises(TransactionCanceledError) as caught:
         session.run(

@@ -153,25 +153,17 @@ class Checker:
                     self.bad(where)
             else:
                 self.bad(where)
-        elif kind == "set":
-            if error is None:
-                if before is None or after != result or after.body != body:
-                    self.bad(where)
-            elif isinstance(error, NotFoundError):
+        elif kind in ("set", "add", "add-tx"):
+            # An update of a missing item is refused (NotFoundError) and creates nothing.
+            if isinstance(error, NotFoundError):
                 if before is not None or after is not None:
                     self.bad(where)
-            else:
+            elif error is not None or before is None or after != result:
                 self.bad(where)
-        elif kind in ("add", "add-tx"):
-            if error is None:
-                step = 3 if kind == "add" else 5
-                if before is None or after != result or after.hits != before.hits + step:
-                    self.bad(where)
-            elif isinstance(error, NotFoundError):
-                if before is not None or after is not None:
-                    self.bad(where)
             else:
-                self.bad(where)
+                applied = after.body == body if kind == "set" else after.hits == before.hits + step
+                if not applied:
+                    self.bad(where)
         elif kind in ("vput", "vupdate"):
             # Nobody else writes: a stale version is always a wrong report.
             expected_rev = (before.rev if before is not None else 0) + 1

@@ -9,17 +9,28 @@ from typing import Any
 from lsiorm import Session, Table
 
 
-@contextlib.contextmanager
-def created(client: Any, table: Table) -> Iterator[Table]:
-    """Create ``table`` with a boto3 client, wait until it exists, and delete it after the block."""
-    client.create_table(**table.create_table_request())
+def create_and_wait(client: Any, request: dict[str, Any]) -> str:
+    """Send a CreateTable request with a boto3 client, wait until the table exists; its name."""
+    client.create_table(**request)
     client.get_waiter("table_exists").wait(
-        TableName=table.name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100}
+        TableName=request["TableName"], WaiterConfig={"Delay": 0.2, "MaxAttempts": 100}
     )
+    name: str = request["TableName"]
+    return name
+
+
+@contextlib.contextmanager
+def created(client: Any, table: Table | dict[str, Any]) -> Iterator[str]:
+    """A table made with a boto3 client, from a declaration or a raw CreateTable request.
+
+    The block gets its name; the table is deleted when the block ends.
+    """
+    request = table.create_table_request() if isinstance(table, Table) else table
+    name = create_and_wait(client, request)
     try:
-        yield table
+        yield name
     finally:
-        client.delete_table(TableName=table.name)
+        client.delete_table(TableName=name)
 
 
 @contextlib.contextmanager
