@@ -134,7 +134,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 )
 def test_index_summary_grammar(lsis: int, gsis: int, text: str) -> None:
     from lsiorm import GlobalIndex, KeyAttribute, LocalIndex, Table
-    from lsiorm._cli import _index_summary
+    from lsiorm._cli import index_summary
 
     table = Table(
         "Grammar",
@@ -143,7 +143,7 @@ def test_index_summary_grammar(lsis: int, gsis: int, text: str) -> None:
         local_indexes=[LocalIndex(f"Local{i}", KeyAttribute(f"l{i}")) for i in range(lsis)],
         global_indexes=[GlobalIndex(f"Global{i}", KeyAttribute(f"g{i}")) for i in range(gsis)],
     )
-    assert _index_summary(table) == text
+    assert index_summary(table) == text
 
 
 @pytest.mark.parametrize(

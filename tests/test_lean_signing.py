@@ -14,7 +14,7 @@ from botocore.credentials import ReadOnlyCredentials
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsiorm._io.lean import _SigV4
+from lsiorm._io.lean import SigV4Signer
 
 urls = st.sampled_from(
     [
@@ -82,7 +82,7 @@ def test_lean_signature_is_botocores(
     if traced:
         headers["X-Amzn-Trace-Id"] = "Root=1-5759e988-bd862e3fe1be46a994272793"
     expected = botocore_headers(url, region, headers, body, creds, now)
-    signer = _SigV4(url, region, "dynamodb")
+    signer = SigV4Signer(url, region, "dynamodb")
     for _ in range(2):  # the second time with the signing key kept from the first
         got = dict(headers)
         signer.sign(got, body, creds, now)
@@ -91,7 +91,7 @@ def test_lean_signature_is_botocores(
 
 
 def test_signing_key_follows_the_day_and_the_secret() -> None:
-    signer = _SigV4("https://dynamodb.us-east-1.amazonaws.com", "us-east-1", "dynamodb")
+    signer = SigV4Signer("https://dynamodb.us-east-1.amazonaws.com", "us-east-1", "dynamodb")
     body = b"{}"
     base = {"X-Amz-Target": "DynamoDB_20120810.GetItem"}
     for creds, now in [

@@ -92,7 +92,7 @@ def plural(count: int, singular: str, plural_form: str | None = None) -> str:
     return f"{count} {word}"
 
 
-def _index_summary(table: Table) -> str:
+def index_summary(table: Table) -> str:
     lsis, gsis = len(table.local_indexes), len(table.global_indexes)
     if not lsis and not gsis:
         return "no secondary indexes"
@@ -146,7 +146,7 @@ def cmd_create_table(args: argparse.Namespace, out: TextIO, progress: Progress) 
         name = session.table_name(table)
     ttl = f" and time to live on {table.ttl_attribute!r}" if ttl_enabled else ""
     if created:
-        out.write(f"Created table {name!r} with {_index_summary(table)}{ttl}.\n")
+        out.write(f"Created table {name!r} with {index_summary(table)}{ttl}.\n")
     elif ttl_enabled:
         out.write(f"Table {name!r} already exists; enabled time to live on ")
         out.write(f"{table.ttl_attribute!r} (run `lsiorm check`).\n")

@@ -6,7 +6,7 @@ parameter validation, its serializer and its event machinery only cost time (abo
 
 * the body is ``orjson.dumps`` of the parameters (bytes, the B and BS values, in base64 as
   botocore writes them);
-* it is signed with SigV4 as botocore's signer signs it (:class:`_SigV4`: the same canonical
+* it is signed with SigV4 as botocore's signer signs it (:class:`SigV4Signer`: the same canonical
   request, headers and signature, checked against botocore's ``SigV4Auth`` by the tests; the
   signing key is kept for the day), with the client's credentials fetched for every request
   (``get_frozen_credentials``, so refreshing credentials refresh as they do in botocore), its
@@ -52,7 +52,7 @@ import orjson
 
 from lsiorm._io import fastjson
 
-__all__ = ["DISABLE_ENV", "OPERATIONS", "AsyncLeanLane", "LeanLane", "lean_lane_for"]
+__all__ = ["DISABLE_ENV", "OPERATIONS", "AsyncLeanLane", "LeanLane", "SigV4Signer", "lean_lane_for"]
 
 #: The operations the lean lane sends; every other request goes through botocore.
 OPERATIONS: Final = fastjson.OPERATIONS
@@ -139,7 +139,7 @@ def _baseline() -> set[str]:
         return _BASELINE
 
 
-class _SigV4:
+class SigV4Signer:
     """SigV4 signing of the lean lane's POST requests, exactly as botocore's ``SigV4Auth``.
 
     The canonical path, query string and host come from the endpoint URL once (worked out by
@@ -250,7 +250,7 @@ class LeanLane:
         # would parse them; otherwise by botocore's parser.
         fast = fastjson.fast_path_of(client)
         self._fast = ResponseParse(fast) if fast is not None else None
-        self._sigv4 = _SigV4(self._url, self._region, self._signing_name)
+        self._sigv4 = SigV4Signer(self._url, self._region, self._signing_name)
         self._request = AWSPreparedRequest
         self._to_response_dict = convert_to_response_dict
         self._seen: object = None
