@@ -6,7 +6,6 @@ import asyncio
 import random
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -110,12 +109,6 @@ def seed(session: Session, table_name: str) -> dict[str, Any]:
     # An item of no declared type.
     session.call("PutItem", {"TableName": table_name, "Item": {"PK": {"S": "X"}, "SK": {"S": "Y"}}})
     return {"table": new_table, "entity": new_doc, "old": old_table}
-
-
-@pytest.fixture
-def session(endpoint_url: str) -> Any:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
-        yield s
 
 
 def test_audit_counts_every_problem_per_attribute(session: Session, table_name: str) -> None:

@@ -13,7 +13,6 @@ import random
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +51,6 @@ class Meet:
                 self.barrier.wait()
             except threading.BrokenBarrierError:
                 self.missed.append(segment)
-
-
-@pytest.fixture
-def session(endpoint_url: str) -> Iterator[Session]:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
-        yield s
 
 
 def seed_random(session: Session, name: str, rng: random.Random) -> tuple[Table, type[Entity]]:
