@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from enum import Enum
@@ -24,7 +25,7 @@ from lsiorm._model.wire import (
     to_wire_sized,
 )
 from lsiorm.errors import ItemTooLargeError, LsiormError
-from test_wire import finite_floats, in_dynamo_range, values
+from support.strategies import finite_floats, in_dynamo_range, values
 
 table = Table(
     "one_pass",
@@ -94,15 +95,30 @@ def old_path(entity: Entity) -> tuple[dict[str, Any], int]:
     return wire, item_size(wire)
 
 
+def outcome(encode: Callable[[Entity], Any], entity: Entity) -> Any:
+    """What ``encode`` gives for the entity, or the type and rule of the error it raises."""
+    try:
+        return encode(entity)
+    except LsiormError as exc:
+        return (type(exc), exc.rule)
+
+
+def encoded_fast_and_general(entity: Entity, writer_of: Callable[[], Any]) -> tuple[Any, Any]:
+    """The outcome of encode_entity, then the same with the class's generated encoder off."""
+    expected = outcome(encode_entity, entity)
+    writer = writer_of()  # asked for after the first encoding, which makes it
+    assert writer is not None
+    fast, writer.fast = writer.fast, None
+    try:
+        general = outcome(encode_entity, entity)
+    finally:
+        writer.fast = fast
+    return expected, general
+
+
 def same_outcome(entity: Entity) -> None:
-    try:
-        expected: Any = old_path(entity)
-    except LsiormError as exc:
-        expected = (type(exc), exc.rule)
-    try:
-        got: Any = encode_entity(entity)
-    except LsiormError as exc:
-        got = (type(exc), exc.rule)
+    expected = outcome(old_path, entity)
+    got = outcome(encode_entity, entity)
     assert got == expected
     if not isinstance(expected[0], type):
         # Dict order is kept too: fields in declaration order, then keys, then the type.
@@ -289,19 +305,7 @@ def test_generated_encoder_matches_the_general_path(entity: Shipment) -> None:
     from lsiorm._model import entity as entity_module
 
     writer = entity_module._WRITERS.get(Shipment)
-    try:
-        expected: Any = encode_entity(entity)
-    except LsiormError as exc:
-        expected = (type(exc), exc.rule)
-    assert writer is not None
-    fast, writer.fast = writer.fast, None
-    try:
-        try:
-            general: Any = encode_entity(entity)
-        except LsiormError as exc:
-            general = (type(exc), exc.rule)
-    finally:
-        writer.fast = fast
+    expected, general = encoded_fast_and_general(entity, lambda: writer)
     assert expected == general
     if not isinstance(expected[0], type):
         assert list(expected[0]) == list(general[0])
@@ -377,19 +381,7 @@ def test_values_checked_without_pydantic_give_the_general_outcome(
     for name in cls.model_fields:
         if name not in fields:
             entity.__dict__.pop(name, None)  # a partial entity (entity.partial)
-    try:
-        expected: Any = encode_entity(entity)
-    except LsiormError as exc:
-        expected = (type(exc), exc.rule)
-    writer = entity_module._WRITERS[cls]
-    fast, writer.fast = writer.fast, None
-    try:
-        try:
-            general: Any = encode_entity(entity)
-        except LsiormError as exc:
-            general = (type(exc), exc.rule)
-    finally:
-        writer.fast = fast
+    expected, general = encoded_fast_and_general(entity, lambda: entity_module._WRITERS[cls])
     assert expected == general
 
 
