@@ -28,6 +28,7 @@ TESTING_NAMES = {
     "EngineRegistry",
     "ItemCollectionProxy",
     "MotoServer",
+    "created_tables",
     "default_engine",
     "dynamodb_local_cache",
     "dynamodb_local_install_command",

@@ -44,6 +44,7 @@ from lsiorm.testing import (
     ENGINES,
     EngineNotInstalledError,
     EngineRegistry,
+    created_tables,
     default_engine,
     local_credentials,
 )
@@ -204,16 +205,8 @@ def _lsiorm_live_tables(
     from lsiorm._session import Session
 
     kwargs = _session_kwargs(lsiorm_endpoint_url, lsiorm_table_prefix)
-    with Session(**kwargs) as admin:
-        created: list[Table] = []
-        try:
-            for table in lsiorm_tables:
-                admin.create_table(table)
-                created.append(table)
-            yield kwargs
-        finally:
-            for table in reversed(created):
-                admin.delete_table(table, wait=False)
+    with Session(**kwargs) as admin, created_tables(admin, *lsiorm_tables, wait=False):
+        yield kwargs
 
 
 @pytest.fixture

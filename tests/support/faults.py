@@ -30,9 +30,7 @@ import contextlib
 import http.client
 import json
 import random
-import socket
 import threading
-import zlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from types import TracebackType
@@ -65,7 +63,6 @@ KINDS = (
 WRITE_KINDS = tuple(kind for kind in KINDS if kind != "partial")
 _BATCH_OPERATIONS = frozenset({"BatchWriteItem", "BatchGetItem"})
 _ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
-_JSON = "application/x-amz-json-1.0"
 
 
 class _Server(LoopbackServer):
@@ -78,6 +75,7 @@ class _Server(LoopbackServer):
 
 class _Handler(LoopbackHandler):
     server: _Server
+    request_id = "faultproxy"
 
     def do_POST(self) -> None:
         proxy = self.server.proxy
@@ -85,7 +83,7 @@ class _Handler(LoopbackHandler):
         operation = (self.headers.get("X-Amz-Target") or "").rpartition(".")[2]
         kind = proxy.choose(operation)
         if kind == "drop":
-            self._drop()
+            self.drop()
             return
         if kind == "throttle":
             self._error(400, proxy.throttle_code, "Injected throttling: rate exceeded.")
@@ -98,37 +96,23 @@ class _Handler(LoopbackHandler):
             return
         if kind == "html503":
             page = b"<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>"
-            self._reply(503, page, content_type="text/html")
+            self.reply(503, page, content_type="text/html")
             return
         if kind == "partial":
             self._partial(operation, body)
             return
         forwarded = proxy.forward(self.headers, body)
         if forwarded is None or kind == "lost-response":
-            self._drop()
+            self.drop()
             return
         if kind == "applied-500":
             self._error(500, "InternalServerError", "Injected: applied, then answered 500.")
             return
-        self._reply(*forwarded)
-
-    def _drop(self) -> None:
-        self.close_connection = True
-        with contextlib.suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
-
-    def _reply(self, status: int, payload: bytes, content_type: str = _JSON) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        self.send_header("x-amz-crc32", str(zlib.crc32(payload) & 0xFFFFFFFF))
-        self.send_header("x-amzn-RequestId", "faultproxy")
-        self.end_headers()
-        self.wfile.write(payload)
+        self.reply(*forwarded)
 
     def _error(self, status: int, code: str, message: str) -> None:
         payload = {"__type": _ERROR_PREFIX + code, "message": message}
-        self._reply(status, json.dumps(payload).encode())
+        self.reply(status, json.dumps(payload).encode())
 
     def _partial(self, operation: str, body: bytes) -> None:
         proxy = self.server.proxy
@@ -143,10 +127,10 @@ class _Handler(LoopbackHandler):
             request["RequestItems"] = kept
             forwarded = proxy.forward(self.headers, json.dumps(request).encode())
             if forwarded is None:
-                self._drop()
+                self.drop()
                 return
             if forwarded[0] != 200:
-                self._reply(*forwarded)
+                self.reply(*forwarded)
                 return
             answer = json.loads(forwarded[1])
         else:
@@ -157,7 +141,7 @@ class _Handler(LoopbackHandler):
                 left.setdefault(table, []).extend(part)
             else:
                 left.setdefault(table, {**part, "Keys": []})["Keys"].extend(part["Keys"])
-        self._reply(200, json.dumps(answer).encode())
+        self.reply(200, json.dumps(answer).encode())
 
 
 class FaultProxy:

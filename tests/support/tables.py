@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lsiorm import Session, Table
+from lsiorm.testing import created_tables
 
 
 def create_and_wait(client: Any, request: dict[str, Any]) -> str:
@@ -34,23 +35,6 @@ def created(client: Any, table: Table | dict[str, Any]) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def live(session: Session, *tables: Table, wait: bool = True) -> Iterator[Session]:
-    """Create ``tables`` through ``session``, and delete them after the block.
-
-    ``wait=False`` does not wait for the deletions to finish (the names are never used again).
-    """
-    created: list[Table] = []
-    try:
-        for table in tables:
-            session.create_table(table)
-            created.append(table)
-        yield session
-    finally:
-        for table in reversed(created):
-            session.delete_table(table, wait=wait)
-
-
-@contextlib.contextmanager
 def session_with(
     endpoint_url: str, *tables: Table, wait: bool = True, **options: Any
 ) -> Iterator[Session]:
@@ -60,6 +44,6 @@ def session_with(
     """
     with (
         Session(endpoint_url=endpoint_url, region_name="us-east-1", **options) as session,
-        live(session, *tables, wait=wait),
+        created_tables(session, *tables, wait=wait),
     ):
         yield session

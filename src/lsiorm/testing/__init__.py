@@ -17,8 +17,9 @@ engine that is not installed skips the test with a message saying how to install
 
 Every name is importable from here; the modules inside say what each part owns:
 ``engines`` (the engine processes), ``endpoints`` (engines by name, started once),
-``fixtures`` (``table_fixture``), ``collection_proxy`` (AWS's item-collection rules in front of
-a local engine) and ``loopback`` (the small HTTP server such proxies are built on).
+``fixtures`` (``table_fixture``, ``created_tables``), ``collection_proxy`` (AWS's
+item-collection rules in front of a local engine) and ``loopback`` (the small HTTP server such
+proxies are built on).
 """
 
 from lsiorm.testing.collection_proxy import ItemCollectionProxy
@@ -40,7 +41,7 @@ from lsiorm.testing.engines import (
     dynamodb_local_install_command,
     free_port,
 )
-from lsiorm.testing.fixtures import table_fixture
+from lsiorm.testing.fixtures import created_tables, table_fixture
 
 __all__ = [
     "DYNAMODB_LOCAL_DIR_ENV",
@@ -51,6 +52,7 @@ __all__ = [
     "EngineRegistry",
     "ItemCollectionProxy",
     "MotoServer",
+    "created_tables",
     "default_engine",
     "dynamodb_local_cache",
     "dynamodb_local_install_command",

@@ -1,7 +1,8 @@
-"""``table_fixture``: a pytest fixture of your own for one table, on a shared engine."""
+"""Tables for a test: ``table_fixture`` (a pytest fixture for one table) and ``created_tables``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Literal
@@ -13,7 +14,25 @@ if TYPE_CHECKING:
     from lsiorm._model.schema import Table
     from lsiorm._session import Session
 
-__all__ = ["table_fixture"]
+__all__ = ["created_tables", "table_fixture"]
+
+
+@contextlib.contextmanager
+def created_tables(session: Session, *tables: Table, wait: bool = True) -> Iterator[Session]:
+    """Create ``tables`` through ``session`` for the block, and delete them when it ends.
+
+    The tables created are deleted even when the block (or a later creation) fails.
+    ``wait=False`` does not wait for the deletions to finish.
+    """
+    created: list[Table] = []
+    try:
+        for table in tables:
+            session.create_table(table)
+            created.append(table)
+        yield session
+    finally:
+        for table in reversed(created):
+            session.delete_table(table, wait=wait)
 
 
 def table_fixture(
@@ -46,11 +65,7 @@ def table_fixture(
             region_name=os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
             **local_credentials(url),
         )
-        with session:
-            session.create_table(table)
-            try:
-                yield session
-            finally:
-                session.delete_table(table)
+        with session, created_tables(session, table):
+            yield session
 
     return pytest.fixture(scope=scope, name=name)(fixture)
