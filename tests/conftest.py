@@ -1,10 +1,19 @@
-"""Shared pytest setup: backend selection, session-wide engines, and boto3 clients."""
+"""The suite's pytest setup, on lsiorm's own pytest plugin (lsiorm.pytest_plugin).
+
+The plugin owns the engines: it starts each one once per session and skips (or, with
+``--lsiorm-require-engines``, fails) the tests of an engine that is not installed. This file
+adds what only this suite has: the ``--backend`` option, which runs every test that takes
+``backend`` (or ``endpoint_url``, ``dynamodb_client``, ``session``) once per chosen engine and
+marks it ``integration``; ``CI=true``, which makes a missing engine a failure; one hypothesis
+profile; and dummy credentials for local engines. Shared models, fakes and helpers live in
+``tests/support``.
+"""
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -13,7 +22,8 @@ import pytest
 from botocore.config import Config
 from hypothesis import HealthCheck, settings
 
-from lsiorm.testing import DynamoDBLocal, EngineNotInstalledError, MotoServer
+from lsiorm import Session
+from lsiorm.testing import ENDPOINT_URL_ENV
 
 # One hypothesis profile for the whole suite. Shared 2-core machines make timing meaningless:
 # no per-example deadline, and slow input generation is not a failure. (The first draw of a
@@ -26,10 +36,9 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "lsiorm"))
 
-EXTERNAL_ENDPOINT_ENV = "LSIORM_ENDPOINT_URL"
 BACKENDS = ("moto", "dynamodb-local")
 
-_external = os.environ.get(EXTERNAL_ENDPOINT_ENV) or None
+_external = os.environ.get(ENDPOINT_URL_ENV) or None
 _local_hosts = {"localhost", "127.0.0.1", "::1"}
 # Dummy credentials only when every endpoint is local: against a remote external endpoint they
 # would shadow the real credential chain (profiles, SSO, instance roles).
@@ -47,13 +56,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="all",
         help=(
             "engine(s) the integration tests run against (default: all). "
-            f"Ignored when {EXTERNAL_ENDPOINT_ENV} is set."
+            f"Ignored when {ENDPOINT_URL_ENV} is set."
         ),
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    plugins = config.pluginmanager
+    if not (plugins.hasplugin("lsiorm") or plugins.hasplugin("lsiorm.pytest_plugin")):
+        raise pytest.UsageError(
+            "lsiorm's pytest plugin is not loaded: install lsiorm (pip install -e .) or run "
+            "pytest with -p lsiorm.pytest_plugin"
+        )
+    # A CI machine must never pass while testing fewer engines than it was asked to.
+    if os.environ.get("CI", "").strip().lower() == "true":
+        config.option.lsiorm_require_engines = True
+
+
 def selected_backends(config: pytest.Config) -> list[str]:
-    """Return the backend ids this session runs integration tests against."""
+    """Return the engines this session runs integration tests against."""
     if _external is not None:
         return ["external"]
     choice = config.getoption("--backend")
@@ -72,60 +93,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() == "true"
-
-
-class EngineRegistry:
-    """Start each selected engine on first use, remember failures, and stop them at the end."""
-
-    def __init__(self) -> None:
-        self._moto = MotoServer()
-        self._dynamodb_local = DynamoDBLocal()
-        self._urls: dict[str, str] = {}
-        self._failures: dict[str, BaseException] = {}
-
-    def endpoint_url(self, backend: str) -> str:
-        if backend == "external":
-            assert _external is not None
-            return _external
-        if backend not in self._urls and backend not in self._failures:
-            engine = self._moto if backend == "moto" else self._dynamodb_local
-            try:
-                self._urls[backend] = engine.start()
-            except Exception as exc:
-                self._failures[backend] = exc
-        # Reported outside the except block so the skip or failure carries no chained traceback.
-        if backend in self._failures:
-            self._report(backend, self._failures[backend])
-        return self._urls[backend]
-
-    @staticmethod
-    def _report(backend: str, exc: BaseException) -> None:
-        if isinstance(exc, EngineNotInstalledError):
-            if _in_ci():
-                pytest.fail(f"{backend} is required when CI=true: {exc}", pytrace=False)
-            pytest.skip(f"{backend} unavailable: {exc}")
-        raise RuntimeError(f"{backend} failed to start: {exc}") from exc
-
-    def stop(self) -> None:
-        self._dynamodb_local.stop()
-        self._moto.stop()
-
-
 @pytest.fixture(scope="session")
-def engines() -> Iterator[EngineRegistry]:
-    registry = EngineRegistry()
-    try:
-        yield registry
-    finally:
-        registry.stop()
-
-
-@pytest.fixture(scope="session")
-def endpoint_url(backend: str, engines: EngineRegistry) -> str:
+def endpoint_url(backend: str, lsiorm_endpoints: Callable[[str], str]) -> str:
     """The DynamoDB endpoint of the backend this test runs against."""
-    return engines.endpoint_url(backend)
+    return lsiorm_endpoints(backend)
+
+
+@pytest.fixture
+def capacity_endpoint_url(backend: str, endpoint_url: str) -> str:
+    """The endpoint, for tests of consumed capacity: moto's numbers are made up, so it skips."""
+    if backend == "moto":
+        pytest.skip("moto fakes ConsumedCapacity (a flat 1.0 per request, no index units)")
+    return endpoint_url
 
 
 @pytest.fixture(scope="session")
@@ -139,6 +118,25 @@ def dynamodb_client(endpoint_url: str) -> Any:
 
 
 @pytest.fixture
+def session(endpoint_url: str) -> Iterator[Session]:
+    """A Session on the backend (no tables of its own: each test creates what it needs)."""
+    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
+        yield s
+
+
+@pytest.fixture
+def direct(session: Session) -> Session:
+    """The same session, named for tests that also reach the engine through a proxy."""
+    return session
+
+
+@pytest.fixture
 def table_name() -> str:
     """A table name no other test uses."""
     return f"t_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A table-name prefix no other test uses (for sessions with ``table_prefix``)."""
+    return f"t{uuid.uuid4().hex[:8]}-"

@@ -11,6 +11,7 @@ from lsiorm import AsyncSession, GlobalIndex, KeyAttribute, LocalIndex, Projecti
 from lsiorm._ops.audit import CollectionSize, audit_collection, collection_size, largest_collections
 from lsiorm._ops.hooks import HookRequest
 from lsiorm.errors import ValidationError
+from support.tables import session_with
 
 
 def audit_table(name: str) -> Table:
@@ -86,15 +87,11 @@ def log() -> QueryLog:
 @pytest.fixture
 def filled(endpoint_url: str, table_name: str, log: QueryLog) -> Iterator[tuple[Session, Table]]:
     table = audit_table(table_name)
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as session:
-        session.create_table(table)
+    with session_with(endpoint_url, table, wait=False) as session:
         for item in [*ITEMS_OF_A, *OTHERS]:
             session.client.put_item(TableName=table.name, Item=item)
         session.add_hook(log)
-        try:
-            yield session, table
-        finally:
-            session.delete_table(table, wait=False)
+        yield session, table
 
 
 def test_audit_reads_one_collection_in_consistent_pages(

@@ -11,28 +11,13 @@ from typing import Any
 
 import pytest
 
-from keyjobs import Killed, WriteLog, session_on
 from lsiorm import AsyncSession, Entity, Session, Table, between, query
 from lsiorm._ops.resumable import JobProgress
+from support.jobs import Killed, WriteLog, session_on
+from support.models import declare_doc
 
 STALE = 30  # old items without LSI3SK
 CURRENT = 12
-
-
-def declare(name: str, *, lsi3: bool, width: int = 4) -> tuple[Table, type[Entity]]:
-    table = Table.with_reserved_lsi_slots(name, "PK", "SK")
-    keys = {"PK": "USER#{user}", "SK": f"DOC#{{n:0{width}d}}", "LSI1SK": "TITLE#{title}"}
-    if lsi3:
-        keys["LSI3SK"] = "SIZE#{size:06d}#{n:06d}"
-
-    class Doc(Entity, table=table, keys=keys, type_name="Doc"):
-        user: str
-        n: int
-        title: str
-        size: int = 0
-        hits: int = 0
-
-    return table, Doc
 
 
 def sk(n: int) -> str:
@@ -40,7 +25,7 @@ def sk(n: int) -> str:
 
 
 def seed(session: Session, name: str) -> tuple[Table, type[Entity]]:
-    old_table, old_doc = declare(name, lsi3=False)
+    old_table, old_doc = declare_doc(name, lsi3=False)
     session.create_table(old_table)
     rng = random.Random(11)
     session.batch_write(
@@ -49,17 +34,11 @@ def seed(session: Session, name: str) -> tuple[Table, type[Entity]]:
             for n in range(STALE)
         ]
     )
-    table, doc = declare(name, lsi3=True)
+    table, doc = declare_doc(name, lsi3=True)
     session.batch_write(
         [doc(user=f"u{n % 3}", n=n, title=f"t{n}", size=7) for n in range(STALE, STALE + CURRENT)]
     )
     return table, doc
-
-
-@pytest.fixture
-def session(endpoint_url: str) -> Any:
-    with session_on(endpoint_url) as s:
-        yield s
 
 
 def lsi3_items(session: Session, doc: type[Entity]) -> list[Any]:
@@ -169,12 +148,12 @@ def test_a_concurrent_writer_loses_no_update(
 def test_a_rekey_to_a_wider_number_keeps_range_queries_exact(
     session: Session, table_name: str, tmp_path: Path
 ) -> None:
-    old_table, old_doc = declare(table_name, lsi3=False, width=4)
+    old_table, old_doc = declare_doc(table_name, lsi3=False, width=4)
     session.create_table(old_table)
     rng = random.Random(3)
     old_ns = rng.sample(range(10_000), 40)
     session.batch_write([old_doc(user="u", n=n, title="t") for n in old_ns])
-    new_table, new_doc = declare(table_name, lsi3=False, width=6)
+    new_table, new_doc = declare_doc(table_name, lsi3=False, width=6)
     new_ns = rng.sample(sorted(set(range(20_000)) - set(old_ns)), 10)
     session.batch_write([new_doc(user="u", n=n, title="t") for n in new_ns])
     try:

@@ -33,25 +33,31 @@ from lsiorm.errors import (
     ServiceValidationError,
     ValidationError,
 )
+from support.tables import session_with
+
+
+def declare(posts: Table, users: Table) -> tuple[type[Entity], type[Entity], type[Entity]]:
+    """A forum's posts and tags in one table, and its users in another."""
+
+    class Post(Entity, table=posts, keys={"pk": "F#{forum}", "sk": "P#{n:04d}"}):
+        forum: str
+        n: int
+        body: str = ""
+
+    class Tag(Entity, table=posts, keys={"pk": "F#{forum}", "sk": "T#{tag}"}):
+        forum: str
+        tag: str
+
+    class User(Entity, table=users, keys={"id": "{name}"}):
+        name: str
+        age: int = 0
+
+    return Post, Tag, User
+
 
 posts = Table("batch_posts", "pk", "sk")
 users = Table("batch_users", "id")
-
-
-class Post(Entity, table=posts, keys={"pk": "F#{forum}", "sk": "P#{n:04d}"}):
-    forum: str
-    n: int
-    body: str = ""
-
-
-class Tag(Entity, table=posts, keys={"pk": "F#{forum}", "sk": "T#{tag}"}):
-    forum: str
-    tag: str
-
-
-class User(Entity, table=users, keys={"id": "{name}"}):
-    name: str
-    age: int = 0
+Post, Tag, User = declare(posts, users)
 
 
 class Doc(Entity, table=users, keys={"id": "DOC#{name}"}, version="v"):
@@ -436,33 +442,13 @@ def test_concurrency_must_be_positive() -> None:
 
 live_posts = Table(f"batch_live_{uuid.uuid4().hex[:8]}", "pk", "sk")
 live_users = Table(f"batch_live_users_{uuid.uuid4().hex[:8]}", "id")
-
-
-class LivePost(Entity, table=live_posts, keys={"pk": "F#{forum}", "sk": "P#{n:04d}"}):
-    forum: str
-    n: int
-    body: str = ""
-
-
-class LiveTag(Entity, table=live_posts, keys={"pk": "F#{forum}", "sk": "T#{tag}"}):
-    forum: str
-    tag: str
-
-
-class LiveUser(Entity, table=live_users, keys={"id": "{name}"}):
-    name: str
+LivePost, LiveTag, LiveUser = declare(live_posts, live_users)
 
 
 @pytest.fixture(scope="module")
 def live(endpoint_url: str) -> Iterator[Session]:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as session:
-        session.create_table(live_posts)
-        session.create_table(live_users)
-        try:
-            yield session
-        finally:
-            session.delete_table(live_posts, wait=False)
-            session.delete_table(live_users, wait=False)
+    with session_with(endpoint_url, live_posts, live_users, wait=False) as session:
+        yield session
 
 
 def test_batch_write_and_get_on_the_engine(live: Session) -> None:

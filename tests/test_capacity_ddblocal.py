@@ -10,7 +10,7 @@ mirror itself is checked against the engine's ReturnValues and query counts.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -362,11 +362,9 @@ def order(av: dict[str, Any]) -> Any:
 
 
 @pytest.fixture
-def session(backend: str, endpoint_url: str) -> Iterator[Session]:
-    if backend == "moto":
-        pytest.skip("moto fakes ConsumedCapacity (1.0 per write, no index units)")
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
-        yield s
+def session(capacity_endpoint_url: str, session: Session) -> Session:
+    """The suite's session, on an engine that reports consumed capacity (not moto)."""
+    return session
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))

@@ -1,14 +1,13 @@
 """The collection watcher and the 10 GB error, with responses injected at the transport layer.
 
-Neither local engine returns ItemCollectionMetrics, so a fake client stands in for botocore's:
-it answers each API call from a script of responses shaped as in the DynamoDB API reference,
-and records what it was sent. Every test runs through SyncDriver and AsyncDriver alike.
+Neither local engine returns ItemCollectionMetrics, so a fake client (support.fakes) stands in
+for botocore's: it answers each API call from a script of responses shaped as in the DynamoDB API
+reference, and records what it was sent. Every test runs through SyncDriver and AsyncDriver alike.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -18,7 +17,7 @@ from botocore.exceptions import ClientError
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsiorm import KeyAttribute, LocalIndex, Projection, Session, Table
+from lsiorm import KeyAttribute, LocalIndex, Session, Table
 from lsiorm._io.drivers import AsyncDriver, SyncDriver
 from lsiorm._ops.collection_guard import CollectionEstimate, CollectionWarning, CollectionWatcher
 from lsiorm._ops.hooks import HookRequest
@@ -27,15 +26,10 @@ from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.service_errors import collection_key_of, from_error_response
 from lsiorm._ops.steps import Operation
 from lsiorm.errors import ItemCollectionSizeLimitError, ValidationError
+from support.fakes import AsyncScriptedClient, ScriptedClient
+from support.models import forum_table
 
-THREADS = Table(
-    "Thread",
-    "ForumName",
-    "Subject",
-    local_indexes=[
-        LocalIndex("LastPostIndex", KeyAttribute("LastPostDateTime"), Projection.include("Replies"))
-    ],
-)
+THREADS = forum_table()
 TIGHT = Table(
     "Tight",
     KeyAttribute("Shard", "N"),
@@ -65,75 +59,19 @@ def client_error(code: str, operation: str) -> ClientError:
     return ClientError(response, operation)
 
 
-class FakeClient:
-    """Stands in for botocore's DynamoDB client: scripted answers, recorded requests."""
-
-    def __init__(self, script: dict[str, list[Any]]) -> None:
-        self.script = {operation: list(answers) for operation, answers in script.items()}
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-
-    def answer(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.calls.append((operation, copy.deepcopy(params)))
-        answer = self.script[operation].pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        result: dict[str, Any] = copy.deepcopy(answer)
-        return result
-
-    def put_item(self, **params: Any) -> dict[str, Any]:
-        return self.answer("PutItem", params)
-
-    def update_item(self, **params: Any) -> dict[str, Any]:
-        return self.answer("UpdateItem", params)
-
-    def delete_item(self, **params: Any) -> dict[str, Any]:
-        return self.answer("DeleteItem", params)
-
-    def batch_write_item(self, **params: Any) -> dict[str, Any]:
-        return self.answer("BatchWriteItem", params)
-
-    def transact_write_items(self, **params: Any) -> dict[str, Any]:
-        return self.answer("TransactWriteItems", params)
-
-    def query(self, **params: Any) -> dict[str, Any]:
-        return self.answer("Query", params)
-
-
-class AsyncFakeClient(FakeClient):
-    """The same fake with aiobotocore's awaitable methods."""
-
-    async def put_item(self, **params: Any) -> dict[str, Any]:  # type: ignore[override]
-        return self.answer("PutItem", params)
-
-    async def update_item(self, **params: Any) -> dict[str, Any]:  # type: ignore[override]
-        return self.answer("UpdateItem", params)
-
-    async def delete_item(self, **params: Any) -> dict[str, Any]:  # type: ignore[override]
-        return self.answer("DeleteItem", params)
-
-    async def batch_write_item(self, **params: Any) -> dict[str, Any]:  # type: ignore[override]
-        return self.answer("BatchWriteItem", params)
-
-    async def transact_write_items(self, **params: Any) -> dict[str, Any]:  # type: ignore[override]
-        return self.answer("TransactWriteItems", params)
-
-    async def query(self, **params: Any) -> dict[str, Any]:  # type: ignore[override]
-        return self.answer("Query", params)
-
-
 class Harness:
     """Runs operations through one driver over a fake client and a context with the watcher."""
 
     def __init__(self, mode: str, watcher: CollectionWatcher | None) -> None:
         self.mode = mode
         self.watcher = watcher
-        self.client: FakeClient = FakeClient({})
+        self.client: ScriptedClient = ScriptedClient({})
 
     def ctx(self) -> Context:
         return Context(QUICK_RETRY, (self.watcher,) if self.watcher is not None else ())
 
-    def script(self, **answers: list[Any]) -> FakeClient:
-        self.client = (FakeClient if self.mode == "sync" else AsyncFakeClient)(answers)
+    def script(self, **answers: list[Any]) -> ScriptedClient:
+        self.client = (ScriptedClient if self.mode == "sync" else AsyncScriptedClient)(answers)
         return self.client
 
     def run(self, op: Operation[Any]) -> Any:
@@ -588,7 +526,7 @@ def test_memory_keeps_the_most_recently_reported_collections(mode: str, clock: C
 
 
 def test_install_attaches_the_watcher_to_a_session(seen: list[CollectionWarning]) -> None:
-    client = FakeClient({"PutItem": [{"ItemCollectionMetrics": ec2(8.0, 9.0)}]})
+    client = ScriptedClient({"PutItem": [{"ItemCollectionMetrics": ec2(8.0, 9.0)}]})
     session = Session(client)
     watcher = CollectionWatcher(callbacks=[seen.append]).install(session)
     assert watcher in session.ctx.hooks

@@ -34,21 +34,16 @@ from lsiorm.errors import (
     StaleVersionError,
     ValidationError,
 )
+from support.models import forum_table
 
 UTC = timezone.utc
 
 
 def make_table(name: str) -> Table:
-    return Table(
+    """The forum's table, with a second LSI ranking threads by tier and score (keys only)."""
+    return forum_table(
         name,
-        partition_key="ForumName",
-        sort_key="Subject",
-        local_indexes=[
-            LocalIndex(
-                "LastPostIndex", KeyAttribute("LastPostDateTime"), Projection.include("Replies")
-            ),
-            LocalIndex("ByRank", KeyAttribute("RankKey"), Projection.keys_only()),
-        ],
+        more_local_indexes=[LocalIndex("ByRank", KeyAttribute("RankKey"), Projection.keys_only())],
     )
 
 
@@ -187,12 +182,6 @@ def test_update_input_errors(spec: UpdateSpec, rule: str) -> None:
 
 
 # -- behaviour on both engines -----------------------------------------------------------------
-
-
-@pytest.fixture
-def session(endpoint_url: str) -> Iterator[Session]:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
-        yield s
 
 
 @pytest.fixture

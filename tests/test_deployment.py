@@ -45,11 +45,6 @@ class Product(Entity, table=shop, keys={"PK": "S#{store}", "SK": "P#{sku}", "LSI
 
 
 @pytest.fixture
-def prefix() -> str:
-    return f"t{uuid.uuid4().hex[:8]}-"
-
-
-@pytest.fixture
 def prefixed_session(endpoint_url: str, prefix: str) -> Iterator[Session]:
     with Session(endpoint_url=endpoint_url, region_name="us-east-1", table_prefix=prefix) as s:
         assert s.create_table(shop) is True

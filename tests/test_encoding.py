@@ -137,7 +137,20 @@ strings = st.one_of(
     st.text(st.sampled_from("a\x00\x7f\u00e9\uffff\U00010000\U0001f600")),
 ).filter(lambda s: "#" not in s and MAX_CHAR not in s)
 
-CASES: list[tuple[str, Callable[[], KeyCodec], st.SearchStrategy[Any], Callable[[Any], Any]]] = [
+Case = tuple[str, Callable[[], KeyCodec], st.SearchStrategy[Any], Callable[[Any], Any]]
+
+
+def decimal_case(name: str, spec: str, int_digits: int, scale: int) -> Case:
+    """A Decimal codec with this format spec, over values that fit it exactly."""
+    return (
+        name,
+        lambda: codec_for(Decimal, spec=spec, field_name="p"),
+        fixed_decimals(int_digits, scale),
+        _identity,
+    )
+
+
+CASES: list[Case] = [
     ("int-1", lambda: codec_for(int, spec="1d", field_name="n"), st.integers(-9, 9), _identity),
     (
         "int-6",
@@ -151,30 +164,10 @@ CASES: list[tuple[str, Callable[[], KeyCodec], st.SearchStrategy[Any], Callable[
         st.integers(-(10**30) + 1, 10**30 - 1),
         _identity,
     ),
-    (
-        "decimal-08.2f",
-        lambda: codec_for(Decimal, spec="08.2f", field_name="p"),
-        fixed_decimals(5, 2),
-        _identity,
-    ),
-    (
-        "decimal-03.0f",
-        lambda: codec_for(Decimal, spec="03.0f", field_name="p"),
-        fixed_decimals(3, 0),
-        _identity,
-    ),
-    (
-        "decimal-06.4f",
-        lambda: codec_for(Decimal, spec="6.4f", field_name="p"),
-        fixed_decimals(1, 4),
-        _identity,
-    ),
-    (
-        "decimal-040.10f",
-        lambda: codec_for(Decimal, spec="040.10f", field_name="p"),
-        fixed_decimals(29, 10),
-        _identity,
-    ),
+    decimal_case("decimal-08.2f", "08.2f", 5, 2),
+    decimal_case("decimal-03.0f", "03.0f", 3, 0),
+    decimal_case("decimal-06.4f", "6.4f", 1, 4),
+    decimal_case("decimal-040.10f", "040.10f", 29, 10),
     (
         "float-bits",
         lambda: codec_for(float, field_name="x"),

@@ -8,13 +8,15 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from support.tables import created
+
 LSI = "by_rank"
 
 
 @pytest.fixture
 def lsi_table(dynamodb_client: Any, table_name: str) -> Iterator[str]:
     """A fresh table with string keys pk/sk and one LSI on the string attribute ``rank``."""
-    dynamodb_client.create_table(
+    request = dict(
         TableName=table_name,
         AttributeDefinitions=[
             {"AttributeName": "pk", "AttributeType": "S"},
@@ -37,13 +39,8 @@ def lsi_table(dynamodb_client: Any, table_name: str) -> Iterator[str]:
         ],
         BillingMode="PAY_PER_REQUEST",
     )
-    dynamodb_client.get_waiter("table_exists").wait(
-        TableName=table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
-    )
-    try:
-        yield table_name
-    finally:
-        dynamodb_client.delete_table(TableName=table_name)
+    with created(dynamodb_client, request) as name:
+        yield name
 
 
 def test_lsi_query_orders_by_the_index_sort_key(dynamodb_client: Any, lsi_table: str) -> None:

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from pydantic import Field
-
 from lsiorm import (
     Entity,
     GlobalIndex,
     KeyAttribute,
-    LocalIndex,
     Projection,
     Table,
     between,
@@ -19,30 +16,11 @@ from lsiorm import (
 )
 from lsiorm._model.capacity import ReadEstimate, estimate_batch_get, estimate_query
 from lsiorm._model.item_encoding import wire_item
+from support.models import declare_thread, forum_table
 
-table = Table(
-    "ExplainCost",
-    "ForumName",
-    "Subject",
-    local_indexes=[
-        LocalIndex("LastPostIndex", KeyAttribute("LastPostDateTime"), Projection.include("Replies"))
-    ],
-)
+table = forum_table("ExplainCost")
+Post = declare_thread(table, type_name="Post")
 START = datetime(2015, 9, 1, tzinfo=timezone.utc)
-
-
-class Post(
-    Entity,
-    table=table,
-    keys={"ForumName": "{forum}", "Subject": "{subject}", "LastPostDateTime": "{last_post}"},
-):
-    forum: str
-    subject: str
-    last_post: datetime | None = None
-    replies: int = Field(default=0, alias="Replies")
-    body: str = ""
-
-
 SAMPLE = [Post(forum="S3", subject=f"s{i}", last_post=START, body="x" * 3000) for i in range(10)]
 Q = query(Post).where(
     forum="S3", last_post=between(START, datetime(2016, 1, 1, tzinfo=timezone.utc))

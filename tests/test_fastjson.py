@@ -29,6 +29,7 @@ from lsiorm._io.fastjson import OPERATIONS, ResponseFastPath
 from lsiorm._model.item_decoding import decode_item
 from lsiorm._model.wire import item_from_wire
 from lsiorm.errors import LsiormError
+from support.tables import created
 
 SERVICE = botocore.session.get_session().get_service_model("dynamodb")
 FAST = ResponseFastPath(SERVICE)
@@ -435,36 +436,19 @@ def without_metadata(response: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def filled_table(dynamodb_client: Any, table_name: str) -> Iterator[str]:
-    dynamodb_client.create_table(
-        TableName=table_name,
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    dynamodb_client.get_waiter("table_exists").wait(
-        TableName=table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 30}
-    )
-    dynamodb_client.put_item(TableName=table_name, Item=BINARY_ITEM)
-    for i in range(30):
-        dynamodb_client.put_item(
-            TableName=table_name,
-            Item={
-                "pk": {"S": "P"},
-                "sk": {"S": f"item{i:03d}"},
-                "n": {"N": str(i * 7)},
-                "blob": {"B": bytes([i]) * 3},
-            },
-        )
-    try:
+    with created(dynamodb_client, Table(table_name, "pk", "sk")):
+        dynamodb_client.put_item(TableName=table_name, Item=BINARY_ITEM)
+        for i in range(30):
+            dynamodb_client.put_item(
+                TableName=table_name,
+                Item={
+                    "pk": {"S": "P"},
+                    "sk": {"S": f"item{i:03d}"},
+                    "n": {"N": str(i * 7)},
+                    "blob": {"B": bytes([i]) * 3},
+                },
+            )
         yield table_name
-    finally:
-        dynamodb_client.delete_table(TableName=table_name)
 
 
 def read_calls(table: str) -> list[tuple[str, dict[str, Any]]]:

@@ -1,6 +1,6 @@
 """Faults, proven: batch writes, batch gets and transactions through a fault-injecting proxy.
 
-The proxy (tests/faultproxy.py) sits on loopback in front of the engine and answers a share of
+The proxy (tests/support/faults.py) sits on loopback in front of the engine and answers a share of
 requests with throttling, a 500, a dropped connection, a response lost after the write was
 applied, or a partial UnprocessedItems / UnprocessedKeys answer. Afterwards the table is read
 directly from the engine, not through the proxy.
@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
-from faultproxy import FaultProxy
 from lsiorm import AsyncSession, Entity, RetryPolicy, Session, Table
 from lsiorm._ops.batch import batch_get, batch_write
 from lsiorm._ops.transactions import transact_write
 from lsiorm._requests.transactions import Put, Update
 from lsiorm.errors import BatchWriteIncompleteError
+from support.faults import FaultProxy, lost_once
+from support.tables import created
 
 # Enough attempts that 30% faults never exhaust them (0.3**25 per chunk), small sleeps.
 PATIENT = RetryPolicy(max_attempts=25, max_delay=60.0, initial=0.01, maximum=0.25)
@@ -74,14 +75,8 @@ def expected_keys(items: list[Any]) -> list[tuple[str, str, int, str]]:
 @pytest.fixture
 def fresh(endpoint_url: str, dynamodb_client: Any) -> Iterator[tuple[Table, type[Any]]]:
     table, cls = declare()
-    dynamodb_client.create_table(**table.create_table_request())
-    dynamodb_client.get_waiter("table_exists").wait(
-        TableName=table.name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100}
-    )
-    try:
+    with created(dynamodb_client, table):
         yield table, cls
-    finally:
-        dynamodb_client.delete_table(TableName=table.name)
 
 
 def proxy_for(endpoint_url: str, rate: float, kinds: tuple[str, ...]) -> FaultProxy:
@@ -160,6 +155,7 @@ async def test_at_100_percent_faults_the_error_lists_exactly_what_is_missing(
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_batch_get_survives_faults(
+    direct: Session,
     mode: str,
     endpoint_url: str,
     dynamodb_client: Any,
@@ -167,8 +163,7 @@ async def test_batch_get_survives_faults(
 ) -> None:
     _table, cls = fresh
     items = make_items(cls, 450)
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as direct:
-        direct.run(batch_write(direct.ctx, items))
+    direct.run(batch_write(direct.ctx, items))
     keys = [{"group": n % 97, "n": n} for n in range(500)]  # 450..499 are absent
     with proxy_for(endpoint_url, 0.3, ALL_KINDS) as proxy:
         url = proxy.endpoint_url
@@ -186,33 +181,20 @@ async def test_batch_get_survives_faults(
     assert stats["partial"] > 0
 
 
-class DropFirstAnswer:
-    """Middleware hook: lose the response of the first request, then stop injecting faults."""
-
-    def __init__(self, proxy: FaultProxy) -> None:
-        self.proxy = proxy
-        self.errors: list[BaseException] = []
-
-    def error(self, request: Any, error: BaseException) -> None:
-        self.errors.append(error)
-        self.proxy.rate = 0.0
-
-
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_a_transaction_whose_answer_was_lost_applies_once(
-    mode: str, backend: str, endpoint_url: str, fresh: tuple[Table, type[Any]]
+    direct: Session, mode: str, backend: str, endpoint_url: str, fresh: tuple[Table, type[Any]]
 ) -> None:
     if backend == "moto":
         pytest.skip("moto ignores ClientRequestToken, so a re-sent transaction applies twice")
     _table, cls = fresh
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as direct:
-        direct.put(cls(group=1, n=1, body="x"))
+    direct.put(cls(group=1, n=1, body="x"))
     actions = [
         Update(cls, {"group": 1, "n": 1}, add={"hits": 1}),
         Put(cls(group=1, n=2, body="new"), create_only=True),
     ]
-    with proxy_for(endpoint_url, 1.0, ("lost-response",)) as proxy:
-        hook = DropFirstAnswer(proxy)
+    proxy, hook = lost_once(endpoint_url, seed=7)
+    with proxy:
         url = proxy.endpoint_url
         if mode == "sync":
             with Session(endpoint_url=url, region_name="us-east-1", hooks=[hook]) as session:
@@ -224,6 +206,5 @@ async def test_a_transaction_whose_answer_was_lost_applies_once(
     assert stats["lost-response"] == 1
     assert stats["forwarded"] == 2  # applied, answer lost; re-sent with the same token
     assert len(hook.errors) == 1
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as direct:
-        assert direct.get(cls, group=1, n=1, consistent=True) == cls(group=1, n=1, body="x", hits=1)
-        assert direct.get(cls, group=1, n=2, consistent=True) == cls(group=1, n=2, body="new")
+    assert direct.get(cls, group=1, n=1, consistent=True) == cls(group=1, n=1, body="x", hits=1)
+    assert direct.get(cls, group=1, n=2, consistent=True) == cls(group=1, n=2, body="new")

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from lsiorm import AsyncSession, Entity, Session, Table, begins_with, query
 from lsiorm.errors import DeclarationError, QueryPlanError
+from support.tables import session_with
 
 ORDER_IDS = ["", "o1", "o1!", "o1 ", "o1#", "o1\x00", "o1\x01", "o10", "o2", "é", "\U0001f600"]
 
@@ -124,6 +125,18 @@ def expected(items: list[Entity], names: set[str], **where: Any) -> list[Entity]
 Shop = tuple[Session, Counter, dict[str, type[Entity]], list[Any]]
 
 
+def walk_with_cursors(session: Session, q: Any, size: int) -> list[Entity]:
+    """Every item of ``q``, read ``size`` at a time, each page resumed from the last cursor."""
+    walked: list[Entity] = []
+    cursor: str | None = None
+    while True:
+        page = session.page(q.limit(size).after(cursor))
+        walked.extend(page.items)
+        cursor = page.cursor
+        if cursor is None:
+            return walked
+
+
 @pytest.fixture
 def shop(
     endpoint_url: str,
@@ -210,15 +223,7 @@ def test_a_whole_collection_in_one_query(shop: Any) -> None:
         assert session.all(q.limit(size)) == want[:size]
         assert session.first(q.descending()) == want[-1]
         # Pages and cursors walk the collection exactly, whatever the page size.
-        walked: list[Entity] = []
-        cursor: str | None = None
-        while True:
-            page = session.page(q.limit(size).after(cursor))
-            walked.extend(page.items)
-            cursor = page.cursor
-            if cursor is None:
-                break
-        assert walked == want
+        assert walk_with_cursors(session, q, size) == want
         assert [e for p in session.pages(q.page_size(size)) for e in p.items] == want
 
 
@@ -378,14 +383,10 @@ def stocked(endpoint_url: str) -> Iterator[Shop]:
     table = shop_table()
     kinds = declare(table)
     counter = Counter()
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=[counter]) as session:
-        session.create_table(table)
+    with session_with(endpoint_url, table, wait=False, hooks=[counter]) as session:
         items = sample(kinds)
         session.batch_write(items)
-        try:
-            yield session, counter, kinds, items
-        finally:
-            session.delete_table(table, wait=False)
+        yield session, counter, kinds, items
 
 
 @settings(
@@ -423,15 +424,7 @@ def test_random_collection_queries_equal_brute_force(stocked: Shop, data: st.Dat
     assert counter.queries() <= len(names)
     assert session.count(q) == len(want)
     size = data.draw(st.integers(1, 4), label="page size")
-    walked: list[Entity] = []
-    cursor: str | None = None
-    while True:
-        page = session.page(q.limit(size).after(cursor))
-        walked.extend(page.items)
-        cursor = page.cursor
-        if cursor is None:
-            break
-    assert walked == want
+    assert walk_with_cursors(session, q, size) == want
     assert session.first(q) == (want[0] if want else None)
 
 

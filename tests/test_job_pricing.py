@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from lsiorm import Entity, KeyAttribute, LocalIndex, Session, Table
+from lsiorm import Entity, Session, Table
 from lsiorm._ops.hooks import HookRequest
+from support.models import declare_dated_doc, declare_readings
 
 
 class Reads:
@@ -40,35 +41,21 @@ class Reads:
         return runs
 
 
-def declare(name: str, *, lsi3: bool) -> tuple[Table, type[Entity]]:
-    table = Table.with_reserved_lsi_slots(name, "PK", "SK")
-    keys = {"PK": "USER#{user}", "SK": "DOC#{n:04d}"}
-    if lsi3:
-        keys["LSI3SK"] = "DAY#{day}#{n:04d}"
-
-    class Doc(Entity, table=table, keys=keys, type_name="Doc"):
-        user: str
-        n: int
-        day: date
-        body: str = ""
-
-    return table, Doc
-
-
 @pytest.fixture
-def metered(endpoint_url: str, backend: str) -> Iterator[tuple[Session, Reads]]:
-    if backend == "moto":
-        pytest.skip("moto reports a flat consumed capacity, not DynamoDB's rounding by size")
+def metered(capacity_endpoint_url: str) -> Iterator[tuple[Session, Reads]]:
     reads = Reads()
     with Session(
-        endpoint_url=endpoint_url, region_name="us-east-1", hooks=[reads], consumed_capacity=True
+        endpoint_url=capacity_endpoint_url,
+        region_name="us-east-1",
+        hooks=[reads],
+        consumed_capacity=True,
     ) as s:
         yield s, reads
 
 
 def seed(session: Session, name: str) -> tuple[Table, type[Entity]]:
     """A small partition of items of random sizes beside a large one."""
-    old_table, old_doc = declare(name, lsi3=False)
+    old_table, old_doc = declare_dated_doc(name, lsi3=False)
     session.create_table(old_table)
     rng = random.Random(12)
     small = [
@@ -77,7 +64,7 @@ def seed(session: Session, name: str) -> tuple[Table, type[Entity]]:
     ]
     large = [old_doc(user="large", n=n, day=date(2024, 1, 1), body="y" * 8000) for n in range(150)]
     session.batch_write([*small, *large])
-    return declare(name, lsi3=True)
+    return declare_dated_doc(name, lsi3=True)
 
 
 @pytest.mark.parametrize("page_size", [None, 4])
@@ -120,19 +107,12 @@ def test_a_relief_reads_what_it_is_priced(
     metered: tuple[Session, Reads], table_name: str, tmp_path: Path
 ) -> None:
     session, reads = metered
-    table = Table(table_name, "PK", "SK", local_indexes=[LocalIndex("ByDay", KeyAttribute("D"))])
-
-    class Reading(Entity, table=table, keys={"PK": "S#{sensor}", "SK": "R#{n:05d}", "D": "{day}"}):
-        sensor: str
-        n: int
-        day: date
-        note: str = ""
-
+    table, reading = declare_readings(table_name)
     session.create_table(table)
     rng = random.Random(5)
     session.batch_write(
         [
-            Reading(sensor="s", n=n, day=date(2024, 1 + n % 4, 1), note="n" * rng.randrange(6000))
+            reading(sensor="s", n=n, day=date(2024, 1 + n % 4, 1), note="n" * rng.randrange(6000))
             for n in range(30)
         ]
     )

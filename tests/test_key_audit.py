@@ -6,22 +6,21 @@ import asyncio
 import random
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from keyjobs import declare
 from lsiorm import AsyncSession, Entity, Session, Table
 from lsiorm._model.wire import item_to_wire, to_wire
 from lsiorm._ops.key_audit import check_item_keys
 from lsiorm._ops.resumable import JobProgress
+from support.models import declare_doc
 
 SLOTS = ("LSI1SK", "LSI2SK", "LSI3SK", "LSI4SK", "LSI5SK")
 
 
 # -- the pure check, against perturbations ---------------------------------------------------
 
-NEW_TABLE, NEW_DOC = declare("Audit-Pure", lsi3=True)
+NEW_TABLE, NEW_DOC = declare_doc("Audit-Pure", lsi3=True)
 
 
 @given(
@@ -60,9 +59,9 @@ def test_check_reports_exactly_the_perturbed_attributes(
 
 
 def test_a_new_sort_key_format_is_a_move() -> None:
-    old_table, old_doc = declare("Audit-Move", lsi3=False, width=4)
+    old_table, old_doc = declare_doc("Audit-Move", lsi3=False, width=4)
     item = item_to_wire(old_doc(user="u", n=7, title="t").to_item())
-    new_table, _ = declare("Audit-Move", lsi3=False, width=6)
+    new_table, _ = declare_doc("Audit-Move", lsi3=False, width=6)
     check = check_item_keys(new_table, item)
     assert check is not None
     assert [(p.attribute, p.kind, p.stored, p.expected) for p in check.problems] == [
@@ -78,14 +77,14 @@ def test_a_new_sort_key_format_is_a_move() -> None:
 
 def seed(session: Session, table_name: str) -> dict[str, Any]:
     """Write old items, new items and damaged items; return what the audit must count."""
-    old_table, old_doc = declare(table_name, lsi3=False)
+    old_table, old_doc = declare_doc(table_name, lsi3=False)
     session.create_table(old_table)
     rng = random.Random(7)
     olds = [
         old_doc(user=f"u{n % 3}", n=n, title=f"t{n}", size=rng.randrange(100)) for n in range(30)
     ]
     session.batch_write(olds)
-    new_table, new_doc = declare(table_name, lsi3=True)
+    new_table, new_doc = declare_doc(table_name, lsi3=True)
     news = [new_doc(user=f"u{n % 3}", n=n, title=f"t{n}", size=5) for n in range(30, 42)]
     session.batch_write(news)
     # Two new items carry a leftover slot, one has a stale LSI1SK.
@@ -111,12 +110,6 @@ def seed(session: Session, table_name: str) -> dict[str, Any]:
     # An item of no declared type.
     session.call("PutItem", {"TableName": table_name, "Item": {"PK": {"S": "X"}, "SK": {"S": "Y"}}})
     return {"table": new_table, "entity": new_doc, "old": old_table}
-
-
-@pytest.fixture
-def session(endpoint_url: str) -> Any:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
-        yield s
 
 
 def test_audit_counts_every_problem_per_attribute(session: Session, table_name: str) -> None:

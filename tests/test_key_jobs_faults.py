@@ -13,37 +13,18 @@ from typing import Any
 
 import pytest
 
-from faultproxy import FaultProxy
-from keyjobs import everything
-from lsiorm import Entity, KeyAttribute, LocalIndex, RetryPolicy, Session, Table, read_relief_file
+from lsiorm import RetryPolicy, Session, Table, read_relief_file
 from lsiorm._model.wire import item_from_wire
+from support.faults import FaultProxy
+from support.jobs import everything
+from support.models import declare_dated_doc, declare_readings
 
 RATE = 0.3
 RETRY = RetryPolicy(max_attempts=30, initial=0.0, maximum=0.01)
 
 
-def declare(name: str, *, width: int, lsi3: bool) -> tuple[Table, type[Entity]]:
-    table = Table.with_reserved_lsi_slots(name, "PK", "SK")
-    keys = {"PK": "U#{user}", "SK": f"DOC#{{n:0{width}d}}"}
-    if lsi3:
-        keys["LSI3SK"] = "DAY#{day}#{n:06d}"
-
-    class Doc(Entity, table=table, keys=keys, type_name="Doc"):
-        user: str
-        n: int
-        day: date
-
-    return table, Doc
-
-
 def canon(item: dict[str, Any]) -> str:
     return json.dumps(item, sort_keys=True, default=str)
-
-
-@pytest.fixture
-def direct(endpoint_url: str) -> Any:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
-        yield s
 
 
 @pytest.fixture
@@ -58,7 +39,7 @@ def faulty(endpoint_url: str) -> Any:
 
 def test_backfill_and_rekey_under_faults(direct: Session, faulty: Any, table_name: str) -> None:
     session, proxy = faulty
-    old_table, old_doc = declare(table_name, width=4, lsi3=False)
+    old_table, old_doc = declare_dated_doc(table_name, width=4, lsi3=False)
     direct.create_table(old_table)
     rng = random.Random(4)
     ns = rng.sample(range(10_000), 40)
@@ -66,7 +47,7 @@ def test_backfill_and_rekey_under_faults(direct: Session, faulty: Any, table_nam
     direct.batch_write(docs)
     try:
         # A new slot and a new sort key format at once: every item is moved and gains LSI3SK.
-        _, doc = declare(table_name, width=6, lsi3=True)
+        _, doc = declare_dated_doc(table_name, width=6, lsi3=True)
         report = session.backfill(doc, segments=2, page_size=7)
         assert proxy.stats["faults"] > 0
         assert report.failed == []
@@ -82,17 +63,11 @@ def test_backfill_and_rekey_under_faults(direct: Session, faulty: Any, table_nam
 
 def test_relief_under_faults(direct: Session, faulty: Any, table_name: str, tmp_path: Path) -> None:
     session, proxy = faulty
-    table = Table(table_name, "PK", "SK", local_indexes=[LocalIndex("ByDay", KeyAttribute("D"))])
-
-    class Reading(Entity, table=table, keys={"PK": "S#{sensor}", "SK": "R#{n:05d}", "D": "{day}"}):
-        sensor: str
-        n: int
-        day: date
-
+    table, reading = declare_readings(table_name)
     archive = Table(f"{table_name}_a", "PK", "SK")
     direct.create_table(table)
     direct.create_table(archive)
-    readings = [Reading(sensor="s", n=n, day=date(2024, 1 + n % 4, 1)) for n in range(36)]
+    readings = [reading(sensor="s", n=n, day=date(2024, 1 + n % 4, 1)) for n in range(36)]
     direct.batch_write(readings)
     before = [item_from_wire(i) for i in everything(direct, table_name)]
     try:

@@ -21,6 +21,7 @@ from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.keyspace import intersection_witness, shape_of
 from lsiorm._model.text_codecs import TERMINATOR, StrCodec, escape_text, unescape_text
 from lsiorm.errors import DeclarationError
+from support.oracles import sort_key_selects
 
 # Characters below, equal to and just above every separator used here, the escape and
 # terminator themselves, the top of the BMP, non-ASCII and astral characters.
@@ -176,20 +177,6 @@ def _ops(a: str, b: str) -> list[tuple[Any, Any]]:
     ]
 
 
-def _selects(params: dict[str, Any], key: str) -> bool:
-    values = params["ExpressionAttributeValues"]
-    text = params["KeyConditionExpression"]
-    if " AND " not in text:
-        return True
-    sort = text.split(" AND ", 1)[1]
-    if sort.startswith("begins_with"):
-        return key.startswith(values[":v1"]["S"])
-    if "BETWEEN" in sort:
-        return bool(values[":v1"]["S"] <= key <= values[":v2"]["S"])
-    op, other = sort.split()[1], values[":v1"]["S"]
-    return {"=": key == other, "<=": key <= other, "<": key < other, ">=": key >= other}[op]
-
-
 @given(st.lists(strings, min_size=1, max_size=6), strings, strings, st.integers(0, 999))
 def test_ranges_on_a_str_field_before_more_template_are_exact(
     stored: list[str], a: str, b: str, n: int
@@ -205,7 +192,7 @@ def test_ranges_on_a_str_field_before_more_template_are_exact(
         assert "FilterExpression" not in request.params
         for value in stored:
             key = template.render({"name": value, "n": n})
-            assert _selects(request.params, key) == check(value), (operator, value)
+            assert sort_key_selects(request.params, key) == check(value), (operator, value)
 
 
 # -- which templates may hold which keys --------------------------------------------------------

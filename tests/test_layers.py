@@ -139,6 +139,10 @@ def test_the_layer_test_sees_imports() -> None:
     # Guard against a walker that finds nothing: the session must import the drivers.
     assert "lsiorm._io.drivers" in GRAPH["lsiorm._session"]
     assert "lsiorm._query.plan" in GRAPH["lsiorm._ops.reads"]
+    # The modules of a package belong to its layer: lsiorm.testing's are test tooling, above I/O.
+    assert "lsiorm.testing.loopback" in GRAPH["lsiorm.testing.collection_proxy"]
+    assert _layer_of("lsiorm.testing.collection_proxy") == _layer_of("lsiorm.testing")
+    assert _layer_of("lsiorm.testing.engines") > _layer_of("lsiorm._io")
 
 
 #: Names whose use means touching files or sockets; operations leave that to the drivers (_io).

@@ -31,6 +31,7 @@ from lsiorm import (
     where,
 )
 from lsiorm._model.item_encoding import wire_item
+from support.tables import session_with
 
 
 def declare() -> tuple[Table, type[Any]]:
@@ -61,12 +62,8 @@ def declare() -> tuple[Table, type[Any]]:
 @pytest.fixture
 def world(endpoint_url: str, dynamodb_client: Any) -> Iterator[tuple[Session, Any, type[Any]]]:
     table, doc = declare()
-    with Session(endpoint_url=endpoint_url) as session:
-        session.create_table(table)
-        try:
-            yield session, dynamodb_client, doc
-        finally:
-            session.delete_table(table)
+    with session_with(endpoint_url, table) as session:
+        yield session, dynamodb_client, doc
 
 
 def raw(client: Any, doc: type[Any], did: str) -> dict[str, Any]:
@@ -218,12 +215,8 @@ def test_none_reads_back_as_none_whatever_the_default(
 
 
 def test_none_reads_back_as_none_through_a_query(endpoint_url: str) -> None:
-    with Session(endpoint_url=endpoint_url) as session:
-        session.create_table(DEFAULTS_TABLE)
-        try:
-            stored = session.put(WithDefaults(wid="q", count=None, labels=None, must=None))
-            assert session.get(WithDefaults, wid="q") == stored
-            assert session.all(query(WithDefaults).where(wid="q")) == [stored]
-            assert stored.count is None
-        finally:
-            session.delete_table(DEFAULTS_TABLE)
+    with session_with(endpoint_url, DEFAULTS_TABLE) as session:
+        stored = session.put(WithDefaults(wid="q", count=None, labels=None, must=None))
+        assert session.get(WithDefaults, wid="q") == stored
+        assert session.all(query(WithDefaults).where(wid="q")) == [stored]
+        assert stored.count is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from enum import Enum
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, PlainSerializer, computed_field, field_serializer
 
 from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Table
+from lsiorm._model import item_encoding
 from lsiorm._model.field_types import plain_model
 from lsiorm._model.item_encoding import build_item, encode_entity
 from lsiorm._model.wire import (
@@ -25,7 +27,7 @@ from lsiorm._model.wire import (
     to_wire_sized,
 )
 from lsiorm.errors import ItemTooLargeError, LsiormError
-from test_wire import finite_floats, in_dynamo_range, values
+from support.strategies import finite_floats, in_dynamo_range, values
 
 table = Table(
     "one_pass",
@@ -95,16 +97,31 @@ def old_path(entity: Entity) -> tuple[dict[str, Any], int]:
     return wire, item_size(wire)
 
 
+def outcome(encode: Callable[[Entity], Any], entity: Entity) -> Any:
+    """What ``encode`` gives for the entity, or the type and rule of the error it raises."""
+    try:
+        return encode(entity)
+    except LsiormError as exc:
+        return (type(exc), exc.rule)
+
+
+def encoded_fast_and_general(entity: Entity, writer_of: Callable[[], Any]) -> tuple[Any, Any]:
+    """The outcome of encode_entity, then the same with the class's generated encoder off."""
+    expected = outcome(encode_entity, entity)
+    writer = writer_of()  # asked for after the first encoding, which makes it
+    assert writer is not None
+    fast, writer.fast = writer.fast, None
+    try:
+        general = outcome(encode_entity, entity)
+    finally:
+        writer.fast = fast
+    return expected, general
+
+
 def same_outcome(entity: Entity) -> Any:
     """Assert both paths give the same item and size, or the same refusal; return it."""
-    try:
-        expected: Any = old_path(entity)
-    except LsiormError as exc:
-        expected = (type(exc), exc.rule)
-    try:
-        got: Any = encode_entity(entity)
-    except LsiormError as exc:
-        got = (type(exc), exc.rule)
+    expected = outcome(old_path, entity)
+    got = outcome(encode_entity, entity)
     assert got == expected
     if not isinstance(expected[0], type):
         # Dict order is kept too: fields in declaration order, then keys, then the type.
@@ -163,10 +180,10 @@ def test_plain_entity_matches_the_two_pass_path(entity: Plain) -> None:
     )
 )
 def test_model_dump_classes_match_the_two_pass_path(entity: Nested) -> None:
-    outcome = same_outcome(entity)
-    if entity.inner is not None and not isinstance(outcome[0], type):
+    result = same_outcome(entity)
+    if entity.inner is not None and not isinstance(result[0], type):
         # Refused items (a serialised number beyond DynamoDB's 38 digits) have no item to read.
-        assert outcome[0]["double"] == {"N": str(entity.n * 2)}
+        assert result[0]["double"] == {"N": str(entity.n * 2)}
 
 
 @given(values)
@@ -289,22 +306,9 @@ def test_generated_encoder_matches_the_two_pass_path(entity: Shipment) -> None:
 
 @given(shipments)
 def test_generated_encoder_matches_the_general_path(entity: Shipment) -> None:
-    from lsiorm._model import item_encoding
 
     writer = item_encoding.WRITERS.get(Shipment)
-    try:
-        expected: Any = encode_entity(entity)
-    except LsiormError as exc:
-        expected = (type(exc), exc.rule)
-    assert writer is not None
-    fast, writer.fast = writer.fast, None
-    try:
-        try:
-            general: Any = encode_entity(entity)
-        except LsiormError as exc:
-            general = (type(exc), exc.rule)
-    finally:
-        writer.fast = fast
+    expected, general = encoded_fast_and_general(entity, lambda: writer)
     assert expected == general
     if not isinstance(expected[0], type):
         assert list(expected[0]) == list(general[0])
@@ -371,7 +375,6 @@ def test_values_checked_without_pydantic_give_the_general_outcome(
     values: dict[str, Any], wild: str | None, value: Any, dropped: str | None, cls: type[Entity]
 ) -> None:
     # model_construct skips validation: wrong types, NaN, missing fields all reach the writer.
-    from lsiorm._model import item_encoding
 
     if wild is not None:
         values[wild] = value
@@ -380,19 +383,7 @@ def test_values_checked_without_pydantic_give_the_general_outcome(
     for name in cls.model_fields:
         if name not in fields:
             entity.__dict__.pop(name, None)  # a partial entity (entity.partial)
-    try:
-        expected: Any = encode_entity(entity)
-    except LsiormError as exc:
-        expected = (type(exc), exc.rule)
-    writer = item_encoding.WRITERS[cls]
-    fast, writer.fast = writer.fast, None
-    try:
-        try:
-            general: Any = encode_entity(entity)
-        except LsiormError as exc:
-            general = (type(exc), exc.rule)
-    finally:
-        writer.fast = fast
+    expected, general = encoded_fast_and_general(entity, lambda: item_encoding.WRITERS[cls])
     assert expected == general
 
 

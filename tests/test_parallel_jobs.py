@@ -13,19 +13,19 @@ import random
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from keyjobs import Killed, WriteLog, declare, everything, session_on
 from lsiorm import Entity, Session, Table
 from lsiorm._io.drivers import SyncDriver
 from lsiorm._ops.hooks import HookRequest
 from lsiorm._ops.key_audit import check_item_keys
 from lsiorm._ops.resumable import WriteBudget
 from lsiorm._ops.steps import Gather, Operation, Sleep
+from support.jobs import Killed, WriteLog, everything, session_on
+from support.models import declare_doc
 
 MEET_TIMEOUT = 30.0  # only a failing test waits this long
 
@@ -53,19 +53,13 @@ class Meet:
                 self.missed.append(segment)
 
 
-@pytest.fixture
-def session(endpoint_url: str) -> Iterator[Session]:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
-        yield s
-
-
 def seed_random(session: Session, name: str, rng: random.Random) -> tuple[Table, type[Entity]]:
     """Old items (no LSI3SK), current ones, some damaged, some of no declared type."""
-    old_table, old_doc = declare(name, lsi3=False)
+    old_table, old_doc = declare_doc(name, lsi3=False)
     session.create_table(old_table)
     count = rng.randrange(20, 60)
     kinds = [rng.choice(["old", "new", "new", "stale", "extra", "untyped"]) for _ in range(count)]
-    table, doc = declare(name, lsi3=True)
+    table, doc = declare_doc(name, lsi3=True)
     olds, news = [], []
     for n, kind in enumerate(kinds):
         fields = {"user": f"u{n % 4}", "n": n, "title": f"t{n}", "size": rng.randrange(100)}

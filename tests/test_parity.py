@@ -39,6 +39,7 @@ from lsiorm.errors import (
     TransactionCanceledError,
     ValidationError,
 )
+from support.tables import session_with
 
 forum = Table(
     f"parity_{uuid.uuid4().hex[:8]}",
@@ -88,12 +89,8 @@ class Api:
 
 @pytest.fixture(scope="module")
 def live_table(endpoint_url: str) -> Iterator[Table]:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as session:
-        session.create_table(forum)
-        try:
-            yield forum
-        finally:
-            session.delete_table(forum, wait=False)
+    with session_with(endpoint_url, forum, wait=False):
+        yield forum
 
 
 @pytest.fixture(params=["sync", "async"])

@@ -27,6 +27,27 @@ from lsiorm._compat import MOVED
 #: Modules that are public besides the package itself.
 PUBLIC_MODULES = {"errors", "testing", "pytest_plugin"}
 
+#: The names of lsiorm.testing (a package: its modules say which part owns each name).
+TESTING_NAMES = {
+    "DYNAMODB_LOCAL_DIR_ENV",
+    "ENDPOINT_URL_ENV",
+    "ENGINES",
+    "DynamoDBLocal",
+    "EngineNotInstalledError",
+    "EngineRegistry",
+    "ItemCollectionProxy",
+    "MotoServer",
+    "created_tables",
+    "default_engine",
+    "dynamodb_local_cache",
+    "dynamodb_local_install_command",
+    "engine_endpoint",
+    "example_endpoint",
+    "free_port",
+    "local_credentials",
+    "table_fixture",
+}
+
 
 def test_every_exported_name_exists_and_is_listed_once() -> None:
     assert len(lsiorm.__all__) == len(set(lsiorm.__all__))
@@ -55,6 +76,15 @@ def test_only_the_public_modules_have_public_names() -> None:
     # aliases of private modules and are covered below.
     old = {path.rsplit(".", 1)[1] for path in MOVED}
     assert modules - old <= PUBLIC_MODULES
+
+
+def test_the_testing_package_exports_its_names() -> None:
+    import lsiorm.testing
+
+    assert len(lsiorm.testing.__all__) == len(TESTING_NAMES)
+    assert set(lsiorm.testing.__all__) == TESTING_NAMES
+    for name in TESTING_NAMES:
+        assert hasattr(lsiorm.testing, name), name
 
 
 def test_every_error_class_is_importable_from_the_top() -> None:

@@ -146,6 +146,16 @@ async def close(session: Any) -> None:
     await consume(session.close())
 
 
+async def sweep_unreachable(mode: str) -> dict[str, str]:
+    """The sweep through a session whose endpoint nothing listens on."""
+    table, doc = declare()
+    session = open_session(mode, f"http://127.0.0.1:{unused_port()}")
+    try:
+        return await sweep(session, table, doc)
+    finally:
+        await close(session)
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_missing_table(mode: str, endpoint_url: str) -> None:
     table, doc = declare()
@@ -162,12 +172,7 @@ async def test_missing_table(mode: str, endpoint_url: str) -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_bad_endpoint(mode: str) -> None:
-    table, doc = declare()
-    session = open_session(mode, f"http://127.0.0.1:{unused_port()}")
-    try:
-        seen = await sweep(session, table, doc)
-    finally:
-        await close(session)
+    seen = await sweep_unreachable(mode)
     assert seen["get"] == "TransportError"
     assert all(v != "ok" for v in seen.values()), seen
 
@@ -175,12 +180,7 @@ async def test_bad_endpoint(mode: str) -> None:
 @pytest.mark.integration
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_no_credentials(mode: str, no_credentials: None) -> None:
-    table, doc = declare()
-    session = open_session(mode, f"http://127.0.0.1:{unused_port()}")
-    try:
-        seen = await sweep(session, table, doc)
-    finally:
-        await close(session)
+    seen = await sweep_unreachable(mode)
     assert seen["get"] == "ConfigurationError", seen
     assert all(v != "ok" for v in seen.values()), seen
 

@@ -224,6 +224,18 @@ def test_a_missing_engine_skips_and_says_how_to_install_it(app: Path, tmp_path: 
     assert "make ddb-local" not in output
 
 
+def test_a_missing_engine_fails_when_engines_are_required(app: Path, tmp_path: Path) -> None:
+    env = dict(os.environ)
+    env.pop(DYNAMODB_LOCAL_DIR_ENV, None)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "empty-cache")
+    args = ("--lsiorm-engine", "dynamodb-local", "--lsiorm-require-engines", "-k", "empty_tables")
+    code, output = run_app(app, *args, env=env)
+    assert code != 0, output
+    assert "2 errors" in output, output
+    assert "skipped" not in output, output
+    assert "npm install --prefix" in output
+
+
 def test_an_external_endpoint_is_used_when_set(app: Path) -> None:
     from lsiorm.testing import MotoServer
 

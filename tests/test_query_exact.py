@@ -22,6 +22,7 @@ from lsiorm import (
 from lsiorm._conditions import begins_with, between, cond, eq, ge, gt, le, lt, ne
 from lsiorm._query.values import query
 from lsiorm.errors import QueryPlanError, ValidationError
+from support.tables import session_with
 
 # -- a sparse LSI slot ------------------------------------------------------------------------
 
@@ -234,25 +235,21 @@ def test_a_bool_range_in_the_fallback_becomes_equalities(low: bool, high: bool, 
 
 @pytest.fixture(scope="module")
 def session(endpoint_url: str) -> Iterator[Session]:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
-        s.create_table(pets)
-        try:
-            for n in range(12):
-                s.put(
-                    Kitten(
-                        zoo="z",
-                        name=f"k{n:02d}",
-                        age=n - 6,
-                        color=None if n % 3 == 0 else "red",
-                        zone="north" if n % 2 else "south",
-                        mass=n,
-                        indoor=n % 4 == 0,
-                    )
+    with session_with(endpoint_url, pets) as s:
+        for n in range(12):
+            s.put(
+                Kitten(
+                    zoo="z",
+                    name=f"k{n:02d}",
+                    age=n - 6,
+                    color=None if n % 3 == 0 else "red",
+                    zone="north" if n % 2 else "south",
+                    mass=n,
+                    indoor=n % 4 == 0,
                 )
-                s.put(Puppy(zoo="z", name=f"p{n:02d}", age=n, zone="north"))
-            yield s
-        finally:
-            s.delete_table(pets)
+            )
+            s.put(Puppy(zoo="z", name=f"p{n:02d}", age=n, zone="north"))
+        yield s
 
 
 def test_counts_and_reads_are_exact_on_a_shared_index(session: Session) -> None:

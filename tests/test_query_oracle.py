@@ -53,6 +53,7 @@ from lsiorm._ops.reads import page
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.values import Query, query
 from lsiorm.errors import QueryPlanError
+from support.tables import session_with
 
 #: LSIORM_ORACLE_SCALE multiplies every example count (e.g. 20 for a long local run).
 EXAMPLES = max(
@@ -181,14 +182,10 @@ class Store:
 
 @pytest.fixture(scope="module")
 def store(endpoint_url: str, backend: str) -> Iterator[Store]:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as session:
-        session.create_table(TABLE)
-        try:
-            for item in ITEMS:
-                session.put(item)
-            yield Store(session, backend)
-        finally:
-            session.delete_table(TABLE)
+    with session_with(endpoint_url, TABLE) as session:
+        for item in ITEMS:
+            session.put(item)
+        yield Store(session, backend)
 
 
 # -- brute force -------------------------------------------------------------------------------

@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import Field
 
-from lsiorm import Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Table
+from lsiorm import Entity, Table
 from lsiorm._conditions import begins_with, between, cond, eq, ge, gt, le, lt, ne
 from lsiorm._model.codec import MAX_CHAR
 from lsiorm._model.shards import Shard, shard_value
@@ -21,6 +21,9 @@ from lsiorm._query.cursor import decode_cursor, encode_cursor
 from lsiorm._query.decode import decode, missing_fields
 from lsiorm._query.values import query, scan
 from lsiorm.errors import QueryPlanError, ValidationError
+from support.fakes import ScriptedClient
+from support.models import AUTHOR_INDEX, declare_goals, declare_orders, forum_table
+from support.oracles import sort_key_selects
 
 MAX = MAX_CHAR
 
@@ -31,26 +34,7 @@ def utc(*args: int) -> datetime:
 
 # -- models ------------------------------------------------------------------------------------
 
-forum = Table(
-    "Thread",
-    partition_key="ForumName",
-    sort_key="Subject",
-    local_indexes=[
-        LocalIndex(
-            "LastPostIndex",
-            KeyAttribute("LastPostDateTime"),
-            Projection.include("Replies"),
-        )
-    ],
-    global_indexes=[
-        GlobalIndex(
-            "AuthorIndex",
-            KeyAttribute("Author"),
-            KeyAttribute("LastPostDateTime"),
-            Projection.keys_only(),
-        )
-    ],
-)
+forum = forum_table(global_indexes=[AUTHOR_INDEX])
 
 
 class Thread(
@@ -129,26 +113,7 @@ class Badge(
     label: str = ""
 
 
-goals_table = Table(
-    "Goals",
-    partition_key="Country",
-    sort_key="Game",
-    local_indexes=[
-        LocalIndex("GoalsIndex", KeyAttribute("Goals", "N"), Projection.include("Matches"))
-    ],
-)
-
-
-class Record(
-    Entity, table=goals_table, keys={"Country": "{country}", "Game": "{game}", "Goals": "{goals}"}
-):
-    country: str
-    game: str
-    goals: int
-    matches: int = Field(default=0, alias="Matches")
-    venue: str = ""
-
-
+goals_table, Record = declare_goals()
 words_table = Table("Inventory", partition_key="Name", sort_key="Size")
 
 
@@ -161,32 +126,7 @@ class Box(Entity, table=words_table, keys={"Name": "{name}", "Size": "{size:04d}
     count: int = Field(default=0, alias="Count")
 
 
-orders = Table(
-    "Orders",
-    partition_key="OrderId",
-    global_indexes=[
-        GlobalIndex("CustomerIndex", KeyAttribute("CustomerId"), KeyAttribute("StatusDate")),
-        GlobalIndex("StatusIndex", KeyAttribute("StatusShard"), KeyAttribute("OrderDate")),
-    ],
-)
-
-
-class Order(
-    Entity,
-    table=orders,
-    keys={
-        "OrderId": "{order_id}",
-        "CustomerId": "{customer}",
-        "StatusDate": "{status}#{order_date}",
-        "StatusShard": "{status}#{shard:02d}",
-        "OrderDate": "{order_date}",
-    },
-):
-    order_id: str
-    customer: str
-    status: str
-    order_date: datetime
-    shard: Annotated[int | None, Shard(4)] = None
+orders, Order = declare_orders()
 
 
 def s(text: str) -> dict[str, str]:
@@ -753,23 +693,7 @@ def test_complete_items_are_not_partial() -> None:
     assert missing_fields(got) == frozenset()
 
 
-# -- a pure oracle for the key condition compiler ----------------------------------------------
-
-
-def _sort_matches(params: dict[str, Any], key: str) -> bool:
-    """Evaluate the compiled sort-key condition against one key, as DynamoDB would."""
-    text = params["KeyConditionExpression"]
-    values = params["ExpressionAttributeValues"]
-    if " AND " not in text:
-        return True
-    sort = text.split(" AND ", 1)[1]
-    if sort.startswith("begins_with"):
-        return key.startswith(values[":v1"]["S"])
-    if "BETWEEN" in sort:
-        return bool(values[":v1"]["S"] <= key <= values[":v2"]["S"])
-    op = sort.split()[1]
-    other = values[":v1"]["S"]
-    return {"=": key == other, "<=": key <= other}[op]
+# -- the key condition compiler against a pure oracle (support.oracles) -----------------------
 
 
 _names = st.text(
@@ -809,7 +733,7 @@ def test_compiled_bounds_select_exactly_the_matching_str_keys(
     params = plan.requests[0].params
     for name, key in keys.items():
         want = check(name) if key.startswith("CAT#") else False
-        assert _sort_matches(params, key) == want, (name, key)
+        assert sort_key_selects(params, key) == want, (name, key)
 
 
 @given(
@@ -829,8 +753,8 @@ def test_compiled_bounds_select_exactly_the_matching_int_keys(
     params = plan.requests[0].params
     for words, name in stored:
         key = Parrot(group="g", name=name, words=words).to_item()["LSI1SK"]
-        assert _sort_matches(params, key) == check(words), key
-    assert not _sort_matches(params, "DOG#001#x")
+        assert sort_key_selects(params, key) == check(words), key
+    assert not sort_key_selects(params, "DOG#001#x")
 
 
 def test_decimal_fields_encode_bounds_by_value() -> None:
@@ -844,24 +768,6 @@ def test_decimal_fields_encode_bounds_by_value() -> None:
 
 
 # -- hydration over a scripted client: UnprocessedKeys are retried, nothing is dropped ---------
-
-
-class ScriptedClient:
-    """Answers query and batch_get_item from scripts, recording every request."""
-
-    def __init__(self, query_pages: list[dict[str, Any]], batches: list[dict[str, Any]]) -> None:
-        self.query_pages = query_pages
-        self.batches = batches
-        self.requests: list[tuple[str, dict[str, Any]]] = []
-        self.last: dict[str, Any] = {}
-
-    def query(self, **params: Any) -> dict[str, Any]:
-        self.requests.append(("Query", params))
-        return self.query_pages.pop(0)
-
-    def batch_get_item(self, **params: Any) -> dict[str, Any]:
-        self.requests.append(("BatchGetItem", params))
-        return self.batches.pop(0) if self.batches else self.last
 
 
 def _threads() -> list[Thread]:
@@ -890,21 +796,23 @@ def test_hydration_retries_unprocessed_keys_and_keeps_index_order() -> None:
     threads = _threads()
     table = forum.name
     client = ScriptedClient(
-        [{"Items": [_index_item(t) for t in threads], "Count": 3, "ScannedCount": 3}],
-        [
-            {
-                "Responses": {table: [threads[1].to_wire()]},
-                "UnprocessedKeys": {table: {"Keys": [_key(threads[2]), _key(threads[0])]}},
-            },
-            {"Responses": {table: [threads[2].to_wire(), threads[0].to_wire()]}},
-        ],
+        {
+            "Query": [{"Items": [_index_item(t) for t in threads], "Count": 3, "ScannedCount": 3}],
+            "BatchGetItem": [
+                {
+                    "Responses": {table: [threads[1].to_wire()]},
+                    "UnprocessedKeys": {table: {"Keys": [_key(threads[2]), _key(threads[0])]}},
+                },
+                {"Responses": {table: [threads[2].to_wire(), threads[0].to_wire()]}},
+            ],
+        }
     )
     ctx = Context(RetryPolicy(max_attempts=3, initial=0.001, maximum=0.002))
     got = SyncDriver(client).run(
         all_items(ctx, query(Thread).where(author="ann").using("AuthorIndex").hydrate())
     )
     assert got == threads
-    batch_calls = [p for op, p in client.requests if op == "BatchGetItem"]
+    batch_calls = [p for op, p in client.calls if op == "BatchGetItem"]
     assert [len(p["RequestItems"][table]["Keys"]) for p in batch_calls] == [3, 2]
     assert batch_calls[1]["RequestItems"][table]["Keys"] == [_key(threads[2]), _key(threads[0])]
 
@@ -920,16 +828,16 @@ def test_hydration_that_never_completes_raises_with_the_keys_left() -> None:
     table = forum.name
     stuck = {"Responses": {table: []}, "UnprocessedKeys": {table: {"Keys": [_key(threads[0])]}}}
     client = ScriptedClient(
-        [{"Items": [_index_item(threads[0])], "Count": 1, "ScannedCount": 1}], []
+        {"Query": [{"Items": [_index_item(threads[0])], "Count": 1, "ScannedCount": 1}]},
+        then=stuck,
     )
-    client.last = stuck
     ctx = Context(RetryPolicy(max_attempts=3, initial=0.001, maximum=0.002))
     with pytest.raises(BatchGetIncompleteError) as caught:
         SyncDriver(client).run(
             all_items(ctx, query(Thread).where(author="ann").using("AuthorIndex").hydrate())
         )
     assert caught.value.unprocessed == [_key(threads[0])]
-    assert sum(op == "BatchGetItem" for op, _ in client.requests) == 3
+    assert sum(op == "BatchGetItem" for op, _ in client.calls) == 3
 
 
 def test_equality_on_none_or_an_empty_partition_matches_nothing() -> None:

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
 from pydantic import Field
@@ -14,7 +14,6 @@ from pydantic import Field
 from lsiorm import (
     AsyncSession,
     Entity,
-    GlobalIndex,
     KeyAttribute,
     LocalIndex,
     Projection,
@@ -22,11 +21,13 @@ from lsiorm import (
     Table,
 )
 from lsiorm._conditions import begins_with, between, ge, gt, lt
-from lsiorm._model.shards import Shard, shard_value
+from lsiorm._model.shards import shard_value
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.plan import ScanProgress
 from lsiorm._query.values import query, scan
 from lsiorm.errors import ValidationError
+from support.models import AUTHOR_INDEX, declare_goals, declare_orders, forum_table
+from support.tables import session_with
 
 
 def utc(*args: int) -> datetime:
@@ -39,24 +40,12 @@ def _name(stem: str) -> str:
 
 # -- seed 000: the forum -----------------------------------------------------------------------
 
-THREADS = Table(
+THREADS = forum_table(
     _name("Thread"),
-    partition_key="ForumName",
-    sort_key="Subject",
-    local_indexes=[
-        LocalIndex(
-            "LastPostIndex", KeyAttribute("LastPostDateTime"), Projection.include("Replies")
-        ),
-        LocalIndex("RepliesIndex", KeyAttribute("ReplyCount", "N"), Projection.keys_only()),
+    more_local_indexes=[
+        LocalIndex("RepliesIndex", KeyAttribute("ReplyCount", "N"), Projection.keys_only())
     ],
-    global_indexes=[
-        GlobalIndex(
-            "AuthorIndex",
-            KeyAttribute("Author"),
-            KeyAttribute("LastPostDateTime"),
-            Projection.keys_only(),
-        ),
-    ],
+    global_indexes=[AUTHOR_INDEX],
 )
 
 
@@ -94,33 +83,7 @@ FORUM = [
 
 # -- seed 001: orders --------------------------------------------------------------------------
 
-ORDERS = Table(
-    _name("Orders"),
-    partition_key="OrderId",
-    global_indexes=[
-        GlobalIndex("CustomerIndex", KeyAttribute("CustomerId"), KeyAttribute("StatusDate")),
-        GlobalIndex("StatusIndex", KeyAttribute("StatusShard"), KeyAttribute("OrderDate")),
-    ],
-)
-
-
-class Order(
-    Entity,
-    table=ORDERS,
-    keys={
-        "OrderId": "{order_id}",
-        "CustomerId": "{customer}",
-        "StatusDate": "{status}#{order_date}",
-        "StatusShard": "{status}#{shard:02d}",
-        "OrderDate": "{order_date}",
-    },
-):
-    order_id: str
-    customer: str
-    status: str
-    order_date: datetime
-    shard: Annotated[int | None, Shard(4)] = None
-
+ORDERS, Order = declare_orders(_name("Orders"))
 
 NOW = utc(2024, 3, 1)
 
@@ -202,25 +165,7 @@ ANIMALS: list[Entity] = [
 
 # -- seed 003: the Goals LSI -------------------------------------------------------------------
 
-GOALS = Table(
-    _name("Goals"),
-    partition_key="Country",
-    sort_key="Game",
-    local_indexes=[
-        LocalIndex("GoalsIndex", KeyAttribute("Goals", "N"), Projection.include("Matches"))
-    ],
-)
-
-
-class Record(
-    Entity, table=GOALS, keys={"Country": "{country}", "Game": "{game}", "Goals": "{goals}"}
-):
-    country: str
-    game: str
-    goals: int
-    matches: int = Field(alias="Matches")
-    venue: str
-
+GOALS, Record = declare_goals(_name("Goals"))
 
 RECORDS = [
     Record(country="France", game="FIFA-2022", goals=16, matches=7, venue="Qatar"),
@@ -241,16 +186,10 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(endpoint_url: str, backend: str) -> Iterator[World]:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as session:
-        for table in TABLES:
-            session.create_table(table)
-        try:
-            for item in ITEMS:
-                session.put(item)
-            yield World(session, backend)
-        finally:
-            for table in TABLES:
-                session.delete_table(table)
+    with session_with(endpoint_url, *TABLES) as session:
+        for item in ITEMS:
+            session.put(item)
+        yield World(session, backend)
 
 
 @pytest.fixture

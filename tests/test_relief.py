@@ -63,12 +63,6 @@ def older(entity: Any) -> bool:
     return bool(entity.day < CUTOFF)
 
 
-@pytest.fixture
-def session(endpoint_url: str) -> Any:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
-        yield s
-
-
 def stored(session: Session, table: Table, pk: str) -> list[dict[str, Any]]:
     response = session.call(
         "Query",

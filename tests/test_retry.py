@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -20,7 +20,6 @@ from botocore.exceptions import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faultproxy import FaultProxy
 from lsiorm import (
     AsyncSession,
     Entity,
@@ -45,6 +44,8 @@ from lsiorm.errors import (
     TransactionConflictError,
     TransportError,
 )
+from support.fakes import AsyncScriptedClient, ScriptedClient
+from support.faults import FaultProxy
 
 table = Table("retry_tests", "pk", "sk")
 
@@ -88,52 +89,7 @@ def client_error(code: str, status: int = 400, operation: str = "PutItem") -> Cl
     )
 
 
-class FakeClient:
-    """A DynamoDB client that answers from a script: each entry is raised or returned.
-
-    Once the script is used up it keeps answering with ``then`` (raised if an exception).
-    """
-
-    def __init__(
-        self, script: list[Any], then: Any = None, *, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.script = list(script)
-        self.then = then if then is not None else {}
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.started: list[float] = []
-        self._clock = clock
-
-    def answer(self, operation: str, params: dict[str, Any]) -> Any:
-        self.calls.append((operation, params))
-        self.started.append(self._clock())
-        outcome = self.script.pop(0) if self.script else self.then
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
-
-    def __getattr__(self, method: str) -> Callable[..., Any]:
-        if method.startswith("_"):
-            raise AttributeError(method)
-
-        def call(**params: Any) -> Any:
-            return self.answer(method, params)
-
-        return call
-
-
 _real_sleep = asyncio.sleep  # the harness replaces asyncio.sleep to record the driver's sleeps
-
-
-class AsyncFakeClient(FakeClient):
-    def __getattr__(self, method: str) -> Callable[..., Awaitable[Any]]:
-        if method.startswith("_"):
-            raise AttributeError(method)
-
-        async def call(**params: Any) -> Any:
-            await _real_sleep(0)
-            return self.answer(method, params)
-
-        return call
 
 
 class Harness:
@@ -142,7 +98,7 @@ class Harness:
     def __init__(self, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
         self.kind = kind
         self.sleeps: list[float] = []
-        self.client: FakeClient | None = None
+        self.client: ScriptedClient | None = None
         if kind == "sync":
             monkeypatch.setattr(time, "sleep", self.sleeps.append)
         else:
@@ -162,9 +118,9 @@ class Harness:
     ) -> Any:
         entity = entity if entity is not None else Note(name="a")
         if self.kind == "sync":
-            self.client = FakeClient(script, then)
+            self.client = ScriptedClient(script, {} if then is None else then)
             return Session(client=self.client, retry=policy).put(entity)
-        self.client = AsyncFakeClient(script, then)
+        self.client = AsyncScriptedClient(script, {} if then is None else then)
         return await AsyncSession(client=self.client, retry=policy).put(entity)
 
     @property
@@ -289,7 +245,7 @@ def test_attempts_and_sleeps_follow_the_policy(
         max_attempts=max_attempts, max_delay=60.0, initial=initial, maximum=maximum
     )
     script: list[Any] = [client_error("ProvisionedThroughputExceededException")] * failures
-    client = FakeClient([*script, {}])
+    client = ScriptedClient([*script, {}], {})
     sleeps: list[float] = []
     original = time.sleep
     time.sleep = sleeps.append  # type: ignore[assignment]
@@ -325,7 +281,7 @@ def test_no_attempt_starts_after_max_delay(monkeypatch: pytest.MonkeyPatch, repe
     monkeypatch.setattr(time, "monotonic", clock.monotonic)
     monkeypatch.setattr(time, "sleep", clock.sleep)
     policy = RetryPolicy(max_attempts=10_000, max_delay=1.0, initial=0.05, maximum=0.3)
-    client = FakeClient([], then=client_error("ThrottlingException"), clock=clock.monotonic)
+    client = ScriptedClient([], then=client_error("ThrottlingException"), clock=clock.monotonic)
     start = clock.now
     with pytest.raises(ThrottledError):
         Session(client=client, retry=policy).put(Note(name="t"))

@@ -167,6 +167,10 @@ def chunks(n: int, size: int) -> int:
     return -(-n // size)
 
 
+#: (attempts, keys) of the reads by key: a small chunk, two full chunks and a part, 100 + 1.
+READS_BY_KEY = pytest.mark.parametrize(("attempts", "count"), [(1, 3), (3, 3), (3, 250), (5, 101)])
+
+
 def keys_per_request(engine: StuckEngine, operation: str) -> list[int]:
     sizes = []
     for op, params in engine.calls:
@@ -177,7 +181,7 @@ def keys_per_request(engine: StuckEngine, operation: str) -> list[int]:
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize(("attempts", "count"), [(1, 3), (3, 3), (3, 250), (5, 101)])
+@READS_BY_KEY
 def test_batch_get_sends_max_attempts_per_chunk(
     runner: Runner, mode: str, attempts: int, count: int
 ) -> None:
@@ -193,7 +197,7 @@ def test_batch_get_sends_max_attempts_per_chunk(
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize(("attempts", "count"), [(1, 3), (3, 3), (3, 250), (5, 101)])
+@READS_BY_KEY
 def test_hydration_sends_max_attempts_per_chunk(
     runner: Runner, mode: str, attempts: int, count: int
 ) -> None:

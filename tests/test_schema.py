@@ -20,21 +20,7 @@ from lsiorm._model.indexes import (
 )
 from lsiorm._model.schema import Table
 from lsiorm.errors import DeclarationError, ValidationError
-
-
-def thread_table(**kwargs: Any) -> Table:
-    """The Thread table of the DynamoDB LSI guide, with LastPostIndex projecting Replies."""
-    return Table(
-        "Thread",
-        "ForumName",
-        "Subject",
-        local_indexes=[
-            LocalIndex(
-                "LastPostIndex", KeyAttribute("LastPostDateTime"), Projection.include("Replies")
-            )
-        ],
-        **kwargs,
-    )
+from support.models import forum_table
 
 
 def reserved_table() -> Table:
@@ -119,11 +105,11 @@ def test_table_defaults() -> None:
     assert table.collection_warning_gb == 8.0
     assert table.entities == {}
     assert not table.has_lsi
-    assert thread_table().has_lsi
+    assert forum_table().has_lsi
 
 
 def test_entities_are_per_table() -> None:
-    first, second = thread_table(), thread_table()
+    first, second = forum_table(), forum_table()
     first.entities["Thread"] = object
     assert second.entities == {}
 
@@ -184,7 +170,7 @@ def test_index_lookup() -> None:
 
 def test_unknown_index_lists_known_names() -> None:
     with pytest.raises(ValidationError) as info:
-        thread_table().index("Nope")
+        forum_table().index("Nope")
     assert info.value.rule == "index.unknown"
     assert info.value.table == "Thread"
     assert "'Nope'" in str(info.value)
@@ -246,7 +232,7 @@ def test_projected_attributes() -> None:
 
 
 def test_create_table_request_thread() -> None:
-    assert thread_table().create_table_request() == {
+    assert forum_table().create_table_request() == {
         "TableName": "Thread",
         "KeySchema": [
             {"AttributeName": "ForumName", "KeyType": "HASH"},
@@ -272,7 +258,7 @@ def test_create_table_request_thread() -> None:
 
 
 def test_create_table_request_thread_provisioned() -> None:
-    request = thread_table(
+    request = forum_table(
         billing_mode="PROVISIONED", read_capacity=10, write_capacity=5
     ).create_table_request()
     assert request["BillingMode"] == "PROVISIONED"
@@ -388,7 +374,7 @@ def test_create_table_request_provisioned_gsi_and_shared_attribute() -> None:
 
 
 def test_create_table_request_is_a_fresh_dict() -> None:
-    table = thread_table()
+    table = forum_table()
     first = table.create_table_request()
     first["LocalSecondaryIndexes"][0]["Projection"]["NonKeyAttributes"].append("Tags")
     assert table.create_table_request()["LocalSecondaryIndexes"][0]["Projection"] == {
@@ -618,7 +604,7 @@ def test_message_is_a_plain_sentence() -> None:
 # --- check() ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("table", [thread_table(), reserved_table()], ids=["thread", "adr123"])
+@pytest.mark.parametrize("table", [forum_table(), reserved_table()], ids=["thread", "adr123"])
 def test_check_matches_own_request(table: Table) -> None:
     live = describe(table.create_table_request())
     report = table.check(live)
@@ -650,12 +636,12 @@ def test_check_ignores_index_and_attribute_order() -> None:
 
 
 def test_check_provisioned_without_summary() -> None:
-    table = thread_table(billing_mode="PROVISIONED", read_capacity=1, write_capacity=1)
+    table = forum_table(billing_mode="PROVISIONED", read_capacity=1, write_capacity=1)
     request = table.create_table_request()
     assert "BillingModeSummary" not in describe(request)["Table"]
     assert table.check(describe(request)).ok
     assert table.check(describe(request, summary=True)).ok
-    assert not thread_table().check(describe(request)).ok
+    assert not forum_table().check(describe(request)).ok
 
 
 def live_of(table: Table) -> dict[str, Any]:
@@ -664,7 +650,7 @@ def live_of(table: Table) -> dict[str, Any]:
 
 
 def test_drift_key_schema() -> None:
-    table = thread_table()
+    table = forum_table()
     live = live_of(table)
     live["KeySchema"][1]["AttributeName"] = "Title"
     report = table.check(live)
@@ -676,7 +662,7 @@ def test_drift_key_schema() -> None:
 
 
 def test_drift_attribute_type() -> None:
-    table = thread_table()
+    table = forum_table()
     live = live_of(table)
     for definition in live["AttributeDefinitions"]:
         if definition["AttributeName"] == "LastPostDateTime":
@@ -690,7 +676,7 @@ def test_drift_attribute_type() -> None:
 
 
 def test_drift_lsi_missing() -> None:
-    table = thread_table()
+    table = forum_table()
     live = live_of(table)
     del live["LocalSecondaryIndexes"]
     report = table.check(live)
@@ -702,7 +688,7 @@ def test_drift_lsi_missing() -> None:
 
 
 def test_drift_lsi_extra() -> None:
-    table = thread_table()
+    table = forum_table()
     live = live_of(table)
     extra = copy.deepcopy(live["LocalSecondaryIndexes"][0])
     extra["IndexName"] = "RepliesIndex"
@@ -714,7 +700,7 @@ def test_drift_lsi_extra() -> None:
 
 
 def test_drift_lsi_key_schema() -> None:
-    table = thread_table()
+    table = forum_table()
     live = live_of(table)
     live["LocalSecondaryIndexes"][0]["KeySchema"][1]["AttributeName"] = "Replies"
     assert kinds(table.check(live)) == [("lsi-key-schema", "LastPostIndex")]
@@ -730,7 +716,7 @@ def test_drift_lsi_key_schema() -> None:
     ],
 )
 def test_drift_lsi_projection(projection: dict[str, Any]) -> None:
-    table = thread_table()
+    table = forum_table()
     live = live_of(table)
     live["LocalSecondaryIndexes"][0]["Projection"] = projection
     report = table.check(live)
@@ -765,7 +751,7 @@ def test_drift_gsi_missing() -> None:
 
 
 def test_drift_gsi_extra() -> None:
-    table = thread_table()
+    table = forum_table()
     live = live_of(table)
     live["GlobalSecondaryIndexes"] = live_of(with_gsi())["GlobalSecondaryIndexes"]
     report = table.check(live)
@@ -793,7 +779,7 @@ def test_drift_gsi_projection() -> None:
 
 
 def test_drift_billing_mode() -> None:
-    table = thread_table()
+    table = forum_table()
     live = live_of(table)
     live["BillingModeSummary"] = {"BillingMode": "PROVISIONED"}
     assert kinds(table.check(live)) == [("billing-mode", None)]

@@ -30,19 +30,27 @@ from lsiorm.errors import (
     TransactionCanceledError,
     ValidationError,
 )
+from support.fakes import ScriptedClient
+from support.tables import session_with
+
+
+def declare(table: Table) -> tuple[type[Entity], type[Entity]]:
+    """An account and the entries of its ledger, in one collection."""
+
+    class Account(Entity, table=table, keys={"pk": "A#{owner}", "sk": "ACCOUNT"}):
+        owner: str
+        balance: int = 0
+
+    class Entry(Entity, table=table, keys={"pk": "A#{owner}", "sk": "E#{n:05d}"}):
+        owner: str
+        n: int
+        amount: int = 0
+
+    return Account, Entry
+
 
 accounts = Table("tx_accounts", "pk", "sk")
-
-
-class Account(Entity, table=accounts, keys={"pk": "A#{owner}", "sk": "ACCOUNT"}):
-    owner: str
-    balance: int = 0
-
-
-class Entry(Entity, table=accounts, keys={"pk": "A#{owner}", "sk": "E#{n:05d}"}):
-    owner: str
-    n: int
-    amount: int = 0
+Account, Entry = declare(accounts)
 
 
 class Profile(Entity, table=accounts, keys={"pk": "P#{owner}", "sk": "PROFILE"}, version="v"):
@@ -72,24 +80,6 @@ def service_error(code: str) -> ClientError:
         {"Error": {"Code": code, "Message": code}, "ResponseMetadata": {"HTTPStatusCode": 400}},
         "TransactWriteItems",
     )
-
-
-class ScriptedClient:
-    """Answers TransactWriteItems / TransactGetItems from a script of errors and responses."""
-
-    def __init__(self, *script: Any) -> None:
-        self.script = list(script)
-        self.params: list[dict[str, Any]] = []
-
-    def _answer(self, **params: Any) -> Any:
-        self.params.append(params)
-        outcome = self.script.pop(0) if self.script else {}
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
-
-    transact_write_items = _answer
-    transact_get_items = _answer
 
 
 # -- requests -----------------------------------------------------------------------------------
@@ -177,7 +167,7 @@ def test_a_generated_token_is_a_fresh_uuid4() -> None:
 
 
 def test_at_most_100_actions_checked_before_sending() -> None:
-    client = ScriptedClient()
+    client = ScriptedClient([], {})
     session = Session(client=client)
     actions = [Put(Entry(owner="a", n=i)) for i in range(101)]
     with pytest.raises(ValidationError) as caught:
@@ -241,10 +231,13 @@ def test_bad_transactions_are_refused(build: Callable[[], Any], rule: str) -> No
 
 def test_every_retry_sends_the_same_token() -> None:
     client = ScriptedClient(
-        service_error("ThrottlingException"),
-        cancelled("None", "TransactionConflict"),
-        service_error("TransactionInProgressException"),
-        cancelled("ThrottlingError", "ProvisionedThroughputExceeded"),
+        [
+            service_error("ThrottlingException"),
+            cancelled("None", "TransactionConflict"),
+            service_error("TransactionInProgressException"),
+            cancelled("ThrottlingError", "ProvisionedThroughputExceeded"),
+            {},
+        ],
         {},
     )
     session = Session(client=client, retry=FAST)
@@ -275,7 +268,7 @@ def test_every_retry_sends_the_same_token() -> None:
     )
 )
 def test_a_cancellation_is_retried_only_when_every_reason_is_transient(codes: list[str]) -> None:
-    client = ScriptedClient(cancelled(*codes), {})
+    client = ScriptedClient([cancelled(*codes), {}], {})
     session = Session(client=client, retry=FAST)
     actions = [Put(Account(owner="a")), Put(Account(owner="b"))]
     failing = [c for c in codes if c != "None"]
@@ -305,7 +298,7 @@ def test_a_cancellation_is_retried_only_when_every_reason_is_transient(codes: li
 
 @pytest.mark.parametrize("code", ["IdempotentParameterMismatchException", "ValidationException"])
 def test_other_transaction_errors_are_not_retried(code: str) -> None:
-    client = ScriptedClient(service_error(code), {})
+    client = ScriptedClient([service_error(code), {}], {})
     session = Session(client=client, retry=FAST)
     with pytest.raises(DynamoError) as caught:
         session.run(transact_write(session.ctx, [Put(Account(owner="a"))]))
@@ -316,7 +309,7 @@ def test_other_transaction_errors_are_not_retried(code: str) -> None:
 def test_reasons_are_tied_to_entities_and_old_items() -> None:
     error = cancelled("None", "ConditionalCheckFailed")
     error.response["CancellationReasons"][1]["Item"] = Account(owner="b", balance=3).to_wire()
-    client = ScriptedClient(error)
+    client = ScriptedClient([error], {})
     session = Session(client=client)
     with pytest.raises(TransactionCanceledError) as caught:
         session.run(
@@ -341,17 +334,7 @@ def test_reasons_are_tied_to_entities_and_old_items() -> None:
 # -- on the engines -----------------------------------------------------------------------------
 
 live = Table(f"tx_live_{uuid.uuid4().hex[:8]}", "pk", "sk")
-
-
-class Wallet(Entity, table=live, keys={"pk": "W#{owner}", "sk": "WALLET"}):
-    owner: str
-    balance: int = 0
-
-
-class Ledger(Entity, table=live, keys={"pk": "W#{owner}", "sk": "L#{n:04d}"}):
-    owner: str
-    n: int
-    amount: int
+Wallet, Ledger = declare(live)
 
 
 class Card(Entity, table=live, keys={"pk": "C#{owner}", "sk": "CARD"}, version="v"):
@@ -362,12 +345,8 @@ class Card(Entity, table=live, keys={"pk": "C#{owner}", "sk": "CARD"}, version="
 
 @pytest.fixture(scope="module")
 def session(endpoint_url: str) -> Iterator[Session]:
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as s:
-        s.create_table(live)
-        try:
-            yield s
-        finally:
-            s.delete_table(live, wait=False)
+    with session_with(endpoint_url, live, wait=False) as s:
+        yield s
 
 
 def test_a_transaction_commits_every_action(session: Session) -> None:

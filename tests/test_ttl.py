@@ -56,6 +56,7 @@ from lsiorm.errors import (
     ValidationError,
 )
 from lsiorm.testing import table_fixture
+from support.tables import create_and_wait
 
 UTC = timezone.utc
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -497,11 +498,6 @@ class Recorder:
 
 
 @pytest.fixture
-def prefix() -> str:
-    return f"t{uuid.uuid4().hex[:8]}-"
-
-
-@pytest.fixture
 def session(endpoint_url: str, prefix: str) -> Iterator[Session]:
     with Session(endpoint_url=endpoint_url, region_name="us-east-1", table_prefix=prefix) as s:
         yield s
@@ -537,10 +533,7 @@ def test_check_reports_disabled_ttl_and_exists_ok_fixes_it(
 ) -> None:
     name = f"{prefix}TtlCache"
     # Created by hand, without TTL, as an older deploy would have.
-    dynamodb_client.create_table(**{**cache.create_table_request(), "TableName": name})
-    dynamodb_client.get_waiter("table_exists").wait(
-        TableName=name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100}
-    )
+    create_and_wait(dynamodb_client, {**cache.create_table_request(), "TableName": name})
     report = session.check_table(cache)
     assert [d.kind for d in report.drifts] == ["ttl-disabled"]
     assert "never expire" in str(report)
@@ -554,10 +547,7 @@ def test_check_reports_ttl_on_another_attribute_and_undeclared_ttl(
     session: Session, prefix: str, dynamodb_client: Any
 ) -> None:
     name = f"{prefix}TtlCache"
-    dynamodb_client.create_table(**{**cache.create_table_request(), "TableName": name})
-    dynamodb_client.get_waiter("table_exists").wait(
-        TableName=name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100}
-    )
+    create_and_wait(dynamodb_client, {**cache.create_table_request(), "TableName": name})
     dynamodb_client.update_time_to_live(
         TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "gone_at"}
     )

@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
 
-from faultproxy import FaultProxy
 from lsiorm import (
     AsyncSession,
     ConditionFailedError,
@@ -47,6 +46,8 @@ from lsiorm._model.wire import item_from_wire
 from lsiorm._requests.update_effect import PathError, applied, apply_actions
 from lsiorm._requests.update_expression import update_request
 from lsiorm._requests.update_plan import UpdateSpec, plan_update, update_spec
+from support.faults import session_losing_first_answer
+from support.tables import session_with
 
 
 class Line(BaseModel):
@@ -260,12 +261,8 @@ def test_dry_run_update_prices_nested_and_list_changes() -> None:
 
 @pytest.fixture(scope="module")
 def world(endpoint_url: str) -> Iterator[Session]:
-    with Session(endpoint_url=endpoint_url) as session:
-        session.create_table(TABLE)
-        try:
-            yield session
-        finally:
-            session.delete_table(TABLE)
+    with session_with(endpoint_url, TABLE) as session:
+        yield session
 
 
 def stored_item(session: Session, did: str) -> dict[str, Any] | None:
@@ -535,12 +532,8 @@ class Note(
 
 @pytest.fixture(scope="module")
 def notes(endpoint_url: str) -> Iterator[Session]:
-    with Session(endpoint_url=endpoint_url) as session:
-        session.create_table(STAMP_TABLE)
-        try:
-            yield session
-        finally:
-            session.delete_table(STAMP_TABLE)
+    with session_with(endpoint_url, STAMP_TABLE) as session:
+        yield session
 
 
 def test_put_and_update_set_the_timestamps(notes: Session) -> None:
@@ -597,26 +590,12 @@ def test_batch_writes_set_the_timestamps(notes: Session) -> None:
 # -- answers lost on the way back -----------------------------------------------------------
 
 
-class LoseFirstAnswer:
-    """Hook: after the first failed attempt, stop injecting faults."""
-
-    def __init__(self, proxy: FaultProxy) -> None:
-        self.proxy = proxy
-        self.errors: list[BaseException] = []
-
-    def error(self, request: Any, error: BaseException) -> None:
-        self.errors.append(error)
-        self.proxy.rate = 0.0
-
-
 def test_a_conditional_nested_update_whose_answer_was_lost_reports_success(
     world: Session, endpoint_url: str
 ) -> None:
     did = uuid.uuid4().hex
     world.put(DOC(did=did, title="t", address=Address(city="Rome")))
-    proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=5)
-    hook = LoseFirstAnswer(proxy)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+    with session_losing_first_answer(endpoint_url, seed=5) as (session, proxy, hook):
         got = session.update(
             DOC,
             did=did,
@@ -637,11 +616,8 @@ def test_an_append_whose_answer_was_lost_is_never_applied_twice(
 ) -> None:
     did = uuid.uuid4().hex
     world.put(DOC(did=did, title="t"))
-    proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=5)
-    hook = LoseFirstAnswer(proxy)
     with (
-        proxy,
-        Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session,
+        session_losing_first_answer(endpoint_url, seed=5) as (session, proxy, _hook),
         pytest.raises(OutcomeUnknownError),
     ):
         session.update(DOC, did=did, append={"history": ["once"]})
@@ -655,9 +631,7 @@ def test_an_upsert_whose_answer_was_lost_creates_one_item(
     world: Session, endpoint_url: str
 ) -> None:
     did = uuid.uuid4().hex
-    proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=5)
-    hook = LoseFirstAnswer(proxy)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+    with session_losing_first_answer(endpoint_url, seed=5) as (session, _proxy, hook):
         got = session.update(
             DOC, did=did, set={"title": "u"}, if_not_exists={"views": 3}, upsert=True
         )

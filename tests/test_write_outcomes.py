@@ -1,7 +1,7 @@
 """Every single write reports what really happened, also when its answer was lost.
 
 A loop of puts, create-only puts, SET updates, ADD updates, versioned puts and updates, and
-deletes runs through the fault proxy (tests/faultproxy.py) at 30% faults of every kind,
+deletes runs through the fault proxy (tests/support/faults.py) at 30% faults of every kind,
 including "applied, then the connection dropped" and "applied, then answered 500". After each
 call the item is read straight from the engine (not through the proxy) and compared with what
 the call reported. Zero disagreements are allowed, and no ADD may ever be applied twice.
@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from faultproxy import FaultProxy
 from lsiorm import AsyncSession, Entity, RetryPolicy, Session, Table
 from lsiorm.errors import (
     ConditionFailedError,
@@ -28,17 +27,10 @@ from lsiorm.errors import (
     StaleVersionError,
     TransportError,
 )
+from support.faults import WRITE_KINDS, FaultProxy, session_losing_first_answer
+from support.tables import created
 
 PATIENT = RetryPolicy(max_attempts=25, max_delay=60.0, initial=0.005, maximum=0.1)
-WRITE_KINDS = (
-    "throttle",
-    "error500",
-    "error503",
-    "html503",
-    "drop",
-    "lost-response",
-    "applied-500",
-)
 KEYS = ("a", "b", "c", "d")
 UNKNOWN = (OutcomeUnknownError, TransportError, InternalServerError)
 
@@ -63,14 +55,8 @@ def declare() -> tuple[Table, type[Any], type[Any]]:
 @pytest.fixture
 def fresh(dynamodb_client: Any) -> Iterator[tuple[Table, type[Any], type[Any]]]:
     table, doc, vdoc = declare()
-    dynamodb_client.create_table(**table.create_table_request())
-    dynamodb_client.get_waiter("table_exists").wait(
-        TableName=table.name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100}
-    )
-    try:
+    with created(dynamodb_client, table):
         yield table, doc, vdoc
-    finally:
-        dynamodb_client.delete_table(TableName=table.name)
 
 
 class Checker:
@@ -167,25 +153,17 @@ class Checker:
                     self.bad(where)
             else:
                 self.bad(where)
-        elif kind == "set":
-            if error is None:
-                if before is None or after != result or after.body != body:
-                    self.bad(where)
-            elif isinstance(error, NotFoundError):
+        elif kind in ("set", "add", "add-tx"):
+            # An update of a missing item is refused (NotFoundError) and creates nothing.
+            if isinstance(error, NotFoundError):
                 if before is not None or after is not None:
                     self.bad(where)
-            else:
+            elif error is not None or before is None or after != result:
                 self.bad(where)
-        elif kind in ("add", "add-tx"):
-            if error is None:
-                step = 3 if kind == "add" else 5
-                if before is None or after != result or after.hits != before.hits + step:
-                    self.bad(where)
-            elif isinstance(error, NotFoundError):
-                if before is not None or after is not None:
-                    self.bad(where)
             else:
-                self.bad(where)
+                applied = after.body == body if kind == "set" else after.hits == before.hits + step
+                if not applied:
+                    self.bad(where)
         elif kind in ("vput", "vupdate"):
             # Nobody else writes: a stale version is always a wrong report.
             expected_rev = (before.rev if before is not None else 0) + 1
@@ -232,6 +210,7 @@ async def run_loop(
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_single_writes_report_the_truth_at_30_percent_faults(
+    direct: Session,
     mode: str,
     backend: str,
     endpoint_url: str,
@@ -258,111 +237,77 @@ async def test_single_writes_report_the_truth_at_30_percent_faults(
     assert sum(v for k, v in checker.outcomes.items() if k.endswith(":ok")) > calls // 2
 
 
-class LoseFirstAnswer:
-    """Middleware hook: after the first failed attempt, stop injecting faults."""
-
-    def __init__(self, proxy: FaultProxy) -> None:
-        self.proxy = proxy
-        self.errors: list[BaseException] = []
-
-    def error(self, request: Any, error: BaseException) -> None:
-        self.errors.append(error)
-        self.proxy.rate = 0.0
-
-
-def lost_once(endpoint_url: str) -> tuple[FaultProxy, LoseFirstAnswer]:
-    proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=3)
-    return proxy, LoseFirstAnswer(proxy)
-
-
 def test_create_only_put_whose_answer_was_lost_succeeds(
-    endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
+    direct: Session, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
 ) -> None:
     _table, doc, _vdoc = fresh
-    proxy, hook = lost_once(endpoint_url)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+    with session_losing_first_answer(endpoint_url) as (session, proxy, hook):
         stored = session.put(doc(did="b", body="new"), create_only=True)
     assert isinstance(hook.errors[0], TransportError)
     assert proxy.stats["lost-response"] == 1
-    with Session(endpoint_url=endpoint_url) as direct:
-        assert direct.get(doc, did="b", consistent=True) == stored
+    assert direct.get(doc, did="b", consistent=True) == stored
 
 
 def test_create_only_put_of_someone_elses_item_still_fails(
-    endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
+    direct: Session, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
 ) -> None:
     _table, doc, _vdoc = fresh
-    with Session(endpoint_url=endpoint_url) as direct:
-        direct.put(doc(did="b", body="theirs"))
-    proxy, hook = lost_once(endpoint_url)
+    direct.put(doc(did="b", body="theirs"))
     with (
-        proxy,
-        Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session,
+        session_losing_first_answer(endpoint_url) as (session, _proxy, _hook),
         pytest.raises(ConditionFailedError),
     ):
         session.put(doc(did="b", body="mine"), create_only=True)
 
 
 def test_versioned_update_whose_answer_was_lost_succeeds(
-    endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
+    direct: Session, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
 ) -> None:
     _table, _doc, vdoc = fresh
-    with Session(endpoint_url=endpoint_url) as direct:
-        stored = direct.put(vdoc(did="v", body="old"))
-    proxy, hook = lost_once(endpoint_url)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+    stored = direct.put(vdoc(did="v", body="old"))
+    with session_losing_first_answer(endpoint_url) as (session, _proxy, _hook):
         updated = session.update(stored, set={"body": "new"})
     assert updated.rev == stored.rev + 1
     assert updated.body == "new"
-    with Session(endpoint_url=endpoint_url) as direct:
-        assert direct.get(vdoc, did="v", consistent=True) == updated
+    assert direct.get(vdoc, did="v", consistent=True) == updated
 
 
 def test_add_whose_answer_was_lost_is_never_applied_twice(
-    endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
+    direct: Session, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
 ) -> None:
     _table, doc, _vdoc = fresh
-    with Session(endpoint_url=endpoint_url) as direct:
-        direct.put(doc(did="a"))
-    proxy, hook = lost_once(endpoint_url)
+    direct.put(doc(did="a"))
     with (
-        proxy,
-        Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session,
+        session_losing_first_answer(endpoint_url) as (session, proxy, _hook),
         pytest.raises(OutcomeUnknownError) as caught,
     ):
         session.update(doc, did="a", add={"hits": 1})
     assert caught.value.request["operation"] == "UpdateItem"
     assert proxy.stats["forwarded"] == 1  # never re-sent
-    with Session(endpoint_url=endpoint_url) as direct:
-        assert direct.get(doc, did="a", consistent=True).hits == 1
+    assert direct.get(doc, did="a", consistent=True).hits == 1
 
 
 def test_transactional_add_whose_answer_was_lost_applies_once(
-    backend: str, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
+    direct: Session, backend: str, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
 ) -> None:
     if backend == "moto":
         pytest.skip("moto ignores ClientRequestToken, so a re-sent transaction applies twice")
     _table, doc, _vdoc = fresh
-    with Session(endpoint_url=endpoint_url) as direct:
-        direct.put(doc(did="a"))
-    proxy, hook = lost_once(endpoint_url)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+    direct.put(doc(did="a"))
+    with session_losing_first_answer(endpoint_url) as (session, _proxy, hook):
         result = session.update(doc, did="a", add={"hits": 1}, idempotency="transaction")
     assert result.hits == 1
     assert isinstance(hook.errors[0], TransportError)
-    with Session(endpoint_url=endpoint_url) as direct:
-        assert direct.get(doc, did="a", consistent=True).hits == 1
+    assert direct.get(doc, did="a", consistent=True).hits == 1
 
 
 def test_delete_whose_answer_was_lost_does_not_claim_nothing_was_deleted(
-    endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
+    direct: Session, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
 ) -> None:
     _table, doc, _vdoc = fresh
-    with Session(endpoint_url=endpoint_url) as direct:
-        direct.put(doc(did="a"))
-        direct.put(doc(did="b"))
-    proxy, hook = lost_once(endpoint_url)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+    direct.put(doc(did="a"))
+    direct.put(doc(did="b"))
+    with session_losing_first_answer(endpoint_url) as (session, proxy, hook):
         result = session.delete_result(doc, did="a")
         assert result.deleted is None
         assert result.item is None
@@ -371,9 +316,8 @@ def test_delete_whose_answer_was_lost_does_not_claim_nothing_was_deleted(
             session.delete(doc, did="b")
         # Without a lost answer: the deleted item, and a clear "nothing deleted".
         assert session.delete_result(doc, did="zz").deleted is False
-    with Session(endpoint_url=endpoint_url) as direct:
-        direct.put(doc(did="c", body="x"))
-        gone = direct.delete_result(doc, did="c")
-        assert gone.deleted is True
-        assert gone.item == doc(did="c", body="x")
-        assert direct.delete(doc, did="c") is None
+    direct.put(doc(did="c", body="x"))
+    gone = direct.delete_result(doc, did="c")
+    assert gone.deleted is True
+    assert gone.item == doc(did="c", body="x")
+    assert direct.delete(doc, did="c") is None

@@ -22,7 +22,12 @@ see each other's items, and they are deleted after it. The engine is chosen with
 needs ``lsiorm[testing]``), ``dynamodb-local`` (AWS's engine; needs Java 17+), ``external``
 (``$LSIORM_ENDPOINT_URL``, the default when that variable is set), or several separated by
 commas to run each test on each engine. An engine that is not installed skips its tests with a
-message saying how to install it.
+message saying how to install it, or fails them with ``--lsiorm-require-engines`` (for a CI
+machine that must never pass without its engines).
+
+Each engine starts once per test session. To run your own fixtures on the engines, take
+``lsiorm_endpoints``: ``lsiorm_endpoints("dynamodb-local")`` is that engine's URL, started if
+needed, with the same skip or failure when it is missing.
 """
 
 from __future__ import annotations
@@ -30,18 +35,17 @@ from __future__ import annotations
 import importlib
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from lsiorm.testing import (
     ENGINES,
-    DynamoDBLocal,
     EngineNotInstalledError,
-    MotoServer,
+    EngineRegistry,
+    created_tables,
     default_engine,
-    engine_endpoint,
     local_credentials,
 )
 
@@ -52,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "lsiorm_async_session",
     "lsiorm_endpoint_url",
+    "lsiorm_endpoints",
     "lsiorm_engine",
     "lsiorm_session",
     "lsiorm_table_prefix",
@@ -73,7 +78,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             "external when LSIORM_ENDPOINT_URL is set, else moto."
         ),
     )
+    group.addoption(
+        "--lsiorm-require-engines",
+        dest="lsiorm_require_engines",
+        action="store_true",
+        default=None,
+        help="an engine that is not installed fails its tests instead of skipping them",
+    )
     parser.addini("lsiorm_engine", "default engine(s) of the lsiorm fixtures (see --lsiorm-engine)")
+    parser.addini(
+        "lsiorm_require_engines",
+        "fail the tests of an engine that is not installed instead of skipping them",
+        type="bool",
+        default=False,
+    )
     parser.addini(
         "lsiorm_tables",
         "tables the lsiorm fixtures create for each test, as module:attribute",
@@ -99,42 +117,45 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("lsiorm_engine", engines, indirect=True, ids=engines, scope="session")
 
 
-class _Engines:
-    """The local engines of one test session: started on first use, stopped at its end."""
-
-    def __init__(self) -> None:
-        self._running: dict[str, DynamoDBLocal | MotoServer] = {}
-        self._failures: dict[str, EngineNotInstalledError] = {}
-
-    def endpoint_url(self, engine: str) -> str:
-        if engine == "external":
-            return engine_endpoint("external")
-        if engine in self._failures:
-            raise self._failures[engine]
-        running = self._running.get(engine)
-        if running is None:
-            running = MotoServer() if engine == "moto" else DynamoDBLocal()
-            try:
-                running.start()
-            except EngineNotInstalledError as exc:
-                self._failures[engine] = exc
-                raise
-            self._running[engine] = running
-        return running.endpoint_url
-
-    def stop(self) -> None:
-        for running in self._running.values():
-            running.stop()
-        self._running.clear()
+def engines_required(config: pytest.Config) -> bool:
+    """Whether a missing engine fails its tests (``--lsiorm-require-engines``) or skips them."""
+    option = config.getoption("lsiorm_require_engines")
+    return bool(option if option is not None else config.getini("lsiorm_require_engines"))
 
 
 @pytest.fixture(scope="session")
-def _lsiorm_engines() -> Iterator[_Engines]:
-    engines = _Engines()
+def _lsiorm_engines() -> Iterator[EngineRegistry]:
+    engines = EngineRegistry()
     try:
         yield engines
     finally:
         engines.stop()
+
+
+@pytest.fixture(scope="session")
+def lsiorm_endpoints(
+    request: pytest.FixtureRequest, _lsiorm_engines: EngineRegistry
+) -> Callable[[str], str]:
+    """A function from an engine's name to its endpoint URL; each engine starts once a session.
+
+    An engine that is not installed skips the test asking for it (or fails it, with
+    ``--lsiorm-require-engines``); one that fails to start is an error.
+    """
+    required = engines_required(request.config)
+
+    def endpoint(engine: str) -> str:
+        try:
+            return _lsiorm_engines.endpoint_url(engine)
+        except EngineNotInstalledError as exc:
+            reason = f"{engine} unavailable: {exc}"
+        except RuntimeError as exc:
+            raise RuntimeError(f"{engine} failed to start: {exc}") from exc
+        # Reported outside the except blocks: the skip or failure carries no chained traceback.
+        if required:
+            pytest.fail(f"{reason} (--lsiorm-require-engines)", pytrace=False)
+        pytest.skip(reason)
+
+    return endpoint
 
 
 @pytest.fixture(scope="session")
@@ -145,12 +166,9 @@ def lsiorm_engine(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def lsiorm_endpoint_url(lsiorm_engine: str, _lsiorm_engines: _Engines) -> str:
+def lsiorm_endpoint_url(lsiorm_engine: str, lsiorm_endpoints: Callable[[str], str]) -> str:
     """The endpoint URL of the engine, started if needed; a missing engine skips the test."""
-    try:
-        return _lsiorm_engines.endpoint_url(lsiorm_engine)
-    except EngineNotInstalledError as exc:
-        pytest.skip(f"{lsiorm_engine} unavailable: {exc}")
+    return lsiorm_endpoints(lsiorm_engine)
 
 
 @pytest.fixture
@@ -187,16 +205,8 @@ def _lsiorm_live_tables(
     from lsiorm._session import Session
 
     kwargs = _session_kwargs(lsiorm_endpoint_url, lsiorm_table_prefix)
-    with Session(**kwargs) as admin:
-        created: list[Table] = []
-        try:
-            for table in lsiorm_tables:
-                admin.create_table(table)
-                created.append(table)
-            yield kwargs
-        finally:
-            for table in reversed(created):
-                admin.delete_table(table, wait=False)
+    with Session(**kwargs) as admin, created_tables(admin, *lsiorm_tables, wait=False):
+        yield kwargs
 
 
 @pytest.fixture

@@ -52,7 +52,7 @@ import orjson
 
 from lsiorm._io import fastjson
 
-__all__ = ["DISABLE_ENV", "OPERATIONS", "AsyncLeanLane", "LeanLane", "lean_lane_for"]
+__all__ = ["DISABLE_ENV", "OPERATIONS", "AsyncLeanLane", "LeanLane", "SigV4Signer", "lean_lane_for"]
 
 #: The operations the lean lane sends; every other request goes through botocore.
 OPERATIONS: Final = fastjson.OPERATIONS

@@ -1,25 +1,12 @@
-"""Local DynamoDB engines (DynamoDB Local and moto) and pytest fixtures for users' tests.
+"""Local DynamoDB engines on loopback ports: DynamoDB Local (AWS's Java engine) and moto.
 
-Installing lsiorm registers a pytest plugin (:mod:`lsiorm.pytest_plugin`) whose fixtures
-``lsiorm_session`` and ``lsiorm_async_session`` give each test a session on moto, DynamoDB
-Local or an endpoint of your own, with your tables freshly created; see docs/testing.md.
-:func:`table_fixture` builds a named fixture for one table instead::
-
-    from lsiorm.testing import table_fixture
-    from myapp.models import threads
-
-    threads_session = table_fixture(threads)                        # moto, in process
-    threads_local = table_fixture(threads, engine="dynamodb-local")  # AWS's own engine
-
-A test that takes ``threads_session`` gets a :class:`~lsiorm.Session` on an engine where the
-declared table exists and is empty. Engines start once per test run and stop at its end. An
-engine that is not installed skips the test with a message saying how to install it.
+Both start on a free port of 127.0.0.1, answer the DynamoDB API there until they are stopped,
+and work as context managers. Starting one that is not installed raises
+:class:`EngineNotInstalledError`, whose message says how to install it.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import http.client
 import logging
 import os
@@ -28,42 +15,22 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Literal
-
-from lsiorm._io.collection_proxy import ItemCollectionProxy
-
-if TYPE_CHECKING:
-    from lsiorm._model.schema import Table
+from typing import IO, Any
 
 __all__ = [
     "DYNAMODB_LOCAL_DIR_ENV",
-    "ENDPOINT_URL_ENV",
-    "ENGINES",
     "DynamoDBLocal",
     "EngineNotInstalledError",
-    "ItemCollectionProxy",
     "MotoServer",
-    "default_engine",
     "dynamodb_local_cache",
     "dynamodb_local_install_command",
-    "engine_endpoint",
-    "example_endpoint",
     "free_port",
-    "local_credentials",
-    "table_fixture",
 ]
 
 DYNAMODB_LOCAL_DIR_ENV = "LSIORM_DYNAMODB_LOCAL_DIR"
 """Environment variable naming the folder that holds ``DynamoDBLocal.jar``."""
-
-ENDPOINT_URL_ENV = "LSIORM_ENDPOINT_URL"
-"""Environment variable naming a DynamoDB endpoint you run yourself (the "external" engine)."""
-
-ENGINES = ("moto", "dynamodb-local", "external")
-"""The engine names the fixtures accept."""
 
 _JAR_NAME = "DynamoDBLocal.jar"
 _NATIVE_LIBS = "DynamoDBLocal_lib"
@@ -356,114 +323,3 @@ class MotoServer:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-@contextlib.contextmanager
-def example_endpoint(engine: str | None = None) -> Iterator[str]:
-    """Yield an endpoint for a runnable example, starting a local engine for the block if needed.
-
-    ``engine`` (default: the ``LSIORM_EXAMPLE_ENGINE`` environment variable, else ``"auto"``):
-    ``"auto"`` uses ``$LSIORM_ENDPOINT_URL`` when set and an embedded moto server otherwise;
-    ``"moto"`` and ``"dynamodb-local"`` start that engine and stop it after the block. Dummy
-    credentials are set for local engines (they accept any).
-    """
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-    choice = engine or os.environ.get("LSIORM_EXAMPLE_ENGINE") or "auto"
-    url = os.environ.get(ENDPOINT_URL_ENV)
-    if choice == "auto" and url:
-        yield url
-        return
-    if choice == "dynamodb-local":
-        with DynamoDBLocal() as local:
-            print(f"DynamoDB Local at {local.endpoint_url}")
-            yield local.endpoint_url
-        return
-    if choice not in ("auto", "moto"):
-        raise ValueError(f"engine must be 'auto', 'moto' or 'dynamodb-local', not {choice!r}")
-    with MotoServer() as server:
-        print(f"embedded moto at {server.endpoint_url}")
-        yield server.endpoint_url
-
-
-_ENGINES: dict[str, DynamoDBLocal | MotoServer] = {}
-
-
-def engine_endpoint(engine: str) -> str:
-    """Return the endpoint of a shared engine ("moto", "dynamodb-local" or "external").
-
-    A local engine starts on first use, stays up for the rest of the process and is stopped
-    when it exits. "external" is ``$LSIORM_ENDPOINT_URL``. Raises
-    :class:`EngineNotInstalledError` when the engine cannot be had, saying how to get it.
-    """
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(map(repr, ENGINES))}, not {engine!r}")
-    if engine == "external":
-        url = os.environ.get(ENDPOINT_URL_ENV)
-        if not url:
-            raise EngineNotInstalledError(
-                f"The external engine needs {ENDPOINT_URL_ENV} set to a DynamoDB endpoint, for "
-                "example http://localhost:8000 for a DynamoDB Local you run in a container."
-            )
-        return url
-    running = _ENGINES.get(engine)
-    if running is None:
-        running = MotoServer() if engine == "moto" else DynamoDBLocal()
-        running.start()
-        _ENGINES[engine] = running
-        atexit.register(running.stop)
-    return running.endpoint_url
-
-
-def default_engine() -> str:
-    """``"external"`` when ``$LSIORM_ENDPOINT_URL`` is set, else ``"moto"``."""
-    return "external" if os.environ.get(ENDPOINT_URL_ENV) else "moto"
-
-
-def table_fixture(
-    table: Table,
-    *,
-    engine: str | None = None,
-    scope: Literal["session", "package", "module", "class", "function"] = "function",
-    name: str | None = None,
-) -> Any:
-    """Return a pytest fixture giving a Session on ``engine`` with ``table`` created, empty.
-
-    ``engine`` is "moto", "dynamodb-local" or "external" (``$LSIORM_ENDPOINT_URL``); by default
-    the external endpoint when that variable is set, else moto. With the default function scope
-    the table is created before each test and deleted after it, so tests never see each other's
-    items. An engine that is not installed skips the test and says how to install it. ``name``
-    sets the fixture's name (default: the name of the variable you assign it to).
-    """
-    import pytest
-
-    from lsiorm._session import Session
-
-    def fixture() -> Iterator[Session]:
-        chosen = engine or default_engine()
-        try:
-            url = engine_endpoint(chosen)
-        except EngineNotInstalledError as exc:
-            pytest.skip(f"{chosen} unavailable: {exc}")
-        session = Session(
-            endpoint_url=url,
-            region_name=os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
-            **local_credentials(url),
-        )
-        with session:
-            session.create_table(table)
-            try:
-                yield session
-            finally:
-                session.delete_table(table)
-
-    return pytest.fixture(scope=scope, name=name)(fixture)
-
-
-def local_credentials(url: str) -> dict[str, Any]:
-    """Dummy credentials for an endpoint on this machine (local engines accept any), else none."""
-    from urllib.parse import urlsplit
-
-    if urlsplit(url).hostname in ("localhost", "127.0.0.1", "::1"):
-        return {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
-    return {}

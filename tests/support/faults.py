@@ -1,4 +1,4 @@
-"""A fault-injecting HTTP proxy on loopback, in front of a DynamoDB engine (tests only).
+"""A fault-injecting HTTP proxy on loopback, in front of a DynamoDB engine, and its hooks.
 
 It forwards each request to the engine, except that for a share of them (``rate``) it answers
 in one of these ways instead, chosen at random among ``kinds``:
@@ -20,7 +20,8 @@ in one of these ways instead, chosen at random among ``kinds``:
 
 Bounded: at most ``max_connections`` client connections are served at once, idle connections
 time out, and every upstream request has a timeout. Counters in ``stats`` let tests check that
-faults really happened.
+faults really happened. :class:`LoseFirstAnswer` is the session hook of the tests of a single
+lost answer: it turns the faults off after the first failed attempt.
 """
 
 from __future__ import annotations
@@ -29,18 +30,24 @@ import contextlib
 import http.client
 import json
 import random
-import socket
 import threading
-import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from lsiorm._io.loopback import LoopbackHandler, LoopbackServer
+from lsiorm import Session
+from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer
 
-__all__ = ["KINDS", "FaultProxy"]
+__all__ = [
+    "KINDS",
+    "WRITE_KINDS",
+    "FaultProxy",
+    "LoseFirstAnswer",
+    "lost_once",
+    "session_losing_first_answer",
+]
 
 KINDS = (
     "throttle",
@@ -52,9 +59,10 @@ KINDS = (
     "applied-500",
     "partial",
 )
+#: The kinds a single write can meet ("partial" is for batches only).
+WRITE_KINDS = tuple(kind for kind in KINDS if kind != "partial")
 _BATCH_OPERATIONS = frozenset({"BatchWriteItem", "BatchGetItem"})
 _ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
-_JSON = "application/x-amz-json-1.0"
 
 
 class _Server(LoopbackServer):
@@ -67,6 +75,7 @@ class _Server(LoopbackServer):
 
 class _Handler(LoopbackHandler):
     server: _Server
+    request_id = "faultproxy"
 
     def do_POST(self) -> None:
         proxy = self.server.proxy
@@ -74,7 +83,7 @@ class _Handler(LoopbackHandler):
         operation = (self.headers.get("X-Amz-Target") or "").rpartition(".")[2]
         kind = proxy.choose(operation)
         if kind == "drop":
-            self._drop()
+            self.drop()
             return
         if kind == "throttle":
             self._error(400, proxy.throttle_code, "Injected throttling: rate exceeded.")
@@ -87,37 +96,23 @@ class _Handler(LoopbackHandler):
             return
         if kind == "html503":
             page = b"<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>"
-            self._reply(503, page, content_type="text/html")
+            self.reply(503, page, content_type="text/html")
             return
         if kind == "partial":
             self._partial(operation, body)
             return
         forwarded = proxy.forward(self.headers, body)
         if forwarded is None or kind == "lost-response":
-            self._drop()
+            self.drop()
             return
         if kind == "applied-500":
             self._error(500, "InternalServerError", "Injected: applied, then answered 500.")
             return
-        self._reply(*forwarded)
-
-    def _drop(self) -> None:
-        self.close_connection = True
-        with contextlib.suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
-
-    def _reply(self, status: int, payload: bytes, content_type: str = _JSON) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        self.send_header("x-amz-crc32", str(zlib.crc32(payload) & 0xFFFFFFFF))
-        self.send_header("x-amzn-RequestId", "faultproxy")
-        self.end_headers()
-        self.wfile.write(payload)
+        self.reply(*forwarded)
 
     def _error(self, status: int, code: str, message: str) -> None:
         payload = {"__type": _ERROR_PREFIX + code, "message": message}
-        self._reply(status, json.dumps(payload).encode())
+        self.reply(status, json.dumps(payload).encode())
 
     def _partial(self, operation: str, body: bytes) -> None:
         proxy = self.server.proxy
@@ -132,10 +127,10 @@ class _Handler(LoopbackHandler):
             request["RequestItems"] = kept
             forwarded = proxy.forward(self.headers, json.dumps(request).encode())
             if forwarded is None:
-                self._drop()
+                self.drop()
                 return
             if forwarded[0] != 200:
-                self._reply(*forwarded)
+                self.reply(*forwarded)
                 return
             answer = json.loads(forwarded[1])
         else:
@@ -146,7 +141,7 @@ class _Handler(LoopbackHandler):
                 left.setdefault(table, []).extend(part)
             else:
                 left.setdefault(table, {**part, "Keys": []})["Keys"].extend(part["Keys"])
-        self._reply(200, json.dumps(answer).encode())
+        self.reply(200, json.dumps(answer).encode())
 
 
 class FaultProxy:
@@ -295,3 +290,31 @@ class FaultProxy:
             return response.status, payload
         finally:
             connection.close()
+
+
+class LoseFirstAnswer:
+    """Session hook: after the first failed attempt, stop injecting faults."""
+
+    def __init__(self, proxy: FaultProxy) -> None:
+        self.proxy = proxy
+        self.errors: list[BaseException] = []
+
+    def error(self, request: Any, error: BaseException) -> None:
+        self.errors.append(error)
+        self.proxy.rate = 0.0
+
+
+def lost_once(endpoint_url: str, *, seed: int = 3) -> tuple[FaultProxy, LoseFirstAnswer]:
+    """A proxy that loses the answer of the first request (applied upstream), and its hook."""
+    proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=seed)
+    return proxy, LoseFirstAnswer(proxy)
+
+
+@contextlib.contextmanager
+def session_losing_first_answer(
+    endpoint_url: str, *, seed: int = 3
+) -> Iterator[tuple[Session, FaultProxy, LoseFirstAnswer]]:
+    """A Session through :func:`lost_once`'s proxy: its first answer is lost, none after."""
+    proxy, hook = lost_once(endpoint_url, seed=seed)
+    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
+        yield session, proxy, hook

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -36,10 +38,33 @@ class LoopbackServer(ThreadingHTTPServer):
 
 
 class LoopbackHandler(BaseHTTPRequestHandler):
-    """A keep-alive request handler for a loopback proxy: quiet, no Nagle delay."""
+    """A keep-alive request handler for a loopback proxy: quiet, no Nagle delay.
+
+    :meth:`reply` answers as DynamoDB does; :meth:`drop` closes the connection unanswered.
+    """
 
     protocol_version = "HTTP/1.1"
     timeout = 10  # an idle keep-alive connection frees its slot after this
+    request_id = "lsiorm-loopback"
+    """The ``x-amzn-RequestId`` of every answer (says which proxy answered)."""
+
+    def reply(
+        self, status: int, payload: bytes, content_type: str = "application/x-amz-json-1.0"
+    ) -> None:
+        """Send one answer with DynamoDB's headers, its CRC32 checksum among them."""
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("x-amz-crc32", str(zlib.crc32(payload) & 0xFFFFFFFF))
+        self.send_header("x-amzn-RequestId", self.request_id)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def drop(self) -> None:
+        """Close the connection without answering (the client sees it cut)."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

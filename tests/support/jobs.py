@@ -1,4 +1,4 @@
-"""Helpers of the key-job tests: a declaration in two releases, a write log that can kill a job."""
+"""Helpers of the key-job tests: a write log that can kill a job, and reading a table back."""
 
 from __future__ import annotations
 
@@ -6,24 +6,7 @@ import threading
 from collections import Counter
 from typing import Any
 
-from lsiorm import Entity, Session, Table
-from lsiorm._ops.hooks import HookRequest
-
-
-def declare(name: str, *, lsi3: bool, width: int = 4) -> tuple[Table, type[Entity]]:
-    """The same table and entity type, as an old (no LSI3) or new (LSI3) release declares it."""
-    table = Table.with_reserved_lsi_slots(name, "PK", "SK")
-    keys = {"PK": "USER#{user}", "SK": f"DOC#{{n:0{width}d}}", "LSI1SK": "TITLE#{title}"}
-    if lsi3:
-        keys["LSI3SK"] = "SIZE#{size:06d}#{n:06d}"
-
-    class Doc(Entity, table=table, keys=keys, type_name="Doc"):
-        user: str
-        n: int
-        title: str
-        size: int = 0
-
-    return table, Doc
+from lsiorm import HookRequest, Session
 
 
 class Killed(BaseException):
@@ -61,6 +44,7 @@ class WriteLog:
 
 
 def session_on(endpoint_url: str, *hooks: object) -> Session:
+    """A Session on the engine with these hooks (a job's sessions differ only in their hooks)."""
     return Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=hooks)
 
 

@@ -21,13 +21,10 @@ at a time; every write must go through the proxy for the sizes to stay right.
 from __future__ import annotations
 
 import base64
-import contextlib
 import http.client
 import json
-import socket
 import threading
 import time
-import zlib
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -35,8 +32,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from lsiorm._io.loopback import LoopbackHandler, LoopbackServer
 from lsiorm._model.wire import item_size
+from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer
 
 __all__ = ["ItemCollectionProxy"]
 
@@ -44,7 +41,6 @@ _GB = 1024**3
 _ITEM_OVERHEAD = 100
 _ENTRY_OVERHEAD = 100
 _ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"
-_JSON = "application/x-amz-json-1.0"
 _TARGET = "DynamoDB_20120810."
 _WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
 _SCHEMA_CHANGES = frozenset({"CreateTable", "DeleteTable", "UpdateTable"})
@@ -133,10 +129,11 @@ class _Server(LoopbackServer):
 
 class _Handler(LoopbackHandler):
     server: _Server
+    request_id = "lsiorm-collection-proxy"
 
     def do_GET(self) -> None:
         status, payload = self.server.proxy.forward_raw("GET", dict(self.headers), b"")
-        self._reply(status, payload)
+        self.reply(status, payload)
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -144,20 +141,9 @@ class _Handler(LoopbackHandler):
         try:
             status, payload = self.server.proxy.handle(headers, body)
         except OSError:
-            self.close_connection = True
-            with contextlib.suppress(OSError):
-                self.connection.shutdown(socket.SHUT_RDWR)
+            self.drop()
             return
-        self._reply(status, payload)
-
-    def _reply(self, status: int, payload: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", _JSON)
-        self.send_header("Content-Length", str(len(payload)))
-        self.send_header("x-amz-crc32", str(zlib.crc32(payload) & 0xFFFFFFFF))
-        self.send_header("x-amzn-RequestId", "lsiorm-collection-proxy")
-        self.end_headers()
-        self.wfile.write(payload)
+        self.reply(status, payload)
 
 
 class ItemCollectionProxy:

@@ -1,0 +1,64 @@
+"""Local DynamoDB engines (DynamoDB Local and moto) and pytest fixtures for users' tests.
+
+Installing lsiorm registers a pytest plugin (:mod:`lsiorm.pytest_plugin`) whose fixtures
+``lsiorm_session`` and ``lsiorm_async_session`` give each test a session on moto, DynamoDB
+Local or an endpoint of your own, with your tables freshly created; see docs/testing.md.
+:func:`table_fixture` builds a named fixture for one table instead::
+
+    from lsiorm.testing import table_fixture
+    from myapp.models import threads
+
+    threads_session = table_fixture(threads)                        # moto, in process
+    threads_local = table_fixture(threads, engine="dynamodb-local")  # AWS's own engine
+
+A test that takes ``threads_session`` gets a :class:`~lsiorm.Session` on an engine where the
+declared table exists and is empty. Engines start once per test run and stop at its end. An
+engine that is not installed skips the test with a message saying how to install it.
+
+Every name is importable from here; the modules inside say what each part owns:
+``engines`` (the engine processes), ``endpoints`` (engines by name, started once),
+``fixtures`` (``table_fixture``, ``created_tables``), ``collection_proxy`` (AWS's
+item-collection rules in front of a local engine) and ``loopback`` (the small HTTP server such
+proxies are built on).
+"""
+
+from lsiorm.testing.collection_proxy import ItemCollectionProxy
+from lsiorm.testing.endpoints import (
+    ENDPOINT_URL_ENV,
+    ENGINES,
+    EngineRegistry,
+    default_engine,
+    engine_endpoint,
+    example_endpoint,
+    local_credentials,
+)
+from lsiorm.testing.engines import (
+    DYNAMODB_LOCAL_DIR_ENV,
+    DynamoDBLocal,
+    EngineNotInstalledError,
+    MotoServer,
+    dynamodb_local_cache,
+    dynamodb_local_install_command,
+    free_port,
+)
+from lsiorm.testing.fixtures import created_tables, table_fixture
+
+__all__ = [
+    "DYNAMODB_LOCAL_DIR_ENV",
+    "ENDPOINT_URL_ENV",
+    "ENGINES",
+    "DynamoDBLocal",
+    "EngineNotInstalledError",
+    "EngineRegistry",
+    "ItemCollectionProxy",
+    "MotoServer",
+    "created_tables",
+    "default_engine",
+    "dynamodb_local_cache",
+    "dynamodb_local_install_command",
+    "engine_endpoint",
+    "example_endpoint",
+    "free_port",
+    "local_credentials",
+    "table_fixture",
+]

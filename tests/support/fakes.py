@@ -1,0 +1,97 @@
+"""Stand-ins for botocore's DynamoDB client: answers from a script, every call recorded.
+
+The drivers call a client's methods by botocore's names (``put_item``, ``batch_write_item``);
+these fakes answer any of them, recording the operation by its API name (``PutItem``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["AsyncScriptedClient", "ScriptedClient", "operation_name"]
+
+# Captured at import: a test may replace asyncio.sleep to record the driver's own sleeps.
+_REAL_SLEEP = asyncio.sleep
+_UNSCRIPTED = object()
+
+
+def operation_name(method: str) -> str:
+    """The API name of one of botocore's client methods (``put_item`` -> ``PutItem``)."""
+    return "".join(part.capitalize() for part in method.split("_"))
+
+
+class ScriptedClient:
+    """A DynamoDB client that answers from a script; each answer is raised or returned.
+
+    ``script`` is a list, answered in order whatever the operation, or a dict from an
+    operation's name to its own answers. An exception is raised; any other answer is returned
+    as a copy. Once the answers run out, ``then`` answers every call; without it, such a call
+    fails the test. ``calls`` holds the (operation, params) of each call and ``started`` when
+    each began, read from ``clock``.
+    """
+
+    def __init__(
+        self,
+        script: list[Any] | dict[str, list[Any]] | None = None,
+        then: Any = _UNSCRIPTED,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._in_order = list(script) if isinstance(script, list) else []
+        self._by_operation = (
+            {operation: list(answers) for operation, answers in script.items()}
+            if isinstance(script, dict)
+            else {}
+        )
+        self.then = then
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.started: list[float] = []
+        self._clock = clock
+
+    @property
+    def params(self) -> list[dict[str, Any]]:
+        """The params of each call, in order."""
+        return [params for _, params in self.calls]
+
+    def answer(self, operation: str, params: dict[str, Any]) -> Any:
+        self.calls.append((operation, copy.deepcopy(params)))
+        self.started.append(self._clock())
+        answers = self._by_operation.get(operation) or self._in_order
+        if answers:
+            outcome = answers.pop(0)
+        elif self.then is not _UNSCRIPTED:
+            outcome = self.then
+        else:
+            raise AssertionError(f"{operation} was sent, and the script has no answer for it")
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return copy.deepcopy(outcome)
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        if method.startswith("_"):
+            raise AttributeError(method)
+        operation = operation_name(method)
+
+        def call(**params: Any) -> Any:
+            return self.answer(operation, params)
+
+        return call
+
+
+class AsyncScriptedClient(ScriptedClient):
+    """The same client with aiobotocore's awaitable methods."""
+
+    def __getattr__(self, method: str) -> Callable[..., Awaitable[Any]]:
+        if method.startswith("_"):
+            raise AttributeError(method)
+        operation = operation_name(method)
+
+        async def call(**params: Any) -> Any:
+            await _REAL_SLEEP(0)
+            return self.answer(operation, params)
+
+        return call

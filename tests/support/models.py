@@ -1,0 +1,178 @@
+"""Entity and table declarations that several test files use.
+
+A declaration a single test file needs stays in that file; one that two or more files need
+lives here, once. Functions that take a table name declare a fresh table and fresh entity
+classes on each call, for tests that create their tables on an engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from lsiorm import Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Shard, Table
+
+# -- the forum of the DynamoDB LSI guide -------------------------------------------------------
+
+
+def forum_table(
+    name: str = "Thread", *, more_local_indexes: Sequence[LocalIndex] = (), **options: Any
+) -> Table:
+    """The Thread table of the DynamoDB LSI guide, with LastPostIndex projecting Replies.
+
+    ``options`` go to :class:`Table` (global indexes, billing mode, ...).
+    """
+    return Table(
+        name,
+        "ForumName",
+        "Subject",
+        local_indexes=[
+            LocalIndex(
+                "LastPostIndex", KeyAttribute("LastPostDateTime"), Projection.include("Replies")
+            ),
+            *more_local_indexes,
+        ],
+        **options,
+    )
+
+
+#: The forum's index of threads by author, newest post last (keys only).
+AUTHOR_INDEX = GlobalIndex(
+    "AuthorIndex", KeyAttribute("Author"), KeyAttribute("LastPostDateTime"), Projection.keys_only()
+)
+
+
+def declare_thread(table: Table, *, type_name: str = "Thread") -> type[Entity]:
+    """A forum thread on ``table`` (one of :func:`forum_table`'s); ``body`` is not projected."""
+
+    class Thread(
+        Entity,
+        table=table,
+        keys={"ForumName": "{forum}", "Subject": "{subject}", "LastPostDateTime": "{last_post}"},
+        type_name=type_name,
+    ):
+        forum: str
+        subject: str
+        last_post: datetime | None = None
+        replies: int = Field(default=0, alias="Replies")
+        tags: list[str] = Field(default_factory=list, alias="Tags")
+        body: str = ""
+
+    return Thread
+
+
+FORUM = forum_table()
+Thread = declare_thread(FORUM)
+
+# -- orders and goals -------------------------------------------------------------------------
+
+
+def declare_orders(name: str = "Orders") -> tuple[Table, type[Entity]]:
+    """Orders by id, with a GSI by customer (status, then date) and one by status in 4 shards."""
+    table = Table(
+        name,
+        partition_key="OrderId",
+        global_indexes=[
+            GlobalIndex("CustomerIndex", KeyAttribute("CustomerId"), KeyAttribute("StatusDate")),
+            GlobalIndex("StatusIndex", KeyAttribute("StatusShard"), KeyAttribute("OrderDate")),
+        ],
+    )
+
+    class Order(
+        Entity,
+        table=table,
+        keys={
+            "OrderId": "{order_id}",
+            "CustomerId": "{customer}",
+            "StatusDate": "{status}#{order_date}",
+            "StatusShard": "{status}#{shard:02d}",
+            "OrderDate": "{order_date}",
+        },
+    ):
+        order_id: str
+        customer: str
+        status: str
+        order_date: datetime
+        shard: Annotated[int | None, Shard(4)] = None
+
+    return table, Order
+
+
+def declare_goals(name: str = "Goals") -> tuple[Table, type[Entity]]:
+    """A country's goals per tournament, with an LSI on the goals (a Number sort key)."""
+    table = Table(
+        name,
+        partition_key="Country",
+        sort_key="Game",
+        local_indexes=[
+            LocalIndex("GoalsIndex", KeyAttribute("Goals", "N"), Projection.include("Matches"))
+        ],
+    )
+
+    class Record(
+        Entity, table=table, keys={"Country": "{country}", "Game": "{game}", "Goals": "{goals}"}
+    ):
+        country: str
+        game: str
+        goals: int
+        matches: int = Field(default=0, alias="Matches")
+        venue: str = ""
+
+    return table, Record
+
+
+# -- the key jobs: a document in two releases ------------------------------------------------
+
+
+def _doc_keys(width: int, **slots: str | None) -> dict[str, str]:
+    keys = {"PK": "USER#{user}", "SK": f"DOC#{{n:0{width}d}}"}
+    keys.update({f"{slot}SK": template for slot, template in slots.items() if template})
+    return keys
+
+
+def declare_doc(name: str, *, lsi3: bool, width: int = 4) -> tuple[Table, type[Entity]]:
+    """The key jobs' document, as an old release (no LSI3) or a new one (LSI3) declares it.
+
+    ``width`` is the number of digits of ``n`` in the sort key (a re-key changes it).
+    """
+    table = Table.with_reserved_lsi_slots(name, "PK", "SK")
+    keys = _doc_keys(width, LSI1="TITLE#{title}", LSI3="SIZE#{size:06d}#{n:06d}" if lsi3 else None)
+
+    class Doc(Entity, table=table, keys=keys, type_name="Doc"):
+        user: str
+        n: int
+        title: str
+        size: int = 0
+        hits: int = 0
+
+    return table, Doc
+
+
+def declare_dated_doc(name: str, *, lsi3: bool, width: int = 4) -> tuple[Table, type[Entity]]:
+    """A document filed by day; the new release (``lsi3``) adds LSI3 to sort them by day."""
+    table = Table.with_reserved_lsi_slots(name, "PK", "SK")
+    keys = _doc_keys(width, LSI3="DAY#{day}#{n:06d}" if lsi3 else None)
+
+    class Doc(Entity, table=table, keys=keys, type_name="Doc"):
+        user: str
+        n: int
+        day: date
+        body: str = ""
+
+    return table, Doc
+
+
+def declare_readings(name: str) -> tuple[Table, type[Entity]]:
+    """A sensor's readings in one collection, with an LSI by day (what relief moves out)."""
+    table = Table(name, "PK", "SK", local_indexes=[LocalIndex("ByDay", KeyAttribute("D"))])
+
+    class Reading(Entity, table=table, keys={"PK": "S#{sensor}", "SK": "R#{n:05d}", "D": "{day}"}):
+        sensor: str
+        n: int
+        day: date
+        note: str = ""
+
+    return table, Reading

@@ -1,0 +1,49 @@
+"""Tables made for one test or one module, and deleted after it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from lsiorm import Session, Table
+from lsiorm.testing import created_tables
+
+
+def create_and_wait(client: Any, request: dict[str, Any]) -> str:
+    """Send a CreateTable request with a boto3 client, wait until the table exists; its name."""
+    client.create_table(**request)
+    client.get_waiter("table_exists").wait(
+        TableName=request["TableName"], WaiterConfig={"Delay": 0.2, "MaxAttempts": 100}
+    )
+    name: str = request["TableName"]
+    return name
+
+
+@contextlib.contextmanager
+def created(client: Any, table: Table | dict[str, Any]) -> Iterator[str]:
+    """A table made with a boto3 client, from a declaration or a raw CreateTable request.
+
+    The block gets its name; the table is deleted when the block ends.
+    """
+    request = table.create_table_request() if isinstance(table, Table) else table
+    name = create_and_wait(client, request)
+    try:
+        yield name
+    finally:
+        client.delete_table(TableName=name)
+
+
+@contextlib.contextmanager
+def session_with(
+    endpoint_url: str, *tables: Table, wait: bool = True, **options: Any
+) -> Iterator[Session]:
+    """A Session on the engine with ``tables`` created; they are deleted when the block ends.
+
+    ``options`` go to :class:`Session` (hooks, retry, table_prefix, ...).
+    """
+    with (
+        Session(endpoint_url=endpoint_url, region_name="us-east-1", **options) as session,
+        created_tables(session, *tables, wait=wait),
+    ):
+        yield session
