@@ -22,7 +22,8 @@ from lsiorm import (
     Table,
 )
 from lsiorm._conditions import begins_with, between, ge, gt, lt
-from lsiorm._model.shards import Shard, shard_value
+from lsiorm._model.entity import shard_value
+from lsiorm._model.shards import Shard
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.plan import ScanProgress
 from lsiorm._query.values import query, scan
