@@ -25,7 +25,7 @@ from botocore.config import Config
 
 from lsiorm import AsyncSession, Session, gt, query
 from lsiorm._io import fastjson
-from lsiorm._model.item_decoding import decode_item
+from lsiorm._model.entity import decode_item
 from lsiorm._model.item_encoding import wire_item
 from lsiorm._ops import batch as lsiorm_batch
 from lsiorm._ops import reads as query_ops

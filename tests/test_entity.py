@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from pydantic import Field
 
 from lsiorm import Entity, GlobalIndex, KeyAttribute, KeyFormat, LocalIndex, Projection, Table
+from lsiorm._model.entity import decode_item
 from lsiorm._model.entity_meta import meta_of
-from lsiorm._model.item_decoding import decode_item
 from lsiorm.errors import (
     DeclarationError,
     IndexKeyTypeError,

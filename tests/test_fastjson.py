@@ -26,7 +26,7 @@ from pydantic import ConfigDict, Field, model_validator
 from lsiorm import Entity, Table
 from lsiorm._io import fastjson
 from lsiorm._io.fastjson import OPERATIONS, ResponseFastPath
-from lsiorm._model.item_decoding import decode_item
+from lsiorm._model.entity import decode_item
 from lsiorm._model.wire import item_from_wire
 from lsiorm.errors import LsiormError
 from support.tables import created

@@ -7,7 +7,7 @@ import traceback
 import pytest
 
 from lsiorm import Entity, Table
-from lsiorm._model.item_decoding import decode_item
+from lsiorm._model.entity import decode_item
 from lsiorm._model.item_encoding import WRITERS, encode_entity
 from lsiorm.errors import ValidationError
 

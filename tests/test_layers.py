@@ -1,7 +1,8 @@
 """The package's layers: pure layers never reach I/O, imports point to earlier layers, no cycles.
 
-Imports are read from the source (module level and inside functions); imports under
-``if TYPE_CHECKING:`` are annotations only and do not count.
+Imports are read from the source (module level and inside functions). The layering rules
+leave out imports under ``if TYPE_CHECKING:`` (annotations only); the cycle rule counts them
+too, since a cycle of annotations is still two modules that cannot be read apart.
 """
 
 from __future__ import annotations
@@ -43,11 +44,12 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _runtime_imports(tree: ast.AST, module: str) -> set[str]:
+def _imports(tree: ast.AST, module: str, *, type_only: bool) -> set[str]:
+    """Return the lsiorm modules imported; ``type_only`` counts ``if TYPE_CHECKING:`` ones too."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if isinstance(node, ast.If) and _is_type_checking(node) and not type_only:
             for child in node.orelse:
                 visit(child)
             return
@@ -70,11 +72,11 @@ def _runtime_imports(tree: ast.AST, module: str) -> set[str]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, type_only: bool = False) -> dict[str, set[str]]:
     modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
-        imports = _runtime_imports(ast.parse(path.read_text()), name)
+        imports = _imports(ast.parse(path.read_text()), name, type_only=type_only)
         graph[name] = {i for i in imports if i in modules and i != name}
     return graph
 
@@ -91,6 +93,8 @@ def _layer_of(module: str) -> int:
 
 
 GRAPH = _graph()
+#: The same graph with the imports under ``if TYPE_CHECKING:`` added.
+TYPED_GRAPH = _graph(type_only=True)
 
 
 def test_every_module_belongs_to_a_layer() -> None:
@@ -112,27 +116,44 @@ def test_pure_layers_import_no_io() -> None:
             assert not bad, f"pure module {module} imports {bad}"
 
 
-def test_no_import_cycles() -> None:
+def _first_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     state: dict[str, int] = {}
     stack: list[str] = []
 
-    def visit(module: str) -> None:
+    def visit(module: str) -> list[str] | None:
         state[module] = 1
         stack.append(module)
-        for dep in sorted(GRAPH[module]):
+        for dep in sorted(graph[module]):
             if dep == "lsiorm" or module == "lsiorm":
                 continue  # the package re-exports everything; it is the top, not a cycle member
             if state.get(dep) == 1:
-                cycle = [*stack[stack.index(dep) :], dep]
-                pytest.fail("import cycle: " + " -> ".join(cycle))
-            if state.get(dep) is None:
-                visit(dep)
+                return [*stack[stack.index(dep) :], dep]
+            if state.get(dep) is None and (cycle := visit(dep)) is not None:
+                return cycle
         stack.pop()
         state[module] = 2
+        return None
 
-    for module in sorted(GRAPH):
-        if state.get(module) is None:
-            visit(module)
+    for module in sorted(graph):
+        if state.get(module) is None and (cycle := visit(module)) is not None:
+            return cycle
+    return None
+
+
+def test_no_import_cycles() -> None:
+    cycle = _first_cycle(GRAPH)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
+
+
+def test_no_import_cycles_counting_type_only_imports() -> None:
+    cycle = _first_cycle(TYPED_GRAPH)
+    assert cycle is None, "import cycle (with TYPE_CHECKING imports): " + " -> ".join(cycle or ())
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    graph = {"lsiorm.a": {"lsiorm.b"}, "lsiorm.b": {"lsiorm.c"}, "lsiorm.c": {"lsiorm.a"}}
+    assert _first_cycle(graph) == ["lsiorm.a", "lsiorm.b", "lsiorm.c", "lsiorm.a"]
+    assert _first_cycle({"lsiorm.a": {"lsiorm.b"}, "lsiorm.b": set()}) is None
 
 
 def test_the_layer_test_sees_imports() -> None:
@@ -143,6 +164,22 @@ def test_the_layer_test_sees_imports() -> None:
     assert "lsiorm.testing.loopback" in GRAPH["lsiorm.testing.collection_proxy"]
     assert _layer_of("lsiorm.testing.collection_proxy") == _layer_of("lsiorm.testing")
     assert _layer_of("lsiorm.testing.engines") > _layer_of("lsiorm._io")
+    assert all(GRAPH[m] <= TYPED_GRAPH[m] for m in GRAPH)
+
+
+def test_only_the_typed_graph_sees_type_checking_imports() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "from lsiorm._model import wire\n"
+        "if TYPE_CHECKING:\n"
+        "    from lsiorm._query.plan import QueryPlan\n"
+    )
+    tree = ast.parse(source)
+    runtime = _imports(tree, "lsiorm._query.x", type_only=False)
+    typed = _imports(tree, "lsiorm._query.x", type_only=True)
+    assert "lsiorm._query.plan" not in runtime
+    assert "lsiorm._query.plan" in typed
+    assert "lsiorm._model.wire" in runtime & typed
 
 
 #: Names whose use means touching files or sockets; operations leave that to the drivers (_io).

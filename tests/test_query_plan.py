@@ -15,7 +15,8 @@ from pydantic import Field
 from lsiorm import Entity, Table
 from lsiorm._conditions import begins_with, between, cond, eq, ge, gt, le, lt, ne
 from lsiorm._model.codec import MAX_CHAR
-from lsiorm._model.shards import Shard, shard_value
+from lsiorm._model.entity import shard_value
+from lsiorm._model.shards import Shard
 from lsiorm._model.text_codecs import escape_text
 from lsiorm._query.cursor import decode_cursor, encode_cursor
 from lsiorm._query.decode import decode, missing_fields

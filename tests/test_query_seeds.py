@@ -21,7 +21,7 @@ from lsiorm import (
     Table,
 )
 from lsiorm._conditions import begins_with, between, ge, gt, lt
-from lsiorm._model.shards import shard_value
+from lsiorm._model.entity import shard_value
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.plan import ScanProgress
 from lsiorm._query.values import query, scan

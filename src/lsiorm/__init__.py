@@ -65,7 +65,7 @@ from lsiorm._model.capacity import (
 )
 from lsiorm._model.drift import Drift, DriftReport
 from lsiorm._model.encoding import KeyFormat
-from lsiorm._model.entity import Entity, key_templates
+from lsiorm._model.entity import Entity, decode_item, key_templates, shard_value
 from lsiorm._model.epoch import EpochSeconds
 from lsiorm._model.indexes import (
     BillingMode,
@@ -76,9 +76,8 @@ from lsiorm._model.indexes import (
     Projection,
     ProjectionType,
 )
-from lsiorm._model.item_decoding import decode_item
 from lsiorm._model.schema import Table
-from lsiorm._model.shards import Shard, shard_value
+from lsiorm._model.shards import Shard
 from lsiorm._model.wire import AttributeValue, WireItem, item_size
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.backfill import BackfillReport

@@ -6,10 +6,9 @@ import typing
 from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from lsiorm._model.encoding import codec_for
-from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.entity_meta import EntityMeta, EntityModel, meta_of
 from lsiorm._model.field_types import (
     allows_none,
     bare_type,
@@ -24,13 +23,10 @@ from lsiorm._model.shards import shard_fields
 from lsiorm._model.template import FieldSlot, KeyTemplate, parse_template
 from lsiorm.errors import DeclarationError
 
-if TYPE_CHECKING:
-    from lsiorm._model.entity import Entity
-
 
 def bind(
-    cls: type[Entity], table: Table, keys: dict[str, str], type_name: str, version: str | None
-) -> EntityMeta:
+    cls: type[EntityModel], table: Table, keys: dict[str, str], type_name: str, version: str | None
+) -> EntityMeta[EntityModel]:
     """Return what lsiorm knows about ``cls``, after checking its declaration against ``table``.
 
     The class is registered in ``table.entities`` under ``type_name`` only when every check
@@ -105,7 +101,7 @@ def bind(
     return meta
 
 
-def timestamp_field(meta: EntityMeta, option: str, name: str | None) -> str | None:
+def timestamp_field(meta: EntityMeta[EntityModel], option: str, name: str | None) -> str | None:
     """Check ``created_at=``/``updated_at=``: a datetime field outside the primary key."""
     if name is None:
         return None
@@ -137,7 +133,7 @@ def timestamp_field(meta: EntityMeta, option: str, name: str | None) -> str | No
     return name
 
 
-def _check_ttl_field(cls: type[Entity], table: Table) -> None:
+def _check_ttl_field(cls: type[EntityModel], table: Table) -> None:
     """Refuse a field stored under the table's TTL attribute that is not stored as a number."""
     ttl = table.ttl_attribute
     if ttl is None:
@@ -162,7 +158,7 @@ def _check_ttl_field(cls: type[Entity], table: Table) -> None:
         )
 
 
-def pending_slots(meta: EntityMeta, pending: Iterable[str]) -> frozenset[str]:
+def pending_slots(meta: EntityMeta[EntityModel], pending: Iterable[str]) -> frozenset[str]:
     """Check ``pending=``: index key attributes the entity derives, never its primary key."""
     slots = frozenset([pending] if isinstance(pending, str) else pending)
     primary = {
@@ -180,7 +176,7 @@ def pending_slots(meta: EntityMeta, pending: Iterable[str]) -> frozenset[str]:
     return slots
 
 
-def bind_template(cls: type[Entity], attr: str, attr_type: str, source: str) -> KeyTemplate:
+def bind_template(cls: type[EntityModel], attr: str, attr_type: str, source: str) -> KeyTemplate:
     """Return the template of key attribute ``attr``, each slot with its field's codec."""
     fields = cls.model_fields
     segments = list(parse_template(source, attribute=attr))
@@ -262,7 +258,7 @@ def _overlap(a: KeyTemplate, b: KeyTemplate) -> bool:
     return na.startswith(nb) or nb.startswith(na)
 
 
-def _check_overlaps(meta: EntityMeta) -> None:
+def _check_overlaps(meta: EntityMeta[EntityModel]) -> None:
     """Refuse two entity types whose keys queries could not tell apart.
 
     Hierarchies (``ORDER#{order_id}`` next to ``ORDER#{order_id}#ITEM#{line:03d}``) are
@@ -273,7 +269,7 @@ def _check_overlaps(meta: EntityMeta) -> None:
     """
     table = meta.table
     for other_cls in table.entities.values():
-        other = meta_of(typing.cast("type[Entity]", other_cls))
+        other = meta_of(typing.cast("type[EntityModel]", other_cls))
         if other.cls is meta.cls:
             continue
         for pk_attr, sk_attr, index in _sort_roles(table):

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 from lsiorm._model.indexes import LocalIndex, Projection, SecondaryIndex, kind_of
-
-if TYPE_CHECKING:
-    from lsiorm._model.schema import Table
+from lsiorm._model.table_spec import TableSpec
 
 _TYPE_WORDS = {"S": "string", "N": "number", "B": "binary"}
 
@@ -41,7 +39,7 @@ class DriftReport:
         return "\n".join(drift.message for drift in self.drifts)
 
 
-def table_drifts(table: Table, live: Mapping[str, Any]) -> Iterator[Drift]:
+def table_drifts(table: TableSpec, live: Mapping[str, Any]) -> Iterator[Drift]:
     """Return the differences between a table's declaration and its live description."""
     return _DriftCheck(table, live).drifts()
 
@@ -49,7 +47,7 @@ def table_drifts(table: Table, live: Mapping[str, Any]) -> Iterator[Drift]:
 class _DriftCheck:
     """Differences between one table's declaration and its live description."""
 
-    def __init__(self, table: Table, live: Mapping[str, Any]) -> None:
+    def __init__(self, table: TableSpec, live: Mapping[str, Any]) -> None:
         self.t = table
         self.live = live
 
@@ -217,7 +215,7 @@ _FIX_TTL: Final = (
 )
 
 
-def ttl_drifts(table: Table, describe_ttl: Mapping[str, Any]) -> Iterator[Drift]:
+def ttl_drifts(table: TableSpec, describe_ttl: Mapping[str, Any]) -> Iterator[Drift]:
     status, live = live_ttl(describe_ttl)
     want = table.ttl_attribute
     name = table.name

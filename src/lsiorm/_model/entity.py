@@ -1,19 +1,25 @@
-"""Entity: the base class of Pydantic models bound to a table through key templates."""
+"""Entity: the base class of Pydantic models bound to a table through key templates.
+
+Also the public functions over entities: :func:`decode_item`, :func:`shard_value` and
+:func:`key_templates`. The machinery under them works with :class:`EntityModel`, which
+Entity derives from, so that nothing below this module names Entity.
+"""
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
 from typing_extensions import Self
 
 from lsiorm._model.declaration import bind, pending_slots, timestamp_field
-from lsiorm._model.entity_meta import EntityMeta, meta_of
-from lsiorm._model.item_decoding import decode_item
+from lsiorm._model.entity_meta import EntityMeta, EntityModel, meta_of
+from lsiorm._model.item_decoding import item_decoder
 from lsiorm._model.item_encoding import build_item, encode_entity, wire_item
 from lsiorm._model.schema import Table
-from lsiorm._model.shards import Shard, shard_of, shard_value
+from lsiorm._model.shards import Shard, shard_for, shard_of
 from lsiorm.errors import DeclarationError
 
 # lsiorm 0.1's ``lsiorm.entity`` gives this module (see lsiorm._compat): the names it exported
@@ -31,7 +37,7 @@ __all__ = [
 ]
 
 
-class Entity(BaseModel):
+class Entity(EntityModel):
     """Base class of entities. Subclass it with ``table=`` and ``keys=`` to bind a model.
 
     ::
@@ -52,10 +58,6 @@ class Entity(BaseModel):
     nothing stale (see docs/migrations.md). ``created_at`` and ``updated_at`` name datetime
     fields that lsiorm sets on each put and update (see docs/writing.md#timestamps).
     """
-
-    model_config = ConfigDict(extra="ignore", validate_by_name=True, validate_by_alias=True)
-
-    __lsiorm__: ClassVar[EntityMeta | None] = None
 
     def __init_subclass__(
         cls,
@@ -105,7 +107,7 @@ class Entity(BaseModel):
             for name in meta.shard_fields:
                 if getattr(self, name) is None:
                     values = {f: getattr(self, f) for f in meta.primary_fields}
-                    self.__dict__[name] = shard_value(type(self), name, values)
+                    self.__dict__[name] = shard_for(meta, name, values)
         return self
 
     def to_item(self) -> dict[str, Any]:
@@ -115,6 +117,34 @@ class Entity(BaseModel):
     def to_wire(self) -> dict[str, Any]:
         """Return the item in DynamoDB wire format, checked against the 400 KB limit."""
         return wire_item(self)
+
+
+def decode_item(
+    table: Table,
+    wire: Mapping[str, Mapping[str, Any]],
+    only: Iterable[type[Entity]] | None = None,
+) -> Entity | None:
+    """Return a wire item as the entity its type attribute names.
+
+    Items of a type not in ``only`` (when given) or of no registered type give None. Only the
+    attributes the model reads are decoded; a malformed attribute it ignores raises nothing.
+    """
+    type_av = wire.get(table.type_attribute)
+    type_name = type_av.get("S") if type_av is not None else None
+    found = table.entities.get(type_name) if type_name is not None else None
+    if found is None or (only is not None and found not in tuple(only)):
+        return None
+    # A table's entities are the classes Entity's subclass hook bound to it (see bind).
+    return item_decoder(typing.cast("type[Entity]", found))(wire)
+
+
+def shard_value(entity_cls: type[Entity], field_name: str, values: Mapping[str, Any]) -> int:
+    """Return the shard (1..count) of an item with these field values.
+
+    Deterministic shards hash the item's primary key with CRC-32, so the same item always lands
+    on the same shard in every process; random shards ignore ``values``.
+    """
+    return shard_for(meta_of(entity_cls), field_name, values)
 
 
 def key_templates(cls: type[Entity]) -> dict[str, str]:

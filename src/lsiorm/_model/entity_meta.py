@@ -1,4 +1,10 @@
-"""EntityMeta: what lsiorm knows about a bound entity class, and meta_of to find it."""
+"""EntityModel, the pydantic model of an entity, and EntityMeta, what lsiorm knows of a bound one.
+
+:class:`EntityModel` is the pydantic model every entity is, as the model layer sees it: its
+settings and the ``__lsiorm__`` slot that binding fills. The modules that encode, decode and
+check entities work with it; the public :class:`~lsiorm._model.entity.Entity` derives from it
+and adds the declaration (``class Thread(Entity, table=..., keys=...)``), which binds.
+"""
 
 from __future__ import annotations
 
@@ -7,25 +13,43 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import Enum
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from lsiorm._model.field_types import allows_none, defaults_to_none, strip_optional
-from lsiorm._model.write_checks import checked_key
-from lsiorm.errors import ValidationError
+from lsiorm.errors import IndexKeyTypeError, KeyEncodingError, ValidationError
 
 if TYPE_CHECKING:
-    from lsiorm._model.entity import Entity
     from lsiorm._model.schema import Table
     from lsiorm._model.template import KeyTemplate
 
+#: The model class an EntityMeta describes; upper layers say ``EntityMeta[Entity]``.
+M_co = TypeVar("M_co", bound="EntityModel", covariant=True)
+M = TypeVar("M", bound="EntityModel")
+
+#: DynamoDB's limits on key attribute values, in bytes.
+MAX_PARTITION_KEY_BYTES: Final = 2048
+MAX_SORT_KEY_BYTES: Final = 1024
+
+
+class EntityModel(BaseModel):
+    """The pydantic model of an entity: lsiorm's model settings and its metadata slot.
+
+    ``__lsiorm__`` holds the class's :class:`EntityMeta` once it is bound to a table, and None
+    on a class that is not (``Entity`` itself, or an abstract base of entities).
+    """
+
+    model_config = ConfigDict(extra="ignore", validate_by_name=True, validate_by_alias=True)
+
+    __lsiorm__: ClassVar[EntityMeta[Any] | None] = None
+
 
 @dataclass
-class EntityMeta:
+class EntityMeta(Generic[M_co]):
     """What lsiorm knows about one entity class: its table, type name and key templates."""
 
-    cls: type[Entity]
+    cls: type[M_co]
     table: Table
     type_name: str
     templates: dict[str, KeyTemplate]
@@ -180,7 +204,64 @@ def _strict_mismatch(annotation: Any, value: Any) -> str | None:
     return None
 
 
-def meta_of(cls: type[Entity] | Entity) -> EntityMeta:
+def _key_limit(table: Table, attribute: str) -> tuple[int, str]:
+    """Return the size limit of a key attribute: a sort key anywhere gets the smaller one."""
+    sorts = {lsi.sort_key.name for lsi in table.local_indexes}
+    sorts |= {g.sort_key.name for g in table.global_indexes if g.sort_key is not None}
+    if table.sort_key is not None:
+        sorts.add(table.sort_key.name)
+    if attribute in sorts:
+        return MAX_SORT_KEY_BYTES, "key.sort-max-1024-bytes"
+    return MAX_PARTITION_KEY_BYTES, "key.partition-max-2048-bytes"
+
+
+def checked_key(meta: EntityMeta[EntityModel], tpl: KeyTemplate, value: Any) -> Any:
+    """Return a rendered key attribute value, checked against DynamoDB's key rules."""
+    declared = meta.key_types[tpl.attribute]
+    ok = (
+        (declared == "S" and isinstance(value, str))
+        or (
+            declared == "N"
+            and isinstance(value, (int, float, Decimal))
+            and not isinstance(value, bool)
+        )
+        or (declared == "B" and isinstance(value, (bytes, bytearray)))
+    )
+    if not ok:
+        raise IndexKeyTypeError(
+            "key.attribute-type",
+            f"Key attribute {tpl.attribute!r} is declared as {declared} but {meta.cls.__name__} "
+            f"would write a {type(value).__name__} ({value!r}); DynamoDB rejects the write.",
+            table=meta.table.name,
+        )
+    if declared == "S" and value == "":
+        raise ValidationError(
+            "key.empty",
+            f"Key attribute {tpl.attribute!r} of {meta.cls.__name__} would be an empty string, "
+            "which DynamoDB does not accept for a key.",
+            table=meta.table.name,
+        )
+    if declared == "B" and len(value) == 0:
+        raise ValidationError(
+            "key.empty-binary",
+            f"Key attribute {tpl.attribute!r} of {meta.cls.__name__} would be empty bytes, "
+            "which DynamoDB does not accept for a key.",
+            table=meta.table.name,
+        )
+    if declared != "N":
+        size = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
+        limit, rule = _key_limit(meta.table, tpl.attribute)
+        if size > limit:
+            raise KeyEncodingError(
+                rule,
+                f"Key attribute {tpl.attribute!r} of {meta.cls.__name__} would be {size} bytes; "
+                f"DynamoDB allows at most {limit} bytes for this key.",
+                table=meta.table.name,
+            )
+    return value
+
+
+def meta_of(cls: type[M] | M) -> EntityMeta[M]:
     """Return the metadata of a bound entity class or instance."""
     klass = cls if isinstance(cls, type) else type(cls)
     meta = klass.__lsiorm__

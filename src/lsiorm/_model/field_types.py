@@ -8,16 +8,13 @@ from collections.abc import Iterable
 from datetime import date, datetime, time
 from decimal import Decimal
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Final, Union
+from typing import Any, Final, Union
 from uuid import UUID
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from lsiorm._model.epoch import is_epoch_seconds
-
-if TYPE_CHECKING:
-    from lsiorm._model.entity import Entity
 
 
 def allows_none(annotation: Any) -> bool:
@@ -76,7 +73,7 @@ _PLAIN_TYPES: Final = frozenset(
 )
 
 
-def plain_model(cls: type[Entity]) -> bool:
+def plain_model(cls: type[BaseModel]) -> bool:
     """True when ``model_dump(mode="python")`` returns each field's value as it is stored.
 
     Not so with serializers, computed or excluded fields, nested models or values typed ``Any``

@@ -6,7 +6,7 @@ import typing
 from collections.abc import Callable, Mapping
 from datetime import date, time
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import Any, Final, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -16,16 +16,12 @@ from lsiorm._model.field_types import strip_optional
 from lsiorm._model.number_text import number_from_text
 from lsiorm._model.wire import from_wire, item_from_wire
 
-if TYPE_CHECKING:
-    from lsiorm._model.entity import Entity
-
-
-ItemDecoder: TypeAlias = "Callable[[Mapping[str, Any]], Entity]"
+M = TypeVar("M", bound=BaseModel)
 
 _BASE_MODEL_VALIDATE = getattr(BaseModel.model_validate, "__func__", None)
 
 
-def model_keys(cls: type[Entity]) -> dict[str, Any] | None:
+def model_keys(cls: type[BaseModel]) -> dict[str, Any] | None:
     """Return every input key the model reads, with its field annotation, or None.
 
     None means the model may look at keys beyond its fields (extra keys allowed or forbidden,
@@ -117,8 +113,8 @@ def _string_list(values: Any) -> list[Any] | None:
 
 
 def generate_decoder(
-    cls: type[Entity], keys: Mapping[str, Any], absent: tuple[str, ...]
-) -> ItemDecoder:
+    cls: type[M], keys: Mapping[str, Any], absent: tuple[str, ...]
+) -> Callable[[Mapping[str, Any]], M]:
     """Build ``cls``'s decoder as source, one straight-line block per key of :func:`model_keys`.
 
     A page of items then pays no per-attribute loop or dispatch. ``absent`` names the stored
@@ -154,5 +150,7 @@ def decode(wire):
         "number": number_from_text,
         "string_list": _string_list,
     }
-    decode: ItemDecoder = compile_function(source, "decode", cls.__qualname__, namespace)
+    decode: Callable[[Mapping[str, Any]], M] = compile_function(
+        source, "decode", cls.__qualname__, namespace
+    )
     return decode

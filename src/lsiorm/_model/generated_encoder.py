@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import date, datetime, timezone
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from pydantic import BaseModel
 
 from lsiorm._model.codec import KeyCodec
 from lsiorm._model.codegen import ABSENT, compile_function, indent
+from lsiorm._model.entity_meta import EntityMeta, EntityModel, checked_key
 from lsiorm._model.field_types import strip_optional
+from lsiorm._model.item_writer import ItemWriter
 from lsiorm._model.number_codecs import IntCodec
 from lsiorm._model.number_text import INT_FAST_LIMIT, int_size
 from lsiorm._model.shards import check_shard
@@ -25,13 +27,7 @@ from lsiorm._model.wire import (
     to_wire_sized,
     utf8_len,
 )
-from lsiorm._model.write_checks import check_valid, checked_key, too_large
-
-if TYPE_CHECKING:
-    from lsiorm._model.entity import Entity
-    from lsiorm._model.entity_meta import EntityMeta
-    from lsiorm._model.item_encoding import ItemWriter
-
+from lsiorm._model.write_checks import check_valid, too_large
 
 _TIMESPECS: Final = {6: "microseconds", 3: "milliseconds", 0: "seconds"}
 
@@ -105,7 +101,7 @@ def _field_source(name: str, attr: str, attr_size: int, annotation: Any) -> str:
 
 def generate_encoder(
     writer: ItemWriter,
-) -> Callable[[Entity], tuple[dict[str, AttributeValue], int] | None] | None:
+) -> Callable[[EntityModel], tuple[dict[str, AttributeValue], int] | None] | None:
     """Build one class's encoder as straight-line source, as its item decoder is built.
 
     It does what :func:`encode_entity`'s general path does for a plain class whose keys are all
@@ -193,8 +189,8 @@ def generate_encoder(
     body.append(f"if size > {MAX_ITEM_BYTES}:\n    too_large(meta, size)")
     body.append("return item, size")
     source = "def encode(entity):\n" + indent("\n".join(body))
-    encode: Callable[[Entity], tuple[dict[str, AttributeValue], int] | None] = compile_function(
-        source, "encode", meta.cls.__qualname__, namespace
+    encode: Callable[[EntityModel], tuple[dict[str, AttributeValue], int] | None] = (
+        compile_function(source, "encode", meta.cls.__qualname__, namespace)
     )
     return encode
 
@@ -227,7 +223,7 @@ _NEUTRAL_CONFIG: Final = frozenset(
 )
 
 
-def validity_source(meta: EntityMeta) -> str | None:
+def validity_source(meta: EntityMeta[EntityModel]) -> str | None:
     """An expression over ``get`` (the instance dict's get) that is true only when Pydantic's
     validation of the fields would accept them, or None when no such shortcut is sure.
 
@@ -244,8 +240,8 @@ def validity_source(meta: EntityMeta) -> str | None:
         return None
     if cls.__pydantic_post_init__ is not None or set(cls.model_config) - _NEUTRAL_CONFIG:
         return None
-    # Entity itself builds no core schema of its own, so the classes up to BaseModel are the
-    # ones to look at.
+    # Entity and EntityModel build no core schema of their own, so the classes up to BaseModel
+    # are the ones to look at.
     if any(
         "__get_pydantic_core_schema__" in vars(c)
         for c in cls.__mro__[: cls.__mro__.index(BaseModel)]
@@ -278,7 +274,7 @@ def _all_str(values: list[Any]) -> bool:
     return True
 
 
-def _codec_of(meta: EntityMeta, attr: str, position: int) -> KeyCodec:
+def _codec_of(meta: EntityMeta[EntityModel], attr: str, position: int) -> KeyCodec:
     segment = meta.templates[attr].segments[position]
     assert not isinstance(segment, str)
     return slot_codec(segment)

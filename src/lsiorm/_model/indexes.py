@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
-
-if TYPE_CHECKING:
-    from lsiorm._model.schema import Table
+from typing import Literal, TypeAlias
 
 KeyType = Literal["S", "N", "B"]
 ProjectionType = Literal["KEYS_ONLY", "INCLUDE", "ALL"]
@@ -98,25 +94,6 @@ class GlobalIndex:
 
 
 SecondaryIndex: TypeAlias = "LocalIndex | GlobalIndex"
-
-
-def secondary_indexes(table: Table) -> Iterator[SecondaryIndex]:
-    """Yield the table's local indexes, then its global ones."""
-    yield from table.local_indexes
-    yield from table.global_indexes
-
-
-def key_attribute_uses(table: Table) -> Iterator[KeyAttribute]:
-    """Yield every key attribute of every key schema of the table, repeats included."""
-    yield table.partition_key
-    if table.sort_key is not None:
-        yield table.sort_key
-    for lsi in table.local_indexes:
-        yield lsi.sort_key
-    for gsi in table.global_indexes:
-        yield gsi.partition_key
-        if gsi.sort_key is not None:
-            yield gsi.sort_key
 
 
 def kind_of(index: SecondaryIndex) -> str:

@@ -1,50 +1,37 @@
-"""Wire items to entities: decode_item, with each class's decoder built on first use."""
+"""Wire items to models: each entity class's item decoder, built on first use and kept."""
 
 from __future__ import annotations
 
-import typing
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
-from lsiorm._model.entity_meta import meta_of
-from lsiorm._model.generated_decoder import ItemDecoder, generate_decoder, model_keys
-from lsiorm._model.schema import Table
+from lsiorm._model.entity_meta import EntityModel, meta_of
+from lsiorm._model.generated_decoder import generate_decoder, model_keys
 from lsiorm._model.wire import item_from_wire
 
-if TYPE_CHECKING:
-    from lsiorm._model.entity import Entity
+M = TypeVar("M", bound=EntityModel)
 
 
-def decode_item(
-    table: Table,
-    wire: Mapping[str, Mapping[str, Any]],
-    only: Iterable[type[Entity]] | None = None,
-) -> Entity | None:
-    """Return a wire item as the entity its type attribute names.
+def item_decoder(cls: type[M]) -> Callable[[Mapping[str, Any]], M]:
+    """Return the function that turns a wire item into a ``cls`` instance.
 
-    Items of a type not in ``only`` (when given) or of no registered type give None. Only the
-    attributes the model reads are decoded; a malformed attribute it ignores raises nothing.
+    Only the attributes the model reads are decoded; a malformed attribute it ignores raises
+    nothing. The decoder is kept once the class is complete.
     """
-    type_av = wire.get(table.type_attribute)
-    type_name = type_av.get("S") if type_av is not None else None
-    found = table.entities.get(type_name) if type_name is not None else None
-    if found is None or (only is not None and found not in tuple(only)):
-        return None
-    decode = _ITEM_DECODERS.get(found)
+    decode = _ITEM_DECODERS.get(cls)
     if decode is None:
-        cls = typing.cast("type[Entity]", found)
         decode = _item_decoder(cls)
         if cls.__pydantic_complete__:
             _ITEM_DECODERS[cls] = decode
-    return decode(wire)
+    return decode
 
 
 # One decoder per entity class, built on first use and kept for the life of the process, as
 # entity classes normally are: a weak mapping would cost more per item than the decode saves.
-_ITEM_DECODERS: dict[type, ItemDecoder] = {}
+_ITEM_DECODERS: dict[type, Callable[[Mapping[str, Any]], Any]] = {}
 
 
-def _absent_is_none(cls: type[Entity]) -> tuple[str, ...]:
+def _absent_is_none(cls: type[EntityModel]) -> tuple[str, ...]:
     """Stored names of fields that allow None and have no None default: absent reads as None.
 
     None is stored as absence (see :func:`build_item`), so a field declared ``x: T | None``
@@ -55,7 +42,7 @@ def _absent_is_none(cls: type[Entity]) -> tuple[str, ...]:
     return tuple(fields[name].alias or name for name in meta_of(cls).absent_is_none)
 
 
-def _item_decoder(cls: type[Entity]) -> ItemDecoder:
+def _item_decoder(cls: type[M]) -> Callable[[Mapping[str, Any]], M]:
     """Build the function that turns a wire item into a ``cls`` instance.
 
     The result always equals ``cls.model_validate(item_from_wire(item))`` restricted to the
@@ -67,7 +54,7 @@ def _item_decoder(cls: type[Entity]) -> ItemDecoder:
     if keys is not None:
         return generate_decoder(cls, keys, absent)
 
-    def validate(wire: Mapping[str, Any]) -> Entity:
+    def validate(wire: Mapping[str, Any]) -> M:
         item = item_from_wire(wire)
         for name in absent:
             item.setdefault(name, None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,10 +16,9 @@ from lsiorm._model.indexes import (
     LocalIndex,
     Projection,
     ProjectionType,
-    key_attribute_uses,
-    secondary_indexes,
 )
 from lsiorm._model.table_rules import check_table
+from lsiorm._model.table_spec import TableSpec
 from lsiorm.errors import DeclarationError, ValidationError
 
 # lsiorm 0.1's ``lsiorm.schema`` gives this module (see lsiorm._compat): the names it exported
@@ -74,19 +75,24 @@ class Table:
         collection_warning_gb: float = 8.0,
         ttl_attribute: str | None = None,
     ) -> None:
-        self.name = name
-        self.partition_key = _key(partition_key)
-        self.sort_key = _key(sort_key) if sort_key is not None else None
-        self.local_indexes: tuple[LocalIndex, ...] = tuple(local_indexes)
-        self.global_indexes: tuple[GlobalIndex, ...] = tuple(global_indexes)
-        self.billing_mode: BillingMode = billing_mode
-        self.read_capacity = read_capacity
-        self.write_capacity = write_capacity
-        self.type_attribute = type_attribute
-        self.collection_warning_gb = collection_warning_gb
-        self.ttl_attribute = ttl_attribute
+        spec = TableSpec(
+            name,
+            _key(partition_key),
+            _key(sort_key) if sort_key is not None else None,
+            tuple(local_indexes),
+            tuple(global_indexes),
+            billing_mode,
+            read_capacity,
+            write_capacity,
+            type_attribute,
+            collection_warning_gb,
+            ttl_attribute,
+        )
+        check_table(spec)
+        # The declaration is fixed once checked: the attributes below only read it.
+        self._spec = spec
+        #: The entity classes bound to the table, by type name (filled as they are declared).
         self.entities: dict[str, type] = {}
-        check_table(self)
 
     @classmethod
     def with_reserved_lsi_slots(
@@ -126,6 +132,50 @@ class Table:
         )
 
     @property
+    def name(self) -> str:
+        return self._spec.name
+
+    @property
+    def partition_key(self) -> KeyAttribute:
+        return self._spec.partition_key
+
+    @property
+    def sort_key(self) -> KeyAttribute | None:
+        return self._spec.sort_key
+
+    @property
+    def local_indexes(self) -> tuple[LocalIndex, ...]:
+        return self._spec.local_indexes
+
+    @property
+    def global_indexes(self) -> tuple[GlobalIndex, ...]:
+        return self._spec.global_indexes
+
+    @property
+    def billing_mode(self) -> BillingMode:
+        return self._spec.billing_mode
+
+    @property
+    def read_capacity(self) -> int | None:
+        return self._spec.read_capacity
+
+    @property
+    def write_capacity(self) -> int | None:
+        return self._spec.write_capacity
+
+    @property
+    def type_attribute(self) -> str:
+        return self._spec.type_attribute
+
+    @property
+    def collection_warning_gb(self) -> float:
+        return self._spec.collection_warning_gb
+
+    @property
+    def ttl_attribute(self) -> str | None:
+        return self._spec.ttl_attribute
+
+    @property
     def has_lsi(self) -> bool:
         """Whether the table has a local secondary index (and so a 10 GB item collection limit)."""
         return bool(self.local_indexes)
@@ -135,10 +185,10 @@ class Table:
 
         Raises ValidationError (rule ``index.unknown``) naming the known indexes.
         """
-        for index in secondary_indexes(self):
+        for index in self._spec.secondary_indexes():
             if index.name == name:
                 return index
-        known = ", ".join(repr(i.name) for i in secondary_indexes(self)) or "none"
+        known = ", ".join(repr(i.name) for i in self._spec.secondary_indexes()) or "none"
         raise ValidationError(
             "index.unknown",
             f"Table {self.name!r} has no index named {name!r}; its indexes are: {known}.",
@@ -148,30 +198,23 @@ class Table:
     @property
     def key_attributes(self) -> dict[str, KeyType]:
         """Map every key attribute of the table and its indexes to its type."""
-        return {attribute.name: attribute.type for attribute in key_attribute_uses(self)}
+        return self._spec.key_attributes
 
     def index_key_attributes(
         self, index: LocalIndex | GlobalIndex | None
     ) -> tuple[str, str | None]:
         """Return the partition and sort key attribute names of the table (None) or an index."""
-        if index is None:
-            return self.partition_key.name, _name(self.sort_key)
-        if isinstance(index, LocalIndex):
-            return self.partition_key.name, index.sort_key.name
-        return index.partition_key.name, _name(index.sort_key)
+        return self._spec.index_key_attributes(index)
 
     def projected_attributes(self, index: LocalIndex | GlobalIndex) -> frozenset[str] | None:
         """Return the attributes an index holds, or None when it projects ALL of them."""
-        if index.projection.type == "ALL":
-            return None
-        keys = (*self.index_key_attributes(None), *self.index_key_attributes(index))
-        return frozenset(k for k in keys if k is not None) | frozenset(index.projection.attributes)
+        return self._spec.projected_attributes(index)
 
     def create_table_request(self) -> dict[str, Any]:
         """Return the CreateTable parameters for botocore's low-level client."""
         request: dict[str, Any] = {
             "TableName": self.name,
-            "KeySchema": _key_schema(self.partition_key.name, _name(self.sort_key)),
+            "KeySchema": _key_schema(*self.index_key_attributes(None)),
             "AttributeDefinitions": [
                 {"AttributeName": name, "AttributeType": type_}
                 for name, type_ in sorted(self.key_attributes.items())
@@ -240,18 +283,27 @@ class Table:
         """
         inner = describe_table.get("Table")
         live: Mapping[str, Any] = inner if isinstance(inner, Mapping) else describe_table
-        drifts = list(table_drifts(self, live))
+        drifts = list(table_drifts(self._spec, live))
         if describe_ttl is not None:
-            drifts.extend(ttl_drifts(self, describe_ttl))
+            drifts.extend(ttl_drifts(self._spec, describe_ttl))
         return DriftReport(self.name, tuple(drifts))
+
+
+def renamed_table(table: Table, name: str) -> Table:
+    """Return a copy of a declaration under another name: a deployment's name for the table.
+
+    The copy shares the declaration's entities, and the name is not checked again: the live
+    name is whatever the session resolved the declared one to.
+    """
+    if table.name == name:
+        return table
+    twin = copy.copy(table)
+    twin._spec = dataclasses.replace(table._spec, name=name)
+    return twin
 
 
 def _key(key: KeyAttribute | str) -> KeyAttribute:
     return KeyAttribute(key) if isinstance(key, str) else key
-
-
-def _name(key: KeyAttribute | None) -> str | None:
-    return key.name if key is not None else None
 
 
 def _key_schema(partition: str, sort: str | None) -> list[dict[str, str]]:

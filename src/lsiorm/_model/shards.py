@@ -9,13 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.wire import item_to_wire, json_default
 from lsiorm.errors import DeclarationError, KeyEncodingError
 
 if TYPE_CHECKING:
-    from lsiorm._model.entity import Entity
-    from lsiorm._model.entity_meta import EntityMeta
+    from lsiorm._model.entity_meta import EntityMeta, EntityModel
 
 
 @dataclass(frozen=True)
@@ -38,7 +36,7 @@ class Shard:
             )
 
 
-def shard_of(meta: EntityMeta, name: str) -> Shard | None:
+def shard_of(meta: EntityMeta[EntityModel], name: str) -> Shard | None:
     """Return the Shard marker of a field, or None if it is not a shard."""
     info = meta.cls.model_fields.get(name)
     if info is None:
@@ -46,30 +44,29 @@ def shard_of(meta: EntityMeta, name: str) -> Shard | None:
     return next((m for m in info.metadata if isinstance(m, Shard)), None)
 
 
-def shard_fields(meta: EntityMeta) -> tuple[str, ...]:
+def shard_fields(meta: EntityMeta[EntityModel]) -> tuple[str, ...]:
     """Return the fields declared as write shards, in field order."""
     return tuple(n for n in meta.cls.model_fields if shard_of(meta, n) is not None)
 
 
-def shard_value(entity_cls: type[Entity], field_name: str, values: Mapping[str, Any]) -> int:
-    """Return the shard (1..count) of an item with these field values.
+def shard_for(meta: EntityMeta[EntityModel], field_name: str, values: Mapping[str, Any]) -> int:
+    """Return the shard (1..count) of an item of ``meta``'s class with these field values.
 
     Deterministic shards hash the item's primary key with CRC-32, so the same item always lands
     on the same shard in every process; random shards ignore ``values``.
     """
-    meta = meta_of(entity_cls)
     shard = shard_of(meta, field_name)
+    name = meta.cls.__name__
     if shard is None:
         raise DeclarationError(
             "shard.not-a-shard",
-            f"{entity_cls.__name__}.{field_name} is not declared with Shard(...), so it has no "
-            "shard value.",
+            f"{name}.{field_name} is not declared with Shard(...), so it has no shard value.",
         )
     if field_name in meta.primary_fields:
         raise DeclarationError(
             "shard.in-primary-key",
-            f"{entity_cls.__name__}.{field_name} is a shard but also part of the primary key; a "
-            "shard is derived from the primary key, so it cannot be part of it.",
+            f"{name}.{field_name} is a shard but also part of the primary key; a shard is "
+            "derived from the primary key, so it cannot be part of it.",
         )
     if shard.random:
         return random.randint(1, shard.count)
@@ -78,7 +75,7 @@ def shard_value(entity_cls: type[Entity], field_name: str, values: Mapping[str, 
     return zlib.crc32(text.encode("ascii")) % shard.count + 1
 
 
-def check_shard(meta: EntityMeta, name: str, value: Any) -> None:
+def check_shard(meta: EntityMeta[EntityModel], name: str, value: Any) -> None:
     """Refuse a shard value outside 1..count (``shard.range``); None and other types pass."""
     shard = shard_of(meta, name)
     assert shard is not None

@@ -1,9 +1,9 @@
-"""The declaration rules a Table is checked against when it is constructed."""
+"""The declaration rules a table is checked against when it is constructed."""
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, NoReturn, get_args
+from typing import NoReturn, get_args
 
 from lsiorm._model.indexes import (
     BillingMode,
@@ -13,14 +13,10 @@ from lsiorm._model.indexes import (
     LocalIndex,
     ProjectionType,
     SecondaryIndex,
-    key_attribute_uses,
     kind_of,
-    secondary_indexes,
 )
+from lsiorm._model.table_spec import TableSpec
 from lsiorm.errors import DeclarationError
-
-if TYPE_CHECKING:
-    from lsiorm._model.schema import Table
 
 _KEY_TYPES: frozenset[str] = frozenset(get_args(KeyType))
 _PROJECTION_TYPES: frozenset[str] = frozenset(get_args(ProjectionType))
@@ -37,7 +33,7 @@ _MAX_ATTRIBUTE_NAME_BYTES = 255
 _COLLECTION_LIMIT_GB = 10.0
 
 
-def check_table(table: Table) -> None:
+def check_table(table: TableSpec) -> None:
     """Raise DeclarationError for the first rule the declaration breaks, in a fixed order."""
     _Rules(table).check()
 
@@ -45,7 +41,7 @@ def check_table(table: Table) -> None:
 class _Rules:
     """The declaration rules of one table, checked in a fixed order."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableSpec) -> None:
         self.t = table
 
     def check(self) -> None:
@@ -132,7 +128,7 @@ class _Rules:
                 f"Table {t.name!r} declares local secondary index {t.local_indexes[0].name!r} but "
                 "has no sort key; only a table with a sort key can have local secondary indexes.",
             )
-        non_key = sum(len(i.projection.attributes) for i in secondary_indexes(t))
+        non_key = sum(len(i.projection.attributes) for i in t.secondary_indexes())
         if non_key > _MAX_NON_KEY_ATTRIBUTES:
             self._fail(
                 "projection.max-attributes",
@@ -142,7 +138,7 @@ class _Rules:
 
     def _index_names(self) -> None:
         seen: set[str] = set()
-        for index in secondary_indexes(self.t):
+        for index in self.t.secondary_indexes():
             if not isinstance(index.name, str) or not _NAME.fullmatch(index.name):
                 self._fail(
                     "index.name",
@@ -206,7 +202,7 @@ class _Rules:
 
     def _attribute_types(self) -> None:
         declared: dict[str, KeyType] = {}
-        for attribute in key_attribute_uses(self.t):
+        for attribute in self.t.key_attribute_uses():
             earlier = declared.setdefault(attribute.name, attribute.type)
             if earlier != attribute.type:
                 self._fail(

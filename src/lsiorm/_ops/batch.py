@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar, cast
 
 from lsiorm._model.capacity import ConsumedCapacity
-from lsiorm._model.entity import Entity
-from lsiorm._model.item_decoding import decode_item
+from lsiorm._model.entity import Entity, decode_item
 from lsiorm._model.schema import Table
 from lsiorm._ops.pipeline import Context, retried, send_once
 from lsiorm._ops.steps import Gather, Operation

@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, cast
 
 from lsiorm._conditions import Condition
-from lsiorm._model.entity import Entity
+from lsiorm._model.entity import Entity, decode_item
 from lsiorm._model.entity_meta import EntityMeta, meta_of
-from lsiorm._model.item_decoding import decode_item
 from lsiorm._model.wire import same_item
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.service_errors import restated
@@ -132,7 +131,7 @@ class _Attempts:
         )
 
 
-def _send(ctx: Context, meta: EntityMeta, attempts: _Attempts) -> Operation[dict[str, Any]]:
+def _send(ctx: Context, meta: EntityMeta[Entity], attempts: _Attempts) -> Operation[dict[str, Any]]:
     try:
         return (
             yield from call(
@@ -174,7 +173,7 @@ def put(
     return cast("E", stored)  # put_request returns a copy of the same class
 
 
-def _stale(meta: EntityMeta, exc: DynamoError, expected: Any) -> StaleVersionError:
+def _stale(meta: EntityMeta[Entity], exc: DynamoError, expected: Any) -> StaleVersionError:
     return restated(
         exc,
         StaleVersionError,

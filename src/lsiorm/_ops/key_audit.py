@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from lsiorm._model.capacity import ReadEstimate, read_units
-from lsiorm._model.entity import Entity
+from lsiorm._model.entity import Entity, decode_item
 from lsiorm._model.entity_meta import meta_of
-from lsiorm._model.item_decoding import decode_item
 from lsiorm._model.item_encoding import build_item
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import AttributeValue, WireItem, from_wire, to_wire

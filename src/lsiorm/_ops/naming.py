@@ -9,14 +9,10 @@ that every request builder stays unaware of deployments.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from lsiorm._model.schema import Table
-
-__all__ = ["NameResolver", "from_wire", "prefixed", "renamed_table", "to_wire"]
+__all__ = ["NameResolver", "from_wire", "prefixed", "to_wire"]
 
 #: Maps a declared table name to the name of the live table.
 NameResolver = Callable[[str], str]
@@ -33,15 +29,6 @@ def prefixed(prefix: str) -> NameResolver:
         return f"{prefix}{name}"
 
     return resolve
-
-
-def renamed_table(table: Table, name: str) -> Table:
-    """Return a shallow copy of a declaration under another name (the declaration is kept)."""
-    if table.name == name:
-        return table
-    twin = copy.copy(table)
-    twin.name = name
-    return twin
 
 
 def to_wire(

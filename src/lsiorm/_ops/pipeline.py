@@ -11,17 +11,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+from lsiorm._model.schema import Table, renamed_table
 from lsiorm._ops.hooks import HookRequest, apply_after, apply_before, apply_error
-from lsiorm._ops.naming import NameResolver, from_wire, renamed_table, to_wire
+from lsiorm._ops.naming import NameResolver, from_wire, to_wire
 from lsiorm._ops.retry import RetryPolicy, is_retryable, run_with_retries
 from lsiorm._ops.steps import Call, Operation
 from lsiorm._requests.limits import check_request
 from lsiorm.errors import DynamoError
-
-if TYPE_CHECKING:
-    from lsiorm._model.schema import Table
 
 __all__ = ["Context", "call", "retried", "send_once"]
 

@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
-from lsiorm._model.entity import Entity
-from lsiorm._model.item_decoding import decode_item
+from lsiorm._model.entity import Entity, decode_item
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, same_item
 from lsiorm._ops.audit import audit_collection, collection_size, measure_collection

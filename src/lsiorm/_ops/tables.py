@@ -4,8 +4,7 @@ it for drift."""
 from __future__ import annotations
 
 from lsiorm._model.drift import Drift, DriftReport
-from lsiorm._model.schema import Table
-from lsiorm._ops.naming import renamed_table
+from lsiorm._model.schema import Table, renamed_table
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation, Sleep
 from lsiorm.errors import DynamoError, LsiormError, ResourceNotFoundError, ServiceValidationError

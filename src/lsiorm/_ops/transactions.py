@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lsiorm._model.capacity import ConsumedCapacity
-from lsiorm._model.entity import Entity
-from lsiorm._model.item_decoding import decode_item
+from lsiorm._model.entity import Entity, decode_item
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.retry import is_retryable
 from lsiorm._ops.service_errors import restated

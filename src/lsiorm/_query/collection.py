@@ -87,7 +87,11 @@ def condition_of(interval: Interval) -> SortCondition | None:
 
 
 def _may_hold(
-    meta: EntityMeta, pk_attr: str, sk_attr: str | None, partition: Any, interval: Interval | None
+    meta: EntityMeta[Entity],
+    pk_attr: str,
+    sk_attr: str | None,
+    partition: Any,
+    interval: Interval | None,
 ) -> bool:
     """False only when ``meta`` provably has no item in this partition and range."""
     if not isinstance(partition, str):
@@ -103,7 +107,11 @@ def _may_hold_cached(
 
 
 def _may_hold_uncached(
-    meta: EntityMeta, pk_attr: str, sk_attr: str | None, partition: Any, interval: Interval | None
+    meta: EntityMeta[Entity],
+    pk_attr: str,
+    sk_attr: str | None,
+    partition: Any,
+    interval: Interval | None,
 ) -> bool:
     pk_tpl = meta.templates.get(pk_attr)
     if pk_tpl is None:
@@ -141,7 +149,7 @@ def foreign_types(
 
 
 def strays(
-    meta: EntityMeta,
+    meta: EntityMeta[Entity],
     pk_attr: str,
     sk_attr: str | None,
     partition: Any,
@@ -163,7 +171,7 @@ def strays(
 class Unit:
     """One entity type's key condition in one partition (one shard of a sharded index)."""
 
-    meta: EntityMeta
+    meta: EntityMeta[Entity]
     shard: int
     partition: Any
     sort: SortCondition | None
@@ -191,7 +199,7 @@ def plan_collections(
     sk_attr: str | None,
     units: Sequence[Unit],
     type_ok: bool,
-    same_filter: typing.Callable[[Sequence[EntityMeta]], bool],
+    same_filter: typing.Callable[[Sequence[EntityMeta[Entity]]], bool],
 ) -> list[Group]:
     """Group the units into requests: as few as the key ranges allow, exact in every case.
 
@@ -224,7 +232,7 @@ class _Grouping:
     sk_attr: str | None
     units: Sequence[Unit]
     type_ok: bool
-    same_filter: typing.Callable[[Sequence[EntityMeta]], bool]
+    same_filter: typing.Callable[[Sequence[EntityMeta[Entity]]], bool]
 
     def groups(self) -> list[Group]:
         partitions: dict[tuple[int, str], list[int]] = {}

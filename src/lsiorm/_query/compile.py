@@ -43,7 +43,7 @@ class RequestChoice:
     """One request as a planner chose it, for :func:`compile_request`."""
 
     #: The entity whose stored attribute names the filter is written in.
-    meta: EntityMeta
+    meta: EntityMeta[Entity]
     filter: Condition | None = None
     #: The types a filter on the type attribute keeps (None: no type filter).
     types: tuple[type[Entity], ...] | None = None
@@ -152,7 +152,7 @@ def _type_filter(table: Table, wanted: Sequence[type[Entity]], ph: Placeholders)
 def filter_text(
     operation: Literal["Query", "Scan"],
     table: Table,
-    meta: EntityMeta,
+    meta: EntityMeta[Entity],
     condition: Condition | None,
     types: Sequence[type[Entity]] | None,
     ph: Placeholders,

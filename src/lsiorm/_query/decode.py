@@ -11,9 +11,8 @@ from typing import (
     cast,
 )
 
-from lsiorm._model.entity import Entity
+from lsiorm._model.entity import Entity, decode_item
 from lsiorm._model.entity_meta import EntityMeta, meta_of
-from lsiorm._model.item_decoding import decode_item
 from lsiorm._model.wire import from_wire
 from lsiorm._query.plan import QueryPlan
 from lsiorm.errors import KeyEncodingError
@@ -99,7 +98,7 @@ def _warn_unfetched(plan: QueryPlan) -> None:
 
 
 def _values(
-    meta: EntityMeta, item: dict[str, Any], keys: Sequence[str], *, strict: bool
+    meta: EntityMeta[Entity], item: dict[str, Any], keys: Sequence[str], *, strict: bool
 ) -> dict[str, Any] | None:
     """Return field values from the item's attributes and parsed key text.
 
@@ -132,7 +131,7 @@ def _values(
 
 
 def _build(
-    plan: QueryPlan, meta: EntityMeta, values: dict[str, Any], *, partial: bool = False
+    plan: QueryPlan, meta: EntityMeta[Entity], values: dict[str, Any], *, partial: bool = False
 ) -> Entity:
     cls = meta.cls
     partial = (

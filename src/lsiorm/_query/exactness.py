@@ -42,7 +42,7 @@ from lsiorm._query.keyrange import SortCondition
 from lsiorm.errors import KeyEncodingError
 
 
-def _may_be_none(meta: EntityMeta, name: str) -> bool:
+def _may_be_none(meta: EntityMeta[Entity], name: str) -> bool:
     """Whether an entity's field can hold None (a shard is always filled in)."""
     if shard_of(meta, name) is not None:
         return False
@@ -74,7 +74,7 @@ def _excludes_none(condition: Condition | None) -> set[str]:
 
 
 def sparse_fields(
-    meta: EntityMeta,
+    meta: EntityMeta[Entity],
     table: Table,
     index: LocalIndex | GlobalIndex | None,
     constrained: Iterable[str],

@@ -15,13 +15,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lsiorm._conditions import Between, Compare, Condition, FieldCondition, Operator, Or
+from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta
 from lsiorm._query.keyrange import IndexFit, describe_ops
 
 __all__ = ["empty_reason", "filter_conditions"]
 
 
-def filter_conditions(meta: EntityMeta, name: str, ops: Sequence[Operator]) -> list[Condition]:
+def filter_conditions(
+    meta: EntityMeta[Entity], name: str, ops: Sequence[Operator]
+) -> list[Condition]:
     """Return a key condition as filter conditions DynamoDB accepts.
 
     DynamoDB compares bool values only with = and <>, so a range on a bool becomes the
@@ -46,7 +49,7 @@ def empty_reason(
     return empty
 
 
-def _is_bool(meta: EntityMeta, name: str) -> bool:
+def _is_bool(meta: EntityMeta[Entity], name: str) -> bool:
     annotation = meta.cls.model_fields[name].annotation
     return annotation is bool or (
         typing.get_origin(annotation) in (typing.Union, types.UnionType)
@@ -79,14 +82,16 @@ def _bool_values(ops: Sequence[Operator]) -> list[bool]:
     return out
 
 
-def _empty_bool(meta: EntityMeta, fallback: Mapping[str, Sequence[Operator]]) -> str | None:
+def _empty_bool(meta: EntityMeta[Entity], fallback: Mapping[str, Sequence[Operator]]) -> str | None:
     for name, ops in fallback.items():
         if _is_bool(meta, name) and not _bool_values(ops):
             return f"{describe_ops(name, ops)} leaves no value"
     return None
 
 
-def _empty_filter(meta: EntityMeta, fallback: Mapping[str, Sequence[Operator]]) -> str | None:
+def _empty_filter(
+    meta: EntityMeta[Entity], fallback: Mapping[str, Sequence[Operator]]
+) -> str | None:
     """Return why fallback conditions match nothing, if a between() has its bounds reversed.
 
     DynamoDB refuses such a BETWEEN in a filter, so the plan must not send it.
@@ -101,7 +106,7 @@ def _empty_filter(meta: EntityMeta, fallback: Mapping[str, Sequence[Operator]]) 
     return None
 
 
-def _order_key(meta: EntityMeta, name: str, value: Any) -> Any:
+def _order_key(meta: EntityMeta[Entity], name: str, value: Any) -> Any:
     """Return a value comparable in key order: its key text when an S template encodes it."""
     for tpl in meta.templates.values():
         for slot in tpl.slots:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from lsiorm._conditions import Operator
+from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.schema import Table
@@ -90,7 +91,7 @@ _SOFT_RULES: Final = (
 
 def choose_index(
     source: QuerySource,
-    metas: Sequence[EntityMeta],
+    metas: Sequence[EntityMeta[Entity]],
     conds: Mapping[str, Sequence[Operator]],
     count: bool,
 ) -> IndexPick:
@@ -102,7 +103,7 @@ class _Chooser:
     def __init__(
         self,
         q: QuerySource,
-        metas: Sequence[EntityMeta],
+        metas: Sequence[EntityMeta[Entity]],
         conds: Mapping[str, Sequence[Operator]],
         count: bool,
     ) -> None:
@@ -240,7 +241,7 @@ class _Chooser:
             else:
                 option.unavailable.extend(f for f in fields if f not in option.unavailable)
 
-    def _wanted(self, meta: EntityMeta) -> list[str]:
+    def _wanted(self, meta: EntityMeta[Entity]) -> list[str]:
         if self.count:
             return []
         return list(self.q.fields) if self.q.fields is not None else list(meta.attributes)
@@ -334,7 +335,7 @@ class _Chooser:
 
 
 def _pending_slot(
-    metas: Sequence[EntityMeta],
+    metas: Sequence[EntityMeta[Entity]],
     table: Table,
     index: LocalIndex | GlobalIndex | None,
     forced: bool,

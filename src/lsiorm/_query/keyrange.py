@@ -79,7 +79,12 @@ def _is_str_codec(codec: KeyCodec) -> bool:
 
 
 def _bounds(
-    op: Operator, meta: EntityMeta, slot: FieldSlot, prefix: str, exact_var: bool, valid: Validator
+    op: Operator,
+    meta: EntityMeta[Entity],
+    slot: FieldSlot,
+    prefix: str,
+    exact_var: bool,
+    valid: Validator,
 ) -> tuple[str, str]:
     """Return the inclusive key interval [lo, hi] of one operator on field ``slot``.
 
@@ -115,7 +120,7 @@ def _bounds(
     return lo, _upper(value, op.op == "<=", prefix, exact_var)
 
 
-def _validate(op: Operator, meta: EntityMeta, slot: FieldSlot) -> None:
+def _validate(op: Operator, meta: EntityMeta[Entity], slot: FieldSlot) -> None:
     """Check an operator's values against the field even when no key range is built from them."""
     codec = slot.codec
     assert codec is not None
@@ -154,7 +159,7 @@ def _single_eq(ops: Sequence[Operator] | None) -> bool:
 
 
 def _equalities(
-    meta: EntityMeta, name: str, ops: Sequence[Operator] | None, valid: Any
+    meta: EntityMeta[Entity], name: str, ops: Sequence[Operator] | None, valid: Any
 ) -> list[Any] | None:
     """Return the distinct validated values when every operator is an equality, else None."""
     if not ops or not all(isinstance(op, Compare) and op.op == "=" for op in ops):
@@ -191,7 +196,7 @@ class Validator:
     def __init__(self) -> None:
         self._seen: dict[tuple[type[Entity], str, int], tuple[Any, Any]] = {}
 
-    def __call__(self, meta: EntityMeta, name: str, value: Any) -> Any:
+    def __call__(self, meta: EntityMeta[Entity], name: str, value: Any) -> Any:
         key = (meta.cls, name, id(value))
         hit = self._seen.get(key)
         if hit is not None and hit[0] is value:
@@ -205,7 +210,7 @@ class Validator:
 class IndexFit:
     """How one index serves one entity's conditions."""
 
-    meta: EntityMeta
+    meta: EntityMeta[Entity]
     problem: str | None = None
     rule: str = ""
     absorbed: set[str] = field(default_factory=set)
@@ -220,7 +225,7 @@ class IndexFit:
 
 
 def fit_index(
-    meta: EntityMeta,
+    meta: EntityMeta[Entity],
     table: Table,
     index: LocalIndex | GlobalIndex | None,
     conds: Mapping[str, Sequence[Operator]],

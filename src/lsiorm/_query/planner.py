@@ -65,7 +65,9 @@ def plan_query(source: QuerySource, count: bool) -> QueryPlan:
     return _Requests(source, count, metas[0].table, pick, conds).plan()
 
 
-def _check_conditions(metas: Sequence[EntityMeta], conds: Mapping[str, list[Operator]]) -> None:
+def _check_conditions(
+    metas: Sequence[EntityMeta[Entity]], conds: Mapping[str, list[Operator]]
+) -> None:
     for meta in metas:
         for name, ops in conds.items():
             meta.check_field(name)
@@ -192,7 +194,7 @@ class _Requests:
                 units.append(Unit(fit.meta, n, partition, fit.sort, label))
         return units
 
-    def _filter_of(self, meta: EntityMeta) -> Condition | None:
+    def _filter_of(self, meta: EntityMeta[Entity]) -> Condition | None:
         """The filter one type's requests carry: open ends, fallbacks, then the user's."""
         parts: list[Condition] = []
         if self.empty is None:
@@ -205,7 +207,7 @@ class _Requests:
             return None
         return parts[0] if len(parts) == 1 else And(tuple(parts))
 
-    def _same_filter(self, metas: Sequence[EntityMeta]) -> bool:
+    def _same_filter(self, metas: Sequence[EntityMeta[Entity]]) -> bool:
         """True when every one of ``metas`` sends the same filter text."""
         compiled = set()
         for meta in metas:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from lsiorm._conditions import Condition, field_conditions
+from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.schema import Table
@@ -39,13 +40,16 @@ def key_attributes(table: Table, index: LocalIndex | GlobalIndex | None) -> set[
     return {k for k in keys if k is not None}
 
 
-def recoverable_fields(meta: EntityMeta, keys: set[str]) -> set[str]:
+def recoverable_fields(meta: EntityMeta[Entity], keys: set[str]) -> set[str]:
     """Fields whose values can be parsed back from these key attributes."""
     return {f for attr, tpl in meta.templates.items() if attr in keys for f in tpl.fields}
 
 
 def uncovered(
-    meta: EntityMeta, table: Table, index: LocalIndex | GlobalIndex | None, fields: Iterable[str]
+    meta: EntityMeta[Entity],
+    table: Table,
+    index: LocalIndex | GlobalIndex | None,
+    fields: Iterable[str],
 ) -> tuple[list[str], list[str]]:
     """Return (fields the index cannot return, their stored attribute names)."""
     projected = index_projection(table, index)
@@ -62,7 +66,7 @@ def filter_field_names(condition: Condition | None) -> set[str]:
 
 
 def unprojected_filter_attributes(
-    metas: Sequence[EntityMeta],
+    metas: Sequence[EntityMeta[Entity]],
     table: Table,
     index: LocalIndex | GlobalIndex | None,
     fields: set[str],
@@ -78,7 +82,7 @@ def unprojected_filter_attributes(
 
 
 def named_attributes(
-    metas: Sequence[EntityMeta],
+    metas: Sequence[EntityMeta[Entity]],
     table: Table,
     index: LocalIndex | GlobalIndex | None,
     selected: Sequence[str] | None,

@@ -97,7 +97,7 @@ def plan_scan(source: ScanSource, count: bool) -> QueryPlan:
 
 def _check_index(
     source: ScanSource,
-    metas: Sequence[EntityMeta],
+    metas: Sequence[EntityMeta[Entity]],
     table: Table,
     index: LocalIndex | GlobalIndex | None,
 ) -> None:
@@ -121,7 +121,7 @@ def _check_index(
 
 def _uncovered(
     source: ScanSource,
-    metas: Sequence[EntityMeta],
+    metas: Sequence[EntityMeta[Entity]],
     table: Table,
     index: LocalIndex | GlobalIndex | None,
     count: bool,
@@ -149,7 +149,7 @@ def _uncovered(
 
 def _check_same_filter(
     source: ScanSource,
-    metas: Sequence[EntityMeta],
+    metas: Sequence[EntityMeta[Entity]],
     table: Table,
     types: tuple[type[Entity], ...] | None,
 ) -> None:
@@ -169,7 +169,7 @@ def _check_same_filter(
 
 
 def _projection(
-    metas: Sequence[EntityMeta],
+    metas: Sequence[EntityMeta[Entity]],
     table: Table,
     index: LocalIndex | GlobalIndex | None,
     options: ReadOptions,

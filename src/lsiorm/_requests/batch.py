@@ -179,7 +179,7 @@ def _by_table(entries: list[BatchEntry]) -> list[BatchEntry]:
     return sorted(entries, key=lambda e: (first[e.table.name], e.order))
 
 
-def _refuse_versioned(meta: EntityMeta, what: str) -> None:
+def _refuse_versioned(meta: EntityMeta[Entity], what: str) -> None:
     if meta.version_field is not None:
         raise ValidationError(
             "batch.versioned-entity",

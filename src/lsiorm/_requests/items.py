@@ -23,7 +23,7 @@ from lsiorm._model.wire import item_to_wire, to_wire
 from lsiorm.errors import ValidationError
 
 
-def encode_value(meta: EntityMeta, field: str, value: Any, *, element: bool = False) -> Any:
+def encode_value(meta: EntityMeta[Entity], field: str, value: Any, *, element: bool = False) -> Any:
     """Return a python value for a field as a wire AttributeValue, validated by its type.
 
     ``element`` skips validation against the field type (for ``contains`` on a collection).
@@ -35,7 +35,9 @@ def encode_value(meta: EntityMeta, field: str, value: Any, *, element: bool = Fa
     return to_wire(dumped)
 
 
-def compile_entity_condition(meta: EntityMeta, condition: Condition, ph: Placeholders) -> str:
+def compile_entity_condition(
+    meta: EntityMeta[Entity], condition: Condition, ph: Placeholders
+) -> str:
     """Return expression text for a condition in an entity's field terms (writes and filters).
 
     Field names become their stored attribute names; values are validated by the field's type
@@ -63,7 +65,7 @@ def compile_entity_condition(meta: EntityMeta, condition: Condition, ph: Placeho
     return compile_condition(condition, ph, attribute_of=attribute_of, encode=encode)
 
 
-def _is_text_field(meta: EntityMeta, name: str) -> bool:
+def _is_text_field(meta: EntityMeta[Entity], name: str) -> bool:
     annotation = meta.cls.model_fields[name].annotation
     return isinstance(annotation, type) and issubclass(annotation, (str, Enum))
 
@@ -81,7 +83,7 @@ def join_conditions(*parts: str | None) -> str | None:
 
 
 def key_values(
-    meta: EntityMeta, key: Mapping[str, Any] | Entity | None, fields: Mapping[str, Any]
+    meta: EntityMeta[Entity], key: Mapping[str, Any] | Entity | None, fields: Mapping[str, Any]
 ) -> dict[str, Any]:
     """Return validated field values that identify one item, from a dict, entity or keywords."""
     raw: dict[str, Any] = {}
@@ -93,7 +95,7 @@ def key_values(
     return {name: meta.validate_field(name, value) for name, value in raw.items()}
 
 
-def wire_key(meta: EntityMeta, values: Mapping[str, Any]) -> dict[str, Any]:
+def wire_key(meta: EntityMeta[Entity], values: Mapping[str, Any]) -> dict[str, Any]:
     return item_to_wire(meta.key(values))
 
 
@@ -132,7 +134,7 @@ def put_request(
 
 
 def get_request(
-    meta: EntityMeta, values: Mapping[str, Any], *, consistent: bool = False
+    meta: EntityMeta[Entity], values: Mapping[str, Any], *, consistent: bool = False
 ) -> dict[str, Any]:
     """Return GetItem params for the item with these key field values."""
     params: dict[str, Any] = {"TableName": meta.table.name, "Key": wire_key(meta, values)}
@@ -142,7 +144,7 @@ def get_request(
 
 
 def delete_request(
-    meta: EntityMeta,
+    meta: EntityMeta[Entity],
     values: Mapping[str, Any],
     *,
     condition: Condition | None = None,

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, TypeAdapter
 
+from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta
 from lsiorm._model.field_types import allows_none, bare_type
 from lsiorm._model.wire import to_wire
@@ -52,7 +53,7 @@ class Path:
         """True when the path goes below the field itself."""
         return len(self.stored) > 1
 
-    def encode(self, meta: EntityMeta, value: Any) -> Any:
+    def encode(self, meta: EntityMeta[Entity], value: Any) -> Any:
         """Validate a value by the type at the end of the path; return its wire form."""
         if not self.nested:
             valid = meta.validate_field(self.field, value)
@@ -88,7 +89,7 @@ def quoted(stored: tuple[Step, ...]) -> str:
     return repr(render(stored, str))
 
 
-def resolve(meta: EntityMeta, text: str) -> Path:
+def resolve(meta: EntityMeta[Entity], text: str) -> Path:
     """Return the path ``text`` resolved against an entity's model, or raise why it is not one."""
     cls_name = meta.cls.__name__
     root = _ROOT.match(text)

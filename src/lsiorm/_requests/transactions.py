@@ -123,7 +123,7 @@ class TransactPart:
 
 def _target(
     target: type[Entity] | Entity, key: Mapping[str, Any] | None
-) -> tuple[type[Entity], Entity | None, EntityMeta, dict[str, Any]]:
+) -> tuple[type[Entity], Entity | None, EntityMeta[Entity], dict[str, Any]]:
     cls = target if isinstance(target, type) else type(target)
     instance = None if isinstance(target, type) else target
     meta = meta_of(cls)
@@ -135,7 +135,7 @@ def _subject(instance: Entity | None, cls: type[Entity], values: dict[str, Any])
     return instance if instance is not None else (cls, values)
 
 
-def _expected_version(meta: EntityMeta, instance: Entity | None) -> int | None:
+def _expected_version(meta: EntityMeta[Entity], instance: Entity | None) -> int | None:
     if instance is None or meta.version_field is None:
         return None
     version: int | None = getattr(instance, meta.version_field)

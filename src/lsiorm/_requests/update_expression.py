@@ -24,7 +24,7 @@ _CLAUSES: dict[Op, str] = {
 }
 
 
-def render_update(meta: EntityMeta, plan: UpdatePlan) -> dict[str, Any]:
+def render_update(meta: EntityMeta[Entity], plan: UpdatePlan) -> dict[str, Any]:
     """Return UpdateItem params for a plan: exact expression text with placeholders."""
     ph = Placeholders()
     conditions = [_guard_text(g, ph) for g in plan.guards[:1]]
@@ -76,7 +76,7 @@ def _guard_text(guard: Guard, ph: Placeholders) -> str:
 
 
 def update_request(
-    meta: EntityMeta,
+    meta: EntityMeta[Entity],
     values: Mapping[str, Any],
     spec: UpdateSpec,
     *,

@@ -20,12 +20,11 @@ from pydantic import ValidationError as PydanticValidationError
 
 from lsiorm._conditions import Condition
 from lsiorm._model.entity import Entity
-from lsiorm._model.entity_meta import EntityMeta
+from lsiorm._model.entity_meta import EntityMeta, checked_key
 from lsiorm._model.field_types import allows_none
 from lsiorm._model.item_encoding import wire_item
 from lsiorm._model.template import KeyTemplate
 from lsiorm._model.wire import to_wire
-from lsiorm._model.write_checks import checked_key
 from lsiorm._requests.items import wire_key
 from lsiorm._requests.paths import Path, Step, kind_of, overlaps, quoted, resolve
 from lsiorm.errors import PartialKeyUpdateError, ValidationError
@@ -123,7 +122,7 @@ class UpdatePlan:
 
 
 def plan_update(
-    meta: EntityMeta,
+    meta: EntityMeta[Entity],
     values: Mapping[str, Any],
     spec: UpdateSpec,
     *,
@@ -144,7 +143,7 @@ def plan_update(
 class _Planner:
     def __init__(
         self,
-        meta: EntityMeta,
+        meta: EntityMeta[Entity],
         values: Mapping[str, Any],
         spec: UpdateSpec,
         instance: Entity | None,
@@ -595,5 +594,5 @@ class _Planner:
                     )
 
 
-def _field_wire(meta: EntityMeta, name: str, value: Any) -> Any:
+def _field_wire(meta: EntityMeta[Entity], name: str, value: Any) -> Any:
     return to_wire(meta.adapter(name).dump_python(value, mode="python", by_alias=True))
