@@ -2,9 +2,9 @@
 
 botocore turns a response body into Python with a parser that walks the service model shape
 by shape, value by value; on a 1000-item Query page that costs several times the HTTP round
-trip to DynamoDB Local. :func:`install` registers a ``before-parse`` handler on a client's
+trip to DynamoDB Local. `install` registers a ``before-parse`` handler on a client's
 public event system (``client.meta.events``; sync botocore and aiobotocore alike). For the
-data-plane operations in :data:`OPERATIONS` the handler parses the body with :func:`orjson.loads`,
+data-plane operations in `OPERATIONS` the handler parses the body with `orjson.loads`,
 checks it against the output shape, base64-decodes B and BS values as botocore does, and hands
 the result to botocore through the ``customized_response_dict`` the event carries. It then
 empties the body botocore is about to parse, so botocore's own parser only adds
@@ -54,7 +54,7 @@ OPERATIONS: Final = frozenset(
 )
 
 #: Set this environment variable to ``0``, ``false``, ``no`` or ``off`` to make
-#: :func:`install` do nothing (checked when a client is installed, not per response).
+#: `install` do nothing (checked when a client is installed, not per response).
 DISABLE_ENV: Final = "LSIORM_FASTJSON"
 
 _OFF_VALUES: Final = frozenset({"0", "false", "no", "off"})
@@ -277,7 +277,7 @@ class FastPathStats:
 class ResponseFastPath:
     """The compiled converters of one DynamoDB service model, and the event handler using them.
 
-    ``operations`` lists the operations that take the fast path: those of :data:`OPERATIONS`
+    ``operations`` lists the operations that take the fast path: those of `OPERATIONS`
     whose output shape this module can convert.
     """
 
@@ -360,7 +360,7 @@ def _disabled() -> bool:
 def install(client: Any) -> None:
     """Give a boto3 or aiobotocore DynamoDB client the fast response path (idempotent).
 
-    Does nothing when :data:`DISABLE_ENV` turns the fast path off, or when the client's
+    Does nothing when `DISABLE_ENV` turns the fast path off, or when the client's
     service does not speak DynamoDB's JSON protocol. Raises ``ValueError`` for a client of
     another service.
     """

@@ -121,7 +121,7 @@ class ConsumedCapacity(CapacityUnits):
     """The capacity DynamoDB reported for one table (``ReturnConsumedCapacity=INDEXES``).
 
     ``table_units`` is what the table consumed and ``per_index`` each index; ``total`` is
-    DynamoDB's ``CapacityUnits``. Compare it with an estimate with :meth:`matches`.
+    DynamoDB's ``CapacityUnits``. Compare it with an estimate with `matches`.
     """
 
     def matches(self, estimate: CapacityUnits) -> bool:
@@ -325,7 +325,7 @@ def needs_fetch(
     ``rule="engine"`` (the default) follows DynamoDB Local, which fetches for every
     ProjectionExpression on such an LSI; ``rule="documented"`` follows AWS's documentation,
     which fetches only when an attribute is not projected (see ``docs/capacity.md``).
-    A scan never fetches (see :func:`estimate_scan`).
+    A scan never fetches (see `estimate_scan`).
     """
     resolved = _resolve(table, index)
     if not isinstance(resolved, LocalIndex):
@@ -359,7 +359,7 @@ def estimate_query(
     lower the cost); items without the index key are not in the index and are skipped. The
     index entries' sizes are summed, then rounded up to 4 KB; each fetched item is rounded up
     to 4 KB on its own. ``Select=COUNT`` costs the same reads. Whether items are fetched
-    follows :func:`needs_fetch` with ``rule``; ``fetch`` overrides it.
+    follows `needs_fetch` with ``rule``; ``fetch`` overrides it.
     """
     resolved = _resolve(table, index)
     if resolved is None:

@@ -21,7 +21,7 @@ MAX_CHAR: Final = "\U0010ffff"
 CharSet = tuple[tuple[int, int], ...]
 #: One step of a key's shape: ``("one", chars)`` one character of the class, ``("opt", chars)``
 #: at most one, ``("star", chars)`` any number. A codec's tokens describe a superset of the
-#: texts it writes; :mod:`lsiorm._model.keyspace` reasons about key ranges with them.
+#: texts it writes; `lsiorm._model.keyspace` reasons about key ranges with them.
 Token = tuple[str, CharSet]
 
 ANY_KEY_CHAR: Final[CharSet] = ((0, 0x10FFFE),)
@@ -60,7 +60,7 @@ class KeyCodec(abc.ABC):
     def decode(self, text: str) -> Any:
         """Return the value whose encoding is ``text``; raise KeyEncodingError if there is none.
 
-        Only the exact text :meth:`encode` produces is accepted, so decoding is the inverse of
+        Only the exact text `encode` produces is accepted, so decoding is the inverse of
         encoding and never guesses.
         """
         canonical: str | None = None

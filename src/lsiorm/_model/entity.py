@@ -1,7 +1,7 @@
 """Entity: the base class of Pydantic models bound to a table through key templates.
 
-Also the public functions over entities: :func:`decode_item`, :func:`shard_value` and
-:func:`key_templates`. The machinery under them works with :class:`EntityModel`, which
+Also the public functions over entities: `decode_item`, `shard_value` and
+`key_templates`. The machinery under them works with `EntityModel`, which
 Entity derives from, so that nothing below this module names Entity.
 """
 

@@ -58,7 +58,7 @@ class ItemWriter:
                 if t is not None
             )
         #: The class's own straight-line encoder, or None; set by whoever builds the writer
-        #: (see :func:`~lsiorm._model.generated_encoder.generate_encoder`).
+        #: (see `generate_encoder`).
         self.fast: Callable[[EntityModel], tuple[dict[str, AttributeValue], int] | None] | None = (
             None
         )

@@ -46,8 +46,8 @@ class Table:
         name: The table name (3 to 255 characters of ``A-Za-z0-9_.-``).
         partition_key: The partition key attribute; a ``str`` means a string attribute.
         sort_key: The sort key attribute, or None for a table without one.
-        local_indexes: Up to five :class:`LocalIndex` declarations.
-        global_indexes: Up to twenty :class:`GlobalIndex` declarations.
+        local_indexes: Up to five [`LocalIndex`][lsiorm.LocalIndex] declarations.
+        global_indexes: Up to twenty [`GlobalIndex`][lsiorm.GlobalIndex] declarations.
         billing_mode: ``"PAY_PER_REQUEST"`` (the default) or ``"PROVISIONED"``.
         read_capacity: Read capacity units, required only when ``PROVISIONED``.
         write_capacity: Write capacity units, required only when ``PROVISIONED``.
@@ -57,7 +57,7 @@ class Table:
         ttl_attribute: The stored attribute that DynamoDB's time to live reads, or None (the
             default) for a table without TTL. ``create_table`` enables TTL on it and ``check``
             verifies it; an entity field stored under it must be a number of epoch seconds
-            (:data:`EpochSeconds`, or int).
+            ([`EpochSeconds`][lsiorm.EpochSeconds], or int).
     """
 
     def __init__(
@@ -249,7 +249,7 @@ class Table:
         return request
 
     def update_ttl_request(self) -> dict[str, Any]:
-        """Return the UpdateTimeToLive parameters that enable TTL on :attr:`ttl_attribute`.
+        """Return the UpdateTimeToLive parameters that enable TTL on `ttl_attribute`.
 
         Raises ValidationError (rule ``table.no-ttl-attribute``) for a table without one.
         """

@@ -26,7 +26,7 @@ def escape_text(text: str) -> str:
 
 
 def unescape_text(text: str) -> str:
-    """Invert :func:`escape_text`; raise ValueError on text it cannot have produced."""
+    """Invert `escape_text`; raise ValueError on text it cannot have produced."""
     if "\x00" in text:
         raise ValueError(text)
     if "\x01" not in text:
@@ -58,7 +58,7 @@ class StrCodec(KeyCodec):
     no encoding is a prefix of another. A field that ends its template carries no terminator,
     so its key text is the value itself unless the value holds U+0000 or U+0001.
 
-    Refused: text holding :data:`MAX_CHAR` (``key.reserved-char``) or a lone surrogate, which
+    Refused: text holding `MAX_CHAR` (``key.reserved-char``) or a lone surrogate, which
     UTF-8 cannot carry (``key.invalid-unicode``). The empty string is allowed; the template
     decides whether an empty key is.
     """

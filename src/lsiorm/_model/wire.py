@@ -347,7 +347,7 @@ def from_wire(av: Mapping[str, Any]) -> Any:
 
 
 def item_from_wire(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Return the Python form of a whole wire item (see :func:`from_wire`)."""
+    """Return the Python form of a whole wire item (see `from_wire`)."""
     try:
         return _decode_map(item)
     except ValidationError:
@@ -382,7 +382,7 @@ def utf8_len(text: str) -> int:
 
 
 def value_size(av: Mapping[str, Any]) -> int:
-    """Return :func:`attribute_value_size` of a well-formed value, without its error wrapping."""
+    """Return `attribute_value_size` of a well-formed value, without its error wrapping."""
     ((tag, raw),) = av.items()
     if tag == "S":
         return utf8_len(raw)

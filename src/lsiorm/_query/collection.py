@@ -1,7 +1,7 @@
 """Item collections: which entity types a key range can hold, and when one Query reads several.
 
 Every entity type declared on a table is known (``Table.entities``), and so is the shape of
-each key template (:mod:`lsiorm._model.keyspace`). So for any key condition lsiorm can tell
+each key template (`lsiorm._model.keyspace`). So for any key condition lsiorm can tell
 which types may have items inside it:
 
 - a query of one type whose range also holds another type's items (a hierarchy such as
@@ -225,7 +225,7 @@ class _Run:
 
 @dataclass(frozen=True)
 class _Grouping:
-    """The arguments of :func:`plan_collections`, and its steps."""
+    """The arguments of `plan_collections`, and its steps."""
 
     table: Table
     pk_attr: str

@@ -2,8 +2,8 @@
 
 An update is planned first, as a list of actions on stored paths (set, set-if-absent, remove,
 add, delete, append, prepend) and the conditions it needs. The request's expression text is
-rendered from that plan (:mod:`lsiorm._requests.update_expression`), and the same plan is
-applied to a stored item as DynamoDB would (:mod:`lsiorm._requests.update_effect`). Derived key
+rendered from that plan (`lsiorm._requests.update_expression`), and the same plan is
+applied to a stored item as DynamoDB would (`lsiorm._requests.update_effect`). Derived key
 attributes are part of the plan, so they stay consistent with the fields they are made of in
 every form of update.
 """

@@ -1,7 +1,7 @@
 """A loopback HTTP proxy that gives a local engine DynamoDB's item-collection behaviour.
 
 Neither DynamoDB Local nor moto returns ``ItemCollectionMetrics`` or refuses a write that grows
-an item collection past 10 GB. :class:`ItemCollectionProxy` sits in front of either engine and
+an item collection past 10 GB. `ItemCollectionProxy` sits in front of either engine and
 adds both, for tables with local secondary indexes:
 
 * it keeps the size of every collection it has seen written, measured with lsiorm's size
@@ -158,7 +158,7 @@ class ItemCollectionProxy:
         idle_timeout: The proxy stops by itself after this many seconds without a request.
         max_connections: At most this many client connections are served at once.
 
-    Use it as a context manager, or call :meth:`start` and :meth:`stop`. ``stats`` counts the
+    Use it as a context manager, or call `start` and `stop`. ``stats`` counts the
     requests, the metrics added and the writes refused.
     """
 

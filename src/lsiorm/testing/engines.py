@@ -2,7 +2,7 @@
 
 Both start on a free port of 127.0.0.1, answer the DynamoDB API there until they are stopped,
 and work as context managers. Starting one that is not installed raises
-:class:`EngineNotInstalledError`, whose message says how to install it.
+`EngineNotInstalledError`, whose message says how to install it.
 """
 
 from __future__ import annotations
@@ -107,9 +107,10 @@ class DynamoDBLocal:
     The jar folder is, in order: ``directory``, the ``LSIORM_DYNAMODB_LOCAL_DIR`` environment
     variable, the newest ``.cache/dynamodb-local/.../lib/dynamodb_local_*`` found in the
     current directory or one of its parents, or the one installed in
-    :func:`dynamodb_local_cache` by :func:`dynamodb_local_install_command`. ``start`` raises
-    :class:`EngineNotInstalledError` when Java or the jar is missing, and ``RuntimeError`` when
-    the engine does not come up.
+    [`dynamodb_local_cache`][lsiorm.testing.dynamodb_local_cache] by
+    [`dynamodb_local_install_command`][lsiorm.testing.dynamodb_local_install_command].
+    ``start`` raises `EngineNotInstalledError` when Java or the jar is missing, and
+    ``RuntimeError`` when the engine does not come up.
     """
 
     def __init__(
