@@ -2,7 +2,7 @@
 
 DynamoDB reports a collection's size only to writes, and only on AWS itself (DynamoDB Local and
 moto return no ItemCollectionMetrics). An audit reads the items instead and applies the size
-model of `lsiorm.capacity`: each table item with its storage overhead, and each item's
+model of `_model/capacity.py`: each table item with its storage overhead, and each item's
 entry in every LSI with the index entry overhead. GSI entries are not part of a collection.
 """
 

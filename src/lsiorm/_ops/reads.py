@@ -1,6 +1,6 @@
 """Running query and scan plans: pages with cursors, fan-out merges, hydration and counts.
 
-Every function here returns an operation generator (see `lsiorm.steps`), so the sync and
+Every function here returns an operation generator (see `_ops/steps.py`), so the sync and
 async sessions run the same code. `pages` emits one `Page` at a time and holds at
 most one DynamoDB page per request in memory; the others build on it.
 

@@ -30,7 +30,7 @@ from lsiorm.errors import ValidationError
 
 @dataclass(frozen=True)
 class Put:
-    """Write an entity, as `lsiorm.crud.put` would (``create_only``, version check)."""
+    """Write an entity, as `Session.put` does (``create_only``, version check)."""
 
     entity: Entity
     create_only: bool = False
