@@ -28,10 +28,10 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
+from lsiorm._io.lifetime import Running
 from lsiorm._model.wire import item_size
 from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer
 
@@ -146,7 +146,7 @@ class _Handler(LoopbackHandler):
         self.reply(status, payload)
 
 
-class ItemCollectionProxy:
+class ItemCollectionProxy(Running):
     """Serve DynamoDB on 127.0.0.1 in front of ``upstream``, with AWS's item-collection rules.
 
     Args:
@@ -249,18 +249,6 @@ class ItemCollectionProxy:
                     server.server_close()
                 self._server = self._thread = None
                 return
-
-    def __enter__(self) -> ItemCollectionProxy:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- what tests read -----------------------------------------------------------------------
 
