@@ -174,9 +174,7 @@ class EntityMeta(Generic[M_co]):
     def index_keys(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Return the secondary-index key attributes whose template fields all have values."""
         out: dict[str, Any] = {}
-        primary = {self.table.partition_key.name}
-        if self.table.sort_key is not None:
-            primary.add(self.table.sort_key.name)
+        primary = {k for k in self.table.index_key_attributes(None) if k is not None}
         for attr, tpl in self.templates.items():
             if attr in primary:
                 continue

@@ -111,15 +111,19 @@ def _encode_list(value: Iterable[Any]) -> AttributeValue:
     return {"L": out}
 
 
+def _non_string_name(name: object) -> ValidationError:
+    return ValidationError(
+        "wire.non-string-key",
+        f"DynamoDB map keys and attribute names must be strings, got {name!r}.",
+    )
+
+
 def _encode_fields(value: Mapping[Any, Any]) -> WireItem:
     get = _ENCODERS.get
     out: WireItem = {}
     for name, element in value.items():
         if not isinstance(name, str):
-            raise ValidationError(
-                "wire.non-string-key",
-                f"DynamoDB map keys and attribute names must be strings, got {name!r}.",
-            )
+            raise _non_string_name(name)
         encoder = get(type(element))
         out[name] = encoder(element) if encoder is not None else _encode_other(element)
     return out
@@ -500,10 +504,7 @@ def _sized_dict(value: Mapping[Any, Any]) -> tuple[AttributeValue, int]:
     size = 3
     for name, element in value.items():
         if not isinstance(name, str):
-            raise ValidationError(
-                "wire.non-string-key",
-                f"DynamoDB map keys and attribute names must be strings, got {name!r}.",
-            )
+            raise _non_string_name(name)
         sized = get(type(element))
         av, n = sized(element) if sized is not None else _sized_other(element)
         out[name] = av

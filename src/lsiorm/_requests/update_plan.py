@@ -461,9 +461,7 @@ class _Planner:
         attribute is written, so a created item has all of its keys.
         """
         meta = self.meta
-        primary_attrs = {meta.table.partition_key.name}
-        if meta.table.sort_key is not None:
-            primary_attrs.add(meta.table.sort_key.name)
+        primary_attrs = {k for k in meta.table.index_key_attributes(None) if k is not None}
         for attr, tpl in meta.templates.items():
             if attr in primary_attrs:
                 continue
