@@ -1,4 +1,5 @@
-"""The key codec contract: KeyCodec, the tokens a codec describes its texts with, MAX_CHAR.
+"""The key codec contract: KeyCodec (UnformattedCodec for types without a format spec), the
+tokens a codec describes its texts with, MAX_CHAR.
 
 Every codec maps values to text whose order (as Python ``str``, which for valid Unicode is also
 UTF-8 byte order, the order DynamoDB uses) is exactly the order of the values, and equal text to
@@ -104,10 +105,16 @@ class KeyCodec(abc.ABC):
         return f"{type(self).__name__}(spec={self.spec!r})"
 
 
-def refuse_spec(kind: str, spec: str, field_name: str) -> None:
-    """Refuse a format spec on a field whose type takes none (``template.format-spec``)."""
-    if spec:
-        raise DeclarationError(
-            "template.format-spec",
-            f"{kind} field {field_name!r} takes no format spec, got {spec!r}.",
-        )
+class UnformattedCodec(KeyCodec):
+    """A codec of a type that takes no format spec; ``kind`` names the type in the refusal."""
+
+    kind: str
+
+    def __init__(self, spec: str = "", *, field_name: str = "value") -> None:
+        if spec:
+            raise DeclarationError(
+                "template.format-spec",
+                f"{self.kind} field {field_name!r} takes no format spec, got {spec!r}.",
+            )
+        self.field_name = field_name
+        self.spec = ""

@@ -6,7 +6,7 @@ import re
 from enum import Enum
 from typing import Any, Final
 
-from lsiorm._model.codec import MAX_CHAR, KeyCodec, Token, chars, refuse_spec
+from lsiorm._model.codec import MAX_CHAR, KeyCodec, Token, UnformattedCodec, chars
 from lsiorm.errors import KeyEncodingError
 
 #: Ends a str field that more template text follows; sorts below every other key character.
@@ -47,7 +47,7 @@ def unescape_text(text: str) -> str:
     return "".join(out)
 
 
-class StrCodec(KeyCodec):
+class StrCodec(UnformattedCodec):
     """Strings: the text itself, with U+0000 and U+0001 escaped, then a terminator when more
     template follows.
 
@@ -63,14 +63,13 @@ class StrCodec(KeyCodec):
     decides whether an empty key is.
     """
 
+    kind = "Str"
     python_type = str
 
     def __init__(
         self, spec: str = "", *, field_name: str = "value", terminated: bool = False
     ) -> None:
-        refuse_spec("Str", spec, field_name)
-        self.field_name = field_name
-        self.spec = ""
+        super().__init__(spec, field_name=field_name)
         self.terminated = terminated
         self.prefix_free = terminated
 
