@@ -41,7 +41,7 @@ __all__ = [
 
 #: The declaration of each Entity subclass being created, until pydantic has built its fields.
 _DECLARED: weakref.WeakKeyDictionary[type[Entity], _Declaration] = weakref.WeakKeyDictionary()
-_Declaration: TypeAlias = "Callable[[type[Entity]], EntityMeta[EntityModel] | None]"
+_Declaration: TypeAlias = "Callable[[type[Entity]], None]"
 
 
 class Entity(EntityModel):
@@ -82,18 +82,21 @@ class Entity(EntityModel):
 
         # Binding reads the model's fields, which pydantic builds after this hook: it runs in
         # __pydantic_init_subclass__, with the keywords taken here.
-        def declare(model: type[Entity]) -> EntityMeta[EntityModel] | None:
+        def declare(model: type[Entity]) -> None:
             if table is None:
                 if keys is not None:
                     raise DeclarationError(
                         "entity.needs-table", f"{model.__name__} gives keys= but no table=."
                     )
-                return None
-            meta = bind(model, table, dict(keys or {}), type_name or model.__name__, version)
+                model.__lsiorm__ = None
+                return
+            # Bound first: the checks below read the class's meta.
+            model.__lsiorm__ = meta = bind(
+                model, table, dict(keys or {}), type_name or model.__name__, version
+            )
             meta.pending = pending_slots(meta, pending)
             meta.created_field = timestamp_field(meta, "created_at", created_at)
             meta.updated_field = timestamp_field(meta, "updated_at", updated_at)
-            return meta
 
         _DECLARED[cls] = declare
 
@@ -101,7 +104,7 @@ class Entity(EntityModel):
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         others = {k: v for k, v in kwargs.items() if k not in _DECLARATION_KEYWORDS}
         super().__pydantic_init_subclass__(**others)
-        cls.__lsiorm__ = _DECLARED.pop(cls)(cls)
+        _DECLARED.pop(cls)(cls)
 
     @model_validator(mode="after")
     def _fill_shards(self) -> Self:
