@@ -24,7 +24,7 @@ import base64
 import binascii
 import os
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -99,24 +99,24 @@ class _Unsupported(Exception):
 def _attribute_map(value: Any) -> Any:
     if type(value) is not dict:
         raise _Unusual
-    expected = _SCALAR_TAGS.get
-    for av in value.values():
-        # Raises ValueError unless av has exactly one member, AttributeError unless a dict.
-        ((tag, raw),) = av.items()
-        if expected(tag) is not type(raw):
-            _other_attribute_value(av, tag, raw)
+    _attribute_values(value.values())
     return value
 
 
 def _attribute_list(value: Any) -> Any:
     if type(value) is not list:
         raise _Unusual
+    _attribute_values(value)
+    return value
+
+
+def _attribute_values(values: Iterable[Any]) -> None:
     expected = _SCALAR_TAGS.get
-    for av in value:
+    for av in values:
+        # Raises ValueError unless av has exactly one member, AttributeError unless a dict.
         ((tag, raw),) = av.items()
         if expected(tag) is not type(raw):
             _other_attribute_value(av, tag, raw)
-    return value
 
 
 def _attribute_value(value: Any) -> Any:
