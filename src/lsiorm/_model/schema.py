@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
+
+from typing_extensions import Never, Self
 
 from lsiorm._model.drift import Drift, DriftReport, live_ttl, table_drifts, ttl_drifts
 from lsiorm._model.indexes import (
@@ -37,6 +39,30 @@ __all__ = [
 ]
 
 _RESERVED_LSI_SLOTS = 5
+
+T = TypeVar("T")
+
+
+class _Declared(Generic[T]):
+    """A read-only attribute of a Table: the value of the same name in its checked declaration."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, table: None, owner: type) -> Self: ...
+
+    @overload
+    def __get__(self, table: Table, owner: type) -> T: ...
+
+    def __get__(self, table: Table | None, owner: type) -> T | Self:
+        if table is None:
+            return self
+        value: T = getattr(table._spec, self.name)
+        return value
+
+    def __set__(self, table: Table, value: Never) -> None:
+        raise AttributeError(f"Table.{self.name} is read-only: a declaration is fixed once checked")
 
 
 class Table:
@@ -131,49 +157,18 @@ class Table:
             f"global_indexes={[i.name for i in self.global_indexes]!r})"
         )
 
-    @property
-    def name(self) -> str:
-        return self._spec.name
-
-    @property
-    def partition_key(self) -> KeyAttribute:
-        return self._spec.partition_key
-
-    @property
-    def sort_key(self) -> KeyAttribute | None:
-        return self._spec.sort_key
-
-    @property
-    def local_indexes(self) -> tuple[LocalIndex, ...]:
-        return self._spec.local_indexes
-
-    @property
-    def global_indexes(self) -> tuple[GlobalIndex, ...]:
-        return self._spec.global_indexes
-
-    @property
-    def billing_mode(self) -> BillingMode:
-        return self._spec.billing_mode
-
-    @property
-    def read_capacity(self) -> int | None:
-        return self._spec.read_capacity
-
-    @property
-    def write_capacity(self) -> int | None:
-        return self._spec.write_capacity
-
-    @property
-    def type_attribute(self) -> str:
-        return self._spec.type_attribute
-
-    @property
-    def collection_warning_gb(self) -> float:
-        return self._spec.collection_warning_gb
-
-    @property
-    def ttl_attribute(self) -> str | None:
-        return self._spec.ttl_attribute
+    # The declaration as checked: each of these reads it, and none can be set.
+    name = _Declared[str]()
+    partition_key = _Declared[KeyAttribute]()
+    sort_key = _Declared[KeyAttribute | None]()
+    local_indexes = _Declared[tuple[LocalIndex, ...]]()
+    global_indexes = _Declared[tuple[GlobalIndex, ...]]()
+    billing_mode = _Declared[BillingMode]()
+    read_capacity = _Declared[int | None]()
+    write_capacity = _Declared[int | None]()
+    type_attribute = _Declared[str]()
+    collection_warning_gb = _Declared[float]()
+    ttl_attribute = _Declared[str | None]()
 
     @property
     def has_lsi(self) -> bool:
