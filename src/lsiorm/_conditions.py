@@ -7,7 +7,7 @@ A condition is written in model-field terms::
     (cond("tags").exists()) | (cond("replies") == 0)
 
 Compilation never splices user text into an expression: every attribute name becomes ``#nK`` and
-every value ``:vK`` through one :class:`Placeholders` allocator per request.
+every value ``:vK`` through one `Placeholders` allocator per request.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 import lsiorm._session_methods as methods
 from lsiorm._io import fastjson
 from lsiorm._io.drivers import AsyncDriver, SyncDriver, no_botocore_retries
+from lsiorm._io.lifetime import Closing
 from lsiorm._model.entity import Entity
 from lsiorm._ops import reads
 from lsiorm._ops.meter import CapacityMeter
@@ -187,7 +188,7 @@ def _client_kwargs(
     return kwargs
 
 
-class Session(SessionCore):
+class Session(SessionCore, Closing):
     """Synchronous access to DynamoDB over a boto3 client.
 
     Without `client`, one is built from `boto3_session` (or a new `boto3.Session` for
@@ -240,17 +241,6 @@ class Session(SessionCore):
         self.driver = _MeteredSync(
             SyncDriver(client, lean_lane_for(client) if lean else None), self.capacity
         )
-
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the underlying HTTP connections."""

@@ -1,12 +1,13 @@
 """The one error tree of lsiorm.
 
-Three families hang off :class:`LsiormError`:
+Three families hang off [`LsiormError`][lsiorm.errors.LsiormError]:
 
-* :class:`DeclarationError`: a Table or Entity declaration breaks a rule. Raised when the class
-  or table is defined, never at request time.
-* :class:`ValidationError`: a value or a request breaks a rule. Raised before anything is sent.
-* :class:`DynamoError`: DynamoDB (or the connection to it) refused a request. The botocore
-  ``ClientError`` that carried it stays available as ``__cause__``.
+* [`DeclarationError`][lsiorm.errors.DeclarationError]: a Table or Entity declaration breaks a
+  rule. Raised when the class or table is defined, never at request time.
+* [`ValidationError`][lsiorm.errors.ValidationError]: a value or a request breaks a rule. Raised
+  before anything is sent.
+* [`DynamoError`][lsiorm.errors.DynamoError]: DynamoDB (or the connection to it) refused a
+  request. The botocore ``ClientError`` that carried it stays available as ``__cause__``.
 
 Every declaration and validation error names the rule it broke in ``rule``, a short stable id
 such as ``"lsi.max-five"``; the message is a plain sentence that repeats it.

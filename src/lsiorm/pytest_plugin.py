@@ -3,8 +3,8 @@
 Installing lsiorm registers this plugin with pytest (entry point ``pytest11``); nothing happens
 until a test asks for one of its fixtures. Tell it your tables by overriding ``lsiorm_tables``
 in your ``conftest.py`` (or list them in the ``lsiorm_tables`` ini option), then take
-``lsiorm_session`` (a :class:`~lsiorm.Session`) or ``lsiorm_async_session`` (an
-:class:`~lsiorm.AsyncSession`)::
+``lsiorm_session`` (a [`Session`][lsiorm.Session]) or ``lsiorm_async_session`` (an
+[`AsyncSession`][lsiorm.AsyncSession])::
 
     import pytest
     from myapp.models import shop

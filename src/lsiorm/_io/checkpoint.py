@@ -12,7 +12,7 @@ __all__ = ["FileCheckpoint"]
 
 
 class FileCheckpoint:
-    """A :class:`~lsiorm._ops.resumable.CheckpointStore` in one file; ``str()`` is its path."""
+    """A `CheckpointStore` in one file; ``str()`` is its path."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)

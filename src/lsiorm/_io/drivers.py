@@ -1,9 +1,9 @@
 """The two thin I/O drivers: one runs operations on boto3, the other awaits aioboto3.
 
-Each driver does four things only: send a :class:`~lsiorm._ops.steps.Call` with the client and
-type any failure, sleep, run a :class:`~lsiorm._ops.steps.Gather` (one by one, or concurrently),
-and pass :class:`~lsiorm._ops.steps.Emit` values out. Resuming the operation after each step is
-:func:`~lsiorm._ops.steps.advance`, shared by both. Everything else lives in the operations.
+Each driver does four things only: send a `Call` with the client and
+type any failure, sleep, run a `Gather` (one by one, or concurrently),
+and pass `Emit` values out. Resuming the operation after each step is
+`advance`, shared by both. Everything else lives in the operations.
 """
 
 from __future__ import annotations

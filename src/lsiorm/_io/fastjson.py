@@ -2,9 +2,9 @@
 
 botocore turns a response body into Python with a parser that walks the service model shape
 by shape, value by value; on a 1000-item Query page that costs several times the HTTP round
-trip to DynamoDB Local. :func:`install` registers a ``before-parse`` handler on a client's
+trip to DynamoDB Local. `install` registers a ``before-parse`` handler on a client's
 public event system (``client.meta.events``; sync botocore and aiobotocore alike). For the
-data-plane operations in :data:`OPERATIONS` the handler parses the body with :func:`orjson.loads`,
+data-plane operations in `OPERATIONS` the handler parses the body with `orjson.loads`,
 checks it against the output shape, base64-decodes B and BS values as botocore does, and hands
 the result to botocore through the ``customized_response_dict`` the event carries. It then
 empties the body botocore is about to parse, so botocore's own parser only adds
@@ -24,7 +24,7 @@ import base64
 import binascii
 import os
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -54,7 +54,7 @@ OPERATIONS: Final = frozenset(
 )
 
 #: Set this environment variable to ``0``, ``false``, ``no`` or ``off`` to make
-#: :func:`install` do nothing (checked when a client is installed, not per response).
+#: `install` do nothing (checked when a client is installed, not per response).
 DISABLE_ENV: Final = "LSIORM_FASTJSON"
 
 _OFF_VALUES: Final = frozenset({"0", "false", "no", "off"})
@@ -99,24 +99,24 @@ class _Unsupported(Exception):
 def _attribute_map(value: Any) -> Any:
     if type(value) is not dict:
         raise _Unusual
-    expected = _SCALAR_TAGS.get
-    for av in value.values():
-        # Raises ValueError unless av has exactly one member, AttributeError unless a dict.
-        ((tag, raw),) = av.items()
-        if expected(tag) is not type(raw):
-            _other_attribute_value(av, tag, raw)
+    _attribute_values(value.values())
     return value
 
 
 def _attribute_list(value: Any) -> Any:
     if type(value) is not list:
         raise _Unusual
+    _attribute_values(value)
+    return value
+
+
+def _attribute_values(values: Iterable[Any]) -> None:
     expected = _SCALAR_TAGS.get
-    for av in value:
+    for av in values:
+        # Raises ValueError unless av has exactly one member, AttributeError unless a dict.
         ((tag, raw),) = av.items()
         if expected(tag) is not type(raw):
             _other_attribute_value(av, tag, raw)
-    return value
 
 
 def _attribute_value(value: Any) -> Any:
@@ -277,7 +277,7 @@ class FastPathStats:
 class ResponseFastPath:
     """The compiled converters of one DynamoDB service model, and the event handler using them.
 
-    ``operations`` lists the operations that take the fast path: those of :data:`OPERATIONS`
+    ``operations`` lists the operations that take the fast path: those of `OPERATIONS`
     whose output shape this module can convert.
     """
 
@@ -360,7 +360,7 @@ def _disabled() -> bool:
 def install(client: Any) -> None:
     """Give a boto3 or aiobotocore DynamoDB client the fast response path (idempotent).
 
-    Does nothing when :data:`DISABLE_ENV` turns the fast path off, or when the client's
+    Does nothing when `DISABLE_ENV` turns the fast path off, or when the client's
     service does not speak DynamoDB's JSON protocol. Raises ``ValueError`` for a client of
     another service.
     """

@@ -15,12 +15,12 @@ parameter validation, its serializer and its event machinery only cost time (abo
   aiobotocore's aiohttp one: their proxies, timeouts, TLS settings and pool size), to the
   client's endpoint, with its user agent;
 * the response is checked (HTTP status, ``x-amz-crc32``) and parsed by orjson through
-  :mod:`lsiorm._io.fastjson` (B and BS values base64-decoded), or by botocore's own parser when
+  `lsiorm._io.fastjson` (B and BS values base64-decoded), or by botocore's own parser when
   that path declines; an error response is parsed by botocore's parser into the very shape a
   ``ClientError`` carries, and raised as one.
 
 Safety comes first. The lane is only used when nothing else can be watching the client's
-requests; otherwise the request goes to botocore as before (see :meth:`LeanLane.usable`):
+requests; otherwise the request goes to botocore as before (see `LeanLane.usable`):
 
 * moto's in-process ``mock_aws`` is active (checked on every request);
 * any handler on the client's events that botocore does not install itself: botocore's
@@ -30,7 +30,7 @@ requests; otherwise the request goes to botocore as before (see :meth:`LeanLane.
 * a client whose botocore retries are on (a client passed in as it is), endpoint discovery on,
   credentials that carry an account id (botocore would pick an account-based endpoint), no
   credentials (unsigned), or a signature other than SigV4;
-* an operation outside :data:`OPERATIONS`, or parameters orjson cannot write.
+* an operation outside `OPERATIONS`, or parameters orjson cannot write.
 
 ``LSIORM_LEAN=0`` in the environment, or ``Session(lean=False)``, turns the lane off.
 """

@@ -37,7 +37,7 @@ Runner = Callable[[Operation[Any], "threading.Event | None"], Any]
 def gather_in_threads(run: Runner, operations: Sequence[Operation[Any]], limit: int) -> list[Any]:
     """Run each operation with ``run(op, stop)``, at most ``limit`` at a time; return results.
 
-    ``run`` must check ``stop`` before each step and raise :class:`Stopped` once it is set.
+    ``run`` must check ``stop`` before each step and raise `Stopped` once it is set.
     """
     workers = min(max(1, limit), len(operations), MAX_THREADS)
     if workers <= 1:

@@ -10,9 +10,9 @@ lsiorm``.
 from __future__ import annotations
 
 import sys
-from types import TracebackType
 from typing import Any, TextIO
 
+from lsiorm._io.lifetime import Closing
 from lsiorm._ops.resumable import JobProgress
 
 __all__ = ["ProgressBar"]
@@ -24,7 +24,7 @@ _FORMAT = (
 _FORMAT_NO_TOTAL = "{desc}: {n_fmt} items [{elapsed}, {rate_fmt}{postfix}]"
 
 
-class ProgressBar:
+class ProgressBar(Closing):
     """A job's progress callback that draws a bar on ``file`` (stderr); close it at the end."""
 
     def __init__(self, description: str, file: TextIO | None = None) -> None:
@@ -59,14 +59,3 @@ class ProgressBar:
         """Draw the bar's final state and end its line."""
         if self._bar is not None:
             self._bar.close()
-
-    def __enter__(self) -> ProgressBar:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -6,7 +6,7 @@ checked case by case against the ConsumedCapacity that DynamoDB Local reports.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
@@ -121,7 +121,7 @@ class ConsumedCapacity(CapacityUnits):
     """The capacity DynamoDB reported for one table (``ReturnConsumedCapacity=INDEXES``).
 
     ``table_units`` is what the table consumed and ``per_index`` each index; ``total`` is
-    DynamoDB's ``CapacityUnits``. Compare it with an estimate with :meth:`matches`.
+    DynamoDB's ``CapacityUnits``. Compare it with an estimate with `matches`.
     """
 
     def matches(self, estimate: CapacityUnits) -> bool:
@@ -325,7 +325,7 @@ def needs_fetch(
     ``rule="engine"`` (the default) follows DynamoDB Local, which fetches for every
     ProjectionExpression on such an LSI; ``rule="documented"`` follows AWS's documentation,
     which fetches only when an attribute is not projected (see ``docs/capacity.md``).
-    A scan never fetches (see :func:`estimate_scan`).
+    A scan never fetches (see `estimate_scan`).
     """
     resolved = _resolve(table, index)
     if not isinstance(resolved, LocalIndex):
@@ -359,12 +359,11 @@ def estimate_query(
     lower the cost); items without the index key are not in the index and are skipped. The
     index entries' sizes are summed, then rounded up to 4 KB; each fetched item is rounded up
     to 4 KB on its own. ``Select=COUNT`` costs the same reads. Whether items are fetched
-    follows :func:`needs_fetch` with ``rule``; ``fetch`` overrides it.
+    follows `needs_fetch` with ``rule``; ``fetch`` overrides it.
     """
     resolved = _resolve(table, index)
     if resolved is None:
-        size = sum(item_size(item) for item in items)
-        return ReadEstimate(table.name, read_units(size, consistent=consistent))
+        return _table_read(table, items, consistent)
     fetching = (
         needs_fetch(table, resolved, attributes, select=select, rule=rule)
         if fetch is None
@@ -379,15 +378,11 @@ def estimate_query(
         )
     index_bytes = 0
     fetched = 0.0
-    for item in items:
-        entry = index_entry(table, resolved, item)
-        if entry is None:
-            continue
+    for item, entry in _index_entries(table, resolved, items):
         index_bytes += item_size(entry)
         if fetching:
             fetched += read_units(item_size(item), consistent=consistent)
-    units = read_units(index_bytes, consistent=consistent)
-    return ReadEstimate(table.name, fetched, {resolved.name: units} if units else {})
+    return _index_read(table, resolved, index_bytes, fetched, consistent)
 
 
 def estimate_scan(
@@ -406,16 +401,33 @@ def estimate_scan(
     """
     resolved = _resolve(table, index)
     if resolved is None:
-        size = sum(item_size(item) for item in items)
-        return ReadEstimate(table.name, read_units(size, consistent=consistent))
-    size = 0
+        return _table_read(table, items, consistent)
+    size = sum(item_size(item) for item, _ in _index_entries(table, resolved, items))
+    return _index_read(table, resolved, size, 0.0, consistent)
+
+
+def _index_entries(
+    table: Table, index: Index, items: Iterable[Mapping[str, Any]]
+) -> Iterator[tuple[Mapping[str, Any], WireItem]]:
+    """Yield each item that is in the index, with its entry there (sparse: not every item)."""
     for item in items:
-        entry = index_entry(table, resolved, item)
-        if entry is None:
-            continue
-        size += item_size(item)
+        entry = index_entry(table, index, item)
+        if entry is not None:
+            yield item, entry
+
+
+def _table_read(table: Table, items: Iterable[Mapping[str, Any]], consistent: bool) -> ReadEstimate:
+    """The read of whole table items: their sizes summed, then rounded up to 4 KB."""
+    size = sum(item_size(item) for item in items)
+    return ReadEstimate(table.name, read_units(size, consistent=consistent))
+
+
+def _index_read(
+    table: Table, index: Index, size: int, fetched: float, consistent: bool
+) -> ReadEstimate:
+    """A read of ``size`` bytes from an index, plus ``fetched`` units from the table."""
     units = read_units(size, consistent=consistent)
-    return ReadEstimate(table.name, 0.0, {resolved.name: units} if units else {})
+    return ReadEstimate(table.name, fetched, {index.name: units} if units else {})
 
 
 def _projection_attributes(params: Mapping[str, Any]) -> list[str]:

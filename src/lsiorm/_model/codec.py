@@ -1,4 +1,5 @@
-"""The key codec contract: KeyCodec, the tokens a codec describes its texts with, MAX_CHAR.
+"""The key codec contract: KeyCodec (UnformattedCodec for types without a format spec), the
+tokens a codec describes its texts with, MAX_CHAR.
 
 Every codec maps values to text whose order (as Python ``str``, which for valid Unicode is also
 UTF-8 byte order, the order DynamoDB uses) is exactly the order of the values, and equal text to
@@ -21,7 +22,7 @@ MAX_CHAR: Final = "\U0010ffff"
 CharSet = tuple[tuple[int, int], ...]
 #: One step of a key's shape: ``("one", chars)`` one character of the class, ``("opt", chars)``
 #: at most one, ``("star", chars)`` any number. A codec's tokens describe a superset of the
-#: texts it writes; :mod:`lsiorm._model.keyspace` reasons about key ranges with them.
+#: texts it writes; `lsiorm._model.keyspace` reasons about key ranges with them.
 Token = tuple[str, CharSet]
 
 ANY_KEY_CHAR: Final[CharSet] = ((0, 0x10FFFE),)
@@ -60,7 +61,7 @@ class KeyCodec(abc.ABC):
     def decode(self, text: str) -> Any:
         """Return the value whose encoding is ``text``; raise KeyEncodingError if there is none.
 
-        Only the exact text :meth:`encode` produces is accepted, so decoding is the inverse of
+        Only the exact text `encode` produces is accepted, so decoding is the inverse of
         encoding and never guesses.
         """
         canonical: str | None = None
@@ -104,10 +105,16 @@ class KeyCodec(abc.ABC):
         return f"{type(self).__name__}(spec={self.spec!r})"
 
 
-def refuse_spec(kind: str, spec: str, field_name: str) -> None:
-    """Refuse a format spec on a field whose type takes none (``template.format-spec``)."""
-    if spec:
-        raise DeclarationError(
-            "template.format-spec",
-            f"{kind} field {field_name!r} takes no format spec, got {spec!r}.",
-        )
+class UnformattedCodec(KeyCodec):
+    """A codec of a type that takes no format spec; ``kind`` names the type in the refusal."""
+
+    kind: str
+
+    def __init__(self, spec: str = "", *, field_name: str = "value") -> None:
+        if spec:
+            raise DeclarationError(
+                "template.format-spec",
+                f"{self.kind} field {field_name!r} takes no format spec, got {spec!r}.",
+            )
+        self.field_name = field_name
+        self.spec = ""

@@ -17,7 +17,7 @@ _SERIAL: Final = itertools.count(1)
 def compile_function(source: str, name: str, label: str, namespace: dict[str, Any]) -> Any:
     """Run ``source`` in ``namespace`` and return the function it defines as ``name``.
 
-    The source is registered in :mod:`linecache` under a file name of its own, such as
+    The source is registered in `linecache` under a file name of its own, such as
     ``<lsiorm generated encode Thread-1>``, so that tracebacks, pdb and profilers show the
     generated lines instead of nothing.
     """

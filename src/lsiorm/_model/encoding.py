@@ -90,7 +90,7 @@ def codec_for(
     """Return the codec for a key field declared with ``annotation``.
 
     ``spec`` is the format spec written in the template, ``metadata`` the field's pydantic
-    metadata (a :class:`KeyFormat` in it counts like one inside ``Annotated``), ``terminated``
+    metadata (a `KeyFormat` in it counts like one inside ``Annotated``), ``terminated``
     whether more template text follows the field (a str field then ends with a terminator).
     Raises DeclarationError when the type has no encoding, the spec does not fit the type, or
     two specs disagree.

@@ -1,15 +1,17 @@
 """Entity: the base class of Pydantic models bound to a table through key templates.
 
-Also the public functions over entities: :func:`decode_item`, :func:`shard_value` and
-:func:`key_templates`. The machinery under them works with :class:`EntityModel`, which
+Also the public functions over entities: `decode_item`, `shard_value` and
+`key_templates`. The machinery under them works with `EntityModel`, which
 Entity derives from, so that nothing below this module names Entity.
 """
 
 from __future__ import annotations
 
+import inspect
 import typing
-from collections.abc import Iterable, Mapping
-from typing import Any
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, TypeAlias
 
 from pydantic import model_validator
 from typing_extensions import Self
@@ -35,6 +37,11 @@ __all__ = [
     "shard_value",
     "wire_item",
 ]
+
+
+#: The declaration of each Entity subclass being created, until pydantic has built its fields.
+_DECLARED: weakref.WeakKeyDictionary[type[Entity], _Declaration] = weakref.WeakKeyDictionary()
+_Declaration: TypeAlias = "Callable[[type[Entity]], None]"
 
 
 class Entity(EntityModel):
@@ -73,31 +80,31 @@ class Entity(EntityModel):
     ) -> None:
         super().__init_subclass__(**kwargs)
 
+        # Binding reads the model's fields, which pydantic builds after this hook: it runs in
+        # __pydantic_init_subclass__, with the keywords taken here.
+        def declare(model: type[Entity]) -> None:
+            if table is None:
+                if keys is not None:
+                    raise DeclarationError(
+                        "entity.needs-table", f"{model.__name__} gives keys= but no table=."
+                    )
+                model.__lsiorm__ = None
+                return
+            # Bound first: the checks below read the class's meta.
+            model.__lsiorm__ = meta = bind(
+                model, table, dict(keys or {}), type_name or model.__name__, version
+            )
+            meta.pending = pending_slots(meta, pending)
+            meta.created_field = timestamp_field(meta, "created_at", created_at)
+            meta.updated_field = timestamp_field(meta, "updated_at", updated_at)
+
+        _DECLARED[cls] = declare
+
     @classmethod
-    def __pydantic_init_subclass__(
-        cls,
-        *,
-        table: Table | None = None,
-        keys: Mapping[str, str] | None = None,
-        type_name: str | None = None,
-        version: str | None = None,
-        pending: Iterable[str] = (),
-        created_at: str | None = None,
-        updated_at: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        if table is None:
-            if keys is not None:
-                raise DeclarationError(
-                    "entity.needs-table", f"{cls.__name__} gives keys= but no table=."
-                )
-            cls.__lsiorm__ = None
-            return
-        cls.__lsiorm__ = bind(cls, table, dict(keys or {}), type_name or cls.__name__, version)
-        cls.__lsiorm__.pending = pending_slots(cls.__lsiorm__, pending)
-        cls.__lsiorm__.created_field = timestamp_field(cls.__lsiorm__, "created_at", created_at)
-        cls.__lsiorm__.updated_field = timestamp_field(cls.__lsiorm__, "updated_at", updated_at)
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        others = {k: v for k, v in kwargs.items() if k not in _DECLARATION_KEYWORDS}
+        super().__pydantic_init_subclass__(**others)
+        _DECLARED.pop(cls)(cls)
 
     @model_validator(mode="after")
     def _fill_shards(self) -> Self:
@@ -117,6 +124,12 @@ class Entity(EntityModel):
     def to_wire(self) -> dict[str, Any]:
         """Return the item in DynamoDB wire format, checked against the 400 KB limit."""
         return wire_item(self)
+
+
+#: The class keywords of an entity declaration (``table=``, ``keys=``, ...).
+_DECLARATION_KEYWORDS: Final = frozenset(inspect.signature(Entity.__init_subclass__).parameters) - {
+    "kwargs"
+}
 
 
 def decode_item(

@@ -1,8 +1,8 @@
 """EntityModel, the pydantic model of an entity, and EntityMeta, what lsiorm knows of a bound one.
 
-:class:`EntityModel` is the pydantic model every entity is, as the model layer sees it: its
+`EntityModel` is the pydantic model every entity is, as the model layer sees it: its
 settings and the ``__lsiorm__`` slot that binding fills. The modules that encode, decode and
-check entities work with it; the public :class:`~lsiorm._model.entity.Entity` derives from it
+check entities work with it; the public `Entity` derives from it
 and adds the declaration (``class Thread(Entity, table=..., keys=...)``), which binds.
 """
 
@@ -36,7 +36,7 @@ MAX_SORT_KEY_BYTES: Final = 1024
 class EntityModel(BaseModel):
     """The pydantic model of an entity: lsiorm's model settings and its metadata slot.
 
-    ``__lsiorm__`` holds the class's :class:`EntityMeta` once it is bound to a table, and None
+    ``__lsiorm__`` holds the class's `EntityMeta` once it is bound to a table, and None
     on a class that is not (``Entity`` itself, or an abstract base of entities).
     """
 
@@ -174,9 +174,7 @@ class EntityMeta(Generic[M_co]):
     def index_keys(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Return the secondary-index key attributes whose template fields all have values."""
         out: dict[str, Any] = {}
-        primary = {self.table.partition_key.name}
-        if self.table.sort_key is not None:
-            primary.add(self.table.sort_key.name)
+        primary = {k for k in self.table.index_key_attributes(None) if k is not None}
         for attr, tpl in self.templates.items():
             if attr in primary:
                 continue

@@ -30,7 +30,7 @@ _NUMBER_TEXT: Final = re.compile(r"\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[
 
 
 class EpochSecondsMarker:
-    """Marks a field annotated with :data:`EpochSeconds` (lsiorm looks for it in the metadata)."""
+    """Marks a field annotated with `EpochSeconds` (lsiorm looks for it in the metadata)."""
 
     def __repr__(self) -> str:
         return "EpochSecondsMarker()"
@@ -97,7 +97,7 @@ def to_epoch_datetime(value: Any) -> datetime:
 
 
 def epoch_seconds(value: Any) -> int:
-    """Return the whole seconds since the Unix epoch of a value :data:`EpochSeconds` accepts."""
+    """Return the whole seconds since the Unix epoch of a value `EpochSeconds` accepts."""
     return (to_epoch_datetime(value) - EPOCH) // _SECOND
 
 
@@ -120,5 +120,5 @@ back. ``model_dump()`` gives the stored int.
 
 
 def is_epoch_seconds(metadata: Any) -> bool:
-    """Whether a field's pydantic metadata says the field is :data:`EpochSeconds`."""
+    """Whether a field's pydantic metadata says the field is `EpochSeconds`."""
     return any(item is _MARKER for item in metadata)

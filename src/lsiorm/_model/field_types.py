@@ -50,7 +50,7 @@ def bare_type(annotation: Any) -> Any:
 
 
 def is_epoch_field(annotation: Any, metadata: Iterable[Any] = ()) -> bool:
-    """Whether a field is :data:`~lsiorm.EpochSeconds`, possibly optional."""
+    """Whether a field is `EpochSeconds`, possibly optional."""
     if is_epoch_seconds(metadata):
         return True
     base = strip_optional(annotation)

@@ -5,19 +5,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from lsiorm._model.codec import KeyCodec, Token, chars, layout_tokens, refuse_spec
+from lsiorm._model.codec import Token, UnformattedCodec, chars, layout_tokens
 
 
-class BoolCodec(KeyCodec):
+class BoolCodec(UnformattedCodec):
     """Booleans, as ``0`` (False) and ``1`` (True)."""
 
+    kind = "Bool"
     python_type = bool
     prefix_free = True
-
-    def __init__(self, spec: str = "", *, field_name: str = "value") -> None:
-        refuse_spec("Bool", spec, field_name)
-        self.field_name = field_name
-        self.spec = ""
 
     def encode(self, value: Any) -> str:
         """Return the key text of the bool ``value``."""
@@ -35,16 +31,12 @@ class BoolCodec(KeyCodec):
         return text == "1"
 
 
-class UUIDCodec(KeyCodec):
+class UUIDCodec(UnformattedCodec):
     """UUIDs, in the canonical lowercase 36-character form (``8-4-4-4-12`` hex digits)."""
 
+    kind = "UUID"
     python_type = uuid.UUID
     prefix_free = True
-
-    def __init__(self, spec: str = "", *, field_name: str = "value") -> None:
-        refuse_spec("UUID", spec, field_name)
-        self.field_name = field_name
-        self.spec = ""
 
     def encode(self, value: Any) -> str:
         """Return the key text of the UUID ``value``."""

@@ -115,7 +115,7 @@ def _string_list(values: Any) -> list[Any] | None:
 def generate_decoder(
     cls: type[M], keys: Mapping[str, Any], absent: tuple[str, ...]
 ) -> Callable[[Mapping[str, Any]], M]:
-    """Build ``cls``'s decoder as source, one straight-line block per key of :func:`model_keys`.
+    """Build ``cls``'s decoder as source, one straight-line block per key of `model_keys`.
 
     A page of items then pays no per-attribute loop or dispatch. ``absent`` names the stored
     attributes that read as None when missing.

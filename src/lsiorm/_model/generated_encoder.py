@@ -104,7 +104,7 @@ def generate_encoder(
 ) -> Callable[[EntityModel], tuple[dict[str, AttributeValue], int] | None] | None:
     """Build one class's encoder as straight-line source, as its item decoder is built.
 
-    It does what :func:`encode_entity`'s general path does for a plain class whose keys are all
+    It does what `encode_entity`'s general path does for a plain class whose keys are all
     text templates (no field stored under a key's name): the same checks in the same order, the
     same item in the same attribute order, the same size. It returns None where only the
     general path knows the answer (a primary key field is None: that path raises
@@ -230,7 +230,7 @@ def validity_source(meta: EntityMeta[EntityModel]) -> str | None:
     Only for classes whose validation depends on nothing but the field types: no validators
     (Entity's own shard filler aside, on a class without shards), no post-init, no settings
     or field metadata (constraints, strictness) that could refuse a value of the right type,
-    and fields of the plain types in :data:`_EXACT_CHECKS` (or None where allowed).
+    and fields of the plain types in `_EXACT_CHECKS` (or None where allowed).
     """
     cls = meta.cls
     decorators = cls.__pydantic_decorators__

@@ -27,7 +27,7 @@ class KeyAttribute:
 class Projection:
     """Which attributes DynamoDB copies into a secondary index.
 
-    Build one with :meth:`keys_only`, :meth:`include` or :meth:`all` (the default). The choice
+    Build one with `keys_only`, `include` or `all` (the default). The choice
     is fixed when the table is created.
 
     Args:

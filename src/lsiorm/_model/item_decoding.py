@@ -34,7 +34,7 @@ _ITEM_DECODERS: dict[type, Callable[[Mapping[str, Any]], Any]] = {}
 def _absent_is_none(cls: type[EntityModel]) -> tuple[str, ...]:
     """Stored names of fields that allow None and have no None default: absent reads as None.
 
-    None is stored as absence (see :func:`build_item`), so a field declared ``x: T | None``
+    None is stored as absence (see `build_item`), so a field declared ``x: T | None``
     must read back as None when its attribute is missing: without a default, and also with a
     default other than None (``x: T | None = "new"`` written as None is absent, not "new").
     """

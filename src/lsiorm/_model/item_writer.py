@@ -36,9 +36,7 @@ class ItemWriter:
         self.collide = self.fields is not None and bool(
             {attr for _, attr, _ in self.fields} & {*meta.templates, self.type_attribute}
         )
-        primary = {meta.table.partition_key.name}
-        if meta.table.sort_key is not None:
-            primary.add(meta.table.sort_key.name)
+        primary = {k for k in meta.table.index_key_attributes(None) if k is not None}
         # Text templates, in the order meta.key then meta.index_keys render them: (attribute,
         # literal-or-(field, encode) parts, primary?). Number and binary keys take meta's way.
         ordered = [meta.partition_template, meta.sort_template]
@@ -58,7 +56,7 @@ class ItemWriter:
                 if t is not None
             )
         #: The class's own straight-line encoder, or None; set by whoever builds the writer
-        #: (see :func:`~lsiorm._model.generated_encoder.generate_encoder`).
+        #: (see `generate_encoder`).
         self.fast: Callable[[EntityModel], tuple[dict[str, AttributeValue], int] | None] | None = (
             None
         )

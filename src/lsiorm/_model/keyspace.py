@@ -1,6 +1,6 @@
 """Which key texts a template can write: overlap of two templates, and keys inside a range.
 
-A string template is read as a small automaton over :data:`~lsiorm._model.codec.Token`
+A string template is read as a small automaton over `Token`
 steps (its literal characters, then each codec's shape). The shapes may describe more texts
 than a codec writes, never fewer, so every answer here errs on the safe side: "may hold a key"
 can be a false alarm, "holds no key" is a proof.

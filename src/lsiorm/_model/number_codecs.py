@@ -205,7 +205,7 @@ class FloatCodec(KeyCodec):
 
     Format without a spec: 16 lowercase hex digits of the 64-bit pattern of the value with the
     sign bit flipped when the value is >= 0 and all bits flipped when it is < 0, after -0.0 is
-    made 0.0 (1.0 is ``bff0000000000000``). With a ``0W.Sf`` spec: the :class:`DecimalCodec`
+    made 0.0 (1.0 is ``bff0000000000000``). With a ``0W.Sf`` spec: the `DecimalCodec`
     format of ``Decimal(repr(value))``; a float whose shortest repr needs more than S decimals is
     refused (``key.decimal-scale``). NaN and infinities are refused (``key.not-finite``). Ints
     that a float represents exactly are accepted too.

@@ -113,7 +113,7 @@ def number_size(text: str) -> int:
 
 
 def int_size(text: str) -> int:
-    """Return :func:`number_size` of an int's text (no point, exponent or leading zeros), faster."""
+    """Return `number_size` of an int's text (no point, exponent or leading zeros), faster."""
     negative = text[0] == "-"
     digits = text[1:] if negative else text
     significant = digits.rstrip("0")

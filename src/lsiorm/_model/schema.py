@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
+
+from typing_extensions import Never, Self
 
 from lsiorm._model.drift import Drift, DriftReport, live_ttl, table_drifts, ttl_drifts
 from lsiorm._model.indexes import (
@@ -38,6 +40,30 @@ __all__ = [
 
 _RESERVED_LSI_SLOTS = 5
 
+T = TypeVar("T")
+
+
+class _Declared(Generic[T]):
+    """A read-only attribute of a Table: the value of the same name in its checked declaration."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, table: None, owner: type) -> Self: ...
+
+    @overload
+    def __get__(self, table: Table, owner: type) -> T: ...
+
+    def __get__(self, table: Table | None, owner: type) -> T | Self:
+        if table is None:
+            return self
+        value: T = getattr(table._spec, self.name)
+        return value
+
+    def __set__(self, table: Table, value: Never) -> None:
+        raise AttributeError(f"Table.{self.name} is read-only: a declaration is fixed once checked")
+
 
 class Table:
     """A DynamoDB table declaration, checked against DynamoDB's rules when constructed.
@@ -46,8 +72,8 @@ class Table:
         name: The table name (3 to 255 characters of ``A-Za-z0-9_.-``).
         partition_key: The partition key attribute; a ``str`` means a string attribute.
         sort_key: The sort key attribute, or None for a table without one.
-        local_indexes: Up to five :class:`LocalIndex` declarations.
-        global_indexes: Up to twenty :class:`GlobalIndex` declarations.
+        local_indexes: Up to five [`LocalIndex`][lsiorm.LocalIndex] declarations.
+        global_indexes: Up to twenty [`GlobalIndex`][lsiorm.GlobalIndex] declarations.
         billing_mode: ``"PAY_PER_REQUEST"`` (the default) or ``"PROVISIONED"``.
         read_capacity: Read capacity units, required only when ``PROVISIONED``.
         write_capacity: Write capacity units, required only when ``PROVISIONED``.
@@ -57,7 +83,7 @@ class Table:
         ttl_attribute: The stored attribute that DynamoDB's time to live reads, or None (the
             default) for a table without TTL. ``create_table`` enables TTL on it and ``check``
             verifies it; an entity field stored under it must be a number of epoch seconds
-            (:data:`EpochSeconds`, or int).
+            ([`EpochSeconds`][lsiorm.EpochSeconds], or int).
     """
 
     def __init__(
@@ -131,49 +157,18 @@ class Table:
             f"global_indexes={[i.name for i in self.global_indexes]!r})"
         )
 
-    @property
-    def name(self) -> str:
-        return self._spec.name
-
-    @property
-    def partition_key(self) -> KeyAttribute:
-        return self._spec.partition_key
-
-    @property
-    def sort_key(self) -> KeyAttribute | None:
-        return self._spec.sort_key
-
-    @property
-    def local_indexes(self) -> tuple[LocalIndex, ...]:
-        return self._spec.local_indexes
-
-    @property
-    def global_indexes(self) -> tuple[GlobalIndex, ...]:
-        return self._spec.global_indexes
-
-    @property
-    def billing_mode(self) -> BillingMode:
-        return self._spec.billing_mode
-
-    @property
-    def read_capacity(self) -> int | None:
-        return self._spec.read_capacity
-
-    @property
-    def write_capacity(self) -> int | None:
-        return self._spec.write_capacity
-
-    @property
-    def type_attribute(self) -> str:
-        return self._spec.type_attribute
-
-    @property
-    def collection_warning_gb(self) -> float:
-        return self._spec.collection_warning_gb
-
-    @property
-    def ttl_attribute(self) -> str | None:
-        return self._spec.ttl_attribute
+    # The declaration as checked: each of these reads it, and none can be set.
+    name = _Declared[str]()
+    partition_key = _Declared[KeyAttribute]()
+    sort_key = _Declared[KeyAttribute | None]()
+    local_indexes = _Declared[tuple[LocalIndex, ...]]()
+    global_indexes = _Declared[tuple[GlobalIndex, ...]]()
+    billing_mode = _Declared[BillingMode]()
+    read_capacity = _Declared[int | None]()
+    write_capacity = _Declared[int | None]()
+    type_attribute = _Declared[str]()
+    collection_warning_gb = _Declared[float]()
+    ttl_attribute = _Declared[str | None]()
 
     @property
     def has_lsi(self) -> bool:
@@ -249,7 +244,7 @@ class Table:
         return request
 
     def update_ttl_request(self) -> dict[str, Any]:
-        """Return the UpdateTimeToLive parameters that enable TTL on :attr:`ttl_attribute`.
+        """Return the UpdateTimeToLive parameters that enable TTL on `ttl_attribute`.
 
         Raises ValidationError (rule ``table.no-ttl-attribute``) for a table without one.
         """

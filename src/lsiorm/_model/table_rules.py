@@ -67,15 +67,7 @@ class _Rules:
                 f"Table name {t.name!r} is not valid; DynamoDB needs 3 to 255 characters "
                 "from a-z, A-Z, 0-9, '_', '.' and '-'.",
             )
-        self._key_attribute(t.partition_key, f"partition key of table {t.name!r}")
-        if t.sort_key is not None:
-            self._key_attribute(t.sort_key, f"sort key of table {t.name!r}")
-            if t.sort_key.name == t.partition_key.name:
-                self._fail(
-                    "key.same-attribute",
-                    f"Table {t.name!r} uses {t.partition_key.name!r} as both partition key and "
-                    "sort key; they must be different attributes.",
-                )
+        self._key_schema(t.partition_key, t.sort_key, f"table {t.name!r}", f"Table {t.name!r}")
         if t.billing_mode not in _BILLING_MODES:
             self._fail(
                 "table.billing-mode",
@@ -92,6 +84,21 @@ class _Rules:
                 f"Table {t.name!r} sets collection_warning_gb to {t.collection_warning_gb}; it "
                 f"must be above 0 and below DynamoDB's {_COLLECTION_LIMIT_GB:g} GB item "
                 "collection limit.",
+            )
+
+    def _key_schema(
+        self, partition: KeyAttribute, sort: KeyAttribute | None, of: str, subject: str
+    ) -> None:
+        """Check the key attributes of a table or an index, and that they are two."""
+        self._key_attribute(partition, f"partition key of {of}")
+        if sort is None:
+            return
+        self._key_attribute(sort, f"sort key of {of}")
+        if sort.name == partition.name:
+            self._fail(
+                "key.same-attribute",
+                f"{subject} uses {partition.name!r} as both partition key and sort key; they "
+                "must be different attributes.",
             )
 
     def _key_attribute(self, key: KeyAttribute, role: str) -> None:
@@ -167,15 +174,12 @@ class _Rules:
         self._projection(lsi)
 
     def _gsi(self, gsi: GlobalIndex) -> None:
-        self._key_attribute(gsi.partition_key, f"partition key of global index {gsi.name!r}")
-        if gsi.sort_key is not None:
-            self._key_attribute(gsi.sort_key, f"sort key of global index {gsi.name!r}")
-            if gsi.sort_key.name == gsi.partition_key.name:
-                self._fail(
-                    "key.same-attribute",
-                    f"Global secondary index {gsi.name!r} uses {gsi.partition_key.name!r} as both "
-                    "partition key and sort key; they must be different attributes.",
-                )
+        self._key_schema(
+            gsi.partition_key,
+            gsi.sort_key,
+            f"global index {gsi.name!r}",
+            f"Global secondary index {gsi.name!r}",
+        )
         self._projection(gsi)
 
     def _projection(self, index: SecondaryIndex) -> None:

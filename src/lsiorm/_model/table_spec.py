@@ -1,6 +1,6 @@
 """TableSpec: a table declaration as a plain frozen value, and what follows from its key schemas.
 
-:class:`~lsiorm._model.schema.Table` holds one; the declaration rules and the drift check read
+`Table` holds one; the declaration rules and the drift check read
 it, so they need nothing of the Table around it.
 """
 
@@ -21,7 +21,7 @@ from lsiorm._model.indexes import (
 
 @dataclass(frozen=True)
 class TableSpec:
-    """What a table declares, as given (see :class:`~lsiorm._model.schema.Table`'s arguments)."""
+    """What a table declares, as given (see `Table`'s arguments)."""
 
     name: str
     partition_key: KeyAttribute

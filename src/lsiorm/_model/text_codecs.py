@@ -6,7 +6,7 @@ import re
 from enum import Enum
 from typing import Any, Final
 
-from lsiorm._model.codec import MAX_CHAR, KeyCodec, Token, chars, refuse_spec
+from lsiorm._model.codec import MAX_CHAR, KeyCodec, Token, UnformattedCodec, chars
 from lsiorm.errors import KeyEncodingError
 
 #: Ends a str field that more template text follows; sorts below every other key character.
@@ -26,7 +26,7 @@ def escape_text(text: str) -> str:
 
 
 def unescape_text(text: str) -> str:
-    """Invert :func:`escape_text`; raise ValueError on text it cannot have produced."""
+    """Invert `escape_text`; raise ValueError on text it cannot have produced."""
     if "\x00" in text:
         raise ValueError(text)
     if "\x01" not in text:
@@ -47,7 +47,7 @@ def unescape_text(text: str) -> str:
     return "".join(out)
 
 
-class StrCodec(KeyCodec):
+class StrCodec(UnformattedCodec):
     """Strings: the text itself, with U+0000 and U+0001 escaped, then a terminator when more
     template follows.
 
@@ -58,19 +58,18 @@ class StrCodec(KeyCodec):
     no encoding is a prefix of another. A field that ends its template carries no terminator,
     so its key text is the value itself unless the value holds U+0000 or U+0001.
 
-    Refused: text holding :data:`MAX_CHAR` (``key.reserved-char``) or a lone surrogate, which
+    Refused: text holding `MAX_CHAR` (``key.reserved-char``) or a lone surrogate, which
     UTF-8 cannot carry (``key.invalid-unicode``). The empty string is allowed; the template
     decides whether an empty key is.
     """
 
+    kind = "Str"
     python_type = str
 
     def __init__(
         self, spec: str = "", *, field_name: str = "value", terminated: bool = False
     ) -> None:
-        refuse_spec("Str", spec, field_name)
-        self.field_name = field_name
-        self.spec = ""
+        super().__init__(spec, field_name=field_name)
         self.terminated = terminated
         self.prefix_free = terminated
 

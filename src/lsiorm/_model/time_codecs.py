@@ -6,7 +6,7 @@ import re
 from datetime import date, datetime, timezone
 from typing import Any, Final
 
-from lsiorm._model.codec import KeyCodec, Token, layout_tokens, refuse_spec
+from lsiorm._model.codec import KeyCodec, Token, UnformattedCodec, layout_tokens
 from lsiorm.errors import DeclarationError, KeyEncodingError
 
 _DATETIME_DIGITS: Final = {"us": 6, "ms": 3, "s": 0}
@@ -94,16 +94,12 @@ class DatetimeCodec(KeyCodec):
 _DATE_TEXT: Final = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 
 
-class DateCodec(KeyCodec):
+class DateCodec(UnformattedCodec):
     """Dates (not datetimes), as ``YYYY-MM-DD``."""
 
+    kind = "Date"
     python_type = date
     prefix_free = True
-
-    def __init__(self, spec: str = "", *, field_name: str = "value") -> None:
-        refuse_spec("Date", spec, field_name)
-        self.field_name = field_name
-        self.spec = ""
 
     def encode(self, value: Any) -> str:
         """Return the key text of the date ``value``."""

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime, time, timezone
 from decimal import Decimal
 from enum import Enum
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, TypeVar
 from uuid import UUID
 
 from lsiorm._model.number_text import (
@@ -41,6 +41,9 @@ WireItem: TypeAlias = dict[str, AttributeValue]
 
 #: DynamoDB's item size limit, 400 KB with 1 KB = 1024 bytes.
 MAX_ITEM_BYTES: Final = 400 * 1024
+
+T = TypeVar("T")
+V = TypeVar("V")
 
 
 def number_to_wire(value: int | float | Decimal) -> str:
@@ -111,15 +114,19 @@ def _encode_list(value: Iterable[Any]) -> AttributeValue:
     return {"L": out}
 
 
+def _non_string_name(name: object) -> ValidationError:
+    return ValidationError(
+        "wire.non-string-key",
+        f"DynamoDB map keys and attribute names must be strings, got {name!r}.",
+    )
+
+
 def _encode_fields(value: Mapping[Any, Any]) -> WireItem:
     get = _ENCODERS.get
     out: WireItem = {}
     for name, element in value.items():
         if not isinstance(name, str):
-            raise ValidationError(
-                "wire.non-string-key",
-                f"DynamoDB map keys and attribute names must be strings, got {name!r}.",
-            )
+            raise _non_string_name(name)
         encoder = get(type(element))
         out[name] = encoder(element) if encoder is not None else _encode_other(element)
     return out
@@ -259,6 +266,21 @@ def _malformed(exc: Exception) -> ValidationError:
     return ValidationError("wire.malformed", f"Malformed DynamoDB attribute value ({exc}).")
 
 
+#: What reading a malformed value raises, decoding it or measuring it.
+_DECODE_ERRORS: Final = (ValueError, TypeError, AttributeError, ArithmeticError)
+_SIZE_ERRORS: Final = (ValueError, TypeError, AttributeError)
+
+
+def _read(read: Callable[[V], T], value: V, errors: tuple[type[Exception], ...]) -> T:
+    """Return ``read(value)``; what a malformed value raises becomes ``wire.malformed``."""
+    try:
+        return read(value)
+    except ValidationError:
+        raise
+    except errors as exc:
+        raise _malformed(exc) from exc
+
+
 def _decode(av: Mapping[str, Any]) -> Any:
     ((tag, raw),) = av.items()
     if tag == "S":
@@ -338,22 +360,12 @@ def from_wire(av: Mapping[str, Any]) -> Any:
     Numbers come back as ``int`` when their text has no ``.``, ``e`` or ``E``, else as an exact
     ``Decimal``; sets come back as ``set``.
     """
-    try:
-        return _decode(av)
-    except ValidationError:
-        raise
-    except (ValueError, TypeError, AttributeError, ArithmeticError) as exc:
-        raise _malformed(exc) from exc
+    return _read(_decode, av, _DECODE_ERRORS)
 
 
 def item_from_wire(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Return the Python form of a whole wire item (see :func:`from_wire`)."""
-    try:
-        return _decode_map(item)
-    except ValidationError:
-        raise
-    except (ValueError, TypeError, AttributeError, ArithmeticError) as exc:
-        raise _malformed(exc) from exc
+    """Return the Python form of a whole wire item (see `from_wire`)."""
+    return _read(_decode_map, item, _DECODE_ERRORS)
 
 
 def json_default(value: Any) -> Any:
@@ -382,7 +394,7 @@ def utf8_len(text: str) -> int:
 
 
 def value_size(av: Mapping[str, Any]) -> int:
-    """Return :func:`attribute_value_size` of a well-formed value, without its error wrapping."""
+    """Return `attribute_value_size` of a well-formed value, without its error wrapping."""
     ((tag, raw),) = av.items()
     if tag == "S":
         return utf8_len(raw)
@@ -421,22 +433,16 @@ def attribute_value_size(av: Mapping[str, Any]) -> int:
     * SS, NS, BS: the sum of the member sizes. The guide says nothing about sets; this is an
       assumption.
     """
-    try:
-        return value_size(av)
-    except ValidationError:
-        raise
-    except (ValueError, TypeError, AttributeError) as exc:
-        raise _malformed(exc) from exc
+    return _read(value_size, av, _SIZE_ERRORS)
 
 
 def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
     """Return an item's size in bytes: per attribute, UTF-8 name bytes plus the value size."""
-    try:
-        return sum(utf8_len(name) + value_size(av) for name, av in item.items())
-    except ValidationError:
-        raise
-    except (ValueError, TypeError, AttributeError) as exc:
-        raise _malformed(exc) from exc
+    return _read(_item_size, item, _SIZE_ERRORS)
+
+
+def _item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
+    return sum(utf8_len(name) + value_size(av) for name, av in item.items())
 
 
 # -- encoding and sizing in one pass -----------------------------------------------------------
@@ -500,10 +506,7 @@ def _sized_dict(value: Mapping[Any, Any]) -> tuple[AttributeValue, int]:
     size = 3
     for name, element in value.items():
         if not isinstance(name, str):
-            raise ValidationError(
-                "wire.non-string-key",
-                f"DynamoDB map keys and attribute names must be strings, got {name!r}.",
-            )
+            raise _non_string_name(name)
         sized = get(type(element))
         av, n = sized(element) if sized is not None else _sized_other(element)
         out[name] = av

@@ -1,6 +1,6 @@
 """Checks an item passes before it is written: its validity and its size.
 
-Its key attributes are checked as they are rendered (``checked_key`` in entity_meta).
+Its key attributes are checked as they are rendered (`checked_key` in `entity_meta.py`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 DynamoDB reports a collection's size only to writes, and only on AWS itself (DynamoDB Local and
 moto return no ItemCollectionMetrics). An audit reads the items instead and applies the size
-model of :mod:`lsiorm.capacity`: each table item with its storage overhead, and each item's
+model of `_model/capacity.py`: each table item with its storage overhead, and each item's
 entry in every LSI with the index entry overhead. GSI entries are not part of a collection.
 """
 
@@ -139,7 +139,7 @@ def measure_collection(
     page_size: int | None = None,
     consistent: bool = True,
 ) -> Operation[tuple[CollectionSize, ReadEstimate]]:
-    """:func:`audit_collection`, and the capacity model's price of each of its pages, summed.
+    """`audit_collection`, and the capacity model's price of each of its pages, summed.
 
     A job that then reads the same collection in the same pages, with the same consistency,
     reads what the price says, to the unit (a filter does not lower what a page reads).

@@ -1,7 +1,7 @@
 """Backfill and re-key: rewrite the derived key attributes of stale items, and only those.
 
 The job reads a partition or the whole table (parallel scan segments) and checks each item of
-one entity type with :func:`~lsiorm._ops.key_audit.check_item_keys`. A stale item is rewritten
+one entity type with `check_item_keys`. A stale item is rewritten
 on the condition that it is unchanged since it was read, so a concurrent writer's update is
 never overwritten; a rewrite whose condition fails re-reads the item and tries again.
 

@@ -1,21 +1,21 @@
 """Batch writes and batch gets: sending the chunks, and retries of unprocessed items.
 
 A batch is checked and split into chunks (25 writes or 100 keys, within 16 MB) without I/O by
-:mod:`lsiorm._requests.batch`. Each chunk is one
+`lsiorm._requests.batch`. Each chunk is one
 sub-operation that sends its requests and re-sends whatever DynamoDB hands back as
 UnprocessedItems / UnprocessedKeys, with the session's backoff, until nothing is left or the
-retry policy stops. The chunks run as one :class:`~lsiorm.steps.Gather` step: one by one under the
+retry policy stops. The chunks run as one `Gather` step: one by one under the
 sync driver, concurrently (bounded) under the async one.
 
-A chunk has one retry budget. Its requests go through :func:`lsiorm._ops.pipeline.send_once`
-(hooks, no retry), and one :func:`~lsiorm._ops.pipeline.retried` loop re-sends both a
+A chunk has one retry budget. Its requests go through `lsiorm._ops.pipeline.send_once`
+(hooks, no retry), and one `retried` loop re-sends both a
 failed request (throttling, 5xx, dropped connection) and a partly processed one. So a chunk never
 sends more than ``policy.max_attempts`` requests, instead of ``max_attempts`` squared with two
-nested loops. Query hydration reads base items through the same chunk runner (:func:`read_keys`).
+nested loops. Query hydration reads base items through the same chunk runner (`read_keys`).
 
 When the policy stops, or a chunk fails with an error that is never retried, the items that were
 not done are reported, as the very objects the caller passed in, by
-:class:`~lsiorm.errors.BatchWriteIncompleteError` / :class:`~lsiorm.errors.BatchGetIncompleteError`.
+`BatchWriteIncompleteError` / `BatchGetIncompleteError`.
 Nothing is dropped silently.
 """
 
@@ -59,7 +59,7 @@ from lsiorm.errors import (
 )
 
 # lsiorm 0.1's ``lsiorm.batch`` resolves to this module (see _compat), so the names it had stay
-# importable here; the request builders among them live in :mod:`lsiorm._requests.batch`.
+# importable here; the request builders among them live in `lsiorm._requests.batch`.
 __all__ = [
     "MAX_BATCH_GET",
     "MAX_BATCH_WRITE",
@@ -226,7 +226,7 @@ def batch_write(
     """Put and delete many items with BatchWriteItem; raise if any could not be done.
 
     Entities with optimistic locking are refused (a batch cannot check versions). On
-    :class:`~lsiorm.errors.BatchWriteIncompleteError`, ``unprocessed`` holds the caller's own
+    `BatchWriteIncompleteError`, ``unprocessed`` holds the caller's own
     put entities and delete targets that were not done, in the order given; everything else
     was written. A request whose connection dropped is reported as not done although DynamoDB
     may have applied it; puts and deletes are idempotent, so sending them again is safe.
@@ -310,7 +310,7 @@ def batch_get(
 
     With one class, a key is a mapping of its key fields (or an instance). With several, each
     key is an instance or a ``(class, key fields)`` pair. An item stored as another type counts
-    as not found. On :class:`~lsiorm.errors.BatchGetIncompleteError`, ``unprocessed`` holds the
+    as not found. On `BatchGetIncompleteError`, ``unprocessed`` holds the
     caller's keys that were not read and ``found`` the entities that were.
     """
     _check_concurrency(concurrency)
@@ -349,7 +349,7 @@ def read_keys(
     extra: Mapping[str, Any] | None = None,
     concurrency: int = 8,
 ) -> Operation[KeyReads]:
-    """Read the items of distinct wire primary keys of one table, the way :func:`batch_get` does.
+    """Read the items of distinct wire primary keys of one table, the way `batch_get` does.
 
     The same chunking (100 keys, 16 MB), concurrency and single retry loop per chunk. ``extra``
     goes into each request's table entry (e.g. a ProjectionExpression). Keys not read are

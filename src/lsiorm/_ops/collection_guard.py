@@ -94,10 +94,10 @@ class CollectionWatcher:
 
     ``threshold_gb`` overrides every table's ``collection_warning_gb``. Warnings for one
     collection repeat at most once per ``interval_seconds``, unless it grows into a higher
-    whole-GB band. Each callback gets a :class:`CollectionWarning`; one that raises is logged
-    and the others still run. The watcher never changes a request's result and never raises.
-    It remembers the ``max_collections`` most recently reported collections, so a long-running
-    process writing to many partitions keeps bounded memory.
+    whole-GB band. Each callback gets a [`CollectionWarning`][lsiorm.CollectionWarning]; one
+    that raises is logged and the others still run. The watcher never changes a request's
+    result and never raises. It remembers the ``max_collections`` most recently reported
+    collections, so a long-running process writing to many partitions keeps bounded memory.
     """
 
     def __init__(

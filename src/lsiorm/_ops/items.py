@@ -13,7 +13,7 @@ write may have been applied. What happens next depends on the write (docs/reliab
   with the failure (``ReturnValuesOnConditionCheckFailure=ALL_OLD``): if the stored item is
   the one this call wrote, the call succeeded;
 * an update that ADDs to a number would be applied twice by a plain resend. By default it is
-  not resent after an ambiguous failure; :class:`~lsiorm.errors.OutcomeUnknownError` says so.
+  not resent after an ambiguous failure; `OutcomeUnknownError` says so.
   With ``idempotency="transaction"`` it is sent as a one-action TransactWriteItems with a
   ClientRequestToken, which DynamoDB applies once however often it is resent within ten
   minutes (at twice the write units, plus one consistent read for the result);
@@ -245,7 +245,7 @@ def delete(
     """Delete one item by key; return the deleted entity, or None if there was none.
 
     Raises OutcomeUnknownError when an earlier attempt's answer was lost and the item is gone:
-    then this call may have deleted it (use :func:`delete_result` to get ``deleted=None``).
+    then this call may have deleted it (use `delete_result` to get ``deleted=None``).
     """
     result = yield from delete_result(
         ctx, cls, values, condition=condition, expected_version=expected_version

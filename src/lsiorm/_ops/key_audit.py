@@ -2,12 +2,12 @@
 
 An entity's keys are derived from its fields by templates. When a template changes (a wider
 number, a renamed namespace, a new encoding) or an entity starts using a new index slot, items
-written before keep their old keys. :func:`check_item_keys` compares one stored item with what
+written before keep their old keys. `check_item_keys` compares one stored item with what
 the declaration derives today, attribute by attribute: the primary key, every LSI and GSI key
-attribute, and the type attribute. :func:`audit_keys` does it for a partition or a whole table,
+attribute, and the type attribute. `audit_keys` does it for a partition or a whole table,
 in parallel scan segments, read-only, priced first by the capacity model.
 
-The scanning machinery (:func:`scan_items`) is shared with the backfill and relief jobs.
+The scanning machinery (`scan_items`) is shared with the backfill and relief jobs.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def check_item_keys(
 ) -> ItemKeyCheck | None:
     """Check one stored item (wire form); None when it is of no declared type (or not in only).
 
-    Raises :class:`~lsiorm.errors.ValidationError` when the item cannot be decoded as its type.
+    Raises `ValidationError` when the item cannot be decoded as its type.
     """
     try:
         entity = decode_item(table, item, only)
@@ -317,7 +317,7 @@ class EntityKeyAudit:
 
 @dataclass
 class KeyAuditReport:
-    """What :func:`audit_keys` found, per entity type and per attribute.
+    """What `Session.audit_keys` found, per entity type and per attribute.
 
     ``other`` counts items of no declared type (or of a type not audited); ``undecodable``
     the items whose type is declared but whose fields do not validate. ``estimate`` is the

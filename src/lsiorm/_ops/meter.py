@@ -1,10 +1,10 @@
 """Consumed capacity: ask DynamoDB for it on every request and report it, once for sync and async.
 
-:class:`CapacityMeter` wraps each operation a session runs (see :meth:`CapacityMeter.wrap`).
+`CapacityMeter` wraps each operation a session runs (see `CapacityMeter.wrap`).
 When it is on, every read or write request asks for ``ReturnConsumedCapacity=INDEXES``; each
 response's ``ConsumedCapacity`` is added to the meter's running totals per table, logged to the
 ``lsiorm.capacity`` logger, and attached to the results that have a ``consumed`` field: each
-:class:`~lsiorm.Page` carries what its own requests consumed (hydration's BatchGetItem
+`Page` carries what its own requests consumed (hydration's BatchGetItem
 included), a batch write or transaction result what the whole call consumed. Results without
 such a field (an entity, a list, a count) leave the figure in ``meter.last``.
 """
@@ -73,7 +73,10 @@ class _Tally:
 
 
 class Measurement:
-    """What the requests sent while :meth:`CapacityMeter.measure` was open consumed."""
+    """What the requests sent while `CapacityMeter.measure` was open consumed.
+
+    See [`CapacityMeter.measure`][lsiorm.CapacityMeter.measure].
+    """
 
     def __init__(self) -> None:
         self._tally = _Tally()
@@ -96,10 +99,10 @@ class CapacityMeter:
     """A session's consumed-capacity meter (``session.capacity``).
 
     ``enabled`` (``Session(consumed_capacity=True)``) asks every read and write for
-    ``ReturnConsumedCapacity=INDEXES``; :meth:`measure` does so for the calls inside its block
+    ``ReturnConsumedCapacity=INDEXES``; `measure` does so for the calls inside its block
     only. ``last`` holds what the last finished call consumed (with concurrent async calls, the
     one that finished last), ``totals`` the running sum per table since the session began (or
-    :meth:`reset`). Results with a ``consumed`` field (a ``Page``, a batch write or transaction
+    `reset`). Results with a ``consumed`` field (a ``Page``, a batch write or transaction
     result) carry their own call's figures, whatever runs concurrently.
     """
 
@@ -118,7 +121,7 @@ class CapacityMeter:
 
     @property
     def total(self) -> float:
-        """Every unit consumed since the session began or the last :meth:`reset`."""
+        """Every unit consumed since the session began or the last `reset`."""
         return sum(c.total for c in self._totals.tables.values())
 
     def reset(self) -> None:

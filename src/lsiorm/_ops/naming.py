@@ -2,8 +2,8 @@
 
 A session may resolve every declared table name (``Table("Shop")``) to the name of the table
 it really talks to (``"dev-Shop"``), through a prefix or any function. Operations, hooks and
-the collection watcher work with declared names; :func:`to_wire` renames the tables of one
-request just before it is sent, and :func:`from_wire` renames them back in its response, so
+the collection watcher work with declared names; `to_wire` renames the tables of one
+request just before it is sent, and `from_wire` renames them back in its response, so
 that every request builder stays unaware of deployments.
 """
 
@@ -68,7 +68,7 @@ def _wire_action(action: Any, wire: Callable[[Any], Any]) -> Any:
 
 
 def from_wire(operation: str, response: dict[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
-    """Return the response with the wire names of :func:`to_wire` turned back into declared ones."""
+    """Return the response with the wire names of `to_wire` turned back into declared ones."""
     if not names:
         return response
 

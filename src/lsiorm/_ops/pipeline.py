@@ -1,6 +1,6 @@
 """The shared request path: middleware and retries around one API call.
 
-:func:`call` sends a request with the session's retry policy. :func:`send_once` sends it once,
+`call` sends a request with the session's retry policy. `send_once` sends it once,
 with the hooks but without any retry, for an operation that runs its own retry loop (a batch
 chunk re-sends its unprocessed remainder, so each attempt is a different request). Either way a
 request is retried by exactly one loop.
@@ -56,7 +56,7 @@ def send_once(
 ) -> Operation[dict[str, Any]]:
     """Send one API request through the hooks, without retrying; return the response.
 
-    DynamoDB's request limits are checked first (:mod:`lsiorm._requests.limits`), so a request
+    DynamoDB's request limits are checked first (`lsiorm._requests.limits`), so a request
     that would be refused is never sent. Hooks see the declared table names; the request on the
     wire carries the live ones. ``on_error`` sees a failure after the hooks do. ``built=False``
     marks a raw request a user wrote: it keeps every botocore check.
@@ -114,7 +114,7 @@ def retried(
     retry_if: Callable[[BaseException], bool] = is_retryable,
     retry_result: Callable[[T], bool] | None = None,
 ) -> Operation[T]:
-    """:func:`~lsiorm._ops.retry.run_with_retries`, with the first attempt made before it.
+    """`run_with_retries`, with the first attempt made before it.
 
     Most requests succeed at once, and setting up the policy's retry loop costs more than
     sending a request through the lean lane takes of CPU; so the first attempt runs on its

@@ -1,7 +1,7 @@
 """Running query and scan plans: pages with cursors, fan-out merges, hydration and counts.
 
-Every function here returns an operation generator (see :mod:`lsiorm.steps`), so the sync and
-async sessions run the same code. :func:`pages` emits one :class:`Page` at a time and holds at
+Every function here returns an operation generator (see `_ops/steps.py`), so the sync and
+async sessions run the same code. `pages` emits one `Page` at a time and holds at
 most one DynamoDB page per request in memory; the others build on it.
 
 Several requests (the shards of a sharded GSI, or entity types with different key conditions)
@@ -220,7 +220,7 @@ def _cursor(plan: QueryPlan, streams: Sequence[_Stream]) -> str | None:
 
 
 def pages(ctx: Context, source: Query[E] | Scan[E]) -> Operation[None]:
-    """Emit the results page by page, each :class:`Page` with the cursor that resumes after it."""
+    """Emit the results page by page, each `Page` with the cursor that resumes after it."""
     plan = _plan_of(source)
     return _pages(ctx, plan, None)
 

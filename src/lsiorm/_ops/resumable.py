@@ -4,15 +4,15 @@ The audit, the backfill and the relief each read items page by page, in one or m
 that may run at the same time (tasks under ``AsyncSession``, threads under ``Session``). They
 share only what this module holds:
 
-* :class:`Ledger`: the one place segments meet. Each segment counts a page into a part of its
+* `Ledger`: the one place segments meet. Each segment counts a page into a part of its
   own; when the page is done it hands the part over, and the ledger adds it to the report,
   records where the segment resumes, stores the checkpoint and reports progress, all under one
   lock. A checkpoint therefore never counts half a page, and two segments never write it at
   once.
-* :class:`CheckpointStore`: where the ledger stores its checkpoint. The session layer passes a
-  file (:mod:`lsiorm._io.checkpoint`); the jobs themselves do no file I/O for it.
-* :class:`WriteBudget`: a token bucket of write units per second, shared by every segment.
-* :func:`unchanged_condition`: the condition that an item is exactly as it was read.
+* `CheckpointStore`: where the ledger stores its checkpoint. The session layer passes a
+  file (`lsiorm._io.checkpoint`); the jobs themselves do no file I/O for it.
+* `WriteBudget`: a token bucket of write units per second, shared by every segment.
+* `unchanged_condition`: the condition that an item is exactly as it was read.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def json_av(value: Any) -> Any:
 
 
 def from_json_av(value: Any) -> Any:
-    """Undo :func:`json_av`."""
+    """Undo `json_av`."""
     if isinstance(value, Mapping):
         if list(value) == ["$b64"]:
             return base64.b64decode(value["$b64"])
@@ -139,7 +139,7 @@ class Ledger(Generic[R, P]):
     to the report, and ``changed(report)`` gives the count a progress callback sees besides
     the items read.
     ``saved(report)`` gives what the checkpoint keeps of the report besides ``identity`` (what
-    the job is) and the positions; :meth:`resume` restores it.
+    the job is) and the positions; `resume` restores it.
     """
 
     def __init__(

@@ -1,12 +1,12 @@
 """Retry policy: tenacity strategies, run inside the shared core so sync and async agree.
 
 The core never calls tenacity's own sleeping loop. It drives tenacity's decision function
-(``Retrying.iter``) step by step and turns each ``DoSleep`` into a :class:`~lsiorm._ops.steps.Sleep`
+(``Retrying.iter``) step by step and turns each ``DoSleep`` into a `Sleep`
 step, so one implementation serves both drivers.
 
-Each request is retried by exactly one loop. :func:`lsiorm._ops.pipeline.call` runs one around a
+Each request is retried by exactly one loop. `lsiorm._ops.pipeline.call` runs one around a
 single request; an operation that re-sends a changing request (a batch chunk with its unprocessed
-remainder) runs its own loop around :func:`lsiorm._ops.pipeline.send_once`, which never retries.
+remainder) runs its own loop around `lsiorm._ops.pipeline.send_once`, which never retries.
 
 botocore has a retry loop of its own. Sessions built by lsiorm turn it off
 (``max_attempts=1``), so the attempts of one request are exactly those of this policy. A client
@@ -85,7 +85,7 @@ def run_with_retries(
     """Run ``attempt()`` until it succeeds, or the policy stops; yields the backoff sleeps.
 
     Each attempt is a fresh sub-operation. A failed attempt is retried when ``retry_if`` says
-    so (by default :func:`is_retryable`); the error itself is never changed. With
+    so (by default `is_retryable`); the error itself is never changed. With
     ``retry_result``, a result for which it returns True is retried too, and the last such
     result is returned when the policy stops.
     """

@@ -2,18 +2,18 @@
 
 An operation is a generator. It yields a step and receives the step's result:
 
-* :class:`Call`: one DynamoDB API request; the result is the response dict. A failed request is
-  thrown into the generator as an :class:`~lsiorm.errors.LsiormError`.
-* :class:`Sleep`: wait before the next attempt; the result is None.
-* :class:`Gather`: run sub-operations (concurrently: tasks under async, threads under sync); the
+* `Call`: one DynamoDB API request; the result is the response dict. A failed request is
+  thrown into the generator as an [`LsiormError`][lsiorm.errors.LsiormError].
+* `Sleep`: wait before the next attempt; the result is None.
+* `Gather`: run sub-operations (concurrently: tasks under async, threads under sync); the
   result is the list of their return values, in order.
-* :class:`Emit`: hand a value to the caller of an iterating driver (a page of a query); the
+* `Emit`: hand a value to the caller of an iterating driver (a page of a query); the
   result is None.
 
 The generator's return value is the operation's result. Nothing here does I/O.
 
-:func:`advance` is the one place that resumes an operation: both drivers call it after each
-step, with the step's result or its failure, and get back the next step or :class:`Done`.
+`advance` is the one place that resumes an operation: both drivers call it after each
+step, with the step's result or its failure, and get back the next step or `Done`.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def advance(
 
     Call it with no result to start an operation. The end of a generator is a StopIteration,
     which must not escape into another generator or a coroutine (PEP 479): here it becomes
-    :class:`Done`.
+    `Done`.
     """
     try:
         if error is not None:

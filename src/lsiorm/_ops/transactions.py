@@ -1,9 +1,9 @@
 """Transactions over typed entities: sending TransactWriteItems and TransactGetItems.
 
-The requests are built by :mod:`lsiorm._requests.transactions`. Retries. A transaction is sent
+The requests are built by `lsiorm._requests.transactions`. Retries. A transaction is sent
 with one ``ClientRequestToken`` (a uuid4 unless given), the same on every attempt, so a retry
 after a dropped connection cannot apply it twice. Besides what
-:func:`~lsiorm._ops.retry.is_retryable` retries, two answers are retried here: a cancellation whose
+`is_retryable` retries, two answers are retried here: a cancellation whose
 every failing reason is transient (TransactionConflict, ProvisionedThroughputExceeded,
 ThrottlingError; a cancelled transaction changed nothing), and TransactionInProgressException
 (an earlier attempt with this token is still running). A cancellation with any other reason,
@@ -47,7 +47,7 @@ from lsiorm.errors import (
 
 # lsiorm 0.1's ``lsiorm.transactions`` resolves to this module (see _compat), so the names it
 # had stay importable here; the action values and request builders among them live in
-# :mod:`lsiorm._requests.transactions`.
+# `lsiorm._requests.transactions`.
 __all__ = [
     "MAX_TRANSACTION_ACTIONS",
     "ConditionCheck",
@@ -72,9 +72,9 @@ _TRANSIENT_REASONS = frozenset(
 class TransactWriteResult:
     """A committed transaction: its token, and per action the entity as stored.
 
-    ``stored[i]`` is the written entity for a :class:`Put` (version bumped when versioned) and
-    None for the other actions. ``response`` is DynamoDB's answer (consumed capacity, item
-    collection metrics), kept whole.
+    ``stored[i]`` is the written entity for a [`Put`][lsiorm.Put] (version bumped when
+    versioned) and None for the other actions. ``response`` is DynamoDB's answer (consumed
+    capacity, item collection metrics), kept whole.
     """
 
     token: str
@@ -178,7 +178,7 @@ def transact_write(
 ) -> Operation[TransactWriteResult]:
     """Apply all actions atomically, or none.
 
-    Raises :class:`~lsiorm.errors.TransactionCanceledError` when DynamoDB cancels it; its
+    Raises `TransactionCanceledError` when DynamoDB cancels it; its
     ``reasons[i].entity`` is action ``i``'s entity (or ``(class, key fields)`` when given by
     key) and ``reasons[i].item`` the stored item, decoded, when a condition failed.
     """

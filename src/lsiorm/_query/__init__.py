@@ -10,7 +10,7 @@ A query passes through these modules in this order:
   into requests; ``fallback`` turns unanswered key conditions into filters.
 - ``compile``: writes each chosen request as Query or Scan parameters, with the one ``Limit``
   rule.
-- :mod:`lsiorm._ops.reads` sends the requests, then ``decode`` reads items into entities.
+- `lsiorm._ops.reads` sends the requests, then ``decode`` reads items into entities.
 
 Beside them: ``plan`` holds the values a planner returns, ``explain`` prints a plan and
 ``cursor`` encodes positions in its requests. Imports point from ``values`` down to ``plan``

@@ -1,7 +1,7 @@
 """Item collections: which entity types a key range can hold, and when one Query reads several.
 
 Every entity type declared on a table is known (``Table.entities``), and so is the shape of
-each key template (:mod:`lsiorm._model.keyspace`). So for any key condition lsiorm can tell
+each key template (`lsiorm._model.keyspace`). So for any key condition lsiorm can tell
 which types may have items inside it:
 
 - a query of one type whose range also holds another type's items (a hierarchy such as
@@ -94,32 +94,28 @@ def _may_hold(
     interval: Interval | None,
 ) -> bool:
     """False only when ``meta`` provably has no item in this partition and range."""
-    if not isinstance(partition, str):
-        return _may_hold_uncached(meta, pk_attr, sk_attr, partition, interval)
-    return _may_hold_cached(meta.cls, pk_attr, sk_attr, partition, interval)
+    # Only a text partition is matched against the partition key's shape; the answer for any
+    # other is the same as for None, so the cache keeps text partitions only.
+    text = partition if isinstance(partition, str) else None
+    return _may_hold_cached(meta.cls, pk_attr, sk_attr, text, interval)
 
 
 @lru_cache(maxsize=8192)
 def _may_hold_cached(
-    cls: type[Entity], pk_attr: str, sk_attr: str | None, partition: str, interval: Interval | None
-) -> bool:
-    return _may_hold_uncached(meta_of(cls), pk_attr, sk_attr, partition, interval)
-
-
-def _may_hold_uncached(
-    meta: EntityMeta[Entity],
+    cls: type[Entity],
     pk_attr: str,
     sk_attr: str | None,
-    partition: Any,
+    partition: str | None,
     interval: Interval | None,
 ) -> bool:
+    meta = meta_of(cls)
     pk_tpl = meta.templates.get(pk_attr)
     if pk_tpl is None:
         return False
     if sk_attr is not None and sk_attr not in meta.templates:
         return False  # the item is not in this index at all
     pk_shape = shape_of(pk_tpl)
-    if pk_shape is not None and isinstance(partition, str) and not pk_shape.matches(partition):
+    if pk_shape is not None and partition is not None and not pk_shape.matches(partition):
         return False
     if sk_attr is None:
         return True
@@ -225,7 +221,7 @@ class _Run:
 
 @dataclass(frozen=True)
 class _Grouping:
-    """The arguments of :func:`plan_collections`, and its steps."""
+    """The arguments of `plan_collections`, and its steps."""
 
     table: Table
     pk_attr: str

@@ -7,7 +7,7 @@ order (key condition, filter, projection), so the same choice always compiles to
 dictionary; the planner sends requests that compile alike once.
 
 The ``Limit`` of a page is decided here too, once, for the plan's first page and for every page
-the reads send (:func:`page_limit`).
+the reads send (`page_limit`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class RequestChoice:
-    """One request as a planner chose it, for :func:`compile_request`."""
+    """One request as a planner chose it, for `compile_request`."""
 
     #: The entity whose stored attribute names the filter is written in.
     meta: EntityMeta[Entity]
@@ -79,7 +79,7 @@ def compile_request(
 ) -> CompiledRequest:
     """Return the parameters of one Query or Scan request.
 
-    A Scan's segments are copies of its one request (see :func:`scan_segments`).
+    A Scan's segments are copies of its one request (see `scan_segments`).
     """
     ph = Placeholders()
     key = _key_condition(table, index, choice, ph) if operation == "Query" else None

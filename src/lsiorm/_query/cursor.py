@@ -4,7 +4,7 @@ A cursor is URL-safe base64 of a small JSON document: the format version, the fi
 the plan's shape (table, index, direction, and every request's parameters but its page size),
 the per-request positions, and a keyed SHA-256 digest (HMAC) over all of that. Decoding
 checks the digest first, so an edited, truncated or foreign cursor is refused with a
-:class:`~lsiorm.errors.CursorError` before any request is sent, then the fingerprint, then the
+`CursorError` before any request is sent, then the fingerprint, then the
 form of every key value.
 
 The digest's key is a fixed library constant unless ``LSIORM_CURSOR_SECRET`` is set in the

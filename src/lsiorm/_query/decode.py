@@ -1,4 +1,4 @@
-"""Decoding result rows into entities, complete or partial (see :func:`missing_fields`)."""
+"""Decoding result rows into entities, complete or partial (see `missing_fields`)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     pass
 
 
-#: Key of the set of missing fields in a partial model's ``__dict__`` (see :func:`missing_fields`).
+#: Key of the set of missing fields in a partial model's ``__dict__`` (see `missing_fields`).
 MISSING_KEY: Final = "__lsiorm_missing__"
 
 

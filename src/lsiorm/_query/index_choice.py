@@ -1,8 +1,8 @@
 """Index choice: fit every index to a query, keep the exact ones, pick the cheapest, say why.
 
 Each index (the base table first, then the LSIs and GSIs in declared order) becomes an
-:class:`IndexOption`: how it fits every entity's conditions (:mod:`.keyrange`), whether it
-could miss or mix up items (:mod:`.exactness`) and what reading from it costs (fetches from
+`IndexOption`: how it fits every entity's conditions (`.keyrange`), whether it
+could miss or mix up items (`.exactness`) and what reading from it costs (fetches from
 the table, fields it does not project). The option that absorbs the most ``where()``
 conditions wins; ties go to an index that needs no fetch, then the table, then the index
 declared first. When none can serve, the error names the most telling reason.

@@ -1,10 +1,10 @@
 """Key ranges: how an index's key templates bound field conditions exactly, entity by entity.
 
-:func:`fit_index` returns the partition values and the sort condition one index gives one
-entity's ``where()`` conditions, and which conditions it absorbs; :mod:`.compile` writes them.
+`fit_index` returns the partition values and the sort condition one index gives one
+entity's ``where()`` conditions, and which conditions it absorbs; `.compile` writes them.
 
 Exact key conditions rest on three facts. Key text of S templates compares as Python ``str``
-(code-point order, which is UTF-8 byte order for valid Unicode). :data:`MAX_CHAR` can never occur
+(code-point order, which is UTF-8 byte order for valid Unicode). `MAX_CHAR` can never occur
 in key text, so every key beginning with ``P`` is below ``P + MAX_CHAR``. Namespaces of entities
 that can share a partition are prefix-free (checked when classes are declared), so a bound built
 inside one namespace never reaches another entity's items.

@@ -1,13 +1,13 @@
 """Plans: the index chosen, the exact requests, and why each candidate won or lost.
 
-A :class:`QueryPlan` holds three smaller values, each built in one place: the
-:class:`IndexChoice` (where it reads and what that index returns), the :class:`ReadOptions`
-(what the caller asked for beyond the conditions) and the :class:`PlannedRequests` (what is
+A `QueryPlan` holds three smaller values, each built in one place: the
+`IndexChoice` (where it reads and what that index returns), the `ReadOptions`
+(what the caller asked for beyond the conditions) and the `PlannedRequests` (what is
 sent). The plan's flat attributes (``plan.index_name``, ``plan.requests``, ``plan.consistent``,
 ...) read through to them.
 
-The planners read a query or a scan through the protocols :class:`QuerySource` and
-:class:`ScanSource`, so the values sit below everything that plans, compiles or prints them.
+The planners read a query or a scan through the protocols `QuerySource` and
+`ScanSource`, so the values sit below everything that plans, compiles or prints them.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class IndexChoice:
 
 
 class ReadSource(Protocol):
-    """What a query or a scan value says about how to read (see :meth:`ReadOptions.of`)."""
+    """What a query or a scan value says about how to read (see `ReadOptions.of`)."""
 
     @property
     def entities(self) -> tuple[type[Entity], ...]: ...
@@ -130,7 +130,7 @@ class ReadSource(Protocol):
 
 
 class QuerySource(ReadSource, Protocol):
-    """What the query planner reads of a query value (:class:`lsiorm.Query` is one)."""
+    """What the query planner reads of a query value (`lsiorm.Query` is one)."""
 
     @property
     def conditions(self) -> tuple[FieldCondition, ...]: ...
@@ -143,7 +143,7 @@ class QuerySource(ReadSource, Protocol):
 
 
 class ScanSource(ReadSource, Protocol):
-    """What the scan planner reads of a scan value (:class:`lsiorm.Scan` is one)."""
+    """What the scan planner reads of a scan value (`lsiorm.Scan` is one)."""
 
     @property
     def total_segments(self) -> int: ...
@@ -206,7 +206,7 @@ class RequestShape:
 
     @cached_property
     def fingerprint(self) -> str:
-        """The digest of this shape that cursors carry (see :func:`cursor.fingerprint`)."""
+        """The digest of this shape that cursors carry (see `cursor.fingerprint`)."""
         return fingerprint(self.table, self.index, self.forward, [r.params for r in self.requests])
 
 

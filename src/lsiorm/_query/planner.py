@@ -1,9 +1,9 @@
 """The query planner: choose the index, group the requests, hand each to the compiler.
 
-:func:`plan_query` checks the ``where()`` conditions, lets :mod:`.index_choice` pick the index,
+`plan_query` checks the ``where()`` conditions, lets `.index_choice` pick the index,
 then decides the requests: one per partition and shard, joined or kept apart by item
-collection (:mod:`.collection`), each with the filter that keeps it exact (fallbacks, open
-ends, other types). :mod:`.compile` writes every request; requests that compile to the same
+collection (`.collection`), each with the filter that keeps it exact (fallbacks, open
+ends, other types). `.compile` writes every request; requests that compile to the same
 parameters are sent once.
 """
 

@@ -1,6 +1,6 @@
 """Queries and scans as immutable values, and the builder methods that make new ones.
 
-Nothing here does I/O. :func:`query` and :func:`scan` build values; ``plan()`` hands a value to
+Nothing here does I/O. `query` and `scan` build values; ``plan()`` hands a value to
 its planner, ``explain()`` prints the plan.
 """
 
@@ -77,7 +77,7 @@ class _Reader(abc.ABC, Generic[E]):
         return _evolve(self, filter_condition=_and(self.filter_condition, conditions, fields))
 
     def select(self, *fields: str) -> Self:
-        """Return only these fields; results are partial models (see :func:`missing_fields`)."""
+        """Return only these fields; results are partial models (see `missing_fields`)."""
         _check_fields(self.entities, fields)
         return _evolve(self, fields=tuple(dict.fromkeys(fields)))
 

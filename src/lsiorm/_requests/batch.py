@@ -3,7 +3,7 @@
 A batch is checked whole before anything is sent: a key named twice, a versioned entity (a batch
 cannot check versions) and a key whose class cannot be told are refused. Its entries are then
 split into chunks (25 writes or 100 keys, within 16 MB), each one request; sending them and
-re-sending what DynamoDB hands back is :mod:`lsiorm._ops.batch`.
+re-sending what DynamoDB hands back is `lsiorm._ops.batch`.
 """
 
 from __future__ import annotations

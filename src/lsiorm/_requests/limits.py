@@ -13,7 +13,8 @@ Each limit has its own rule name. The numbers are DynamoDB's documented constrai
 * TransactWriteItems / TransactGetItems: at most 100 actions;
 * BatchWriteItem: at most 25 requests; BatchGetItem: at most 100 keys.
 
-Key and item sizes are checked where items and keys are built (see ``_model.entity``).
+Key and item sizes are checked where keys and items are built: a key as it is rendered
+(`checked_key` in `_model/entity_meta.py`), an item as it is encoded (`_model/write_checks.py`).
 """
 
 from __future__ import annotations

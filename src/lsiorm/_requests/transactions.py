@@ -1,11 +1,11 @@
 """Transaction requests built without I/O: the action values, their parts, TransactItems params.
 
-Each write action is a small value (:class:`Put`, :class:`Update`, :class:`Delete`,
-:class:`ConditionCheck`) turned into its part of the request by the same builders as the
+Each write action is a small value (`Put`, `Update`, `Delete`,
+`ConditionCheck`) turned into its part of the request by the same builders as the
 single-item operations, so keys, key-template rewrites, optimistic locking and conditions mean
 exactly what they mean there. A transaction is refused before it is sent when it is empty, has
 more than 100 actions, touches one item twice, or has a ClientRequestToken DynamoDB would refuse.
-Sending it, and reading a cancellation, is :mod:`lsiorm._ops.transactions`.
+Sending it, and reading a cancellation, is `lsiorm._ops.transactions`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from lsiorm.errors import ValidationError
 
 @dataclass(frozen=True)
 class Put:
-    """Write an entity, as :func:`lsiorm.crud.put` would (``create_only``, version check)."""
+    """Write an entity, as `Session.put` does (``create_only``, version check)."""
 
     entity: Entity
     create_only: bool = False
@@ -94,7 +94,7 @@ class ConditionCheck:
 
 @dataclass(frozen=True)
 class Get:
-    """Read one item in a :func:`transact_get`."""
+    """Read one item in a `Session.transact_get`."""
 
     target: type[Entity] | Entity
     key: Mapping[str, Any] | None = None

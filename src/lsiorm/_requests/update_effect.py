@@ -1,9 +1,9 @@
 """What an UpdateItem does to a stored item, modelled: dry runs price it, retries check it.
 
-:func:`apply_actions` applies an update plan to a stored item (wire form) as DynamoDB does: all
+`apply_actions` applies an update plan to a stored item (wire form) as DynamoDB does: all
 paths are read from the item as it was before the update, a set whose last elements are deleted
-leaves the item, and a path whose parent is missing is refused (:class:`PathError`).
-:func:`dry_run_update` prices an update with it, and a retried update asks :func:`applied`
+leaves the item, and a path whose parent is missing is refused (`PathError`).
+`dry_run_update` prices an update with it, and a retried update asks `applied`
 whether an earlier attempt whose answer was lost made its changes already.
 """
 

@@ -84,6 +84,6 @@ def update_request(
     instance: Entity | None = None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """Return UpdateItem params (see :func:`plan_update` for what is refused, and why)."""
+    """Return UpdateItem params (see `plan_update` for what is refused, and why)."""
     plan = plan_update(meta, values, spec, condition=condition, instance=instance, now=now)
     return render_update(meta, plan)

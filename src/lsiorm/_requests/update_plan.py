@@ -2,8 +2,8 @@
 
 An update is planned first, as a list of actions on stored paths (set, set-if-absent, remove,
 add, delete, append, prepend) and the conditions it needs. The request's expression text is
-rendered from that plan (:mod:`lsiorm._requests.update_expression`), and the same plan is
-applied to a stored item as DynamoDB would (:mod:`lsiorm._requests.update_effect`). Derived key
+rendered from that plan (`lsiorm._requests.update_expression`), and the same plan is
+applied to a stored item as DynamoDB would (`lsiorm._requests.update_effect`). Derived key
 attributes are part of the plan, so they stay consistent with the fields they are made of in
 every form of update.
 """
@@ -11,7 +11,7 @@ every form of update.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any, Literal
@@ -140,29 +140,27 @@ def plan_update(
     return _Planner(meta, values, spec, instance, now).plan(condition)
 
 
+@dataclass
 class _Planner:
-    def __init__(
-        self,
-        meta: EntityMeta[Entity],
-        values: Mapping[str, Any],
-        spec: UpdateSpec,
-        instance: Entity | None,
-        now: datetime | None,
-    ) -> None:
-        self.meta = meta
-        self.values = values
-        self.spec = spec
-        self.instance = instance
-        self.now = now
-        self.name = meta.cls.__name__
-        self.actions: list[Action] = []
-        self.guards: list[Guard] = []
-        #: Top-level fields: value written for sure (None: removed), or written where absent.
-        self.definite: dict[str, Any] = {}
-        self.conditional: dict[str, Any] = {}
-        #: Fields an upsert leaves alone: kept where stored, their defaults where created.
-        self.kept: dict[str, Any] = {}
-        self.touched: set[str] = set()
+    """One update being planned: what it was asked, and the actions and guards found so far."""
+
+    meta: EntityMeta[Entity]
+    values: Mapping[str, Any]
+    spec: UpdateSpec
+    instance: Entity | None
+    now: datetime | None
+    actions: list[Action] = field(default_factory=list, init=False)
+    guards: list[Guard] = field(default_factory=list, init=False)
+    #: Top-level fields: value written for sure (None: removed), or written where absent.
+    definite: dict[str, Any] = field(default_factory=dict, init=False)
+    conditional: dict[str, Any] = field(default_factory=dict, init=False)
+    #: Fields an upsert leaves alone: kept where stored, their defaults where created.
+    kept: dict[str, Any] = field(default_factory=dict, init=False)
+    touched: set[str] = field(default_factory=set, init=False)
+
+    @property
+    def name(self) -> str:
+        return self.meta.cls.__name__
 
     # -- user changes ----------------------------------------------------------------------
 
@@ -461,9 +459,7 @@ class _Planner:
         attribute is written, so a created item has all of its keys.
         """
         meta = self.meta
-        primary_attrs = {meta.table.partition_key.name}
-        if meta.table.sort_key is not None:
-            primary_attrs.add(meta.table.sort_key.name)
+        primary_attrs = {k for k in meta.table.index_key_attributes(None) if k is not None}
         for attr, tpl in meta.templates.items():
             if attr in primary_attrs:
                 continue

@@ -1,9 +1,10 @@
 """Local DynamoDB engines (DynamoDB Local and moto) and pytest fixtures for users' tests.
 
-Installing lsiorm registers a pytest plugin (:mod:`lsiorm.pytest_plugin`) whose fixtures
-``lsiorm_session`` and ``lsiorm_async_session`` give each test a session on moto, DynamoDB
-Local or an endpoint of your own, with your tables freshly created; see docs/testing.md.
-:func:`table_fixture` builds a named fixture for one table instead::
+Installing lsiorm registers a pytest plugin ([`lsiorm.pytest_plugin`][lsiorm.pytest_plugin])
+whose fixtures ``lsiorm_session`` and ``lsiorm_async_session`` give each test a session on
+moto, DynamoDB Local or an endpoint of your own, with your tables freshly created; see
+docs/testing.md.
+[`table_fixture`][lsiorm.testing.table_fixture] builds a named fixture for one table instead::
 
     from lsiorm.testing import table_fixture
     from myapp.models import threads
@@ -11,7 +12,7 @@ Local or an endpoint of your own, with your tables freshly created; see docs/tes
     threads_session = table_fixture(threads)                        # moto, in process
     threads_local = table_fixture(threads, engine="dynamodb-local")  # AWS's own engine
 
-A test that takes ``threads_session`` gets a :class:`~lsiorm.Session` on an engine where the
+A test that takes ``threads_session`` gets a [`Session`][lsiorm.Session] on an engine where the
 declared table exists and is empty. Engines start once per test run and stop at its end. An
 engine that is not installed skips the test with a message saying how to install it.
 

@@ -1,7 +1,7 @@
 """A loopback HTTP proxy that gives a local engine DynamoDB's item-collection behaviour.
 
 Neither DynamoDB Local nor moto returns ``ItemCollectionMetrics`` or refuses a write that grows
-an item collection past 10 GB. :class:`ItemCollectionProxy` sits in front of either engine and
+an item collection past 10 GB. `ItemCollectionProxy` sits in front of either engine and
 adds both, for tables with local secondary indexes:
 
 * it keeps the size of every collection it has seen written, measured with lsiorm's size
@@ -28,10 +28,10 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
+from lsiorm._io.lifetime import Running
 from lsiorm._model.wire import item_size
 from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer
 
@@ -146,7 +146,7 @@ class _Handler(LoopbackHandler):
         self.reply(status, payload)
 
 
-class ItemCollectionProxy:
+class ItemCollectionProxy(Running):
     """Serve DynamoDB on 127.0.0.1 in front of ``upstream``, with AWS's item-collection rules.
 
     Args:
@@ -158,7 +158,7 @@ class ItemCollectionProxy:
         idle_timeout: The proxy stops by itself after this many seconds without a request.
         max_connections: At most this many client connections are served at once.
 
-    Use it as a context manager, or call :meth:`start` and :meth:`stop`. ``stats`` counts the
+    Use it as a context manager, or call `start` and `stop`. ``stats`` counts the
     requests, the metrics added and the writes refused.
     """
 
@@ -249,18 +249,6 @@ class ItemCollectionProxy:
                     server.server_close()
                 self._server = self._thread = None
                 return
-
-    def __enter__(self) -> ItemCollectionProxy:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- what tests read -----------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """Engines by name ("moto", "dynamodb-local", "external"): started once, reached by their URL.
 
-:class:`EngineRegistry` starts each local engine the first time its endpoint is asked for and
-keeps it until :meth:`~EngineRegistry.stop`; the pytest plugin holds one per test session, and
-:func:`engine_endpoint` one per process. "external" is an endpoint you run yourself, named by
+`EngineRegistry` starts each local engine the first time its endpoint is asked for and
+keeps it until `stop`; the pytest plugin holds one per test session, and
+`engine_endpoint` one per process. "external" is an endpoint you run yourself, named by
 ``$LSIORM_ENDPOINT_URL``.
 """
 
@@ -50,7 +50,7 @@ class EngineRegistry:
     def endpoint_url(self, engine: str) -> str:
         """Return the endpoint of ``engine``, starting it if needed.
 
-        Raises :class:`EngineNotInstalledError` when the engine cannot be had (saying how to
+        Raises `EngineNotInstalledError` when the engine cannot be had (saying how to
         get it), and ``RuntimeError`` when it is installed but does not come up.
         """
         if engine not in ENGINES:
@@ -98,7 +98,7 @@ def engine_endpoint(engine: str) -> str:
 
     A local engine starts on first use, stays up for the rest of the process and is stopped
     when it exits. "external" is ``$LSIORM_ENDPOINT_URL``. Raises
-    :class:`EngineNotInstalledError` when the engine cannot be had, saying how to get it.
+    `EngineNotInstalledError` when the engine cannot be had, saying how to get it.
     """
     global _PROCESS_ENGINES
     if _PROCESS_ENGINES is None:

@@ -2,7 +2,7 @@
 
 Both start on a free port of 127.0.0.1, answer the DynamoDB API there until they are stopped,
 and work as context managers. Starting one that is not installed raises
-:class:`EngineNotInstalledError`, whose message says how to install it.
+`EngineNotInstalledError`, whose message says how to install it.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
+
+from lsiorm._io.lifetime import Running
 
 __all__ = [
     "DYNAMODB_LOCAL_DIR_ENV",
@@ -62,7 +63,7 @@ def _install_hint() -> str:
 
 
 class EngineNotInstalledError(RuntimeError):
-    """A local engine cannot start because something it needs is not installed."""
+    """A local engine cannot start because something it needs is not installed (a RuntimeError)."""
 
 
 def free_port() -> int:
@@ -101,15 +102,16 @@ def _answers_http(host: str, port: int, timeout: float) -> bool:
     return True
 
 
-class DynamoDBLocal:
+class DynamoDBLocal(Running):
     """DynamoDB Local (the Java engine AWS ships) running in memory on a loopback port.
 
     The jar folder is, in order: ``directory``, the ``LSIORM_DYNAMODB_LOCAL_DIR`` environment
     variable, the newest ``.cache/dynamodb-local/.../lib/dynamodb_local_*`` found in the
     current directory or one of its parents, or the one installed in
-    :func:`dynamodb_local_cache` by :func:`dynamodb_local_install_command`. ``start`` raises
-    :class:`EngineNotInstalledError` when Java or the jar is missing, and ``RuntimeError`` when
-    the engine does not come up.
+    [`dynamodb_local_cache`][lsiorm.testing.dynamodb_local_cache] by
+    [`dynamodb_local_install_command`][lsiorm.testing.dynamodb_local_install_command].
+    ``start`` raises `EngineNotInstalledError` when Java or the jar is missing, and
+    ``RuntimeError`` when the engine does not come up.
     """
 
     def __init__(
@@ -248,20 +250,8 @@ class DynamoDBLocal:
             self._stop_process(self._process, self._log)
         self._process = self._log = self._port = None
 
-    def __enter__(self) -> DynamoDBLocal:
-        self.start()
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-class MotoServer:
+class MotoServer(Running):
     """moto's DynamoDB emulation served over HTTP from a thread of this process.
 
     moto keeps its state in module globals, so ``mock_aws`` used in the same process sees and
@@ -311,15 +301,3 @@ class MotoServer:
         if self._server is not None:
             self._server.stop()
         self._server = self._port = None
-
-    def __enter__(self) -> MotoServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()

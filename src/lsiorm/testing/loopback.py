@@ -40,7 +40,7 @@ class LoopbackServer(ThreadingHTTPServer):
 class LoopbackHandler(BaseHTTPRequestHandler):
     """A keep-alive request handler for a loopback proxy: quiet, no Nagle delay.
 
-    :meth:`reply` answers as DynamoDB does; :meth:`drop` closes the connection unanswered.
+    `reply` answers as DynamoDB does; `drop` closes the connection unanswered.
     """
 
     protocol_version = "HTTP/1.1"
