@@ -11,9 +11,9 @@ from pathlib import Path
 from radon.complexity import cc_visit
 
 import lsiorm
+from support.paths import TESTS
 
 PACKAGE = Path(lsiorm.__file__).parent
-TESTS = Path(__file__).parent
 #: Cyclomatic complexity (as radon counts it: branches, loops, boolean operators, comprehensions).
 MAX_COMPLEXITY = 30
 MAX_MODULE_LINES = 900

@@ -12,9 +12,9 @@ import griffe
 
 import lsiorm
 from lsiorm import AsyncSession, Session, errors
+from support.paths import DOCS
 
-ROOT = Path(__file__).resolve().parent.parent
-REFERENCE = ROOT / "docs" / "reference.md"
+REFERENCE = DOCS / "reference.md"
 
 
 def test_every_public_name_has_its_entry() -> None:
@@ -32,7 +32,7 @@ def test_the_sessions_come_first() -> None:
 
 
 def test_the_reference_shows_each_session_method_with_its_signature() -> None:
-    sys.path.insert(0, str(ROOT / "docs"))
+    sys.path.insert(0, str(DOCS))
     try:
         import griffe_sessions
     finally:

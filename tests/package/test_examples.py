@@ -13,12 +13,11 @@ import subprocess
 import sys
 from collections.abc import Callable
 from datetime import date, timedelta
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES_DIR = ROOT / "examples"
+from support.paths import DOCS, EXAMPLES_DIR, REPO
+
 EXAMPLES = sorted(p.name for p in EXAMPLES_DIR.glob("*.py"))
 ENDPOINT_ENV = "LSIORM_ENDPOINT_URL"
 
@@ -34,7 +33,7 @@ def run_example(name: str, endpoint_url: str | None) -> str:
     proc = subprocess.run(
         [sys.executable, str(EXAMPLES_DIR / name)],
         env=env,
-        cwd=ROOT,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,
@@ -299,7 +298,7 @@ def test_every_example_is_checked() -> None:
 
 
 def test_every_example_is_documented() -> None:
-    page = (ROOT / "docs" / "examples.md").read_text()
+    page = (DOCS / "examples.md").read_text()
     for name in EXAMPLES:
         assert f".venv/bin/python examples/{name}" in page, f"docs/examples.md lacks {name}"
 

@@ -2,7 +2,7 @@
 
 A stub client answers with canned ConsumedCapacity figures, so the mechanism is tested without
 an engine (the figures themselves are proven against DynamoDB Local in
-test_capacity_differential.py).
+tests/integration/test_capacity_differential.py).
 """
 
 from __future__ import annotations

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from lsiorm.testing import DYNAMODB_LOCAL_DIR_ENV, ENDPOINT_URL_ENV
-
-REPO = Path(__file__).resolve().parents[1]
+from support.paths import REPO
 
 MODELS = """
 from datetime import datetime

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from lsiorm.testing import MotoServer
+from support.paths import DOCS, REPO
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 # Pages show DynamoDB Local's default endpoint; the test points them at its own engine.
 SHOWN_ENDPOINT = "http://localhost:8000"
 
 
 def pages() -> list[Path]:
-    candidates = [*DOCS.glob("*.md"), DOCS.parent / "README.md"]
+    candidates = [*DOCS.glob("*.md"), REPO / "README.md"]
     return sorted(p for p in candidates if BLOCK.search(p.read_text()))
 
 
