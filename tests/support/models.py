@@ -176,3 +176,43 @@ def declare_readings(name: str) -> tuple[Table, type[Entity]]:
         note: str = ""
 
     return table, Reading
+
+
+# -- batches: a forum's posts and tags in one table, its users in another ----------------------
+
+
+def declare_posts(posts: Table, users: Table) -> tuple[type[Entity], type[Entity], type[Entity]]:
+    """A forum's posts and tags in one table, and its users in another."""
+
+    class Post(Entity, table=posts, keys={"pk": "F#{forum}", "sk": "P#{n:04d}"}):
+        forum: str
+        n: int
+        body: str = ""
+
+    class Tag(Entity, table=posts, keys={"pk": "F#{forum}", "sk": "T#{tag}"}):
+        forum: str
+        tag: str
+
+    class User(Entity, table=users, keys={"id": "{name}"}):
+        name: str
+        age: int = 0
+
+    return Post, Tag, User
+
+
+# -- transactions: an account and its ledger in one collection ---------------------------------
+
+
+def declare_ledger(table: Table) -> tuple[type[Entity], type[Entity]]:
+    """An account and the entries of its ledger, in one collection."""
+
+    class Account(Entity, table=table, keys={"pk": "A#{owner}", "sk": "ACCOUNT"}):
+        owner: str
+        balance: int = 0
+
+    class Entry(Entity, table=table, keys={"pk": "A#{owner}", "sk": "E#{n:05d}"}):
+        owner: str
+        n: int
+        amount: int = 0
+
+    return Account, Entry
