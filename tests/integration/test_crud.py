@@ -1,4 +1,4 @@
-"""CRUD: exact request dicts (pure) and behaviour on both engines."""
+"""CRUD on both engines: put, get, update and delete, conditions, versions, drift, async."""
 
 from __future__ import annotations
 
@@ -8,186 +8,24 @@ from datetime import datetime, timezone
 
 import pytest
 from botocore.exceptions import ClientError
-from pydantic import Field
 
-from lsiorm import (
-    AsyncSession,
-    Entity,
-    KeyAttribute,
-    LocalIndex,
-    Projection,
-    Session,
-    Table,
-    cond,
-    gt,
-    where,
-)
+from lsiorm import AsyncSession, Entity, KeyAttribute, LocalIndex, Session, Table, cond, gt, where
 from lsiorm._model.entity_meta import meta_of
-from lsiorm._requests.items import put_request
-from lsiorm._requests.update_expression import update_request
-from lsiorm._requests.update_plan import UpdateSpec
 from lsiorm.errors import (
     ConditionFailedError,
     NotFoundError,
-    PartialKeyUpdateError,
     ServiceValidationError,
     StaleVersionError,
-    ValidationError,
 )
-from support.models import forum_table
+from support.models import declare_ranked_thread, ranked_forum_table
 
 UTC = timezone.utc
 
 
-def make_table(name: str) -> Table:
-    """The forum's table, with a second LSI ranking threads by tier and score (keys only)."""
-    return forum_table(
-        name,
-        more_local_indexes=[LocalIndex("ByRank", KeyAttribute("RankKey"), Projection.keys_only())],
-    )
-
-
-def declare(table: Table) -> tuple[type[Entity], type[Entity]]:
-    class Thread(
-        Entity,
-        table=table,
-        keys={
-            "ForumName": "{forum}",
-            "Subject": "T#{subject}",
-            "LastPostDateTime": "{last_post}",
-            "RankKey": "RANK#{tier}#{score:04d}",
-        },
-    ):
-        forum: str
-        subject: str
-        last_post: datetime | None = None
-        tier: str | None = None
-        score: int | None = None
-        replies: int = Field(default=0, alias="Replies")
-        tags: set[str] = Field(default_factory=set)
-
-    class Doc(
-        Entity, table=table, keys={"ForumName": "{forum}", "Subject": "D#{name}"}, version="v"
-    ):
-        forum: str
-        name: str
-        body: str = ""
-        v: int = 0
-
-    return Thread, Doc
-
-
-# -- pure request building ---------------------------------------------------------------------
-
-
-def test_put_request_create_only_dict() -> None:
-    table = make_table("PureTable")
-    Thread, _ = declare(table)
-    t = Thread(forum="S3", subject="a", replies=2)
-    params, stored = put_request(t, create_only=True, condition=where(replies=gt(1)))
-    assert stored is t
-    assert params == {
-        "TableName": "PureTable",
-        "Item": {
-            "ForumName": {"S": "S3"},
-            "Subject": {"S": "T#a"},
-            "_type": {"S": "Thread"},
-            "forum": {"S": "S3"},
-            "subject": {"S": "a"},
-            "Replies": {"N": "2"},
-            "tags": {"L": []},
-        },
-        "ConditionExpression": "(attribute_not_exists(#n0)) AND (#n1 > :v0)",
-        "ExpressionAttributeNames": {"#n0": "ForumName", "#n1": "Replies"},
-        "ExpressionAttributeValues": {":v0": {"N": "1"}},
-    }
-
-
-def test_update_rewrites_every_affected_key_in_one_request() -> None:
-    table = make_table("PureTable")
-    Thread, _ = declare(table)
-    meta = meta_of(Thread)
-    at = datetime(2015, 9, 1, tzinfo=UTC)
-    params = update_request(
-        meta,
-        {"forum": "S3", "subject": "a"},
-        UpdateSpec({"last_post": at, "tier": "gold", "score": 7}, add={"replies": 1}),
-    )
-    assert params == {
-        "TableName": "PureTable",
-        "Key": {"ForumName": {"S": "S3"}, "Subject": {"S": "T#a"}},
-        "UpdateExpression": (
-            "SET #n1 = :v0, #n2 = :v1, #n3 = :v2, #n5 = :v4, #n6 = :v5 ADD #n4 :v3"
-        ),
-        "ConditionExpression": "attribute_exists(#n0)",
-        "ExpressionAttributeNames": {
-            "#n0": "ForumName",
-            "#n1": "last_post",
-            "#n2": "tier",
-            "#n3": "score",
-            "#n4": "Replies",
-            "#n5": "LastPostDateTime",
-            "#n6": "RankKey",
-        },
-        "ExpressionAttributeValues": {
-            ":v0": {"S": "2015-09-01T00:00:00.000000Z"},
-            ":v1": {"S": "gold"},
-            ":v2": {"N": "7"},
-            ":v3": {"N": "1"},
-            ":v4": {"S": "2015-09-01T00:00:00.000000Z"},
-            ":v5": {"S": "RANK#gold\x00#0007"},
-        },
-        "ReturnValues": "ALL_NEW",
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
-
-
-def test_partial_template_update_refused() -> None:
-    Thread, _ = declare(make_table("PureTable"))
-    with pytest.raises(PartialKeyUpdateError) as info:
-        update_request(meta_of(Thread), {"forum": "S3", "subject": "a"}, UpdateSpec({"score": 3}))
-    assert info.value.rule == "update.partial-key"
-    assert "tier" in str(info.value)
-
-
-def test_removing_a_template_field_removes_the_key() -> None:
-    Thread, _ = declare(make_table("PureTable"))
-    params = update_request(
-        meta_of(Thread), {"forum": "S3", "subject": "a"}, UpdateSpec({}, remove=("score",))
-    )
-    assert params["UpdateExpression"] == "REMOVE #n1, #n2"
-    assert params["ExpressionAttributeNames"] == {
-        "#n0": "ForumName",
-        "#n1": "score",
-        "#n2": "RankKey",
-    }
-
-
-@pytest.mark.parametrize(
-    ("spec", "rule"),
-    [
-        (UpdateSpec({"subject": "b"}), "update.primary-key-field"),
-        (UpdateSpec({}), "update.empty"),
-        (UpdateSpec({"nope": 1}), "field.unknown"),
-        (UpdateSpec({"replies": "many"}), "field.invalid"),
-        (UpdateSpec({}, remove=("forum",)), "update.primary-key-field"),
-        (UpdateSpec({}, add={"score": 1}), "update.add-key-field"),
-    ],
-)
-def test_update_input_errors(spec: UpdateSpec, rule: str) -> None:
-    Thread, _ = declare(make_table("PureTable"))
-    with pytest.raises(ValidationError) as info:
-        update_request(meta_of(Thread), {"forum": "S3", "subject": "a"}, spec)
-    assert info.value.rule == rule
-
-
-# -- behaviour on both engines -----------------------------------------------------------------
-
-
 @pytest.fixture
 def forum(session: Session) -> Iterator[tuple[Table, type[Entity], type[Entity]]]:
-    table = make_table(f"crud_{uuid.uuid4().hex[:10]}")
-    thread, doc = declare(table)
+    table = ranked_forum_table(f"crud_{uuid.uuid4().hex[:10]}")
+    thread, doc = declare_ranked_thread(table)
     session.create_table(table)
     yield table, thread, doc
     session.delete_table(table, wait=False)
@@ -326,8 +164,8 @@ def test_service_validation_is_typed(session: Session, forum: tuple[Table, type,
 
 
 async def test_async_crud(endpoint_url: str) -> None:
-    table = make_table(f"acrud_{uuid.uuid4().hex[:10]}")
-    Thread, _ = declare(table)
+    table = ranked_forum_table(f"acrud_{uuid.uuid4().hex[:10]}")
+    Thread, _ = declare_ranked_thread(table)
     async with AsyncSession(endpoint_url=endpoint_url, region_name="us-east-1") as s:
         await s.create_table(table)
         t = await s.put(Thread(forum="S3", subject="z", replies=1))

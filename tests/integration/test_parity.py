@@ -14,16 +14,7 @@ from typing import Any
 
 import pytest
 
-from lsiorm import (
-    AsyncSession,
-    Entity,
-    KeyAttribute,
-    LocalIndex,
-    Projection,
-    Session,
-    Table,
-    cond,
-)
+from lsiorm import AsyncSession, Entity, KeyAttribute, LocalIndex, Projection, Session, Table, cond
 from lsiorm._ops import tables as table_ops
 from lsiorm._ops.batch import batch_get, batch_write
 from lsiorm._ops.pipeline import Context, call

@@ -24,15 +24,7 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 from pydantic import Field
 
-from lsiorm import (
-    AsyncSession,
-    Entity,
-    GlobalIndex,
-    KeyAttribute,
-    Projection,
-    Session,
-    Table,
-)
+from lsiorm import AsyncSession, Entity, GlobalIndex, KeyAttribute, Projection, Session, Table
 from lsiorm._conditions import (
     BeginsWith,
     Between,

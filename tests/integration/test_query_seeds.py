@@ -11,15 +11,7 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from lsiorm import (
-    AsyncSession,
-    Entity,
-    KeyAttribute,
-    LocalIndex,
-    Projection,
-    Session,
-    Table,
-)
+from lsiorm import AsyncSession, Entity, KeyAttribute, LocalIndex, Projection, Session, Table
 from lsiorm._conditions import begins_with, between, ge, gt, lt
 from lsiorm._model.entity import shard_value
 from lsiorm._query.decode import missing_fields

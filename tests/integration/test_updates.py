@@ -1,13 +1,12 @@
-"""Updates typed against the model: nested paths, if_not_exists, lists, sets and upsert.
+"""Updates typed against the model, on the engines: nested paths, lists, sets and upsert.
 
-Requests are compared as dicts; the effect of random updates on random stored items is compared
-with lsiorm's own model of UpdateItem (``apply_actions``) on both engines, and after every one
-the derived key attributes must be those the stored fields derive.
+The effect of random updates on random stored items is compared with lsiorm's own model of
+UpdateItem (``apply_actions``) on both engines, and after every one the derived key attributes
+must be those the stored fields derive.
 """
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -16,18 +15,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, ConfigDict, Field
 
 from lsiorm import (
     AsyncSession,
     ConditionFailedError,
-    DeclarationError,
     Entity,
-    GlobalIndex,
     KeyAttribute,
     LocalIndex,
     OutcomeUnknownError,
-    PartialKeyUpdateError,
     Projection,
     ServiceValidationError,
     Session,
@@ -36,224 +31,19 @@ from lsiorm import (
     Update,
     ValidationError,
     decode_item,
-    dry_run_update,
     query,
     where,
 )
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.item_encoding import wire_item
 from lsiorm._model.wire import item_from_wire
-from lsiorm._requests.update_effect import PathError, applied, apply_actions
-from lsiorm._requests.update_expression import update_request
+from lsiorm._requests.update_effect import PathError, apply_actions
 from lsiorm._requests.update_plan import UpdateSpec, plan_update, update_spec
 from support.faults import session_losing_first_answer
+from support.models import Address, Line, declare_nested_doc
 from support.tables import session_with
 
-
-class Line(BaseModel):
-    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
-
-    sku: str
-    qty: int = Field(default=1, alias="q")
-
-
-class Address(BaseModel):
-    city: str
-    zip: str | None = None
-    lines: list[str] = Field(default_factory=list)
-
-
-def declare() -> tuple[Table, type[Any]]:
-    table = Table(
-        f"upd_{uuid.uuid4().hex[:10]}",
-        "pk",
-        "sk",
-        local_indexes=[LocalIndex("LSI1", KeyAttribute("lsi1"), projection=Projection.all())],
-        global_indexes=[GlobalIndex("GSI1", KeyAttribute("gpk"), KeyAttribute("gsk"))],
-    )
-
-    class Doc(
-        Entity,
-        table=table,
-        keys={"pk": "D#{did}", "sk": "DOC", "lsi1": "T#{title}", "gpk": "S#{status}"},
-    ):
-        did: str
-        title: str
-        status: str | None = "new"
-        address: Address | None = None
-        lines: list[Line] = Field(default_factory=list)
-        labels: set[str] | None = None
-        attrs: dict[str, int] = Field(default_factory=dict)
-        views: int = 0
-        history: list[str] = Field(default_factory=list)
-
-    return table, Doc
-
-
-TABLE, DOC = declare()
-KEY = {"did": "a"}
-
-
-def request(spec: UpdateSpec, **kw: Any) -> dict[str, Any]:
-    return update_request(meta_of(DOC), KEY, spec, **kw)
-
-
-# -- requests -----------------------------------------------------------------------------
-
-
-def test_nested_paths_name_every_step_and_validate_the_leaf() -> None:
-    params = request(update_spec(set={"address.city": "Oslo", "lines[1].qty": 3}))
-    assert params["UpdateExpression"] == "SET #n1.#n2 = :v0, #n3[1].#n4 = :v1"
-    assert params["ExpressionAttributeNames"] == {
-        "#n0": "pk",
-        "#n1": "address",
-        "#n2": "city",
-        "#n3": "lines",
-        "#n4": "q",  # the nested model's alias is what is stored
-    }
-    assert params["ExpressionAttributeValues"] == {":v0": {"S": "Oslo"}, ":v1": {"N": "3"}}
-    assert params["ConditionExpression"] == "attribute_exists(#n0)"
-    with pytest.raises(ValidationError) as info:
-        request(update_spec(set={"lines[0].qty": "many"}))
-    assert info.value.rule == "field.invalid"
-
-
-def test_list_and_set_operations_render_as_dynamodb_spells_them() -> None:
-    params = request(
-        update_spec(
-            append={"history": ["b"]},
-            prepend={"address.lines": ["x"]},
-            add={"labels": {"p"}, "attrs.hits": 2},
-            if_not_exists={"views": 0},
-        )
-    )
-    text = params["UpdateExpression"]
-    names, values = params["ExpressionAttributeNames"], params["ExpressionAttributeValues"]
-
-    def resolved(s: str) -> str:
-        s = re.sub(r":v\d+", lambda m: repr(item_from_wire({"v": values[m.group(0)]})["v"]), s)
-        return re.sub(r"#n\d+", lambda m: names[m.group(0)], s)
-
-    assert resolved(text) == (
-        "SET views = if_not_exists(views, 0), "
-        "history = list_append(if_not_exists(history, []), ['b']), "
-        "address.lines = list_append(['x'], if_not_exists(address.lines, [])) "
-        "ADD labels {'p'}, attrs.hits 2"
-    )
-    deleted = request(update_spec(delete={"labels": {"p", "q"}}))
-    assert deleted["UpdateExpression"] == "DELETE #n1 :v0"
-    assert deleted["ExpressionAttributeValues"][":v0"] == {"SS": ["p", "q"]}
-
-
-def test_an_upsert_writes_keys_type_and_defaults_only_where_absent() -> None:
-    params = request(update_spec(set={"title": "T"}, upsert=True))
-    names, values = params["ExpressionAttributeNames"], params["ExpressionAttributeValues"]
-    condition = params["ConditionExpression"]
-    assert condition == "(attribute_not_exists(#n0) OR #n1 = :v0)"
-    assert names["#n0"] == "pk"
-    assert names["#n1"] == "_type"
-    assert values[":v0"] == {"S": "Doc"}
-    text = re.sub(r"#n\d+", lambda m: names[m.group(0)], params["UpdateExpression"])
-    assert text.startswith("SET title = ")
-    assert "did = " in text  # the key fields are stored as fields too
-    assert "views = if_not_exists(views, " in text  # defaults only where absent
-    # status allows None, stored as absence: its default would overwrite a stored None.
-    assert "status" not in text
-    assert "_type = " in text
-    assert "lsi1 = " in text  # title is set: its key is written for sure
-    assert "gpk" not in text
-
-
-@pytest.mark.parametrize(
-    ("spec", "rule"),
-    [
-        (update_spec(set={"address..city": "x"}), "update.path-syntax"),
-        (update_spec(set={"address.town": "x"}), "field.unknown"),
-        (update_spec(set={"views.x": 1}), "update.path-not-a-map"),
-        (update_spec(set={"title[0]": "x"}), "update.path-not-a-list"),
-        (update_spec(set={"attrs.k": "x"}), "field.invalid"),
-        (update_spec(remove=["address.city"]), "update.remove-required"),
-        (update_spec(append={"title": ["x"]}), "update.key-field-operation"),
-        (update_spec(append={"views": [1]}), "update.list-operation"),
-        (update_spec(append={"history": "abc"}), "update.list-operation"),
-        (update_spec(add={"history": 1}), "update.add-type"),
-        (update_spec(add={"labels": set()}), "update.add-type"),
-        (update_spec(delete={"views": 1}), "update.delete-type"),
-        (update_spec(add={"views": True}), "update.add-type"),
-        (update_spec(if_not_exists={"views": None}), "update.if-not-exists-none"),
-        (
-            update_spec(set={"address": {"city": "x"}, "address.zip": "1"}),
-            "update.overlapping-paths",
-        ),
-        (update_spec(set={"lines[0].qty": 1}, remove=["lines[0]"]), "update.overlapping-paths"),
-        (update_spec(set={"views": 1}, add={"views": 1}), "update.overlapping-paths"),
-        (update_spec(set={"did": "b"}), "update.primary-key-field"),
-        (update_spec(set={"address.city": "x"}, upsert=True), "update.upsert-nested-path"),
-        (update_spec(set={"views": 1}, upsert=True), "update.upsert-missing-field"),
-    ],
-)
-def test_bad_updates_are_refused_before_sending(spec: UpdateSpec, rule: str) -> None:
-    with pytest.raises(ValidationError) as info:
-        request(spec)
-    assert info.value.rule == rule
-
-
-def test_an_upsert_takes_a_class_not_an_instance() -> None:
-    doc = DOC(did="a", title="t")
-    with pytest.raises(ValidationError) as info:
-        update_request(meta_of(DOC), KEY, update_spec(set={"views": 1}, upsert=True), instance=doc)
-    assert info.value.rule == "update.upsert-instance"
-
-
-def test_a_key_written_where_absent_needs_every_field_of_its_template() -> None:
-    table = Table(
-        f"k_{uuid.uuid4().hex[:6]}",
-        "pk",
-        "sk",
-        global_indexes=[GlobalIndex("GSI", KeyAttribute("gpk"), KeyAttribute("gsk"))],
-    )
-
-    class Two(Entity, table=table, keys={"pk": "{a}", "sk": "X", "gpk": "{b}#{c}"}):
-        a: str
-        b: str | None = None
-        c: str | None = None
-
-    meta = meta_of(Two)
-    with pytest.raises(PartialKeyUpdateError):
-        update_request(meta, {"a": "1"}, update_spec(if_not_exists={"b": "x"}, set={"c": "y"}))
-    with pytest.raises(PartialKeyUpdateError):
-        update_request(meta, {"a": "1"}, update_spec(set={"b": "x"}, upsert=True))
-    # Both fields set: the key is written for sure; both left alone: written where absent.
-    update_request(meta, {"a": "1"}, update_spec(set={"b": "x", "c": "y"}, upsert=True))
-    update_request(meta, {"a": "1"}, update_spec(upsert=True))
-
-
-# -- the model of UpdateItem --------------------------------------------------------------
-
-
-def test_the_model_refuses_a_path_whose_parent_is_missing() -> None:
-    plan = plan_update(meta_of(DOC), KEY, update_spec(set={"address.city": "x"}))
-    stored = wire_item(DOC(did="a", title="t"))
-    with pytest.raises(PathError):
-        apply_actions(stored, plan.actions)
-
-
-def test_applied_is_true_only_when_every_change_is_stored() -> None:
-    meta = meta_of(DOC)
-    plan = plan_update(meta, KEY, update_spec(set={"address.city": "Oslo"}, add={"labels": {"x"}}))
-    before = wire_item(DOC(did="a", title="t", address=Address(city="Rome")))
-    after = apply_actions(before, plan.actions)
-    assert applied(plan, after)
-    assert not applied(plan, before)
-
-
-def test_dry_run_update_prices_nested_and_list_changes() -> None:
-    doc = DOC(did="a", title="t", history=["x" * 900])
-    small = dry_run_update(doc, set={"views": 2})
-    grown = dry_run_update(doc, append={"history": ["y" * 2000]})
-    assert grown.total > small.total
-    moved = dry_run_update(doc, set={"title": "u"})
-    assert "LSI1" in moved.per_index
+TABLE, DOC = declare_nested_doc()
 
 
 # -- against the engines ------------------------------------------------------------------
@@ -485,27 +275,6 @@ def _kwargs(spec: UpdateSpec) -> dict[str, Any]:
 
 
 # -- timestamps ---------------------------------------------------------------------------
-
-
-def test_timestamps_are_declared_on_datetime_fields_outside_the_primary_key() -> None:
-    table = Table(f"ts_{uuid.uuid4().hex[:6]}", "pk", "sk")
-    with pytest.raises(DeclarationError) as info:
-
-        class A(Entity, table=table, keys={"pk": "{a}", "sk": "X"}, created_at="made"):
-            a: str
-
-    assert info.value.rule == "entity.timestamp-field"
-    with pytest.raises(DeclarationError):
-
-        class B(Entity, table=table, keys={"pk": "{a}", "sk": "X"}, updated_at="n"):
-            a: str
-            n: int | None = None
-
-    with pytest.raises(DeclarationError):
-
-        class C(Entity, table=table, keys={"pk": "{a}", "sk": "{at}"}, created_at="at"):
-            a: str
-            at: datetime | None = None
 
 
 STAMP_TABLE = Table(

@@ -7,11 +7,12 @@ classes on each call, for tests that create their tables on an engine.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from lsiorm import Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Shard, Table
 
@@ -216,3 +217,91 @@ def declare_ledger(table: Table) -> tuple[type[Entity], type[Entity]]:
         amount: int = 0
 
     return Account, Entry
+
+
+# -- the forum ranked by tier and score -------------------------------------------------------
+
+
+def ranked_forum_table(name: str) -> Table:
+    """The forum's table, with a second LSI ranking threads by tier and score (keys only)."""
+    return forum_table(
+        name,
+        more_local_indexes=[LocalIndex("ByRank", KeyAttribute("RankKey"), Projection.keys_only())],
+    )
+
+
+def declare_ranked_thread(table: Table) -> tuple[type[Entity], type[Entity]]:
+    """A thread ranked by tier and score on ``table`` (a :func:`ranked_forum_table`), and a doc."""
+
+    class Thread(
+        Entity,
+        table=table,
+        keys={
+            "ForumName": "{forum}",
+            "Subject": "T#{subject}",
+            "LastPostDateTime": "{last_post}",
+            "RankKey": "RANK#{tier}#{score:04d}",
+        },
+    ):
+        forum: str
+        subject: str
+        last_post: datetime | None = None
+        tier: str | None = None
+        score: int | None = None
+        replies: int = Field(default=0, alias="Replies")
+        tags: set[str] = Field(default_factory=set)
+
+    class Doc(
+        Entity, table=table, keys={"ForumName": "{forum}", "Subject": "D#{name}"}, version="v"
+    ):
+        forum: str
+        name: str
+        body: str = ""
+        v: int = 0
+
+    return Thread, Doc
+
+
+# -- updates: a document with nested models, lists, sets and maps ------------------------------
+
+
+class Line(BaseModel):
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+
+    sku: str
+    qty: int = Field(default=1, alias="q")
+
+
+class Address(BaseModel):
+    city: str
+    zip: str | None = None
+    lines: list[str] = Field(default_factory=list)
+
+
+def declare_nested_doc() -> tuple[Table, type[Any]]:
+    """A fresh table with an LSI and a GSI, and a document with nested models, lists and sets."""
+
+    table = Table(
+        f"upd_{uuid.uuid4().hex[:10]}",
+        "pk",
+        "sk",
+        local_indexes=[LocalIndex("LSI1", KeyAttribute("lsi1"), projection=Projection.all())],
+        global_indexes=[GlobalIndex("GSI1", KeyAttribute("gpk"), KeyAttribute("gsk"))],
+    )
+
+    class Doc(
+        Entity,
+        table=table,
+        keys={"pk": "D#{did}", "sk": "DOC", "lsi1": "T#{title}", "gpk": "S#{status}"},
+    ):
+        did: str
+        title: str
+        status: str | None = "new"
+        address: Address | None = None
+        lines: list[Line] = Field(default_factory=list)
+        labels: set[str] | None = None
+        attrs: dict[str, int] = Field(default_factory=dict)
+        views: int = 0
+        history: list[str] = Field(default_factory=list)
+
+    return table, Doc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from enum import Enum
@@ -432,3 +433,24 @@ def test_shard_in_primary_key_refused() -> None:
             n: Annotated[int, Shard(4)]
 
     assert info.value.rule == "shard.in-primary-key"
+
+
+def test_timestamps_are_declared_on_datetime_fields_outside_the_primary_key() -> None:
+    table = Table(f"ts_{uuid.uuid4().hex[:6]}", "pk", "sk")
+    with pytest.raises(DeclarationError) as info:
+
+        class A(Entity, table=table, keys={"pk": "{a}", "sk": "X"}, created_at="made"):
+            a: str
+
+    assert info.value.rule == "entity.timestamp-field"
+    with pytest.raises(DeclarationError):
+
+        class B(Entity, table=table, keys={"pk": "{a}", "sk": "X"}, updated_at="n"):
+            a: str
+            n: int | None = None
+
+    with pytest.raises(DeclarationError):
+
+        class C(Entity, table=table, keys={"pk": "{a}", "sk": "{at}"}, created_at="at"):
+            a: str
+            at: datetime | None = None
