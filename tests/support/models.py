@@ -14,7 +14,16 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lsiorm import Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Shard, Table
+from lsiorm import (
+    Entity,
+    EpochSeconds,
+    GlobalIndex,
+    KeyAttribute,
+    LocalIndex,
+    Projection,
+    Shard,
+    Table,
+)
 
 # -- the forum of the DynamoDB LSI guide -------------------------------------------------------
 
@@ -305,3 +314,24 @@ def declare_nested_doc() -> tuple[Table, type[Any]]:
         history: list[str] = Field(default_factory=list)
 
     return table, Doc
+
+
+# -- time to live: a cache whose entries expire -----------------------------------------------
+
+#: A table with a TTL attribute; its entries expire at ``expires_at``.
+TTL_CACHE = Table("TtlCache", "PK", "SK", ttl_attribute="expires_at")
+
+
+class Entry(Entity, table=TTL_CACHE, keys={"PK": "E#{name}", "SK": "V#{version:03d}"}):
+    name: str
+    version: int = 1
+    value: str = ""
+    expires_at: EpochSeconds | None = None
+
+
+class Timed(Entity, table=TTL_CACHE, keys={"PK": "T#{topic}", "SK": "AT#{at}"}):
+    """EpochSeconds in a key template, and as a required TTL field."""
+
+    topic: str
+    at: EpochSeconds
+    expires_at: EpochSeconds
