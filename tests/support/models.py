@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import date, datetime
+from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -335,3 +336,29 @@ class Timed(Entity, table=TTL_CACHE, keys={"PK": "T#{topic}", "SK": "AT#{at}"}):
     topic: str
     at: EpochSeconds
     expires_at: EpochSeconds
+
+
+# -- a document of every attribute type, scored on an LSI ---------------------------------------
+
+
+def declare_scored_doc(name: str) -> tuple[Table, type[Entity]]:
+    """A fresh table and a document with bytes, sets, decimals and lists, scored on an LSI."""
+
+    table = Table(
+        name,
+        partition_key="pk",
+        sort_key="sk",
+        local_indexes=[LocalIndex("ByScore", KeyAttribute("lsi1", "N"), Projection.all())],
+    )
+
+    class Doc(Entity, table=table, keys={"pk": "D#{owner}", "sk": "{n:06d}", "lsi1": "{score}"}):
+        owner: str
+        n: int
+        score: int | None = None
+        blob: bytes = b""
+        blobs: set[bytes] = Field(default_factory=set)
+        price: Decimal = Decimal("0")
+        note: str = ""
+        tags: list[str] = Field(default_factory=list)
+
+    return table, Doc
