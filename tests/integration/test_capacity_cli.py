@@ -2,48 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import re
-import uuid
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from lsiorm import Session
-from lsiorm._cli import main
-
-MODULE = """
-from lsiorm import Entity, Table, query
-
-table = Table.with_reserved_lsi_slots({name!r}, "PK", "SK")
-
-
-class Doc(Entity, table=table, keys={{"PK": "U#{{owner}}", "SK": "D#{{did}}", "LSI2SK": "{{b}}"}}):
-    owner: str
-    did: str
-    b: str | None = None
-    body: str = ""
-
-
-KEYS = query(Doc).where(owner="o").using("LSI2").select("did")
-WHOLE = query(Doc).where(owner="o").consistent()
-"""
-
-
-@pytest.fixture
-def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table_name: str) -> Any:
-    name = f"capcli_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{name}.py").write_text(MODULE.format(name=table_name))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return __import__(name)
-
-
-def run(*argv: str) -> str:
-    out = io.StringIO()
-    assert main(list(argv), out=out) in (0, 1)
-    return out.getvalue()
+from support.cli import printed
 
 
 def figures(text: str, label: str) -> str:
@@ -53,33 +16,33 @@ def figures(text: str, label: str) -> str:
 
 
 def test_explain_sample_and_collections_capacity_print_the_figures(
-    module: Any, endpoint_url: str, backend: str, table_name: str
+    capacity_app: Any, endpoint_url: str, backend: str, table_name: str
 ) -> None:
     with Session(endpoint_url=endpoint_url, region_name="us-east-1") as session:
-        session.create_table(module.table)
+        session.create_table(capacity_app.table)
         try:
             for n in range(5):
-                session.put(module.Doc(owner="o", did=str(n), b="k", body="x" * 3000))
-            name = module.__name__
-            keys = run("explain", f"{name}:KEYS", "--sample", "--endpoint-url", endpoint_url)
-            whole = run("explain", f"{name}:WHOLE", "--sample", "--endpoint-url", endpoint_url)
-            scanned = run(
+                session.put(capacity_app.Doc(owner="o", did=str(n), b="k", body="x" * 3000))
+            name = capacity_app.__name__
+            keys = printed("explain", f"{name}:KEYS", "--sample", "--endpoint-url", endpoint_url)
+            whole = printed("explain", f"{name}:WHOLE", "--sample", "--endpoint-url", endpoint_url)
+            scanned = printed(
                 "collections", f"{name}:table", "--capacity", "--endpoint-url", endpoint_url
             )
-            got = run(
+            got = printed(
                 "get", f"{name}:table", "--entity", "Doc", "--key", "owner=o", "--key", "did=1",
                 "--consistent", "--capacity", "--endpoint-url", endpoint_url,
             )  # fmt: skip
-            listed = run(
+            listed = printed(
                 "query", f"{name}:table", "--entity", "Doc", "--where", "owner=o",
                 "--capacity", "--endpoint-url", endpoint_url,
             )  # fmt: skip
-            quiet = run(
+            quiet = printed(
                 "get", f"{name}:table", "--entity", "Doc", "--key", "owner=o", "--key", "did=1",
                 "--endpoint-url", endpoint_url,
             )  # fmt: skip
         finally:
-            session.delete_table(module.table, wait=False)
+            session.delete_table(capacity_app.table, wait=False)
     for text in (keys, whole):
         assert "sampled: the first page, 5 items, 1 request(s)" in text
         if backend == "dynamodb-local":  # moto's ConsumedCapacity is a placeholder
@@ -95,9 +58,3 @@ def test_explain_sample_and_collections_capacity_print_the_figures(
         assert figures(keys, "measured") == "3 units: table 2.5 + LSI2 0.5"
         assert figures(whole, "measured") == "4 units: table 4"  # 15 KB, consistent
         assert consumed == "2 units: table 2"  # about 15 KB scanned: 4 units, halved
-
-
-def test_explain_without_sample_sends_nothing(module: Any) -> None:
-    text = run("explain", f"{module.__name__}:KEYS", "--endpoint-url", "http://127.0.0.1:9")
-    assert "measured" not in text
-    assert "AWS documents no fetch" in text

@@ -2,58 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import sys
-import textwrap
 import uuid
-from pathlib import Path
 
 import pytest
 
-from lsiorm._cli import EXIT_FOUND, EXIT_OK, EXIT_SERVICE, EXIT_USAGE, main
-from lsiorm.testing import free_port
-
-MODELS = """
-from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Table
-
-threads = Table(
-    "{name}",
-    partition_key="ForumName",
-    sort_key="Subject",
-    local_indexes=[
-        LocalIndex(
-            "LastPostIndex", KeyAttribute("LastPostDateTime"), Projection.include("Replies")
-        ),
-    ],
-)
-drifted = Table(
-    "{name}",
-    partition_key="ForumName",
-    sort_key="Subject",
-    local_indexes=[
-        LocalIndex("LastPostIndex", KeyAttribute("LastPostDateTime"), Projection.keys_only()),
-        LocalIndex("ByReplies", KeyAttribute("RepliesKey")),
-    ],
-)
-not_a_table = 42
-"""
-
-
-@pytest.fixture
-def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A module declaring tables with a unique name; returns the module name."""
-    module = f"cli_app_{uuid.uuid4().hex[:8]}"
-    name = f"cli_{uuid.uuid4().hex[:10]}"
-    (tmp_path / f"{module}.py").write_text(textwrap.dedent(MODELS).format(name=name))
-    monkeypatch.chdir(tmp_path)
-    yield module
-    sys.modules.pop(module, None)
-
-
-def run(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(list(argv), out=out)
-    return code, out.getvalue()
+from lsiorm._cli import EXIT_FOUND, EXIT_OK, EXIT_SERVICE, EXIT_USAGE
+from support.cli import run
 
 
 def test_create_table_then_check(app: str, endpoint_url: str) -> None:
@@ -111,74 +66,6 @@ def test_table_prefix_names_the_live_table(app: str, endpoint_url: str) -> None:
     assert run("delete-table", f"{app}:threads", "--yes", *url)[0] == EXIT_OK
 
 
-def test_version(capsys: pytest.CaptureFixture[str]) -> None:
-    import lsiorm
-
-    with pytest.raises(SystemExit) as info:
-        main(["--version"])
-    assert info.value.code == 0
-    assert capsys.readouterr().out.strip() == f"lsiorm {lsiorm.__version__}"
-    assert lsiorm.__version__[0].isdigit()
-
-
-@pytest.mark.parametrize(
-    ("lsis", "gsis", "text"),
-    [
-        (1, 0, "1 local index"),
-        (2, 0, "2 local indexes"),
-        (0, 1, "1 global index"),
-        (1, 1, "1 local and 1 global index"),
-        (2, 3, "2 local and 3 global indexes"),
-        (0, 0, "no secondary indexes"),
-    ],
-)
-def test_index_summary_grammar(lsis: int, gsis: int, text: str) -> None:
-    from lsiorm import GlobalIndex, KeyAttribute, LocalIndex, Table
-    from lsiorm._cli_text import index_summary
-
-    table = Table(
-        "Grammar",
-        "pk",
-        "sk",
-        local_indexes=[LocalIndex(f"Local{i}", KeyAttribute(f"l{i}")) for i in range(lsis)],
-        global_indexes=[GlobalIndex(f"Global{i}", KeyAttribute(f"g{i}")) for i in range(gsis)],
-    )
-    assert index_summary(table) == text
-
-
-@pytest.mark.parametrize(
-    ("target", "message"),
-    [
-        ("no_colon_here", "module:attribute"),
-        ("no_such_module_xyz:threads", "Cannot import"),
-        ("{app}:missing", "no attribute"),
-        ("{app}:not_a_table", "not an lsiorm Table"),
-    ],
-)
-def test_bad_targets_are_usage_errors(
-    app: str, target: str, message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, _ = run("check", target.format(app=app), "--endpoint-url", "http://127.0.0.1:9")
-    assert code == EXIT_USAGE
-    assert message in capsys.readouterr().err
-
-
-def test_unreachable_endpoint(app: str, capsys: pytest.CaptureFixture[str]) -> None:
-    url = f"http://127.0.0.1:{free_port()}"
-    code, _ = run("check", f"{app}:threads", "--endpoint-url", url)
-    assert code == EXIT_SERVICE
-    err = capsys.readouterr().err
-    assert "failed" in err
-    assert "EndpointConnectionError" in err
-    assert err.count("EndpointConnectionError") == 1, err  # each error said once
-
-
-def test_unknown_command_exits_2() -> None:
-    with pytest.raises(SystemExit) as info:
-        main(["frobnicate"])
-    assert info.value.code == 2
-
-
 def test_collections_reports_largest_and_threshold(app: str, endpoint_url: str) -> None:
     assert run("create-table", f"{app}:threads", "--endpoint-url", endpoint_url)[0] == EXIT_OK
     module = sys.modules[app]
@@ -224,114 +111,6 @@ def test_collections_of_an_empty_table(app: str, endpoint_url: str) -> None:
     assert code == EXIT_OK
     assert "0 items read; no item collections" in out
     assert "the 0" not in out
-
-
-EXPLAIN_MODELS = """
-from datetime import datetime
-
-from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Table, between
-from lsiorm import query
-
-threads = Table(
-    "ExplainThreads",
-    partition_key="ForumName",
-    sort_key="Subject",
-    local_indexes=[
-        LocalIndex("LastPostIndex", KeyAttribute("LastPostDateTime"), Projection.keys_only()),
-    ],
-)
-
-
-class Thread(
-    Entity,
-    table=threads,
-    keys={"ForumName": "{forum}", "Subject": "T#{subject}", "LastPostDateTime": "{last_post}"},
-):
-    forum: str
-    subject: str
-    last_post: datetime | None = None
-    replies: int = 0
-
-
-class Reply(
-    Entity,
-    table=threads,
-    keys={"ForumName": "{forum}", "Subject": "R#{subject}#{n:04d}"},
-):
-    forum: str
-    subject: str
-    n: int
-    text: str = ""
-
-
-recent = query(Thread).where(
-    forum="S3",
-    last_post=between(datetime.fromisoformat("2015-09-01T00:00:00+00:00"),
-                      datetime.fromisoformat("2015-10-01T00:00:00+00:00")),
-)
-"""
-
-
-@pytest.fixture
-def explain_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    module = f"explain_app_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{module}.py").write_text(EXPLAIN_MODELS)
-    monkeypatch.chdir(tmp_path)
-    yield module
-    sys.modules.pop(module, None)
-
-
-def test_explain_a_query_value(explain_app: str) -> None:
-    code, out = run("explain", f"{explain_app}:recent")
-    assert code == EXIT_OK
-    assert "LastPostIndex" in out
-    assert "2015-09-01T00:00:00.000000Z" in out
-
-
-def test_explain_from_command_line_conditions(explain_app: str) -> None:
-    code, out = run(
-        "explain",
-        f"{explain_app}:threads",
-        "--entity",
-        "Thread",
-        "--where",
-        "forum=S3",
-        "--where",
-        "last_post=2015-09-01T00:00:00Z..2015-10-01T00:00:00Z",
-        "--select",
-        "subject,replies",
-    )
-    assert code == EXIT_OK
-    assert "LastPostIndex" in out
-    assert "2015-10-01T00:00:00.000000Z" in out
-    assert "replies" in out  # not projected by the KEYS_ONLY index: fetched
-
-
-@pytest.mark.parametrize(
-    ("extra", "message"),
-    [
-        ((), "--entity"),
-        (("--entity", "Nope"), "no entity 'Nope'"),
-        (("--entity", "Thread", "--where", "forum~S3"), "Cannot read condition"),
-        (("--entity", "Thread", "--where", "replies=many"), "replies"),
-        (("--entity", "Thread", "--where", "subject=x"), "forum"),
-    ],
-)
-def test_explain_errors_are_usage_errors(
-    explain_app: str, extra: tuple[str, ...], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, _ = run("explain", f"{explain_app}:threads", *extra)
-    assert code == EXIT_USAGE
-    assert message in capsys.readouterr().err
-
-
-def test_explain_several_entities(explain_app: str) -> None:
-    code, out = run(
-        "explain", f"{explain_app}:threads", "--entity", "Thread,Reply", "--where", "forum=S3"
-    )
-    assert code == EXIT_OK, out
-    assert "Thread" in out
-    assert "Reply" in out
 
 
 def test_get_and_query_read_items(explain_app: str, endpoint_url: str) -> None:
