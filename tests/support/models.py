@@ -362,3 +362,64 @@ def declare_scored_doc(name: str) -> tuple[Table, type[Entity]]:
         tags: list[str] = Field(default_factory=list)
 
     return table, Doc
+
+
+# -- kittens and puppies in one zoo: a sparse LSI slot, partition-only GSIs ---------------------
+
+PETS = Table(
+    f"exact_{uuid.uuid4().hex[:8]}",
+    "PK",
+    "SK",
+    local_indexes=[
+        LocalIndex("ByAge", KeyAttribute("AgeSK"), Projection.all()),
+        LocalIndex("ByName", KeyAttribute("NameSK"), Projection.all()),
+    ],
+    global_indexes=[
+        GlobalIndex("ByZone", KeyAttribute("Zone"), None, Projection.all()),
+        GlobalIndex("ByZoneKeys", KeyAttribute("ZoneK"), None, Projection.keys_only()),
+        GlobalIndex("ByZoneType", KeyAttribute("ZoneT"), None, Projection.include("_type")),
+        GlobalIndex("ByMass", KeyAttribute("Area"), KeyAttribute("Mass", "N"), Projection.all()),
+    ],
+)
+
+
+class Kitten(
+    Entity,
+    table=PETS,
+    keys={
+        "PK": "Z#{zoo}",
+        "SK": "KITTEN#{name}",
+        "AgeSK": "KITTEN#{age:03d}#{color}",
+        "NameSK": "KITTEN#{name}#{indoor}",
+        "Zone": "{zone}",
+        "ZoneK": "{zone}",
+        "ZoneT": "{zone}",
+        "Area": "{zone}",
+        "Mass": "{mass}",
+    },
+):
+    zoo: str
+    name: str
+    age: int
+    color: str | None = None
+    zone: str = "north"
+    mass: int = 0
+    indoor: bool = False
+
+
+class Puppy(
+    Entity,
+    table=PETS,
+    keys={
+        "PK": "Z#{zoo}",
+        "SK": "PUPPY#{name}",
+        "AgeSK": "PUPPY#{age:03d}",
+        "Zone": "{zone}",
+        "ZoneK": "{zone}",
+        "ZoneT": "{zone}",
+    },
+):
+    zoo: str
+    name: str
+    age: int
+    zone: str = "north"

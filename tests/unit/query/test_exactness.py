@@ -2,87 +2,16 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsiorm import (
-    Entity,
-    GlobalIndex,
-    KeyAttribute,
-    LocalIndex,
-    Projection,
-    Session,
-    Table,
-)
 from lsiorm._conditions import begins_with, between, cond, eq, ge, gt, le, lt, ne
 from lsiorm._query.values import query
 from lsiorm.errors import QueryPlanError, ValidationError
-from support.tables import session_with
-
-# -- a sparse LSI slot ------------------------------------------------------------------------
-
-pets = Table(
-    f"exact_{uuid.uuid4().hex[:8]}",
-    "PK",
-    "SK",
-    local_indexes=[
-        LocalIndex("ByAge", KeyAttribute("AgeSK"), Projection.all()),
-        LocalIndex("ByName", KeyAttribute("NameSK"), Projection.all()),
-    ],
-    global_indexes=[
-        GlobalIndex("ByZone", KeyAttribute("Zone"), None, Projection.all()),
-        GlobalIndex("ByZoneKeys", KeyAttribute("ZoneK"), None, Projection.keys_only()),
-        GlobalIndex("ByZoneType", KeyAttribute("ZoneT"), None, Projection.include("_type")),
-        GlobalIndex("ByMass", KeyAttribute("Area"), KeyAttribute("Mass", "N"), Projection.all()),
-    ],
-)
-
-
-class Kitten(
-    Entity,
-    table=pets,
-    keys={
-        "PK": "Z#{zoo}",
-        "SK": "KITTEN#{name}",
-        "AgeSK": "KITTEN#{age:03d}#{color}",
-        "NameSK": "KITTEN#{name}#{indoor}",
-        "Zone": "{zone}",
-        "ZoneK": "{zone}",
-        "ZoneT": "{zone}",
-        "Area": "{zone}",
-        "Mass": "{mass}",
-    },
-):
-    zoo: str
-    name: str
-    age: int
-    color: str | None = None
-    zone: str = "north"
-    mass: int = 0
-    indoor: bool = False
-
-
-class Puppy(
-    Entity,
-    table=pets,
-    keys={
-        "PK": "Z#{zoo}",
-        "SK": "PUPPY#{name}",
-        "AgeSK": "PUPPY#{age:03d}",
-        "Zone": "{zone}",
-        "ZoneK": "{zone}",
-        "ZoneT": "{zone}",
-    },
-):
-    zoo: str
-    name: str
-    age: int
-    zone: str = "north"
+from support.models import Kitten, Puppy
 
 
 def test_automatic_choice_skips_an_index_where_matching_items_are_absent() -> None:
@@ -228,54 +157,3 @@ def test_a_bool_range_in_the_fallback_becomes_equalities(low: bool, high: bool, 
     assert ">" not in plan.filter
     assert "BETWEEN" not in plan.filter
     assert len([v for v in plan.values.values() if "BOOL" in v]) == len(allowed)
-
-
-# -- against the engines ----------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def session(endpoint_url: str) -> Iterator[Session]:
-    with session_with(endpoint_url, pets) as s:
-        for n in range(12):
-            s.put(
-                Kitten(
-                    zoo="z",
-                    name=f"k{n:02d}",
-                    age=n - 6,
-                    color=None if n % 3 == 0 else "red",
-                    zone="north" if n % 2 else "south",
-                    mass=n,
-                    indoor=n % 4 == 0,
-                )
-            )
-            s.put(Puppy(zoo="z", name=f"p{n:02d}", age=n, zone="north"))
-        yield s
-
-
-def test_counts_and_reads_are_exact_on_a_shared_index(session: Session) -> None:
-    for index in ("ByZone", "ByZoneType"):
-        q = query(Kitten).where(zone="north").using(index)
-        assert session.count(q) == 6
-        assert len(session.all(q.select("name", "zone"))) == 6
-        assert session.count(query(Puppy).where(zone="north").using(index)) == 12
-        both = query(Kitten, Puppy).where(zone="north").using(index)
-        assert session.count(both) == 18
-        assert len(session.all(both.select("name", "zone"))) == 18
-        limited = session.all(q.select("name", "zone").limit(2))
-        assert len(limited) == 2
-
-
-def test_a_sparse_index_named_on_purpose_misses_what_explain_says(session: Session) -> None:
-    fallback = query(Kitten).where(zoo="z", age=between(-6, 5)).allow_filter_fallback()
-    assert session.count(fallback) == 12
-    forced = query(Kitten).where(zoo="z", age=between(-6, 5)).using("ByAge")
-    assert session.count(forced) == 8  # the four Kittens without a color are not in ByAge
-
-
-def test_two_bounds_and_bool_fallbacks_read_exactly(session: Session) -> None:
-    got = session.all(query(Kitten).where(zone="north", mass=gt(3)).where(mass=le(9)))
-    assert sorted(k.mass for k in got) == [5, 7, 9]
-    assert session.count(query(Kitten).where(zone="north", mass=gt(3)).where(mass=lt(9))) == 2
-    indoor = query(Kitten).where(zoo="z", indoor=gt(False)).using("ByName")
-    indoor = indoor.allow_filter_fallback()
-    assert sorted(k.name for k in session.all(indoor)) == ["k00", "k04", "k08"]
