@@ -19,50 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lsiorm import AsyncSession, Entity, Session, Table, begins_with, query
-from lsiorm.errors import DeclarationError, QueryPlanError
+from support.models import declare_shop, shop_table
 from support.tables import session_with
 
 ORDER_IDS = ["", "o1", "o1!", "o1 ", "o1#", "o1\x00", "o1\x01", "o10", "o2", "é", "\U0001f600"]
-
-
-def shop_table() -> Table:
-    return Table(f"shop_{uuid.uuid4().hex[:10]}", partition_key="PK", sort_key="SK")
-
-
-def declare(table: Table) -> dict[str, type[Entity]]:
-    class Customer(Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "PROFILE"}):
-        customer_id: str
-        name: str = ""
-
-    class Order(
-        Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "ORDER#{order_id}"}
-    ):
-        customer_id: str
-        order_id: str
-        total: int = 0
-
-    class OrderItem(
-        Entity,
-        table=table,
-        keys={"PK": "CUSTOMER#{customer_id}", "SK": "ORDER#{order_id}#ITEM#{line:03d}"},
-    ):
-        customer_id: str
-        order_id: str
-        line: int
-        sku: str = ""
-
-    class Review(
-        Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "REVIEW#{review_id}"}
-    ):
-        customer_id: str
-        review_id: str
-
-    return {
-        "Customer": Customer,
-        "Order": Order,
-        "OrderItem": OrderItem,
-        "Review": Review,
-    }
 
 
 class Counter:
@@ -142,7 +102,7 @@ def shop(
     endpoint_url: str,
 ) -> Iterator[tuple[Session, Counter, dict[str, type[Entity]], list[Any]]]:
     table = shop_table()
-    kinds = declare(table)
+    kinds = declare_shop(table)
     counter = Counter()
     with Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=[counter]) as session:
         session.create_table(table)
@@ -269,7 +229,7 @@ def test_begins_with_on_the_order_id_over_orders_and_items(shop: Any) -> None:
 
 async def test_a_whole_collection_in_one_query_async(endpoint_url: str) -> None:
     table = shop_table()
-    kinds = declare(table)
+    kinds = declare_shop(table)
     counter = Counter()
     async with AsyncSession(
         endpoint_url=endpoint_url, region_name="us-east-1", hooks=[counter]
@@ -286,32 +246,6 @@ async def test_a_whole_collection_in_one_query_async(endpoint_url: str) -> None:
             assert await session.count(q) == len(want)
         finally:
             await session.delete_table(table, wait=False)
-
-
-def test_hierarchy_declarations() -> None:
-    table = shop_table()
-    declare(table)  # orders next to their items: allowed
-
-    class Place(Entity, table=table, keys={"PK": "MAP#{city}", "SK": "{district}:{street}"}):
-        city: str
-        district: str
-        street: str
-
-    class Area(Entity, table=table, keys={"PK": "MAP#{city}", "SK": "{district}"}):
-        city: str
-        district: str
-
-    # A district key can never equal a street key: the street key holds a terminator.
-    with pytest.raises(DeclarationError) as caught:
-
-        class Clash(Entity, table=table, keys={"PK": "MAP#{city}", "SK": "{name}:x"}):
-            city: str
-            name: str
-
-    assert caught.value.rule == "template.namespace-overlap"
-    assert "Place" in str(caught.value)
-    assert "query(Clash)" in str(caught.value)
-    assert {"Place", "Area"} <= set(table.entities)
 
 
 def test_an_address_hierarchy_level_by_level(endpoint_url: str) -> None:
@@ -381,7 +315,7 @@ def test_an_address_hierarchy_level_by_level(endpoint_url: str) -> None:
 @pytest.fixture(scope="module")
 def stocked(endpoint_url: str) -> Iterator[Shop]:
     table = shop_table()
-    kinds = declare(table)
+    kinds = declare_shop(table)
     counter = Counter()
     with session_with(endpoint_url, table, wait=False, hooks=[counter]) as session:
         items = sample(kinds)
@@ -426,59 +360,3 @@ def test_random_collection_queries_equal_brute_force(stocked: Shop, data: st.Dat
     size = data.draw(st.integers(1, 4), label="page size")
     assert walk_with_cursors(session, q, size) == want
     assert session.first(q) == (want[0] if want else None)
-
-
-# -- plan-level choices ---------------------------------------------------------------------------
-
-
-def test_types_whose_filters_compile_differently_get_one_query_each() -> None:
-    from pydantic import Field
-
-    table = shop_table()
-
-    class Invoice(Entity, table=table, keys={"PK": "C#{c}", "SK": "INV#{n:03d}"}):
-        c: str
-        n: int
-        note: str = Field(default="", alias="Note")
-
-    class Receipt(Entity, table=table, keys={"PK": "C#{c}", "SK": "REC#{n:03d}"}):
-        c: str
-        n: int
-        note: str = ""
-
-    plain = query(Invoice, Receipt).where(c="x").plan()
-    assert [r.label for r in plain.requests] == ["Invoice+Receipt"]
-    filtered = query(Invoice, Receipt).where(c="x").filter(note="hi").plan()
-    assert [r.label for r in filtered.requests] == ["Invoice", "Receipt"]
-    assert "their filters differ" in str(
-        query(Invoice, Receipt).where(c="x").filter(note="hi").explain()
-    )
-
-
-def test_a_shared_range_on_an_index_without_the_type_attribute_is_refused_for_one_type() -> None:
-    from lsiorm import GlobalIndex, KeyAttribute, Projection
-
-    table = Table(
-        f"shop_{uuid.uuid4().hex[:10]}",
-        partition_key="PK",
-        sort_key="SK",
-        global_indexes=[
-            GlobalIndex("ByTag", KeyAttribute("Tag"), projection=Projection.keys_only())
-        ],
-    )
-
-    class Post(Entity, table=table, keys={"PK": "P#{p}", "SK": "POST", "Tag": "{tag}"}):
-        p: str
-        tag: str
-
-    class Photo(Entity, table=table, keys={"PK": "F#{p}", "SK": "PHOTO", "Tag": "{tag}"}):
-        p: str
-        tag: str
-
-    # Photo items share the range and no filter can drop them (count() would count them), so
-    # the index is refused rather than read inexactly.
-    with pytest.raises(QueryPlanError) as caught:
-        query(Post).where(tag="x").plan()
-    assert caught.value.rule == "query.type-not-projected"
-    both = query(Post, Photo).where(tag="x").plan()
-    assert [r.label for r in both.requests] == ["Post+Photo"]

@@ -10,7 +10,6 @@ stored items, and a job killed at a random point and resumed rewrites each stale
 from __future__ import annotations
 
 import random
-import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -19,11 +18,8 @@ from typing import Any
 import pytest
 
 from lsiorm import Entity, Session, Table
-from lsiorm._io.drivers import SyncDriver
 from lsiorm._ops.hooks import HookRequest
 from lsiorm._ops.key_audit import check_item_keys
-from lsiorm._ops.resumable import WriteBudget
-from lsiorm._ops.steps import Gather, Operation, Sleep
 from support.jobs import Killed, WriteLog, everything, session_on
 from support.models import declare_doc
 
@@ -200,85 +196,4 @@ def test_a_parallel_backfill_killed_at_a_random_point_resumes_exactly(
         session.delete_table(table)
 
 
-# -- the write budget holds across threads ---------------------------------------------------
-
-
-class FrozenClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _granted(budget: WriteBudget, units: float) -> bool:
-    """Drive one take: True when granted at once, False when it would have to wait."""
-    steps = budget.take(units)
-    try:
-        step = next(steps)
-    except StopIteration:
-        return True
-    assert isinstance(step, Sleep)
-    assert step.seconds > 0
-    steps.close()
-    return False
-
-
-def _taker(budget: WriteBudget, start: threading.Barrier, granted: Counter[int], me: int) -> None:
-    start.wait()
-    for _ in range(200):
-        if _granted(budget, 1.0):
-            granted[me] += 1
-
-
-@pytest.mark.parametrize("attempt", range(5))
-def test_the_write_budget_holds_across_threads(attempt: int) -> None:
-    clock = FrozenClock()
-    budget = WriteBudget(40.0, clock)
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # switch threads as often as possible: provoke any race
-    try:
-        for elapsed in (0.0, 0.25, 0.5, 1.0):
-            clock.now += elapsed
-            granted = Counter[int]()
-            start = threading.Barrier(8)
-            threads = [
-                threading.Thread(target=_taker, args=(budget, start, granted, i)) for i in range(8)
-            ]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            # A full bucket holds one second of units; then each interval refills its share.
-            assert sum(granted.values()) == (40 if elapsed in (0.0, 1.0) else int(40 * elapsed))
-    finally:
-        sys.setswitchinterval(interval)
-    assert budget.spent == 40 + 10 + 20 + 40
-
-
 # -- a kill stops every segment -----------------------------------------------------------------
-
-
-def test_a_killed_segment_stops_its_siblings() -> None:
-    steps = Counter[str]()
-    killer_ran = threading.Event()
-
-    def sibling() -> Operation[str]:
-        for _ in range(10_000):
-            steps["sibling"] += 1
-            yield Sleep(0.001)
-        return "finished"
-
-    def killer() -> Operation[str]:
-        yield Sleep(0.001)
-        killer_ran.set()
-        raise Killed
-
-    def job() -> Operation[list[str]]:
-        done: list[str] = yield Gather((sibling(), killer(), sibling()), limit=3, threads=True)
-        return done
-
-    with pytest.raises(Killed):
-        SyncDriver(client=None).run(job())
-    assert killer_ran.is_set()
-    assert steps["sibling"] < 2 * 10_000  # the siblings stopped long before their end

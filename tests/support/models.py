@@ -423,3 +423,49 @@ class Puppy(
     name: str
     age: int
     zone: str = "north"
+
+
+# -- the shop: a customer's orders, their items and its reviews in one partition --------------
+
+
+def shop_table() -> Table:
+    """A fresh table for :func:`declare_shop`."""
+    return Table(f"shop_{uuid.uuid4().hex[:10]}", partition_key="PK", sort_key="SK")
+
+
+def declare_shop(table: Table) -> dict[str, type[Entity]]:
+    """A customer, its orders, each order's items and its reviews, in one partition."""
+
+    class Customer(Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "PROFILE"}):
+        customer_id: str
+        name: str = ""
+
+    class Order(
+        Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "ORDER#{order_id}"}
+    ):
+        customer_id: str
+        order_id: str
+        total: int = 0
+
+    class OrderItem(
+        Entity,
+        table=table,
+        keys={"PK": "CUSTOMER#{customer_id}", "SK": "ORDER#{order_id}#ITEM#{line:03d}"},
+    ):
+        customer_id: str
+        order_id: str
+        line: int
+        sku: str = ""
+
+    class Review(
+        Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "REVIEW#{review_id}"}
+    ):
+        customer_id: str
+        review_id: str
+
+    return {
+        "Customer": Customer,
+        "Order": Order,
+        "OrderItem": OrderItem,
+        "Review": Review,
+    }

@@ -1,9 +1,13 @@
-"""Sync batches overlap their chunks in a small thread pool; results and errors keep their order."""
+"""Sync batches overlap their chunks in a small thread pool; results and errors keep their order.
+
+A segment killed in a threaded gather stops its siblings.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -11,8 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lsiorm import Entity, Session, Table
+from lsiorm._io.drivers import SyncDriver
 from lsiorm._io.overlap import gather_in_threads
-from lsiorm._ops.steps import Operation
+from lsiorm._ops.steps import Gather, Operation, Sleep
+from support.jobs import Killed
 
 
 def returning(value: Any, fail: bool = False) -> Operation[Any]:
@@ -78,3 +84,28 @@ def test_sync_batch_chunks_overlap_up_to_the_limit(concurrency: int, bound: int)
     assert stub.calls == 10
     assert len(stub.items) == 250
     assert stub.most == bound
+
+
+def test_a_killed_segment_stops_its_siblings() -> None:
+    steps = Counter[str]()
+    killer_ran = threading.Event()
+
+    def sibling() -> Operation[str]:
+        for _ in range(10_000):
+            steps["sibling"] += 1
+            yield Sleep(0.001)
+        return "finished"
+
+    def killer() -> Operation[str]:
+        yield Sleep(0.001)
+        killer_ran.set()
+        raise Killed
+
+    def job() -> Operation[list[str]]:
+        done: list[str] = yield Gather((sibling(), killer(), sibling()), limit=3, threads=True)
+        return done
+
+    with pytest.raises(Killed):
+        SyncDriver(client=None).run(job())
+    assert killer_ran.is_set()
+    assert steps["sibling"] < 2 * 10_000  # the siblings stopped long before their end

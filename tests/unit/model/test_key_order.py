@@ -21,6 +21,7 @@ from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.keyspace import intersection_witness, shape_of
 from lsiorm._model.text_codecs import TERMINATOR, StrCodec, escape_text, unescape_text
 from lsiorm.errors import DeclarationError
+from support.models import declare_shop, shop_table
 from support.oracles import sort_key_selects
 
 # Characters below, equal to and just above every separator used here, the escape and
@@ -283,3 +284,29 @@ def test_intersection_witness_is_a_key_of_both(a: str, b: str, overlap: bool) ->
             shape = shape_of(template)
             assert shape is not None
             assert shape.matches(witness)
+
+
+def test_hierarchy_declarations() -> None:
+    table = shop_table()
+    declare_shop(table)  # orders next to their items: allowed
+
+    class Place(Entity, table=table, keys={"PK": "MAP#{city}", "SK": "{district}:{street}"}):
+        city: str
+        district: str
+        street: str
+
+    class Area(Entity, table=table, keys={"PK": "MAP#{city}", "SK": "{district}"}):
+        city: str
+        district: str
+
+    # A district key can never equal a street key: the street key holds a terminator.
+    with pytest.raises(DeclarationError) as caught:
+
+        class Clash(Entity, table=table, keys={"PK": "MAP#{city}", "SK": "{name}:x"}):
+            city: str
+            name: str
+
+    assert caught.value.rule == "template.namespace-overlap"
+    assert "Place" in str(caught.value)
+    assert "query(Clash)" in str(caught.value)
+    assert {"Place", "Area"} <= set(table.entities)
