@@ -13,7 +13,8 @@ MIN_VENV := .venv-min
 MIN_STAMP := $(MIN_VENV)/.installed-stamp
 # The quick part of the suite run there: moto only, no async stack.
 MIN_TESTS := tests/package/test_public_api.py tests/package/test_pytest_plugin.py \
-	tests/integration/test_deployment.py tests/unit/model/test_schema.py \
+	tests/integration/test_deployment.py tests/unit/session/test_session.py \
+	tests/unit/ops/test_naming.py tests/unit/model/test_schema.py \
 	tests/unit/model/test_wire.py tests/unit/requests/test_transactions.py \
 	tests/unit/ops/test_transactions.py tests/integration/test_transactions.py \
 	tests/integration/test_query_fetch.py tests/unit/io/test_fastjson.py \

@@ -7,61 +7,19 @@ followed by a write. Items written by older versions, which hold NULL, still rea
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from pydantic import Field
 
-from lsiorm import (
-    Entity,
-    GlobalIndex,
-    KeyAttribute,
-    Session,
-    Table,
-    decode_item,
-    dry_run_put,
-    dry_run_update,
-    item_size,
-    not_exists,
-    query,
-    where,
-)
-from lsiorm._model.item_encoding import wire_item
+from lsiorm import Session, not_exists, query, where
+from support.models import DEFAULTS_TABLE, WithDefaults, declare_optional_doc
 from support.tables import session_with
-
-
-def declare() -> tuple[Table, type[Any]]:
-    table = Table(
-        f"absent_{uuid.uuid4().hex[:10]}",
-        "pk",
-        "sk",
-        global_indexes=[
-            GlobalIndex("GSI1", KeyAttribute("gpk"), KeyAttribute("gsk")),
-        ],
-    )
-
-    class Doc(
-        Entity,
-        table=table,
-        keys={"pk": "D#{did}", "sk": "D", "gpk": "S#{status}", "gsk": "R#{rev:05d}"},
-    ):
-        did: str
-        status: str | None = None
-        rev: int | None = None
-        hits: int | None = None
-        note: str | None
-        tags: list[str] | None = None
-
-    return table, Doc
 
 
 @pytest.fixture
 def world(endpoint_url: str, dynamodb_client: Any) -> Iterator[tuple[Session, Any, type[Any]]]:
-    table, doc = declare()
+    table, doc = declare_optional_doc()
     with session_with(endpoint_url, table) as session:
         yield session, dynamodb_client, doc
 
@@ -161,57 +119,6 @@ def test_an_old_item_holding_null_reads_as_none(world: tuple[Session, Any, type[
     assert old == doc(did="old", note=None)
     session.put(old)
     assert {"status", "hits", "note"}.isdisjoint(raw(client, doc, "old"))
-
-
-optional_text = st.none() | st.text(min_size=1, max_size=8)
-
-
-@settings(max_examples=60)
-@given(
-    status=optional_text,
-    rev=st.none() | st.integers(min_value=0, max_value=99999),
-    hits=st.none() | st.integers(min_value=-5, max_value=5),
-    note=optional_text,
-    tags=st.none() | st.lists(st.text(max_size=3), max_size=3),
-)
-def test_no_top_level_null_and_sizes_agree_with_the_capacity_model(
-    status: str | None, rev: int | None, hits: int | None, note: str | None, tags: Any
-) -> None:
-    _table, doc = declare()
-    entity = doc(did="x", status=status, rev=rev, hits=hits, note=note, tags=tags)
-    wire = wire_item(entity)
-    assert not any("NULL" in av for av in wire.values())
-    assert {k for k, v in entity.model_dump().items() if v is None}.isdisjoint(wire)
-    assert doc.__lsiorm__.table.entities["Doc"] is doc
-    # The capacity model sizes the very item that is written.
-    estimate = dry_run_put(entity, assume_new=True)
-    assert estimate.table_units == max(1, -(-item_size(wire) // 1024))
-    cleared = dry_run_update(entity, set={"note": None, "hits": None})
-    assert cleared.table_units >= 1
-
-
-DEFAULTS_TABLE = Table(f"absdef_{uuid.uuid4().hex[:8]}", "pk", "sk")
-
-
-class WithDefaults(Entity, table=DEFAULTS_TABLE, keys={"pk": "W#{wid}", "sk": "W"}):
-    wid: str
-    count: int | None = 5
-    labels: list[str] | None = Field(default_factory=lambda: ["x"])
-    note: str | None = None
-    must: str | None
-
-
-@given(
-    count=st.none() | st.integers(-3, 3),
-    labels=st.none() | st.lists(st.text(max_size=2), max_size=2),
-    note=st.none() | st.text(max_size=2),
-    must=st.none() | st.text(max_size=2),
-)
-def test_none_reads_back_as_none_whatever_the_default(
-    count: int | None, labels: list[str] | None, note: str | None, must: str | None
-) -> None:
-    entity = WithDefaults(wid="a", count=count, labels=labels, note=note, must=must)
-    assert decode_item(DEFAULTS_TABLE, wire_item(entity)) == entity
 
 
 def test_none_reads_back_as_none_through_a_query(endpoint_url: str) -> None:

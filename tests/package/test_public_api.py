@@ -1,6 +1,7 @@
 """The public surface: exactly the names exported at the top level, and the 0.1 module paths.
 
-(Sync/async parity of the two sessions is pinned by test_parity.)
+(Sync/async parity of the two sessions is pinned by tests/unit/session/test_session_methods.py
+and tests/integration/test_parity.py.)
 """
 
 from __future__ import annotations

@@ -469,3 +469,46 @@ def declare_shop(table: Table) -> dict[str, type[Entity]]:
         "OrderItem": OrderItem,
         "Review": Review,
     }
+
+
+# -- None is absence: optional fields, with and without defaults ------------------------------
+
+
+def declare_optional_doc() -> tuple[Table, type[Any]]:
+    """A fresh table and a document whose fields (keys of a GSI among them) may be None."""
+
+    table = Table(
+        f"absent_{uuid.uuid4().hex[:10]}",
+        "pk",
+        "sk",
+        global_indexes=[
+            GlobalIndex("GSI1", KeyAttribute("gpk"), KeyAttribute("gsk")),
+        ],
+    )
+
+    class Doc(
+        Entity,
+        table=table,
+        keys={"pk": "D#{did}", "sk": "D", "gpk": "S#{status}", "gsk": "R#{rev:05d}"},
+    ):
+        did: str
+        status: str | None = None
+        rev: int | None = None
+        hits: int | None = None
+        note: str | None
+        tags: list[str] | None = None
+
+    return table, Doc
+
+
+DEFAULTS_TABLE = Table(f"absdef_{uuid.uuid4().hex[:8]}", "pk", "sk")
+
+
+class WithDefaults(Entity, table=DEFAULTS_TABLE, keys={"pk": "W#{wid}", "sk": "W"}):
+    """A document whose optional fields default to something other than None."""
+
+    wid: str
+    count: int | None = 5
+    labels: list[str] | None = Field(default_factory=lambda: ["x"])
+    note: str | None = None
+    must: str | None
