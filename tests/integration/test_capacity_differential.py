@@ -41,7 +41,6 @@ from lsiorm import (
     LocalIndex,
     Projection,
     Put,
-    ReadEstimate,
     Session,
     Table,
     Update,
@@ -767,9 +766,3 @@ def check_results(session: Any, recorder: Recorder, result: Any, table: Table) -
             for c in page.consumed:
                 pages = pages + c
         assert figures(pages) == figures(total)
-
-
-def test_read_estimates_are_comparable_with_consumed_capacity() -> None:
-    consumed = ConsumedCapacity("T", 1.0, {"LSI1": 0.5})
-    assert consumed.matches(ReadEstimate("T", 1.0, {"LSI1": 0.5}))
-    assert not consumed.matches(ReadEstimate("T", 1.0))

@@ -9,7 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsiorm import GlobalIndex, KeyAttribute, LocalIndex, Projection, Table, dry_run_update
+from lsiorm import (
+    ConsumedCapacity,
+    GlobalIndex,
+    KeyAttribute,
+    LocalIndex,
+    Projection,
+    Table,
+    dry_run_update,
+)
 from lsiorm._model.capacity import (
     INDEX_ENTRY_OVERHEAD,
     ReadEstimate,
@@ -483,3 +491,9 @@ def test_narrower_projections_hold_smaller_entries(full: WireItem) -> None:
         index_entry_size(TABLE, name, with_all_keys) or 0 for name in ("Keys", "Some", "All")
     )
     assert 0 < keys <= some <= every == item_size(with_all_keys) + INDEX_ENTRY_OVERHEAD
+
+
+def test_read_estimates_are_comparable_with_consumed_capacity() -> None:
+    consumed = ConsumedCapacity("T", 1.0, {"LSI1": 0.5})
+    assert consumed.matches(ReadEstimate("T", 1.0, {"LSI1": 0.5}))
+    assert not consumed.matches(ReadEstimate("T", 1.0))
