@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
@@ -24,20 +25,36 @@ def _comparable(response: Any) -> Any:
     return response
 
 
+class Notes:
+    """Each request a driver sent and what came back: a response, or an error's type and text."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    @contextmanager
+    def of(self, call: Call) -> Iterator[Callable[[dict[str, Any]], dict[str, Any]]]:
+        """Note ``call``'s error if one is raised; yield what notes and returns its response."""
+
+        def answered(response: dict[str, Any]) -> dict[str, Any]:
+            self.seen.append((call.operation, call.params, _comparable(response)))
+            return response
+
+        try:
+            yield answered
+        except LsiormError as exc:
+            self.seen.append((call.operation, call.params, type(exc).__name__, exc.code, str(exc)))
+            raise
+
+
 def run_scenario(session: Session, table: Table, doc: type[Entity]) -> list[Any]:
     """Run every data-plane operation and return each request and what came back."""
-    seen: list[Any] = []
+    notes = Notes()
     driver = getattr(session.driver, "inner", session.driver)  # under the capacity meter
     send = driver.send
 
     def recording(call: Call) -> dict[str, Any]:
-        try:
-            response = send(call)
-        except LsiormError as exc:
-            seen.append((call.operation, call.params, type(exc).__name__, exc.code, str(exc)))
-            raise
-        seen.append((call.operation, call.params, _comparable(response)))
-        return response
+        with notes.of(call) as answered:
+            return answered(send(call))
 
     driver.send = recording  # type: ignore[method-assign]
     docs = [
@@ -70,7 +87,7 @@ def run_scenario(session: Session, table: Table, doc: type[Entity]) -> list[Any]
     session.delete(doc, owner="o0", n=2)
     session.batch_write(puts=docs[30:], deletes=[(doc, {"owner": "o0", "n": 4})])
     driver.send = send  # type: ignore[method-assign]
-    return seen
+    return notes.seen
 
 
 @pytest.fixture
@@ -140,18 +157,13 @@ def test_credentials_are_read_for_every_request(endpoint_url: str, table_name: s
 
 
 async def run_async_scenario(session: AsyncSession, doc: type[Entity]) -> list[Any]:
-    seen: list[Any] = []
+    notes = Notes()
     driver = getattr(session.driver, "inner", session.driver)  # under the capacity meter
     send = driver.send
 
     async def recording(call: Call) -> dict[str, Any]:
-        try:
-            response = await send(call)
-        except LsiormError as exc:
-            seen.append((call.operation, call.params, type(exc).__name__, exc.code, str(exc)))
-            raise
-        seen.append((call.operation, call.params, _comparable(response)))
-        return response
+        with notes.of(call) as answered:
+            return answered(await send(call))
 
     driver.send = recording  # type: ignore[method-assign]
     docs = [
@@ -169,7 +181,7 @@ async def run_async_scenario(session: AsyncSession, doc: type[Entity]) -> list[A
     )
     await session.delete(doc, owner="o", n=1)
     driver.send = send  # type: ignore[method-assign]
-    return seen
+    return notes.seen
 
 
 @pytest.mark.integration

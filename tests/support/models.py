@@ -211,6 +211,12 @@ def declare_posts(posts: Table, users: Table) -> tuple[type[Entity], type[Entity
     return Post, Tag, User
 
 
+#: The posts, tags and users of the batch tests that build requests without an engine.
+POSTS = Table("batch_posts", "pk", "sk")
+USERS = Table("batch_users", "id")
+Post, Tag, User = declare_posts(POSTS, USERS)
+
+
 # -- transactions: an account and its ledger in one collection ---------------------------------
 
 

@@ -23,16 +23,12 @@ from lsiorm._model.text_codecs import TERMINATOR, StrCodec, escape_text, unescap
 from lsiorm.errors import DeclarationError
 from support.models import declare_shop, shop_table
 from support.oracles import sort_key_selects
+from support.strategies import LOWEST_CHARS
 
 # Characters below, equal to and just above every separator used here, the escape and
 # terminator themselves, the top of the BMP, non-ASCII and astral characters.
 _TRICKY = [
-    "",
-    "\x00",
-    "\x01",
-    "\x02",
-    " ",
-    "!",
+    *LOWEST_CHARS,
     '"',
     "#",
     "$",

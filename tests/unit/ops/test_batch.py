@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lsiorm import AsyncSession, Entity, RetryPolicy, Session, Table
+from lsiorm import AsyncSession, Entity, RetryPolicy, Session
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.wire import item_to_wire
 from lsiorm._ops.batch import BatchWriteResult, batch_get, batch_write
@@ -22,11 +22,7 @@ from lsiorm.errors import (
     ServiceValidationError,
     ValidationError,
 )
-from support.models import declare_posts
-
-posts = Table("batch_posts", "pk", "sk")
-users = Table("batch_users", "id")
-Post, Tag, User = declare_posts(posts, users)
+from support.models import POSTS, USERS, Post, Tag, User
 
 NO_WAIT = RetryPolicy(max_attempts=4, max_delay=60.0, initial=0.0, maximum=0.0)
 
@@ -76,7 +72,7 @@ class FakeBatchServer:
         self.stored: dict[Any, dict[str, Any]] = {}
         self.calls = 0
         self.sizes: list[int] = []
-        self.tables = {t.name: t for t in (posts, users)}
+        self.tables = {t.name: t for t in (POSTS, USERS)}
 
     def batch_write_item(self, RequestItems: dict[str, list[Any]]) -> dict[str, Any]:
         self.calls += 1

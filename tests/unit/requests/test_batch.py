@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lsiorm import Entity, Table
+from lsiorm import Entity
 from lsiorm._requests.batch import (
     MAX_BATCH_GET,
     MAX_BATCH_WRITE,
@@ -19,14 +19,10 @@ from lsiorm._requests.batch import (
     key_identity,
 )
 from lsiorm.errors import ValidationError
-from support.models import declare_posts
-
-posts = Table("batch_posts", "pk", "sk")
-users = Table("batch_users", "id")
-Post, Tag, User = declare_posts(posts, users)
+from support.models import USERS, Post, Tag, User
 
 
-class Doc(Entity, table=users, keys={"id": "DOC#{name}"}, version="v"):
+class Doc(Entity, table=USERS, keys={"id": "DOC#{name}"}, version="v"):
     name: str
     v: int = 0
 
