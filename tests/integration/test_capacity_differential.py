@@ -173,6 +173,17 @@ def figures(units: Any) -> tuple[float, tuple[tuple[str, float], ...]]:
     return (units.table_units, tuple(sorted(units.per_index.items())))
 
 
+@dataclass(frozen=True)
+class Exchange:
+    """One request as sent, what DynamoDB Local answered, and the table before and after it."""
+
+    operation: str
+    params: dict[str, Any]
+    response: dict[str, Any]
+    before: dict[Key, Wire]
+    after: dict[Key, Wire]
+
+
 @dataclass
 class Oracle:
     """Prices recorded requests with the capacity model, from snapshots taken around the call."""
@@ -203,14 +214,9 @@ class Oracle:
         )
         self.checked[label] += 1
 
-    def check(
-        self,
-        operation: str,
-        params: dict[str, Any],
-        response: dict[str, Any],
-        before: dict[Key, Wire],
-        after: dict[Key, Wire],
-    ) -> None:
+    def check(self, exchange: Exchange) -> None:
+        operation, params, response = exchange.operation, exchange.params, exchange.response
+        before, after = exchange.before, exchange.after
         table = self.table
         if operation in ("PutItem", "UpdateItem", "DeleteItem"):
             key = key_of(params["Item"] if operation == "PutItem" else params["Key"])
@@ -251,19 +257,15 @@ class Oracle:
             (consumed,) = consumed_list(response)
             self.expect("BatchWriteItem", model, consumed, "")
         elif operation == "TransactWriteItems":
-            self.check_transaction(params, response, before, after)
+            self.check_transaction(exchange)
         elif operation in ("Query", "Scan"):
-            self.check_read(operation, params, response, before)
+            self.check_read(exchange)
         else:
             raise AssertionError(f"unexpected request {operation}")
 
-    def check_transaction(
-        self,
-        params: dict[str, Any],
-        response: dict[str, Any],
-        before: dict[Key, Wire],
-        after: dict[Key, Wire],
-    ) -> None:
+    def check_transaction(self, exchange: Exchange) -> None:
+        params, response = exchange.params, exchange.response
+        before, after = exchange.before, exchange.after
         table = self.table
         actions: list[WriteEstimate] = []
         for action in params["TransactItems"]:
@@ -286,14 +288,10 @@ class Oracle:
         label = "TransactWriteItems" if engine == documented else "TransactWriteItems-artifact"
         self.expect(label, engine, consumed, f"{len(actions)} actions")
 
-    def check_read(
-        self,
-        operation: str,
-        params: dict[str, Any],
-        response: dict[str, Any],
-        before: dict[Key, Wire],
-    ) -> None:
+    def check_read(self, exchange: Exchange) -> None:
         """Replay the request without its projection and filter to learn which items it read."""
+        operation, params, response = exchange.operation, exchange.params, exchange.response
+        before = exchange.before
         keep = (
             "TableName",
             "IndexName",
@@ -670,7 +668,7 @@ def test_every_figure_equals_dynamodb_local(
             after = oracle.snapshot()
             oracle.in_read = any(c[0] in ("Query", "Scan") for c in recorder.calls)
             for operation, params, response in recorder.calls:
-                oracle.check(operation, params, response, before, after)
+                oracle.check(Exchange(operation, params, response, before, after))
             check_results(session, recorder, result, table)
             if work.query is not None:
                 check_explain(oracle, recorder, *work.query)
