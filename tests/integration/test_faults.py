@@ -12,6 +12,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -72,11 +73,24 @@ def expected_keys(items: list[Any]) -> list[tuple[str, str, int, str]]:
     return sorted((i.to_wire()["pk"]["S"], i.to_wire()["sk"]["S"], i.n, i.body) for i in items)
 
 
+@dataclass(frozen=True)
+class Fresh:
+    """A table created for one test, its entity, and the engine's own client to read it back."""
+
+    table: Table
+    cls: type[Any]
+    client: Any
+
+    def stored(self) -> list[tuple[str, str, int, str]]:
+        """Every item in the table as (pk, sk, n, body), read straight from the engine."""
+        return stored_keys(self.client, self.table)
+
+
 @pytest.fixture
-def fresh(endpoint_url: str, dynamodb_client: Any) -> Iterator[tuple[Table, type[Any]]]:
+def fresh(endpoint_url: str, dynamodb_client: Any) -> Iterator[Fresh]:
     table, cls = declare()
     with created(dynamodb_client, table):
-        yield table, cls
+        yield Fresh(table, cls, dynamodb_client)
 
 
 def proxy_for(endpoint_url: str, rate: float, kinds: tuple[str, ...]) -> FaultProxy:
@@ -94,13 +108,9 @@ async def run_batch_write(mode: str, url: str, policy: RetryPolicy, items: list[
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_ten_thousand_items_survive_30_percent_faults(
-    mode: str,
-    backend: str,
-    endpoint_url: str,
-    dynamodb_client: Any,
-    fresh: tuple[Table, type[Any]],
+    mode: str, backend: str, endpoint_url: str, fresh: Fresh
 ) -> None:
-    table, cls = fresh
+    cls = fresh.cls
     # moto serves from a thread of this process, so it competes with the client for the GIL and
     # slows down as other tests fill it; it proves the same thing with fewer items.
     count = 2_000 if backend == "moto" else 10_000
@@ -112,7 +122,7 @@ async def test_ten_thousand_items_survive_30_percent_faults(
     elapsed = time.monotonic() - started
     assert elapsed < TIME_LIMIT
     assert result.written == count
-    stored = stored_keys(dynamodb_client, table)
+    stored = fresh.stored()
     assert len(stored) == count
     assert sorted(stored) == expected_keys(items)
     # The faults really happened, every kind of them, at about the share asked for.
@@ -125,19 +135,15 @@ async def test_ten_thousand_items_survive_30_percent_faults(
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_at_100_percent_faults_the_error_lists_exactly_what_is_missing(
-    mode: str,
-    endpoint_url: str,
-    dynamodb_client: Any,
-    fresh: tuple[Table, type[Any]],
+    mode: str, endpoint_url: str, fresh: Fresh
 ) -> None:
-    table, cls = fresh
-    items = make_items(cls, 300)
+    items = make_items(fresh.cls, 300)
     with proxy_for(endpoint_url, 1.0, KNOWABLE_KINDS) as proxy:
         with pytest.raises(BatchWriteIncompleteError) as caught:
             await run_batch_write(mode, proxy.endpoint_url, IMPATIENT, items)
         stats = dict(proxy.stats)
     missing = caught.value.unprocessed
-    stored = stored_keys(dynamodb_client, table)
+    stored = fresh.stored()
     written = {(pk, sk) for pk, sk, _, _ in stored}
     assert all(any(m is i for i in items) for m in missing), "the caller's own objects"
     assert {(m.to_wire()["pk"]["S"], m.to_wire()["sk"]["S"]) for m in missing} == {
@@ -155,13 +161,9 @@ async def test_at_100_percent_faults_the_error_lists_exactly_what_is_missing(
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_batch_get_survives_faults(
-    direct: Session,
-    mode: str,
-    endpoint_url: str,
-    dynamodb_client: Any,
-    fresh: tuple[Table, type[Any]],
+    direct: Session, mode: str, endpoint_url: str, fresh: Fresh
 ) -> None:
-    _table, cls = fresh
+    cls = fresh.cls
     items = make_items(cls, 450)
     direct.run(batch_write(direct.ctx, items))
     keys = [{"group": n % 97, "n": n} for n in range(500)]  # 450..499 are absent
@@ -183,11 +185,11 @@ async def test_batch_get_survives_faults(
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_a_transaction_whose_answer_was_lost_applies_once(
-    direct: Session, mode: str, backend: str, endpoint_url: str, fresh: tuple[Table, type[Any]]
+    direct: Session, mode: str, backend: str, endpoint_url: str, fresh: Fresh
 ) -> None:
     if backend == "moto":
         pytest.skip("moto ignores ClientRequestToken, so a re-sent transaction applies twice")
-    _table, cls = fresh
+    cls = fresh.cls
     direct.put(cls(group=1, n=1, body="x"))
     actions = [
         Update(cls, {"group": 1, "n": 1}, add={"hits": 1}),
