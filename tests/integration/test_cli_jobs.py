@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import io
 import sys
 import textwrap
 import uuid
@@ -13,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from lsiorm import Session
-from lsiorm._cli import EXIT_FOUND, EXIT_OK, EXIT_USAGE, main
+from lsiorm._cli import EXIT_FOUND, EXIT_OK, EXIT_USAGE
+from support.cli import run
 
 OLD = """
 from lsiorm import Entity, Table
@@ -41,12 +41,6 @@ class Task(
     n: int
     due: str
 """
-
-
-def run(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(list(argv), out=out)
-    return code, out.getvalue()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import calendar
 import contextlib
-import io
 import sys
 import textwrap
 import uuid
@@ -20,9 +19,10 @@ from typing import Any
 import pytest
 
 from lsiorm import AsyncSession, Session, Table, cond, gt, query
-from lsiorm._cli import EXIT_FOUND, EXIT_OK, main
+from lsiorm._cli import EXIT_FOUND, EXIT_OK
 from lsiorm.errors import ConditionFailedError, ResourceNotFoundError, ServiceValidationError
 from lsiorm.testing import table_fixture
+from support.cli import run
 from support.models import TTL_CACHE, Entry, Timed
 from support.tables import create_and_wait
 
@@ -191,10 +191,6 @@ def test_cli_create_table_enables_ttl_and_check_reads_it(
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     url = ("--endpoint-url", endpoint_url)
-
-    def run(*argv: str) -> tuple[int, str]:
-        out = io.StringIO()
-        return main(list(argv), out=out), out.getvalue()
 
     try:
         code, out = run("create-table", f"{module}:bare", *url)
