@@ -4,16 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from lsiorm import (
-    Entity,
-    GlobalIndex,
-    KeyAttribute,
-    Projection,
-    Table,
-    between,
-    query,
-    scan,
-)
+from lsiorm import Entity, GlobalIndex, KeyAttribute, Projection, Table, between, query, scan
 from lsiorm._model.capacity import ReadEstimate, estimate_batch_get, estimate_query
 from lsiorm._model.item_encoding import wire_item
 from support.models import declare_thread, forum_table
