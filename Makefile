@@ -12,9 +12,14 @@ STAMP := $(VENV)/.installed-stamp
 MIN_VENV := .venv-min
 MIN_STAMP := $(MIN_VENV)/.installed-stamp
 # The quick part of the suite run there: moto only, no async stack.
-MIN_TESTS := tests/test_public_api.py tests/test_deployment.py tests/test_schema.py \
-	tests/test_wire.py tests/test_transactions.py tests/test_query_fetch.py \
-	tests/test_fastjson.py tests/test_pytest_plugin.py tests/test_progress_bar.py
+MIN_TESTS := tests/package/test_public_api.py tests/package/test_pytest_plugin.py \
+	tests/integration/test_deployment.py tests/unit/session/test_session.py \
+	tests/unit/ops/test_naming.py tests/unit/model/test_schema.py \
+	tests/unit/model/test_wire.py tests/unit/requests/test_transactions.py \
+	tests/unit/ops/test_transactions.py tests/integration/test_transactions.py \
+	tests/integration/test_query_fetch.py tests/unit/io/test_fastjson.py \
+	tests/integration/test_fastjson.py tests/unit/model/test_item_decoding.py \
+	tests/unit/io/test_progress_bar.py tests/integration/test_progress_bar.py
 
 DDB_LOCAL_VERSION := 10.3.0
 DDB_LOCAL_PREFIX := .cache/dynamodb-local

@@ -36,6 +36,9 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "lsiorm"))
 
+# Fixtures of support modules that serve test files in several folders.
+pytest_plugins = ["support.cli"]
+
 BACKENDS = ("moto", "dynamodb-local")
 
 _external = os.environ.get(ENDPOINT_URL_ENV) or None

@@ -7,13 +7,24 @@ classes on each call, for tests that create their tables on an engine.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from datetime import date, datetime
+from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from lsiorm import Entity, GlobalIndex, KeyAttribute, LocalIndex, Projection, Shard, Table
+from lsiorm import (
+    Entity,
+    EpochSeconds,
+    GlobalIndex,
+    KeyAttribute,
+    LocalIndex,
+    Projection,
+    Shard,
+    Table,
+)
 
 # -- the forum of the DynamoDB LSI guide -------------------------------------------------------
 
@@ -176,3 +187,334 @@ def declare_readings(name: str) -> tuple[Table, type[Entity]]:
         note: str = ""
 
     return table, Reading
+
+
+# -- batches: a forum's posts and tags in one table, its users in another ----------------------
+
+
+def declare_posts(posts: Table, users: Table) -> tuple[type[Entity], type[Entity], type[Entity]]:
+    """A forum's posts and tags in one table, and its users in another."""
+
+    class Post(Entity, table=posts, keys={"pk": "F#{forum}", "sk": "P#{n:04d}"}):
+        forum: str
+        n: int
+        body: str = ""
+
+    class Tag(Entity, table=posts, keys={"pk": "F#{forum}", "sk": "T#{tag}"}):
+        forum: str
+        tag: str
+
+    class User(Entity, table=users, keys={"id": "{name}"}):
+        name: str
+        age: int = 0
+
+    return Post, Tag, User
+
+
+#: The posts, tags and users of the batch tests that build requests without an engine.
+POSTS = Table("batch_posts", "pk", "sk")
+USERS = Table("batch_users", "id")
+Post, Tag, User = declare_posts(POSTS, USERS)
+
+
+# -- transactions: an account and its ledger in one collection ---------------------------------
+
+
+def declare_ledger(table: Table) -> tuple[type[Entity], type[Entity]]:
+    """An account and the entries of its ledger, in one collection."""
+
+    class Account(Entity, table=table, keys={"pk": "A#{owner}", "sk": "ACCOUNT"}):
+        owner: str
+        balance: int = 0
+
+    class Entry(Entity, table=table, keys={"pk": "A#{owner}", "sk": "E#{n:05d}"}):
+        owner: str
+        n: int
+        amount: int = 0
+
+    return Account, Entry
+
+
+# -- the forum ranked by tier and score -------------------------------------------------------
+
+
+def ranked_forum_table(name: str) -> Table:
+    """The forum's table, with a second LSI ranking threads by tier and score (keys only)."""
+    return forum_table(
+        name,
+        more_local_indexes=[LocalIndex("ByRank", KeyAttribute("RankKey"), Projection.keys_only())],
+    )
+
+
+def declare_ranked_thread(table: Table) -> tuple[type[Entity], type[Entity]]:
+    """A thread ranked by tier and score on ``table`` (a :func:`ranked_forum_table`), and a doc."""
+
+    class Thread(
+        Entity,
+        table=table,
+        keys={
+            "ForumName": "{forum}",
+            "Subject": "T#{subject}",
+            "LastPostDateTime": "{last_post}",
+            "RankKey": "RANK#{tier}#{score:04d}",
+        },
+    ):
+        forum: str
+        subject: str
+        last_post: datetime | None = None
+        tier: str | None = None
+        score: int | None = None
+        replies: int = Field(default=0, alias="Replies")
+        tags: set[str] = Field(default_factory=set)
+
+    class Doc(
+        Entity, table=table, keys={"ForumName": "{forum}", "Subject": "D#{name}"}, version="v"
+    ):
+        forum: str
+        name: str
+        body: str = ""
+        v: int = 0
+
+    return Thread, Doc
+
+
+# -- updates: a document with nested models, lists, sets and maps ------------------------------
+
+
+class Line(BaseModel):
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+
+    sku: str
+    qty: int = Field(default=1, alias="q")
+
+
+class Address(BaseModel):
+    city: str
+    zip: str | None = None
+    lines: list[str] = Field(default_factory=list)
+
+
+def declare_nested_doc() -> tuple[Table, type[Any]]:
+    """A fresh table with an LSI and a GSI, and a document with nested models, lists and sets."""
+
+    table = Table(
+        f"upd_{uuid.uuid4().hex[:10]}",
+        "pk",
+        "sk",
+        local_indexes=[LocalIndex("LSI1", KeyAttribute("lsi1"), projection=Projection.all())],
+        global_indexes=[GlobalIndex("GSI1", KeyAttribute("gpk"), KeyAttribute("gsk"))],
+    )
+
+    class Doc(
+        Entity,
+        table=table,
+        keys={"pk": "D#{did}", "sk": "DOC", "lsi1": "T#{title}", "gpk": "S#{status}"},
+    ):
+        did: str
+        title: str
+        status: str | None = "new"
+        address: Address | None = None
+        lines: list[Line] = Field(default_factory=list)
+        labels: set[str] | None = None
+        attrs: dict[str, int] = Field(default_factory=dict)
+        views: int = 0
+        history: list[str] = Field(default_factory=list)
+
+    return table, Doc
+
+
+# -- time to live: a cache whose entries expire -----------------------------------------------
+
+#: A table with a TTL attribute; its entries expire at ``expires_at``.
+TTL_CACHE = Table("TtlCache", "PK", "SK", ttl_attribute="expires_at")
+
+
+class Entry(Entity, table=TTL_CACHE, keys={"PK": "E#{name}", "SK": "V#{version:03d}"}):
+    name: str
+    version: int = 1
+    value: str = ""
+    expires_at: EpochSeconds | None = None
+
+
+class Timed(Entity, table=TTL_CACHE, keys={"PK": "T#{topic}", "SK": "AT#{at}"}):
+    """EpochSeconds in a key template, and as a required TTL field."""
+
+    topic: str
+    at: EpochSeconds
+    expires_at: EpochSeconds
+
+
+# -- a document of every attribute type, scored on an LSI ---------------------------------------
+
+
+def declare_scored_doc(name: str) -> tuple[Table, type[Entity]]:
+    """A fresh table and a document with bytes, sets, decimals and lists, scored on an LSI."""
+
+    table = Table(
+        name,
+        partition_key="pk",
+        sort_key="sk",
+        local_indexes=[LocalIndex("ByScore", KeyAttribute("lsi1", "N"), Projection.all())],
+    )
+
+    class Doc(Entity, table=table, keys={"pk": "D#{owner}", "sk": "{n:06d}", "lsi1": "{score}"}):
+        owner: str
+        n: int
+        score: int | None = None
+        blob: bytes = b""
+        blobs: set[bytes] = Field(default_factory=set)
+        price: Decimal = Decimal("0")
+        note: str = ""
+        tags: list[str] = Field(default_factory=list)
+
+    return table, Doc
+
+
+# -- kittens and puppies in one zoo: a sparse LSI slot, partition-only GSIs ---------------------
+
+PETS = Table(
+    f"exact_{uuid.uuid4().hex[:8]}",
+    "PK",
+    "SK",
+    local_indexes=[
+        LocalIndex("ByAge", KeyAttribute("AgeSK"), Projection.all()),
+        LocalIndex("ByName", KeyAttribute("NameSK"), Projection.all()),
+    ],
+    global_indexes=[
+        GlobalIndex("ByZone", KeyAttribute("Zone"), None, Projection.all()),
+        GlobalIndex("ByZoneKeys", KeyAttribute("ZoneK"), None, Projection.keys_only()),
+        GlobalIndex("ByZoneType", KeyAttribute("ZoneT"), None, Projection.include("_type")),
+        GlobalIndex("ByMass", KeyAttribute("Area"), KeyAttribute("Mass", "N"), Projection.all()),
+    ],
+)
+
+
+class Kitten(
+    Entity,
+    table=PETS,
+    keys={
+        "PK": "Z#{zoo}",
+        "SK": "KITTEN#{name}",
+        "AgeSK": "KITTEN#{age:03d}#{color}",
+        "NameSK": "KITTEN#{name}#{indoor}",
+        "Zone": "{zone}",
+        "ZoneK": "{zone}",
+        "ZoneT": "{zone}",
+        "Area": "{zone}",
+        "Mass": "{mass}",
+    },
+):
+    zoo: str
+    name: str
+    age: int
+    color: str | None = None
+    zone: str = "north"
+    mass: int = 0
+    indoor: bool = False
+
+
+class Puppy(
+    Entity,
+    table=PETS,
+    keys={
+        "PK": "Z#{zoo}",
+        "SK": "PUPPY#{name}",
+        "AgeSK": "PUPPY#{age:03d}",
+        "Zone": "{zone}",
+        "ZoneK": "{zone}",
+        "ZoneT": "{zone}",
+    },
+):
+    zoo: str
+    name: str
+    age: int
+    zone: str = "north"
+
+
+# -- the shop: a customer's orders, their items and its reviews in one partition --------------
+
+
+def shop_table() -> Table:
+    """A fresh table for :func:`declare_shop`."""
+    return Table(f"shop_{uuid.uuid4().hex[:10]}", partition_key="PK", sort_key="SK")
+
+
+def declare_shop(table: Table) -> dict[str, type[Entity]]:
+    """A customer, its orders, each order's items and its reviews, in one partition."""
+
+    class Customer(Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "PROFILE"}):
+        customer_id: str
+        name: str = ""
+
+    class Order(
+        Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "ORDER#{order_id}"}
+    ):
+        customer_id: str
+        order_id: str
+        total: int = 0
+
+    class OrderItem(
+        Entity,
+        table=table,
+        keys={"PK": "CUSTOMER#{customer_id}", "SK": "ORDER#{order_id}#ITEM#{line:03d}"},
+    ):
+        customer_id: str
+        order_id: str
+        line: int
+        sku: str = ""
+
+    class Review(
+        Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "REVIEW#{review_id}"}
+    ):
+        customer_id: str
+        review_id: str
+
+    return {
+        "Customer": Customer,
+        "Order": Order,
+        "OrderItem": OrderItem,
+        "Review": Review,
+    }
+
+
+# -- None is absence: optional fields, with and without defaults ------------------------------
+
+
+def declare_optional_doc() -> tuple[Table, type[Any]]:
+    """A fresh table and a document whose fields (keys of a GSI among them) may be None."""
+
+    table = Table(
+        f"absent_{uuid.uuid4().hex[:10]}",
+        "pk",
+        "sk",
+        global_indexes=[
+            GlobalIndex("GSI1", KeyAttribute("gpk"), KeyAttribute("gsk")),
+        ],
+    )
+
+    class Doc(
+        Entity,
+        table=table,
+        keys={"pk": "D#{did}", "sk": "D", "gpk": "S#{status}", "gsk": "R#{rev:05d}"},
+    ):
+        did: str
+        status: str | None = None
+        rev: int | None = None
+        hits: int | None = None
+        note: str | None
+        tags: list[str] | None = None
+
+    return table, Doc
+
+
+DEFAULTS_TABLE = Table(f"absdef_{uuid.uuid4().hex[:8]}", "pk", "sk")
+
+
+class WithDefaults(Entity, table=DEFAULTS_TABLE, keys={"pk": "W#{wid}", "sk": "W"}):
+    """A document whose optional fields default to something other than None."""
+
+    wid: str
+    count: int | None = 5
+    labels: list[str] | None = Field(default_factory=lambda: ["x"])
+    note: str | None = None
+    must: str | None

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for the values DynamoDB stores, shared by the tests of the wire format."""
+"""Hypothesis strategies for the values DynamoDB stores, and texts at the edges of key order."""
 
 from __future__ import annotations
 
@@ -38,3 +38,8 @@ def in_dynamo_range(f: float) -> bool:
 
 
 finite_floats = st.floats(allow_nan=False, allow_infinity=False)
+
+
+#: The lowest texts a key can hold, in order: the empty string, the terminator U+0000, the escape
+#: U+0001 and its neighbour U+0002, then space and "!", the lowest printable characters.
+LOWEST_CHARS = ["", "\x00", "\x01", "\x02", " ", "!"]

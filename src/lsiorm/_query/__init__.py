@@ -14,5 +14,6 @@ A query passes through these modules in this order:
 
 Beside them: ``plan`` holds the values a planner returns, ``explain`` prints a plan and
 ``cursor`` encodes positions in its requests. Imports point from ``values`` down to ``plan``
-and ``cursor``, never back (``tests/test_layers.py`` checks it, type-only imports included).
+and ``cursor``, never back (``tests/package/test_layers.py`` checks it, type-only imports
+included).
 """

@@ -1,0 +1,126 @@
+"""`lsiorm audit-keys` and `lsiorm backfill` end to end, on each engine."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lsiorm import Session
+from lsiorm._cli import EXIT_FOUND, EXIT_OK, EXIT_USAGE
+from support.cli import run
+
+OLD = """
+from lsiorm import Entity, Table
+
+app = Table.with_reserved_lsi_slots("{name}", "PK", "SK")
+
+
+class Task(Entity, table=app, keys={{"PK": "P#{{project}}", "SK": "TASK#{{n:04d}}"}}):
+    project: str
+    n: int
+    due: str
+"""
+NEW = """
+from lsiorm import Entity, Table
+
+app = Table.with_reserved_lsi_slots("{name}", "PK", "SK")
+
+
+class Task(
+    Entity,
+    table=app,
+    keys={{"PK": "P#{{project}}", "SK": "TASK#{{n:04d}}", "LSI3SK": "DUE#{{due}}#{{n:04d}}"}},
+):
+    project: str
+    n: int
+    due: str
+"""
+
+
+@pytest.fixture
+def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    name = f"cli_{uuid.uuid4().hex[:10]}"
+    old, new = f"old_{uuid.uuid4().hex[:8]}", f"new_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{old}.py").write_text(textwrap.dedent(OLD).format(name=name))
+    (tmp_path / f"{new}.py").write_text(textwrap.dedent(NEW).format(name=name))
+    monkeypatch.chdir(tmp_path)
+    yield old, new
+    sys.modules.pop(old, None)
+    sys.modules.pop(new, None)
+
+
+@contextlib.contextmanager
+def tasks_of(module: str, endpoint_url: str, count: int) -> Iterator[None]:
+    """The module's table made by `lsiorm create-table`, with ``count`` tasks; deleted after."""
+    assert run("create-table", f"{module}:app", "--endpoint-url", endpoint_url)[0] == EXIT_OK
+    app = sys.modules[module]
+    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as session:
+        session.batch_write(
+            [app.Task(project="x", n=n, due=f"2024-0{1 + n % 9}-01") for n in range(count)]
+        )
+        try:
+            yield
+        finally:
+            session.delete_table(app.app)
+
+
+def test_audit_then_backfill_then_audit(
+    modules: tuple[str, str], endpoint_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, new = modules
+    url = ("--endpoint-url", endpoint_url)
+    with tasks_of(old, endpoint_url, 25):
+        code, out = run("audit-keys", f"{new}:Task", *url, "--segments", "2")
+        assert code == EXIT_FOUND
+        assert "LSI3SK: 0 stale, 25 missing, 0 extra" in out
+        code, out = run("backfill", f"{new}:app", "--entity", "Task", *url, "--dry-run")
+        assert code == EXIT_OK
+        assert "would rewrite: 25" in out
+        code, out = run(
+            "backfill",
+            f"{new}:Task",
+            *url,
+            "--budget",
+            "1000",
+            "--page-size",
+            "5",
+            "--progress",
+        )
+        assert code == EXIT_OK, out
+        assert "checkpoint: lsiorm-backfill-" in out
+        assert "rewritten: 25" in out
+        assert (tmp_path / out.split("checkpoint: ")[1].split(" ")[0]).is_file()
+        err = capsys.readouterr().err
+        assert "backfill:" in err  # the progress bar, on stderr
+        assert "items/s" in err
+        code, out = run("audit-keys", f"{new}:app", *url, "--partition", "P#x")
+        assert code == EXIT_OK, out
+        assert "nothing is stale" in out
+        assert run("audit-keys", f"{new}:app", *url, "--entity", "Nope")[0] == EXIT_USAGE
+        assert run("backfill", f"{new}:app", *url)[0] == EXIT_USAGE
+
+
+def test_relieve_moves_old_items_to_a_file(
+    modules: tuple[str, str], endpoint_url: str, tmp_path: Path
+) -> None:
+    from lsiorm import read_relief_file
+
+    old, _ = modules
+    url = ("--endpoint-url", endpoint_url)
+    with tasks_of(old, endpoint_url, 18):
+        args = ("relieve", f"{old}:app", *url, "--partition", "P#x", "--entity", "Task")
+        code, out = run(*args, "--before", "due=2024-03-01", "--to-file", "old.jsonl")
+        assert code == EXIT_OK, out
+        moved = [n for n in range(18) if f"2024-0{1 + n % 9}-01" < "2024-03-01"]
+        assert f"moved: {len(moved)}; kept: {18 - len(moved)}" in out
+        assert "shrank by" in out
+        lines = read_relief_file(tmp_path / "old.jsonl")
+        assert sorted(i["SK"]["S"] for i in lines) == [f"TASK#{n:04d}" for n in moved]
+        assert run(*args, "--before", "due=2024-03-01")[0] == EXIT_USAGE  # no destination
+        assert run(*args[:-2], "--before", "due=x", "--to-file", "a")[0] == EXIT_USAGE

@@ -1,0 +1,1 @@
+"""Whole-package checks: docs, examples, layers, code shape, public API, plugin, deployment."""
