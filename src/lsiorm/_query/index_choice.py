@@ -18,9 +18,11 @@ from lsiorm._conditions import Operator
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
+from lsiorm._model.multikey import is_multi_key
 from lsiorm._model.schema import Table
 from lsiorm._query.exactness import intruders, sparse_fields, type_not_projected
 from lsiorm._query.keyrange import IndexFit, Validator, fit_index
+from lsiorm._query.multikey import fit_multi_key
 from lsiorm._query.plan import Candidate, QuerySource
 from lsiorm._query.projection import (
     filter_field_names,
@@ -47,6 +49,8 @@ class IndexOption:
     absorbed: list[str] = field(default_factory=list)
     unabsorbed: dict[str, str] = field(default_factory=dict)
     inexact: dict[str, str] = field(default_factory=dict)
+    #: Conditions a multi-attribute index's key condition cannot reach in order, with why.
+    out_of_order: dict[str, str] = field(default_factory=dict)
     fetched: list[str] = field(default_factory=list)
     unavailable: list[str] = field(default_factory=list)
     #: Per entity, the optional key fields whose None leaves matching items out of the index.
@@ -138,7 +142,10 @@ class _Chooser:
     # -- one option
 
     def _option(self, index: LocalIndex | GlobalIndex | None, order: int) -> IndexOption:
-        fits = [fit_index(meta, self.table, index, self.conds, self.valid) for meta in self.metas]
+        if is_multi_key(index):
+            fits = [fit_multi_key(m, self.table, index, self.conds, self.valid) for m in self.metas]
+        else:
+            fits = [fit_index(m, self.table, index, self.conds, self.valid) for m in self.metas]
         option = IndexOption(index, order, fits)
         broken = next((f for f in fits if f.problem is not None), None)
         if broken is not None:
@@ -176,6 +183,9 @@ class _Chooser:
         for f in option.fits:
             option.unabsorbed.update({k: v for k, v in f.unabsorbed.items() if k not in absorbed})
             option.inexact.update(f.inexact)
+            option.out_of_order.update(
+                {k: v for k, v in f.out_of_order.items() if k not in absorbed}
+            )
         for name in self.conds:
             if name not in absorbed and name not in option.unabsorbed:
                 option.unabsorbed[name] = f"{name} is absorbed for some entities only"
@@ -315,6 +325,17 @@ class _Chooser:
         # An index whose keys hold the field but cannot bound it exactly explains more than
         # the winner of the tie, whose keys may not hold the field at all.
         for option in [best, *usable]:
+            order = {n: why for n, why in option.out_of_order.items() if n in best.unabsorbed}
+            if order:
+                name, why = next(iter(order.items()))
+                return QueryPlanError(
+                    "query.multi-key-order",
+                    f"The condition on {name} cannot be part of the key condition of "
+                    f"{option.label}: {why}. Add an equality on the sort attributes before it, "
+                    f"move it to filter(), or call allow_filter_fallback().{note}",
+                    table=self.table.name,
+                )
+        for option in [best, *usable]:
             inexact = {n: why for n, why in option.inexact.items() if n in best.unabsorbed}
             if inexact:
                 name, why = next(iter(inexact.items()))
@@ -344,7 +365,7 @@ def _pending_slot(
     if forced or index is None:
         return None
     for meta in metas:
-        for attr in table.index_key_attributes(index):
+        for attr in table.index_key_names(index):
             if attr in meta.pending:
                 return (
                     f"{meta.cls.__name__} marks {attr} pending (not backfilled yet); "
@@ -359,6 +380,8 @@ def _reason(o: IndexOption, best: IndexOption) -> str:
     absorbed = f"absorbs {o.score} condition{'s' if o.score != 1 else ''}" + (
         f" ({', '.join(o.absorbed)})" if o.absorbed else ""
     )
+    if o.out_of_order:
+        absorbed += f"; {', '.join(o.out_of_order)} out of key order"
     cost = ""
     if o.fetched:
         cost = f"; fetches {', '.join(o.fetched)} from the table"
