@@ -22,7 +22,7 @@ from lsiorm._model.multikey import is_multi_key
 from lsiorm._model.schema import Table
 from lsiorm._query.exactness import intruders, sparse_fields, type_not_projected
 from lsiorm._query.keyrange import IndexFit, Validator, fit_index
-from lsiorm._query.multikey import fit_multi_key
+from lsiorm._query.multikey import filtered_keys, fit_multi_key
 from lsiorm._query.plan import Candidate, QuerySource
 from lsiorm._query.projection import (
     filter_field_names,
@@ -86,6 +86,7 @@ class IndexPick:
 # their error is preferred over the generic "query.no-index".
 _SOFT_RULES: Final = (
     "query.sparse-index",
+    "query.filter-on-key",
     "query.type-not-projected",
     "query.gsi-consistent-read",
     "query.gsi-projection",
@@ -233,6 +234,13 @@ class _Chooser:
         fields = self.filter_fields
         if self.q.fallback:
             fields = fields | set(option.unabsorbed)
+        keys = filtered_keys(self.metas, option.index, fields)
+        if keys:
+            return "query.filter-on-key", (
+                f"a filter would read {', '.join(keys)}, key attributes of the index, and "
+                "DynamoDB does not filter on the key attributes of the index it reads; put "
+                "such a condition in where(), in key order"
+            )
         lacking = unprojected_filter_attributes(self.metas, self.table, option.index, fields)
         if lacking:
             return "query.filter-not-projected", (

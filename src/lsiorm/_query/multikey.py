@@ -19,7 +19,7 @@ so a condition that needs one is decided here: ``= ""`` matches nothing, ``> ""`
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ from lsiorm._conditions import BeginsWith, Between, Compare, Operator
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.indexes import GlobalIndex
-from lsiorm._model.multikey import binds_index, holds_text, key_field, key_wire
+from lsiorm._model.multikey import binds_index, holds_text, is_multi_key, key_field, key_wire
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import from_wire
 from lsiorm._query.collection import Group, Unit
@@ -37,6 +37,7 @@ from lsiorm.errors import QueryPlanError
 __all__ = [
     "MultiKeyCondition",
     "describe_key",
+    "filtered_keys",
     "fit_multi_key",
     "foreign_types",
     "group_units",
@@ -238,6 +239,7 @@ class _Fit:
             raise _Nothing(f"{described} leaves no value")
         if lower.key == upper.key:
             return SortCondition("=", (lower.wire,))
+        lower, upper = _closed(lower, is_lower=True), _closed(upper, is_lower=False)
         open_ends: list[Operator] = []
         if not lower.inclusive:
             open_ends.append(Compare(">", lower.value))
@@ -248,9 +250,21 @@ class _Fit:
         return SortCondition("BETWEEN", (lower.wire, upper.wire))
 
     def _residual(self, attr: str, name: str, ops: Sequence[Operator]) -> None:
-        """Filter what the key condition cannot say, exactly, on the field's stored attribute."""
+        """Filter what the key condition cannot say, exactly, on the field's stored attribute.
+
+        DynamoDB filters on no key attribute of the index it reads, so a field stored as the
+        key attribute itself cannot be filtered: such a range is refused.
+        """
         meta = self.meta
         stored = meta.attributes[name]
+        if stored == attr:
+            raise QueryPlanError(
+                "query.inexact-range",
+                f"{describe_ops(name, ops)} on {meta.cls.__name__} cannot be exact on "
+                f"{self.index.name}: a key condition takes one bound of each kind and inclusive "
+                f"ends only, and DynamoDB does not filter on {attr!r}, a key attribute of the "
+                "index; give inclusive bounds (between) or a single bound.",
+            )
         projected = meta.table.projected_attributes(self.index)
         if projected is not None and stored not in projected and stored != attr:
             raise QueryPlanError(
@@ -272,6 +286,27 @@ class _End:
     value: Any
 
 
+def _closed(end: _End, *, is_lower: bool) -> _End:
+    """An exclusive end of text or bytes as the inclusive end that admits the same values.
+
+    The least value above ``v`` is ``v`` followed by U+0000 (a zero byte); below ``v + U+0000``
+    nothing lies between it and ``v``. Numbers have no such neighbour: they stay exclusive.
+    """
+    if end.inclusive:
+        return end
+    ((tag, raw),) = end.wire.items()
+    zero: Any = "\x00" if tag == "S" else b"\x00"
+    if tag not in ("S", "B"):
+        return end
+    if is_lower:
+        wire = {tag: raw + zero}
+    elif raw.endswith(zero):
+        wire = {tag: raw[: -len(zero)]}
+    else:
+        return end
+    return _End(from_wire(wire), wire, True, end.value)
+
+
 def _ends(ops: Sequence[Operator]) -> list[tuple[Any, bool, bool]]:
     """Each operator as (raw value, inclusive, lower end?) bounds."""
     out: list[tuple[Any, bool, bool]] = []
@@ -289,6 +324,21 @@ def _blank(wire: Any) -> bool:
     """Whether a wire value is the empty string or bytes, which no key holds."""
     ((tag, raw),) = wire.items()
     return tag in ("S", "B") and len(raw) == 0
+
+
+def filtered_keys(
+    metas: Sequence[EntityMeta[Entity]], index: object, fields: Iterable[str]
+) -> list[str]:
+    """Return the key attributes of a multi-attribute index that a filter on ``fields`` names.
+
+    Fields stored under a key attribute's name are that attribute; DynamoDB refuses a filter on
+    a key attribute of the index a Query reads.
+    """
+    if not is_multi_key(index):
+        return []
+    keys = set(metas[0].table.index_key_names(index))
+    wanted = set(fields)
+    return sorted({m.attributes[f] for m in metas for f in wanted if f in m.attributes} & keys)
 
 
 def foreign_types(

@@ -229,18 +229,20 @@ def test_begins_with_needs_text() -> None:
 def test_out_of_order_conditions_are_filtered_when_the_query_allows_it() -> None:
     q = (
         query(Task)
-        .where(tenant="acme", region="eu", priority=gt(1), title="x")
+        .where(tenant="acme", region="eu", priority=gt(1), due_at=DUE)
         .allow_filter_fallback()
     )
     params = q.compile()
     assert params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 = :v1 AND #n2 > :v2"
+    # due is a copy of due_at, which has its own attribute to filter on.
     assert params["FilterExpression"] == "(#n3 = :v3) AND #n4 = :v4"
-    assert params["ExpressionAttributeNames"]["#n3"] == "title"
-    assert q.plan().fallback_filters == ("title = 'x'",)
+    assert params["ExpressionAttributeNames"]["#n3"] == "due_at"
+    assert params["ExpressionAttributeValues"][":v3"] == s(DUE_TEXT)
+    assert len(q.plan().fallback_filters) == 1
     (chosen,) = [c for c in q.plan().candidates if c.chosen]
     assert (
         chosen.reason
-        == "chosen: absorbs 3 conditions (tenant, region, priority); title out of key order"
+        == "chosen: absorbs 3 conditions (tenant, region, priority); due_at out of key order"
     )
 
 
@@ -358,3 +360,36 @@ def test_requests_of_several_types_merge_in_key_order() -> None:
         ("Right", 1, "c"),
         ("Left", 2, "a"),
     ]
+
+
+def test_exclusive_ends_of_text_close_on_their_neighbours() -> None:
+    # title is stored as its key attribute: no filter could drop an excluded end.
+    q = query(Task, Bug).where(tenant="a", region="b", priority=1, due_at=DUE)
+    params = q.where(title=gt("m")).where(title=lt("q\x00")).compile()
+    assert params["KeyConditionExpression"].endswith("#n4 BETWEEN :v4 AND :v5")
+    assert [params["ExpressionAttributeValues"][k] for k in (":v4", ":v5")] == [
+        s("m\x00"),
+        s("q"),
+    ]
+    assert "FilterExpression" not in params
+    error = refused(q.where(title=ge("m")).where(title=lt("q")))
+    assert error.rule == "query.inexact-range"
+    assert "DynamoDB does not filter on 'title', a key attribute of the index" in str(error)
+
+
+def test_a_filter_on_a_key_attribute_of_the_index_is_refused() -> None:
+    error = refused(query(Task).where(tenant="a", region="b").filter(title="x"))
+    assert error.rule == "query.filter-on-key"
+    assert "ByTenant: a filter would read title, key attributes of the index" in str(error)
+    fallback = query(Task).where(tenant="a", region="b", priority=gt(1), title="x")
+    assert refused(fallback.allow_filter_fallback()).rule == "query.filter-on-key"
+    # A copy's field has its own attribute, which a filter may read.
+    copied = query(Task).where(tenant="a", region="b", title="x").filter(priority=1)
+    assert refused(copied).rule == "query.multi-key-order"
+    assert (
+        "#n2 = :v2"
+        in query(Task)
+        .where(tenant="a", region="b")
+        .filter(priority=1)
+        .compile()["FilterExpression"]
+    )
