@@ -12,12 +12,14 @@ from pydantic import Field
 from lsiorm import Entity, GlobalIndex, KeyAttribute, Projection, Table
 from lsiorm._conditions import begins_with, between, ge, gt, le, lt
 from lsiorm._io.drivers import SyncDriver
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.item_encoding import wire_item
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.reads import all as all_items
 from lsiorm._ops.retry import RetryPolicy
-from lsiorm._query.values import Query, query
-from lsiorm.errors import QueryPlanError
+from lsiorm._query.decode import decode, missing_fields
+from lsiorm._query.values import Query, query, scan
+from lsiorm.errors import QueryPlanError, ValidationError
 from support.fakes import ScriptedClient
 from support.models import TaskStatus, declare_tasks, tasks_table
 
@@ -393,3 +395,53 @@ def test_a_filter_on_a_key_attribute_of_the_index_is_refused() -> None:
         .filter(priority=1)
         .compile()["FilterExpression"]
     )
+
+
+def test_a_keys_only_index_decodes_without_the_type_attribute() -> None:
+    table = Table(
+        "MultiKeyKeysOnly",
+        "PK",
+        global_indexes=[
+            GlobalIndex("ByK", ["a"], [KeyAttribute("n", "N")], Projection.keys_only())
+        ],
+    )
+
+    class Row(Entity, table=table, keys={"PK": "R#{x}", "n": "{num}"}):
+        x: str
+        a: str
+        num: int
+        other: str = "o"
+
+    plan = query(Row).where(a="q", num=ge(5)).partial().plan()
+    entry = {k: v for k, v in wire_item(Row(x="1", a="q", num=5)).items() if k in ("PK", "a", "n")}
+    got = decode(plan, entry, (Row,))
+    assert got is not None
+    assert (got.x, got.a, got.num) == ("1", "q", 5)
+    assert missing_fields(got) == {"other"}
+
+
+def test_a_scan_of_a_multi_attribute_index_keeps_its_types() -> None:
+    assert scan(Task).using("ByTenant").compile_all() == [
+        {
+            "TableName": "MultiKeyTasks",
+            "IndexName": "ByTenant",
+            "FilterExpression": "#n0 = :v0",
+            "ExpressionAttributeNames": {"#n0": "_type"},
+            "ExpressionAttributeValues": {":v0": s("Task")},
+        }
+    ]
+
+
+def test_an_update_checks_a_field_stored_as_a_key() -> None:
+    from lsiorm._requests.update_plan import plan_update, update_spec
+
+    meta = meta_of(Task)
+    with pytest.raises(ValidationError) as raised:
+        plan_update(meta, {"task_id": "t1"}, update_spec({"region": ""}))
+    assert raised.value.rule == "key.empty"
+    # A copy is rewritten with its field.
+    plan = plan_update(meta, {"task_id": "t1"}, update_spec({"priority": 4}))
+    assert [(a.op, a.path, a.value) for a in plan.actions] == [
+        ("set", ("priority",), n("4")),
+        ("set", ("prio",), n("4")),
+    ]
