@@ -13,7 +13,6 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
@@ -38,6 +37,7 @@ from lsiorm import (
     query,
 )
 from lsiorm._model.capacity import write_units
+from support.hooks import Recorder
 from support.models import TaskStatus, declare_tasks, tasks_table
 
 START = datetime(2024, 5, 1, tzinfo=timezone.utc)
@@ -45,16 +45,6 @@ OPERATIONS = 160
 
 Key = tuple[str, str]
 Wire = dict[str, Any]
-
-
-@dataclass
-class Recorder:
-    """A session hook that keeps every request with its response."""
-
-    calls: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
-
-    def after(self, request: Any, response: dict[str, Any]) -> None:
-        self.calls.append((request.operation, dict(request.params), response))
 
 
 def key_of(item: dict[str, Any]) -> Key:
@@ -244,32 +234,20 @@ def artifact_of(
 
 
 def model_of(
-    table: Any,
+    table: Table,
     operation: str,
     params: dict[str, Any],
     before: dict[Key, Wire],
     after: dict[Key, Wire],
 ) -> WriteEstimate:
     """The capacity model's price of one write request, from the table before and after it."""
-    if operation in ("PutItem", "UpdateItem", "DeleteItem"):
-        key = key_of(params["Item"] if operation == "PutItem" else params["Key"])
-        new = None if operation == "DeleteItem" else after.get(key)
-        return estimate_write(table, before.get(key), new)
-    if operation == "BatchWriteItem":
-        total = WriteEstimate(table.name, 0.0)
-        for request in params["RequestItems"][table.name]:
-            if "PutRequest" in request:
-                key = key_of(request["PutRequest"]["Item"])
-                new = after.get(key)
-            else:
-                key, new = key_of(request["DeleteRequest"]["Key"]), None
-            total = total + estimate_write(table, before.get(key), new, batched=True)
-        return total
-    assert operation == "TransactWriteItems", operation
-    ((kind, body),) = params["TransactItems"][0].items()
-    key = key_of(body["Item"] if kind == "Put" else body["Key"])
-    new = None if kind == "Delete" else after.get(key)
-    return estimate_write(table, before.get(key), new, transactional=True)
+    total = WriteEstimate(table.name, 0.0)
+    for old, new, transactional in _written(operation, params, before, after):
+        batched = operation == "BatchWriteItem"
+        total = total + estimate_write(
+            table, old, new, transactional=transactional, batched=batched
+        )
+    return total
 
 
 def test_writes_and_reads_of_multi_attribute_indexes_cost_what_the_model_says(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal
 
 from lsiorm._conditions import Operator
 from lsiorm._model.entity import Entity
@@ -332,27 +332,25 @@ class _Chooser:
     ) -> QueryPlanError:
         # An index whose keys hold the field but cannot bound it exactly explains more than
         # the winner of the tie, whose keys may not hold the field at all.
-        for option in [best, *usable]:
-            order = {n: why for n, why in option.out_of_order.items() if n in best.unabsorbed}
-            if order:
-                name, why = next(iter(order.items()))
-                return QueryPlanError(
-                    "query.multi-key-order",
-                    f"The condition on {name} cannot be part of the key condition of "
-                    f"{option.label}: {why}. Add an equality on the sort attributes before it, "
-                    f"move it to filter(), or call allow_filter_fallback().{note}",
-                    table=self.table.name,
-                )
-        for option in [best, *usable]:
-            inexact = {n: why for n, why in option.inexact.items() if n in best.unabsorbed}
-            if inexact:
-                name, why = next(iter(inexact.items()))
-                return QueryPlanError(
-                    "query.inexact-range",
-                    f"The range on {name} cannot be exact on {option.label}: {why}. Or call "
-                    f"allow_filter_fallback() to read the key range and filter it.{note}",
-                    table=self.table.name,
-                )
+        found = _reason_in(best, usable, "out_of_order")
+        if found is not None:
+            option, name, why = found
+            return QueryPlanError(
+                "query.multi-key-order",
+                f"The condition on {name} cannot be part of the key condition of "
+                f"{option.label}: {why}. Add an equality on the sort attributes before it, "
+                f"move it to filter(), or call allow_filter_fallback().{note}",
+                table=self.table.name,
+            )
+        found = _reason_in(best, usable, "inexact")
+        if found is not None:
+            option, name, why = found
+            return QueryPlanError(
+                "query.inexact-range",
+                f"The range on {name} cannot be exact on {option.label}: {why}. Or call "
+                f"allow_filter_fallback() to read the key range and filter it.{note}",
+                table=self.table.name,
+            )
         detail = "; ".join(best.unabsorbed.values())
         return QueryPlanError(
             "query.unabsorbed",
@@ -361,6 +359,18 @@ class _Chooser:
             f"allow_filter_fallback().{note}",
             table=self.table.name,
         )
+
+
+def _reason_in(
+    best: IndexOption, usable: list[IndexOption], kind: Literal["out_of_order", "inexact"]
+) -> tuple[IndexOption, str, str] | None:
+    """The first option, best first, that says why it leaves one of best's conditions out."""
+    for option in [best, *usable]:
+        reasons = option.out_of_order if kind == "out_of_order" else option.inexact
+        for name, why in reasons.items():
+            if name in best.unabsorbed:
+                return option, name, why
+    return None
 
 
 def _pending_slot(
