@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from lsiorm import (
+    AsyncSession,
     GlobalIndex,
     KeyAttribute,
     Put,
@@ -230,6 +231,39 @@ def test_the_drift_check_compares_live_multi_attribute_keys(
         assert "partition key ('tenant', 'region')" in drift.message
     finally:
         session.delete_table(table)
+
+
+async def test_an_async_session_creates_writes_queries_and_audits(
+    endpoint_url: str, table_name: str
+) -> None:
+    table = tasks_table(table_name)
+    task, _, _ = declare_tasks(table)
+    async with AsyncSession(endpoint_url=endpoint_url, region_name="us-east-1") as session:
+        await session.create_table(table)
+        try:
+            assert (await session.check_table(table)).ok
+            tasks = [
+                task(
+                    task_id=f"t{n}",
+                    tenant="acme",
+                    region="eu",
+                    priority=n % 2,
+                    due_at=START + timedelta(days=n),
+                    title=f"T{n}",
+                )
+                for n in range(5)
+            ]
+            await session.batch_write(tasks[:3])
+            for t in tasks[3:]:
+                await session.put(t)
+            q = query(task).where(tenant="acme", region="eu", priority=1, due_at=gt(START))
+            assert [t.task_id for t in await session.all(q)] == ["t1", "t3"]
+            moved = await session.update(tasks[1], set={"priority": 0})
+            assert moved.priority == 0
+            assert [t.task_id for t in await session.all(q)] == ["t3"]
+            assert (await session.audit_keys(table, segments=2)).clean
+        finally:
+            await session.delete_table(table)
 
 
 # -- what DynamoDB Local refuses, lsiorm refuses before sending ------------------------------------
