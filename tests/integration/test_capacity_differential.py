@@ -62,6 +62,7 @@ from lsiorm import (
 )
 from lsiorm._model.wire import item_from_wire
 from lsiorm.errors import LsiormError
+from support.hooks import Recorder
 
 #: LSIORM_CAPACITY_SEED=7 (any text) runs other random operations.
 SEED = int(os.environ.get("LSIORM_CAPACITY_SEED", "20261123"))
@@ -143,16 +144,6 @@ def entities(table: Table) -> tuple[type[Entity], type[Entity]]:
 
 
 # -- recording and pricing ---------------------------------------------------------------------
-
-
-@dataclass
-class Recorder:
-    """A session hook that keeps every request with its response."""
-
-    calls: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
-
-    def after(self, request: Any, response: dict[str, Any]) -> None:
-        self.calls.append((request.operation, dict(request.params), response))
 
 
 def key_of(item: Mapping[str, Any]) -> Key:

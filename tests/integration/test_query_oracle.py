@@ -27,7 +27,6 @@ from pydantic import Field
 from lsiorm import AsyncSession, Entity, GlobalIndex, KeyAttribute, Projection, Session, Table
 from lsiorm._conditions import (
     BeginsWith,
-    Between,
     Compare,
     Operator,
     begins_with,
@@ -45,6 +44,7 @@ from lsiorm._ops.reads import page
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.values import Query, query
 from lsiorm.errors import QueryPlanError
+from support.oracles import holds
 from support.strategies import LOWEST_CHARS
 from support.tables import session_with
 
@@ -184,20 +184,6 @@ def store(endpoint_url: str, backend: str) -> Iterator[Store]:
 # -- brute force -------------------------------------------------------------------------------
 
 
-def _holds(op: Operator, value: Any) -> bool:
-    if isinstance(op, Between):
-        return bool(op.low <= value <= op.high)
-    if isinstance(op, Compare):
-        return {
-            "=": value == op.value,
-            "<": value < op.value,
-            "<=": value <= op.value,
-            ">": value > op.value,
-            ">=": value >= op.value,
-        }[op.op]
-    return bool(value.startswith(op.prefix))  # type: ignore[union-attr]
-
-
 def _identity(entity: Entity) -> tuple[Any, ...]:
     meta = meta_of(entity)
     return (type(entity).__name__, *(getattr(entity, f) for f in sorted(meta.primary_fields)))
@@ -327,7 +313,7 @@ def _draw_case(data: st.DataObject) -> Case:
 
     def predicate(e: Entity) -> bool:
         return all(
-            _holds(op, getattr(e, n)) for n, ops in conditions.items() for op in ops
+            holds(op, getattr(e, n)) for n, ops in conditions.items() for op in ops
         ) and filtered(e)
 
     return Case(q, (cls,), predicate, inexact)
@@ -478,7 +464,7 @@ def test_every_bound_is_exact(store: Store, cls: type[Entity], attribute: str, k
                 e
                 for e in pool
                 if all(getattr(e, f) == v for f, v in leading.items())
-                and _holds(op, getattr(e, name))
+                and holds(op, getattr(e, name))
             ]
             results = store.session.run(all_items(store.session.ctx, q))
             _check(store, results, expected, attribute, limit=None, forward=True)
@@ -822,7 +808,7 @@ def _six_range(
 
 def _matches(op: Operator, value: Any) -> bool:
     """The brute-force truth of one condition; a missing (None) value matches nothing."""
-    return value is not None and _holds(op, value)
+    return value is not None and holds(op, value)
 
 
 @dataclass

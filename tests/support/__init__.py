@@ -8,6 +8,7 @@
 - ``faults``: the fault-injecting proxy in front of an engine, and its lost-answer hook.
 - ``jobs``: helpers of the key-job tests (a write log that can kill a job, reading a table back).
 - ``oracles``: what DynamoDB would answer, computed by hand.
+- ``hooks``: a session hook that records every request with its response.
 - ``outcomes``: values compared with the type of every leaf, for differential tests.
 - ``strategies``: hypothesis strategies for stored values, and the lowest key texts.
 - ``cli``: the command line's app modules, the fixtures that write them, and a way to run it.

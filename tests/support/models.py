@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
+from enum import Enum
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -518,3 +519,81 @@ class WithDefaults(Entity, table=DEFAULTS_TABLE, keys={"pk": "W#{wid}", "sk": "W
     labels: list[str] | None = Field(default_factory=lambda: ["x"])
     note: str | None = None
     must: str | None
+
+
+# -- multi-attribute GSI keys: tasks and bugs of a tenant, by priority, due date and title -----
+
+
+class TaskStatus(str, Enum):
+    """A task's state (a str enum, stored as its value)."""
+
+    OPEN = "open"
+    DONE = "done"
+
+
+def tasks_table(name: str, *, projection: Projection | None = None) -> Table:
+    """A table with two multi-attribute GSIs.
+
+    ByTenant: partition (tenant, region), sorted by prio (N), due and title. ByOwner: partition
+    owner, sorted by status and score (N), projecting the type attribute and title.
+    """
+    return Table(
+        name,
+        "PK",
+        "SK",
+        global_indexes=[
+            GlobalIndex(
+                "ByTenant",
+                partition_key=["tenant", "region"],
+                sort_key=[KeyAttribute("prio", "N"), "due", "title"],
+                projection=projection or Projection.all(),
+            ),
+            GlobalIndex(
+                "ByOwner",
+                partition_key=["owner"],
+                sort_key=["status", KeyAttribute("score", "N")],
+                projection=Projection.include("_type", "title"),
+            ),
+        ],
+    )
+
+
+def declare_tasks(table: Table) -> tuple[type[Entity], type[Entity], type[Entity]]:
+    """Task and Bug share ByTenant (priority and due date copied, the rest stored as the keys);
+    only Task is in ByOwner; Note binds part of ByTenant only, so it is in neither."""
+
+    class Task(
+        Entity,
+        table=table,
+        keys={"PK": "TASK#{task_id}", "SK": "TASK", "prio": "{priority}", "due": "{due_at}"},
+    ):
+        task_id: str
+        tenant: str
+        region: str
+        priority: int
+        due_at: datetime
+        title: str
+        owner: str | None = None
+        status: TaskStatus = TaskStatus.OPEN
+        score: Decimal | None = None
+
+    class Bug(
+        Entity,
+        table=table,
+        keys={"PK": "BUG#{task_id}", "SK": "BUG", "prio": "{priority}", "due": "{due_at}"},
+    ):
+        task_id: str
+        tenant: str
+        region: str
+        priority: int
+        due_at: datetime
+        title: str
+        severity: int = 1
+
+    class Note(Entity, table=table, keys={"PK": "NOTE#{task_id}", "SK": "NOTE"}):
+        task_id: str
+        tenant: str
+        region: str
+        title: str
+
+    return Task, Bug, Note

@@ -5,6 +5,8 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from lsiorm._conditions import Between, Compare, Operator
+
 _COMPARISONS = {
     "=": operator.eq,
     "<": operator.lt,
@@ -32,3 +34,15 @@ def sort_key_selects(params: dict[str, Any], key: str) -> bool:
         return bool(values[":v1"]["S"] <= key <= values[":v2"]["S"])
     comparison = _COMPARISONS[sort.split()[1]]
     return bool(comparison(key, values[":v1"]["S"]))
+
+
+def holds(op: Operator, value: Any) -> bool:
+    """Whether a field value meets a where() operator, computed in Python.
+
+    Python orders text by code point, which is UTF-8 byte order, DynamoDB's order of strings.
+    """
+    if isinstance(op, Between):
+        return bool(op.low <= value <= op.high)
+    if isinstance(op, Compare):
+        return bool(_COMPARISONS[op.op](value, op.value))
+    return bool(value.startswith(op.prefix))  # type: ignore[union-attr]

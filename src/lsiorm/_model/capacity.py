@@ -158,8 +158,7 @@ def index_entry(table: Table, index: Index | str, item: Mapping[str, Any]) -> Wi
     """
     resolved = _resolve(table, index)
     assert resolved is not None
-    partition, sort = table.index_key_attributes(resolved)
-    if partition not in item or (sort is not None and sort not in item):
+    if any(key not in item for key in table.index_key_names(resolved)):
         return None
     keep = table.projected_attributes(resolved)
     if keep is None:
@@ -197,7 +196,7 @@ def _index_write(
         return _entry_write_units(index, entry)
     old_units = _entry_write_units(index, before)
     new_units = _entry_write_units(index, after)
-    keys = [k for k in table.index_key_attributes(index) if k is not None]
+    keys = table.index_key_names(index)
     if not _same({k: before[k] for k in keys}, {k: after[k] for k in keys}):
         return old_units + new_units  # the old entry is deleted, the new one put
     if _same(before, after):

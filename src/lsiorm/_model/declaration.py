@@ -18,6 +18,11 @@ from lsiorm._model.field_types import (
 )
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.keyspace import intersection_witness
+from lsiorm._model.multikey import (
+    bind_multi_key_template,
+    check_shared_multi_key,
+    stored_key_fields,
+)
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import shard_fields
 from lsiorm._model.template import FieldSlot, KeyTemplate, parse_template
@@ -34,9 +39,11 @@ def bind(
     """
     fields = cls.model_fields
     key_attrs = table.key_attributes
+    # A field stored under a multi-attribute index key attribute is that key (see .multikey).
+    multi = table.multi_key_attributes
     for fname, info in fields.items():
         name = info.alias or fname
-        if name in key_attrs or name == table.type_attribute:
+        if (name in key_attrs and name not in multi) or name == table.type_attribute:
             raise DeclarationError(
                 "entity.attribute-collision",
                 f"{cls.__name__}.{fname} is stored as {name!r}, the name of a key attribute of "
@@ -52,7 +59,9 @@ def bind(
                 f"{cls.__name__} gives a template for {attr!r}, which is not a key attribute of "
                 f"table {table.name!r} (key attributes: {', '.join(sorted(key_attrs))}).",
             )
-        templates[attr] = bind_template(cls, attr, key_attrs[attr], source)
+        binder = bind_multi_key_template if attr in multi else bind_template
+        templates[attr] = binder(cls, attr, key_attrs[attr], source)
+    stored_keys = stored_key_fields(cls, table, templates)
     for required in (table.partition_key, table.sort_key):
         if required is not None and required.name not in templates:
             raise DeclarationError(
@@ -77,7 +86,7 @@ def bind(
                 "entity.version-field",
                 f"{cls.__name__}: version={version!r} must name an int field of the model.",
             )
-        if version in {f for t in templates.values() for f in t.fields}:
+        if version in {f for t in templates.values() for f in t.fields} | {*stored_keys.values()}:
             raise DeclarationError(
                 "entity.version-field", f"{cls.__name__}: the version field cannot be in a key."
             )
@@ -87,7 +96,7 @@ def bind(
             f"Table {table.name!r} already has an entity of type {type_name!r}; "
             "give one of them another type_name.",
         )
-    meta = EntityMeta(cls, table, type_name, templates, version)
+    meta = EntityMeta(cls, table, type_name, templates, version, stored_keys=stored_keys)
     meta.shard_fields = shard_fields(meta)
     for name in meta.shard_fields:
         if name in meta.primary_fields:
@@ -97,6 +106,7 @@ def bind(
                 "derived from the primary key, so it cannot be part of it.",
             )
     _check_overlaps(meta)
+    check_shared_multi_key(meta)
     table.entities[type_name] = cls
     return meta
 
@@ -243,7 +253,8 @@ def _sort_roles(table: Table) -> list[tuple[str, str | None, LocalIndex | Global
     for lsi in table.local_indexes:
         roles.append((pk, lsi.sort_key.name, lsi))
     for gsi in table.global_indexes:
-        roles.append((gsi.partition_key.name, gsi.sort_key.name if gsi.sort_key else None, gsi))
+        if not gsi.multi_attribute:  # multi-attribute keys have no namespaces (see .multikey)
+            roles.append((*table.index_key_attributes(gsi), gsi))
     return roles
 
 

@@ -59,7 +59,7 @@ class _DriftCheck:
         yield from self._billing_mode()
 
     def _key_schema(self) -> Iterator[Drift]:
-        declared = self.t.index_key_attributes(None)
+        declared = self.t.key_schema(None)
         live = _live_keys(self.live)
         if live != declared:
             yield Drift(
@@ -98,7 +98,7 @@ class _DriftCheck:
                 yield Drift(f"{prefix}-missing", index.name, self._missing(index))
                 continue
             keys = _live_keys(found)
-            want = self.t.index_key_attributes(index)
+            want = self.t.key_schema(index)
             if keys != want:
                 yield Drift(
                     f"{prefix}-key-schema",
@@ -164,15 +164,25 @@ class _DriftCheck:
             )
 
 
-def _live_keys(described: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    keys = {k.get("KeyType"): k.get("AttributeName") for k in described.get("KeySchema") or ()}
-    return keys.get("HASH"), keys.get("RANGE")
+def _live_keys(described: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The live key schema as (attribute, HASH or RANGE) pairs, in DynamoDB's order."""
+    return tuple(
+        (str(k.get("AttributeName")), str(k.get("KeyType")))
+        for k in described.get("KeySchema") or ()
+    )
 
 
-def _keys_text(keys: tuple[str | None, str | None]) -> str:
-    partition, sort = keys
-    text = f"partition key {partition!r}"
-    return text + (f" and sort key {sort!r}" if sort is not None else " and no sort key")
+def _keys_text(keys: Sequence[tuple[str, str]]) -> str:
+    partition = [name for name, role in keys if role == "HASH"]
+    sort = [name for name, role in keys if role == "RANGE"]
+    text = f"partition key {_names_text(partition)}"
+    return text + (f" and sort key {_names_text(sort)}" if sort else " and no sort key")
+
+
+def _names_text(names: Sequence[str]) -> str:
+    if len(names) == 1:
+        return repr(names[0])
+    return "(" + ", ".join(map(repr, names)) + ")"
 
 
 def _type_text(type_: str) -> str:

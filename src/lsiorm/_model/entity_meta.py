@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from lsiorm._model.field_types import allows_none, defaults_to_none, strip_optional
+from lsiorm._model.wire import to_wire_sized
 from lsiorm.errors import IndexKeyTypeError, KeyEncodingError, ValidationError
 
 if TYPE_CHECKING:
@@ -61,6 +62,9 @@ class EntityMeta(Generic[M_co]):
     updated_field: str | None = None
     #: Fields declared as write shards (``Annotated[int | None, Shard(n)]``), set by binding.
     shard_fields: tuple[str, ...] = ()
+    #: Multi-attribute index key attribute -> the field stored under its name (that field is
+    #: the key attribute itself; nothing is derived), set by binding.
+    stored_keys: dict[str, str] = field(default_factory=dict)
     _adapters: dict[str, TypeAdapter[Any]] = field(default_factory=dict)
 
     @property
@@ -93,8 +97,9 @@ class EntityMeta(Generic[M_co]):
 
     @cached_property
     def key_fields(self) -> frozenset[str]:
-        """Every field used by any key template."""
-        return frozenset(f for t in self.templates.values() for f in t.fields)
+        """Every field used by any key template, or stored as a multi-attribute index key."""
+        derived = {f for t in self.templates.values() for f in t.fields}
+        return frozenset(derived | set(self.stored_keys.values()))
 
     @cached_property
     def key_types(self) -> dict[str, str]:
@@ -181,7 +186,57 @@ class EntityMeta(Generic[M_co]):
             rendered = tpl.render(values)
             if rendered is not None:
                 out[attr] = checked_key(self, tpl, rendered)
+        for attr, name in self.stored_keys.items():
+            # The field itself is the key: written as a field, checked as a key.
+            value = values.get(name)
+            if isinstance(value, (str, bytes)):
+                checked_key_value(self, attr, value)
+        for index, attrs, limits in self.multi_key_sizes:
+            found = {
+                a: out.get(a) if a in self.templates else values.get(self.stored_keys[a])
+                for a in attrs
+            }
+            if any(v is None for v in found.values()):
+                continue  # the item is not in this index
+            for role, limit, rule in limits:
+                size = sum(to_wire_sized(found[a])[1] for a in role)
+                if size > limit:
+                    raise KeyEncodingError(
+                        rule,
+                        f"Key attributes {', '.join(map(repr, role))} of index {index!r} would "
+                        f"take {size} bytes together in {self.cls.__name__}; DynamoDB allows at "
+                        f"most {limit} bytes for them.",
+                        table=self.table.name,
+                    )
         return out
+
+    @cached_property
+    def multi_key_sizes(
+        self,
+    ) -> tuple[tuple[str, tuple[str, ...], tuple[tuple[tuple[str, ...], int, str], ...]], ...]:
+        """The size limits of the multi-attribute keys this entity binds.
+
+        Per index: its key attributes, and per role the attributes, their limit and its rule.
+        DynamoDB limits the partition attributes of such a key together to 2048 bytes and its
+        sort attributes together to 1024 bytes, as one key attribute is limited alone.
+        """
+        out = []
+        for gsi in self.table.global_indexes:
+            names = self.table.index_key_names(gsi)
+            if not gsi.multi_attribute or any(
+                a not in self.templates and a not in self.stored_keys for a in names
+            ):
+                continue
+            roles = (
+                (gsi.partition_attributes, MAX_PARTITION_KEY_BYTES, "key.partition-max-2048-bytes"),
+                (gsi.sort_attributes, MAX_SORT_KEY_BYTES, "key.sort-max-1024-bytes"),
+            )
+            limits = tuple(
+                (tuple(a.name for a in r), n, rule) for r, n, rule in roles if len(r) > 1
+            )
+            if limits:
+                out.append((gsi.name, names, limits))
+        return tuple(out)
 
 
 def _strict_mismatch(annotation: Any, value: Any) -> str | None:
@@ -205,7 +260,7 @@ def _strict_mismatch(annotation: Any, value: Any) -> str | None:
 def _key_limit(table: Table, attribute: str) -> tuple[int, str]:
     """Return the size limit of a key attribute: a sort key anywhere gets the smaller one."""
     sorts = {lsi.sort_key.name for lsi in table.local_indexes}
-    sorts |= {g.sort_key.name for g in table.global_indexes if g.sort_key is not None}
+    sorts |= {a.name for g in table.global_indexes for a in g.sort_attributes}
     if table.sort_key is not None:
         sorts.add(table.sort_key.name)
     if attribute in sorts:
@@ -215,7 +270,12 @@ def _key_limit(table: Table, attribute: str) -> tuple[int, str]:
 
 def checked_key(meta: EntityMeta[EntityModel], tpl: KeyTemplate, value: Any) -> Any:
     """Return a rendered key attribute value, checked against DynamoDB's key rules."""
-    declared = meta.key_types[tpl.attribute]
+    return checked_key_value(meta, tpl.attribute, value)
+
+
+def checked_key_value(meta: EntityMeta[EntityModel], attribute: str, value: Any) -> Any:
+    """Return a value of key attribute ``attribute``, checked against DynamoDB's key rules."""
+    declared = meta.key_types[attribute]
     ok = (
         (declared == "S" and isinstance(value, str))
         or (
@@ -228,31 +288,31 @@ def checked_key(meta: EntityMeta[EntityModel], tpl: KeyTemplate, value: Any) -> 
     if not ok:
         raise IndexKeyTypeError(
             "key.attribute-type",
-            f"Key attribute {tpl.attribute!r} is declared as {declared} but {meta.cls.__name__} "
+            f"Key attribute {attribute!r} is declared as {declared} but {meta.cls.__name__} "
             f"would write a {type(value).__name__} ({value!r}); DynamoDB rejects the write.",
             table=meta.table.name,
         )
     if declared == "S" and value == "":
         raise ValidationError(
             "key.empty",
-            f"Key attribute {tpl.attribute!r} of {meta.cls.__name__} would be an empty string, "
+            f"Key attribute {attribute!r} of {meta.cls.__name__} would be an empty string, "
             "which DynamoDB does not accept for a key.",
             table=meta.table.name,
         )
     if declared == "B" and len(value) == 0:
         raise ValidationError(
             "key.empty-binary",
-            f"Key attribute {tpl.attribute!r} of {meta.cls.__name__} would be empty bytes, "
+            f"Key attribute {attribute!r} of {meta.cls.__name__} would be empty bytes, "
             "which DynamoDB does not accept for a key.",
             table=meta.table.name,
         )
     if declared != "N":
         size = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
-        limit, rule = _key_limit(meta.table, tpl.attribute)
+        limit, rule = _key_limit(meta.table, attribute)
         if size > limit:
             raise KeyEncodingError(
                 rule,
-                f"Key attribute {tpl.attribute!r} of {meta.cls.__name__} would be {size} bytes; "
+                f"Key attribute {attribute!r} of {meta.cls.__name__} would be {size} bytes; "
                 f"DynamoDB allows at most {limit} bytes for this key.",
                 table=meta.table.name,
             )

@@ -38,11 +38,13 @@ class ItemWriter:
         )
         primary = {k for k in meta.table.index_key_attributes(None) if k is not None}
         # Text templates, in the order meta.key then meta.index_keys render them: (attribute,
-        # literal-or-(field, encode) parts, primary?). Number and binary keys take meta's way.
+        # literal-or-(field, encode) parts, primary?). Number and binary keys, and fields stored
+        # as keys, take meta's way.
         ordered = [meta.partition_template, meta.sort_template]
         ordered += [t for a, t in meta.templates.items() if a not in primary]
         self.text_keys: tuple[tuple[str, tuple[Any, ...], bool], ...] | None = None
-        if all(t is None or not t.is_direct for t in ordered):
+        # Fields stored as multi-attribute index keys are checked as keys by meta.index_keys.
+        if not meta.stored_keys and all(t is None or not t.is_direct for t in ordered):
             self.text_keys = tuple(
                 (
                     t.attribute,

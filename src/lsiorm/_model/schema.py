@@ -201,6 +201,20 @@ class Table:
         """Return the partition and sort key attribute names of the table (None) or an index."""
         return self._spec.index_key_attributes(index)
 
+    def key_schema(self, index: LocalIndex | GlobalIndex | None) -> tuple[tuple[str, str], ...]:
+        """Return the key attributes of the table (None) or an index, in order, each with its
+        role: ``"HASH"`` (partition) or ``"RANGE"`` (sort)."""
+        return self._spec.key_schema(index)
+
+    def index_key_names(self, index: LocalIndex | GlobalIndex | None) -> tuple[str, ...]:
+        """Return the key attribute names of the table (None) or an index, in key schema order."""
+        return self._spec.index_key_names(index)
+
+    @property
+    def multi_key_attributes(self) -> frozenset[str]:
+        """The key attributes of the multi-attribute indexes, which entities bind to fields."""
+        return self._spec.multi_key_attributes
+
     def projected_attributes(self, index: LocalIndex | GlobalIndex) -> frozenset[str] | None:
         """Return the attributes an index holds, or None when it projects ALL of them."""
         return self._spec.projected_attributes(index)
@@ -209,7 +223,7 @@ class Table:
         """Return the CreateTable parameters for botocore's low-level client."""
         request: dict[str, Any] = {
             "TableName": self.name,
-            "KeySchema": _key_schema(*self.index_key_attributes(None)),
+            "KeySchema": _key_schema(self.key_schema(None)),
             "AttributeDefinitions": [
                 {"AttributeName": name, "AttributeType": type_}
                 for name, type_ in sorted(self.key_attributes.items())
@@ -222,7 +236,7 @@ class Table:
             request["LocalSecondaryIndexes"] = [
                 {
                     "IndexName": index.name,
-                    "KeySchema": _key_schema(*self.index_key_attributes(index)),
+                    "KeySchema": _key_schema(self.key_schema(index)),
                     "Projection": _projection_request(index.projection),
                 }
                 for index in self.local_indexes
@@ -232,7 +246,7 @@ class Table:
             for index in self.global_indexes:
                 gsi: dict[str, Any] = {
                     "IndexName": index.name,
-                    "KeySchema": _key_schema(*self.index_key_attributes(index)),
+                    "KeySchema": _key_schema(self.key_schema(index)),
                     "Projection": _projection_request(index.projection),
                 }
                 if self.billing_mode == "PROVISIONED":
@@ -301,11 +315,8 @@ def _key(key: KeyAttribute | str) -> KeyAttribute:
     return KeyAttribute(key) if isinstance(key, str) else key
 
 
-def _key_schema(partition: str, sort: str | None) -> list[dict[str, str]]:
-    schema = [{"AttributeName": partition, "KeyType": "HASH"}]
-    if sort is not None:
-        schema.append({"AttributeName": sort, "KeyType": "RANGE"})
-    return schema
+def _key_schema(schema: tuple[tuple[str, str], ...]) -> list[dict[str, str]]:
+    return [{"AttributeName": name, "KeyType": role} for name, role in schema]
 
 
 def _throughput(read: int | None, write: int | None) -> dict[str, int]:

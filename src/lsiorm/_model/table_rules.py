@@ -29,6 +29,8 @@ _MAX_GSI = 20
 # DynamoDB counts NonKeyAttributes across all secondary indexes of a table, repeats included.
 _MAX_NON_KEY_ATTRIBUTES = 100
 _MAX_ATTRIBUTE_NAME_BYTES = 255
+# A multi-attribute GSI key has one to four partition and up to four sort attributes.
+_MAX_KEY_ATTRIBUTES = 4
 # The item collection limit of a table with LSIs; the warning threshold must sit below it.
 _COLLECTION_LIMIT_GB = 10.0
 
@@ -52,6 +54,7 @@ class _Rules:
             self._lsi(lsi)
         for gsi in self.t.global_indexes:
             self._gsi(gsi)
+        self._multi_key_shared()
         self._attribute_types()
         self._capacity()
         self._ttl()
@@ -102,7 +105,16 @@ class _Rules:
             )
 
     def _key_attribute(self, key: KeyAttribute, role: str) -> None:
-        if not key.name or len(key.name.encode()) > _MAX_ATTRIBUTE_NAME_BYTES:
+        if not isinstance(key, KeyAttribute):
+            self._fail(
+                "key.name",
+                f"The {role} is {key!r}; give a KeyAttribute or an attribute name (str).",
+            )
+        if (
+            not isinstance(key.name, str)
+            or not key.name
+            or len(key.name.encode()) > _MAX_ATTRIBUTE_NAME_BYTES
+        ):
             self._fail(
                 "key.name",
                 f"The {role} has name {key.name!r}; a key attribute name must be 1 to "
@@ -162,6 +174,13 @@ class _Rules:
 
     def _lsi(self, lsi: LocalIndex) -> None:
         t = self.t
+        if not isinstance(lsi.sort_key, KeyAttribute):
+            self._fail(
+                "lsi.multi-attribute-key",
+                f"Local secondary index {lsi.name!r} on table {t.name!r} gives sort key "
+                f"{lsi.sort_key!r}; a local index has one sort key attribute (multi-attribute "
+                "keys are for global indexes), so give one KeyAttribute.",
+            )
         self._key_attribute(lsi.sort_key, f"sort key of local index {lsi.name!r}")
         table_keys = set(t.index_key_attributes(None))
         if lsi.sort_key.name in table_keys:
@@ -174,13 +193,76 @@ class _Rules:
         self._projection(lsi)
 
     def _gsi(self, gsi: GlobalIndex) -> None:
-        self._key_schema(
-            gsi.partition_key,
-            gsi.sort_key,
-            f"global index {gsi.name!r}",
-            f"Global secondary index {gsi.name!r}",
-        )
+        if gsi.multi_attribute:
+            self._multi_key(gsi)
+        else:
+            self._key_schema(
+                gsi.partition_attributes[0],
+                gsi.sort_attributes[0] if gsi.sort_attributes else None,
+                f"global index {gsi.name!r}",
+                f"Global secondary index {gsi.name!r}",
+            )
         self._projection(gsi)
+
+    def _multi_key(self, gsi: GlobalIndex) -> None:
+        """Check a multi-attribute key: 1 to 4 attributes per key, each used once."""
+        where = f"Global secondary index {gsi.name!r} on table {self.t.name!r}"
+        for role, attributes, least in (
+            ("partition", gsi.partition_attributes, 1),
+            ("sort", gsi.sort_attributes, 0),
+        ):
+            if not least <= len(attributes) <= _MAX_KEY_ATTRIBUTES:
+                self._fail(
+                    "table.gsi-key-attributes",
+                    f"{where} declares {len(attributes)} {role} key attributes; a multi-attribute "
+                    f"key has {least or 1} to {_MAX_KEY_ATTRIBUTES}.",
+                )
+            for attribute in attributes:
+                self._key_attribute(attribute, f"{role} key of global index {gsi.name!r}")
+        names = [a.name for a in (*gsi.partition_attributes, *gsi.sort_attributes)]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            self._fail(
+                "key.same-attribute",
+                f"{where} uses {', '.join(map(repr, repeated))} more than once in its key; each "
+                "key attribute of an index must be a different attribute.",
+            )
+
+    def _multi_key_shared(self) -> None:
+        """Refuse an attribute that is both a multi-attribute key and a key derived from a template.
+
+        A multi-attribute index key holds one field's value as it is; a table, LSI or single-key
+        GSI attribute holds the text or value an entity's key template derives. One attribute
+        cannot be both.
+        """
+        t = self.t
+        derived: dict[str, str] = {}
+        for name in t.index_key_names(None):
+            derived.setdefault(name, f"a key of table {t.name!r}")
+        for index in t.secondary_indexes():
+            if not (isinstance(index, GlobalIndex) and index.multi_attribute):
+                for name in t.index_key_names(index):
+                    derived.setdefault(name, f"a key of {kind_of(index)} index {index.name!r}")
+        for gsi in t.global_indexes:
+            if not gsi.multi_attribute:
+                continue
+            for name in t.index_key_names(gsi):
+                if name == t.type_attribute:
+                    self._fail(
+                        "table.multi-key-shared-attribute",
+                        f"Global secondary index {gsi.name!r} on table {t.name!r} has "
+                        f"multi-attribute key attribute {name!r}, the table's type attribute, "
+                        "which lsiorm writes itself and no field can be bound to; give the "
+                        "index another attribute.",
+                    )
+                if name in derived:
+                    self._fail(
+                        "table.multi-key-shared-attribute",
+                        f"Global secondary index {gsi.name!r} on table {t.name!r} has "
+                        f"multi-attribute key attribute {name!r}, which is also {derived[name]}; "
+                        "a multi-attribute key holds a field's own value while that key is "
+                        "derived from a template, so give the index another attribute.",
+                    )
 
     def _projection(self, index: SecondaryIndex) -> None:
         projection = index.projection

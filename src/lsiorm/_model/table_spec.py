@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Literal
 
 from lsiorm._model.indexes import (
     BillingMode,
@@ -17,6 +18,9 @@ from lsiorm._model.indexes import (
     LocalIndex,
     SecondaryIndex,
 )
+
+#: A key attribute's role in a key schema: partition (HASH) or sort (RANGE).
+KeyRole = Literal["HASH", "RANGE"]
 
 
 @dataclass(frozen=True)
@@ -48,9 +52,8 @@ class TableSpec:
         for lsi in self.local_indexes:
             yield lsi.sort_key
         for gsi in self.global_indexes:
-            yield gsi.partition_key
-            if gsi.sort_key is not None:
-                yield gsi.sort_key
+            yield from gsi.partition_attributes
+            yield from gsi.sort_attributes
 
     @property
     def key_attributes(self) -> dict[str, KeyType]:
@@ -58,19 +61,51 @@ class TableSpec:
         return {attribute.name: attribute.type for attribute in self.key_attribute_uses()}
 
     def index_key_attributes(self, index: SecondaryIndex | None) -> tuple[str, str | None]:
-        """Return the partition and sort key attribute names of the table (None) or an index."""
+        """Return the partition and sort key attribute names of the table (None) or an index.
+
+        A multi-attribute index has no such pair: `key_schema` gives its attributes.
+        """
         if index is None:
             return self.partition_key.name, _name(self.sort_key)
         if isinstance(index, LocalIndex):
             return self.partition_key.name, index.sort_key.name
-        return index.partition_key.name, _name(index.sort_key)
+        if index.multi_attribute:
+            raise ValueError(
+                f"Index {index.name!r} has a multi-attribute key; read its key_schema instead."
+            )
+        ((partition,), sort) = index.partition_attributes, index.sort_attributes
+        return partition.name, sort[0].name if sort else None
+
+    def key_schema(self, index: SecondaryIndex | None) -> tuple[tuple[str, KeyRole], ...]:
+        """Return the key attributes of the table (None) or an index with their roles, in order."""
+        if isinstance(index, GlobalIndex):
+            return (
+                *((a.name, "HASH") for a in index.partition_attributes),
+                *((a.name, "RANGE") for a in index.sort_attributes),
+            )
+        partition, sort = self.index_key_attributes(index)
+        return ((partition, "HASH"),) + (((sort, "RANGE"),) if sort is not None else ())
+
+    def index_key_names(self, index: SecondaryIndex | None) -> tuple[str, ...]:
+        """Return the key attribute names of the table (None) or an index, in key schema order."""
+        return tuple(name for name, _ in self.key_schema(index))
+
+    @property
+    def multi_key_attributes(self) -> frozenset[str]:
+        """The key attributes of the multi-attribute indexes, which entities bind to fields."""
+        return frozenset(
+            name
+            for gsi in self.global_indexes
+            if gsi.multi_attribute
+            for name in self.index_key_names(gsi)
+        )
 
     def projected_attributes(self, index: SecondaryIndex) -> frozenset[str] | None:
         """Return the attributes an index holds, or None when it projects ALL of them."""
         if index.projection.type == "ALL":
             return None
-        keys = (*self.index_key_attributes(None), *self.index_key_attributes(index))
-        return frozenset(k for k in keys if k is not None) | frozenset(index.projection.attributes)
+        keys = (*self.index_key_names(None), *self.index_key_names(index))
+        return frozenset(keys) | frozenset(index.projection.attributes)
 
 
 def _name(key: KeyAttribute | None) -> str | None:

@@ -98,22 +98,27 @@ class _Descending:
 
 
 def _order_of(plan: QueryPlan, item: dict[str, Any]) -> Any:
-    attr = plan.merge_attribute
-    av = item.get(attr) if attr is not None else None
-    if av is None:
+    """The row's sort key value (a tuple for a multi-attribute sort key), as DynamoDB orders it."""
+    if not plan.merge_attributes:
         return None
-    ((tag, raw),) = av.items()
-    if tag == "N":
-        value: Any = Decimal(raw)
-    elif tag == "B":
-        value = bytes(raw)
-    else:
-        value = raw
+    values: list[Any] = []
+    for attr in plan.merge_attributes:
+        av = item.get(attr)
+        if av is None:
+            return None
+        ((tag, raw),) = av.items()
+        if tag == "N":
+            values.append(Decimal(raw))
+        elif tag == "B":
+            values.append(bytes(raw))
+        else:
+            values.append(raw)
+    value = values[0] if len(values) == 1 else tuple(values)
     return value if plan.forward else _Descending(value)
 
 
 def _merges(plan: QueryPlan) -> bool:
-    return plan.operation == "Query" and len(plan.requests) > 1 and plan.merge_attribute is not None
+    return plan.operation == "Query" and len(plan.requests) > 1 and bool(plan.merge_attributes)
 
 
 def _plan_of(source: Query[Any] | Scan[Any], *, count: bool = False) -> QueryPlan:

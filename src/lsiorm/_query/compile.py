@@ -23,6 +23,7 @@ from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import to_wire
 from lsiorm._query.keyrange import SortCondition
+from lsiorm._query.multikey import MultiKeyCondition
 from lsiorm._query.plan import ReadOptions
 from lsiorm._requests.items import compile_entity_condition
 
@@ -32,6 +33,7 @@ __all__ = [
     "compile_request",
     "filter_text",
     "first_page_limit",
+    "multi_key_text",
     "page_limit",
     "scan_segments",
     "sort_text",
@@ -51,7 +53,8 @@ class RequestChoice:
     projection: tuple[str, ...] | None = None
     #: Ask for every attribute (Select=ALL_ATTRIBUTES): an LSI fetches what it does not hold.
     fetch: bool = False
-    #: The partition key value of a Query (rendered key text or a direct value).
+    #: The partition key value of a Query (rendered key text or a direct value), or the whole
+    #: key condition of a multi-attribute index.
     partition: Any = None
     #: The sort key part of a Query's key condition (None: the whole partition).
     sort: SortCondition | None = None
@@ -90,6 +93,8 @@ def compile_request(
 def _key_condition(
     table: Table, index: LocalIndex | GlobalIndex | None, choice: RequestChoice, ph: Placeholders
 ) -> str:
+    if isinstance(choice.partition, MultiKeyCondition):
+        return multi_key_text(choice.partition, ph)
     pk_attr, sk_attr = table.index_key_attributes(index)
     key = f"{ph.name(pk_attr)} = {ph.value(to_wire(choice.partition))}"
     if choice.sort is not None:
@@ -128,6 +133,15 @@ def _compiled(
         params["ConsistentRead"] = True
     ph.into(params)
     return CompiledRequest(params, key, filter_expr, dict(ph.names), dict(ph.values), projection)
+
+
+def multi_key_text(condition: MultiKeyCondition, ph: Placeholders) -> str:
+    """Return the KeyConditionExpression of a multi-attribute index, in key order."""
+    parts = [f"{ph.name(attr)} = {ph.value(value)}" for attr, value in condition.equal]
+    if condition.last is not None:
+        attr, sort = condition.last
+        parts.append(sort_text(sort, ph.name(attr), ph))
+    return " AND ".join(parts)
 
 
 def sort_text(sort: SortCondition, name: str, ph: Placeholders) -> str:

@@ -116,7 +116,7 @@ def _values(
             continue
         tpl = meta.templates.get(attr)
         if tpl is None:
-            if strict:
+            if strict and attr not in meta.stored_keys:  # a stored key is a field, read above
                 return None
             continue
         try:

@@ -34,11 +34,13 @@ from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.keyspace import shape_of
+from lsiorm._model.multikey import is_multi_key
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import shard_of
 from lsiorm._model.template import KeyTemplate
 from lsiorm._model.wire import from_wire
 from lsiorm._query.keyrange import SortCondition
+from lsiorm._query.multikey import foreign_types as multi_key_types
 from lsiorm.errors import KeyEncodingError
 
 
@@ -88,11 +90,10 @@ def sparse_fields(
         return []
     required = set(constrained) | _excludes_none(filter_condition)
     out: list[str] = []
-    for attr in table.index_key_attributes(index):
-        tpl = meta.templates.get(attr) if attr is not None else None
-        if tpl is None:
-            continue
-        for name in tpl.fields:
+    for attr in table.index_key_names(index):
+        tpl = meta.templates.get(attr)
+        stored = meta.stored_keys.get(attr)
+        for name in tpl.fields if tpl is not None else (stored,) if stored is not None else ():
             if name not in required and name not in out and _may_be_none(meta, name):
                 out.append(name)
     return out
@@ -150,6 +151,8 @@ def intruders(
     wanted: Sequence[type[Entity]],
 ) -> list[str]:
     """Return the type names, not among ``wanted``, whose items can lie in the key range read."""
+    if is_multi_key(index):
+        return [meta_of(c).type_name for c in multi_key_types(table, index, wanted)]
     pk_attr, sk_attr = table.index_key_attributes(index)
     out: list[str] = []
     for type_name, cls in table.entities.items():

@@ -15,7 +15,7 @@ from lsiorm._model.capacity import (
     needs_fetch,
 )
 from lsiorm._model.entity import Entity
-from lsiorm._model.indexes import LocalIndex
+from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.item_encoding import wire_item
 from lsiorm._query.plan import QueryPlan
 
@@ -126,6 +126,11 @@ def _index_text(plan: QueryPlan) -> str:
     what: str = projection.type
     if projection.type == "INCLUDE":
         what += f" ({', '.join(projection.attributes)})"
+    if isinstance(index, GlobalIndex) and index.multi_attribute:
+        keys = " + ".join(a.name for a in index.partition_attributes)
+        if index.sort_attributes:
+            keys += ", sorted by " + " + ".join(a.name for a in index.sort_attributes)
+        kind += f" with a multi-attribute key: {keys};"
     return f"{index.name} ({kind} of {plan.table.name!r}, projects {what})"
 
 
@@ -218,6 +223,7 @@ def _expressions(out: _Lines, plan: QueryPlan) -> None:
     if plan.key_condition is not None:
         out.row("key", plan.key_condition)
         out.more("= " + _readable(plan.key_condition, plan))
+    out.rows("key use", plan.key_use)
     if plan.filter is not None:
         out.row("filter", plan.filter)
         out.more("= " + _readable(plan.filter, plan))

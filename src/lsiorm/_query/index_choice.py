@@ -12,15 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal
 
 from lsiorm._conditions import Operator
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
+from lsiorm._model.multikey import is_multi_key
 from lsiorm._model.schema import Table
 from lsiorm._query.exactness import intruders, sparse_fields, type_not_projected
 from lsiorm._query.keyrange import IndexFit, Validator, fit_index
+from lsiorm._query.multikey import filtered_keys, fit_multi_key
 from lsiorm._query.plan import Candidate, QuerySource
 from lsiorm._query.projection import (
     filter_field_names,
@@ -47,6 +49,8 @@ class IndexOption:
     absorbed: list[str] = field(default_factory=list)
     unabsorbed: dict[str, str] = field(default_factory=dict)
     inexact: dict[str, str] = field(default_factory=dict)
+    #: Conditions a multi-attribute index's key condition cannot reach in order, with why.
+    out_of_order: dict[str, str] = field(default_factory=dict)
     fetched: list[str] = field(default_factory=list)
     unavailable: list[str] = field(default_factory=list)
     #: Per entity, the optional key fields whose None leaves matching items out of the index.
@@ -82,6 +86,7 @@ class IndexPick:
 # their error is preferred over the generic "query.no-index".
 _SOFT_RULES: Final = (
     "query.sparse-index",
+    "query.filter-on-key",
     "query.type-not-projected",
     "query.gsi-consistent-read",
     "query.gsi-projection",
@@ -138,7 +143,10 @@ class _Chooser:
     # -- one option
 
     def _option(self, index: LocalIndex | GlobalIndex | None, order: int) -> IndexOption:
-        fits = [fit_index(meta, self.table, index, self.conds, self.valid) for meta in self.metas]
+        if is_multi_key(index):
+            fits = [fit_multi_key(m, self.table, index, self.conds, self.valid) for m in self.metas]
+        else:
+            fits = [fit_index(m, self.table, index, self.conds, self.valid) for m in self.metas]
         option = IndexOption(index, order, fits)
         broken = next((f for f in fits if f.problem is not None), None)
         if broken is not None:
@@ -176,6 +184,9 @@ class _Chooser:
         for f in option.fits:
             option.unabsorbed.update({k: v for k, v in f.unabsorbed.items() if k not in absorbed})
             option.inexact.update(f.inexact)
+            option.out_of_order.update(
+                {k: v for k, v in f.out_of_order.items() if k not in absorbed}
+            )
         for name in self.conds:
             if name not in absorbed and name not in option.unabsorbed:
                 option.unabsorbed[name] = f"{name} is absorbed for some entities only"
@@ -223,6 +234,13 @@ class _Chooser:
         fields = self.filter_fields
         if self.q.fallback:
             fields = fields | set(option.unabsorbed)
+        keys = filtered_keys(self.metas, option.index, fields)
+        if keys:
+            return "query.filter-on-key", (
+                f"a filter would read {', '.join(keys)}, key attributes of the index, and "
+                "DynamoDB does not filter on the key attributes of the index it reads; put "
+                "such a condition in where(), in key order"
+            )
         lacking = unprojected_filter_attributes(self.metas, self.table, option.index, fields)
         if lacking:
             return "query.filter-not-projected", (
@@ -314,16 +332,25 @@ class _Chooser:
     ) -> QueryPlanError:
         # An index whose keys hold the field but cannot bound it exactly explains more than
         # the winner of the tie, whose keys may not hold the field at all.
-        for option in [best, *usable]:
-            inexact = {n: why for n, why in option.inexact.items() if n in best.unabsorbed}
-            if inexact:
-                name, why = next(iter(inexact.items()))
-                return QueryPlanError(
-                    "query.inexact-range",
-                    f"The range on {name} cannot be exact on {option.label}: {why}. Or call "
-                    f"allow_filter_fallback() to read the key range and filter it.{note}",
-                    table=self.table.name,
-                )
+        found = _reason_in(best, usable, "out_of_order")
+        if found is not None:
+            option, name, why = found
+            return QueryPlanError(
+                "query.multi-key-order",
+                f"The condition on {name} cannot be part of the key condition of "
+                f"{option.label}: {why}. Add an equality on the sort attributes before it, "
+                f"move it to filter(), or call allow_filter_fallback().{note}",
+                table=self.table.name,
+            )
+        found = _reason_in(best, usable, "inexact")
+        if found is not None:
+            option, name, why = found
+            return QueryPlanError(
+                "query.inexact-range",
+                f"The range on {name} cannot be exact on {option.label}: {why}. Or call "
+                f"allow_filter_fallback() to read the key range and filter it.{note}",
+                table=self.table.name,
+            )
         detail = "; ".join(best.unabsorbed.values())
         return QueryPlanError(
             "query.unabsorbed",
@@ -332,6 +359,18 @@ class _Chooser:
             f"allow_filter_fallback().{note}",
             table=self.table.name,
         )
+
+
+def _reason_in(
+    best: IndexOption, usable: list[IndexOption], kind: Literal["out_of_order", "inexact"]
+) -> tuple[IndexOption, str, str] | None:
+    """The first option, best first, that says why it leaves one of best's conditions out."""
+    for option in [best, *usable]:
+        reasons = option.out_of_order if kind == "out_of_order" else option.inexact
+        for name, why in reasons.items():
+            if name in best.unabsorbed:
+                return option, name, why
+    return None
 
 
 def _pending_slot(
@@ -344,7 +383,7 @@ def _pending_slot(
     if forced or index is None:
         return None
     for meta in metas:
-        for attr in table.index_key_attributes(index):
+        for attr in table.index_key_names(index):
             if attr in meta.pending:
                 return (
                     f"{meta.cls.__name__} marks {attr} pending (not backfilled yet); "
@@ -359,6 +398,8 @@ def _reason(o: IndexOption, best: IndexOption) -> str:
     absorbed = f"absorbs {o.score} condition{'s' if o.score != 1 else ''}" + (
         f" ({', '.join(o.absorbed)})" if o.absorbed else ""
     )
+    if o.out_of_order:
+        absorbed += f"; {', '.join(o.out_of_order)} out of key order"
     cost = ""
     if o.fetched:
         cost = f"; fetches {', '.join(o.fetched)} from the table"

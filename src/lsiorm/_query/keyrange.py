@@ -222,6 +222,9 @@ class IndexFit:
     shard_field: str | None = None
     #: Absorbed conditions the key condition reads too widely, filtered exactly (open ends).
     residual: dict[str, list[Operator]] = field(default_factory=dict)
+    #: Conditions on sort attributes of a multi-attribute index that its key condition cannot
+    #: reach in order (see `lsiorm._query.multikey`), with why.
+    out_of_order: dict[str, str] = field(default_factory=dict)
 
 
 def fit_index(

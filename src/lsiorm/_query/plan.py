@@ -87,10 +87,15 @@ class IndexChoice:
     fetched: tuple[str, ...] = ()
     #: Fields the index cannot return (GSI), handled by the read options' ``missing_mode``.
     unavailable: tuple[str, ...] = ()
-    #: The sort key attribute by which several requests are merged.
-    merge_attribute: str | None = None
+    #: The sort key attributes by which several requests are merged (in key order).
+    merge_attributes: tuple[str, ...] = ()
     #: Items a forced sparse index cannot see (their optional key fields are None).
     sparse: tuple[str, ...] = ()
+
+    @property
+    def merge_attribute(self) -> str | None:
+        """The sort key attribute by which several requests are merged (None: several or none)."""
+        return self.merge_attributes[0] if len(self.merge_attributes) == 1 else None
 
     @property
     def index_name(self) -> str | None:
@@ -100,10 +105,10 @@ class IndexChoice:
     @property
     def key_attributes(self) -> tuple[str, ...]:
         """The attributes of a key in this table or index (an ExclusiveStartKey's attributes)."""
-        keys = [*self.table.index_key_attributes(None)]
+        keys = [*self.table.index_key_names(None)]
         if self.index is not None:
-            keys.extend(self.table.index_key_attributes(self.index))
-        return tuple(dict.fromkeys(k for k in keys if k is not None))
+            keys.extend(self.table.index_key_names(self.index))
+        return tuple(dict.fromkeys(keys))
 
 
 class ReadSource(Protocol):
@@ -234,6 +239,8 @@ class PlannedRequests:
     residual_filters: tuple[str, ...] = ()
     #: How the entity types were joined into requests or kept apart, and why.
     collection: tuple[str, ...] = ()
+    #: How the key condition uses each attribute of a multi-attribute index, and why.
+    key_use: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -291,6 +298,11 @@ class QueryPlan:
     def merge_attribute(self) -> str | None:
         """The sort key attribute by which several requests are merged."""
         return self.choice.merge_attribute
+
+    @property
+    def merge_attributes(self) -> tuple[str, ...]:
+        """The sort key attributes by which several requests are merged, in key order."""
+        return self.choice.merge_attributes
 
     @property
     def sparse(self) -> tuple[str, ...]:
@@ -405,6 +417,11 @@ class QueryPlan:
     def residual_filters(self) -> tuple[str, ...]:
         """Open ends of two-bound ranges on Number/Binary sort keys, filtered after a BETWEEN."""
         return self.planned.residual_filters
+
+    @property
+    def key_use(self) -> tuple[str, ...]:
+        """How the key condition uses each attribute of a multi-attribute index, and why."""
+        return self.planned.key_use
 
     @property
     def collection(self) -> tuple[str, ...]:

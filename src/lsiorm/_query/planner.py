@@ -25,6 +25,7 @@ from lsiorm._conditions import (
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
+from lsiorm._model.multikey import is_multi_key
 from lsiorm._model.schema import Table
 from lsiorm._query.collection import Group, Unit, foreign_types, interval_of, plan_collections
 from lsiorm._query.compile import (
@@ -39,6 +40,8 @@ from lsiorm._query.exactness import type_not_projected
 from lsiorm._query.fallback import empty_reason, filter_conditions
 from lsiorm._query.index_choice import IndexPick, choose_index
 from lsiorm._query.keyrange import KEY_OPERATORS, IndexFit, describe_ops
+from lsiorm._query.multikey import describe_key, group_units
+from lsiorm._query.multikey import foreign_types as multi_key_types
 from lsiorm._query.plan import (
     IndexChoice,
     PlannedRequest,
@@ -118,7 +121,11 @@ class _Requests:
         self.best = pick.best
         self.table = table
         self.index = self.best.index
-        self.pk_attr, self.sk_attr = table.index_key_attributes(self.index)
+        #: A multi-attribute index: its key condition and grouping are `.multikey`'s.
+        self.multi = self.index if is_multi_key(self.index) else None
+        self.pk_attr, self.sk_attr = (
+            ("", None) if self.multi is not None else table.index_key_attributes(self.index)
+        )
         self.options = ReadOptions.of(q, count=count, forward=q.forward)
         self.fallback = {n: ops for n, ops in conds.items() if n in self.best.unabsorbed}
         self.empty = empty_reason(self.best.fits, self.fallback)
@@ -128,9 +135,19 @@ class _Requests:
             self.fit_of.setdefault(fit.meta.cls, fit)
 
     def plan(self) -> QueryPlan:
-        groups = plan_collections(
-            self.table, self.pk_attr, self.sk_attr, self._units(), self.type_ok, self._same_filter
-        )
+        if self.multi is not None:
+            groups = group_units(self._units(), self._same_filter)
+            merge = tuple(a.name for a in self.multi.sort_attributes)
+        else:
+            groups = plan_collections(
+                self.table,
+                self.pk_attr,
+                self.sk_attr,
+                self._units(),
+                self.type_ok,
+                self._same_filter,
+            )
+            merge = (self.sk_attr,) if self.sk_attr is not None else ()
         sent = [self._request(group) for group in groups]
         first = sent[0].compiled
         best, options = self.best, self.options
@@ -156,7 +173,7 @@ class _Requests:
                 projection=first.projection if final else None,
                 fetched=tuple(best.fetched) if not options.count else (),
                 unavailable=tuple(best.unavailable) if not options.count else (),
-                merge_attribute=self.sk_attr,
+                merge_attributes=merge,
                 sparse=tuple(
                     f"{name} items whose {' or '.join(fields)} is None "
                     f"(they are not in {best.label})"
@@ -177,9 +194,12 @@ class _Requests:
                 empty=self.empty,
                 type_filters=tuple(s.type_line for s in sent if s.type_line),
                 residual_filters=tuple(
-                    describe_ops(n, ops) for fit in best.fits for n, ops in fit.residual.items()
+                    dict.fromkeys(
+                        describe_ops(n, ops) for fit in best.fits for n, ops in fit.residual.items()
+                    )
                 ),
                 collection=tuple(g.note for g in groups if g.note),
+                key_use=describe_key(best.fits[0], self.multi) if self.multi else (),
             ),
         )
 
@@ -254,6 +274,9 @@ class _Requests:
         """The other types whose keys can lie in the group's range (the same test that grouped)."""
         if self.empty is not None:
             return []
+        if self.multi is not None:
+            found = multi_key_types(self.table, self.multi, classes)
+            return [meta_of(c).type_name for c in found]
         interval = interval_of(group.sort)
         found = foreign_types(
             self.table, self.pk_attr, self.sk_attr, group.units[0].partition, interval, classes
@@ -310,6 +333,8 @@ def _shares_index(
     table: Table, index: LocalIndex | GlobalIndex | None, classes: Sequence[type[Entity]]
 ) -> bool:
     """Whether another declared type has items in this index (so keys must keep it out)."""
+    if is_multi_key(index):
+        return bool(multi_key_types(table, index, classes))
     pk_attr, sk_attr = table.index_key_attributes(index)
     return any(
         cls not in classes

@@ -34,10 +34,10 @@ def type_projected(table: Table, index: LocalIndex | GlobalIndex | None) -> bool
 
 def key_attributes(table: Table, index: LocalIndex | GlobalIndex | None) -> set[str]:
     """Return the key attributes of the table and of the index (every index item has them)."""
-    keys = {*table.index_key_attributes(None)}
+    keys = {*table.index_key_names(None)}
     if index is not None:
-        keys |= {*table.index_key_attributes(index)}
-    return {k for k in keys if k is not None}
+        keys |= {*table.index_key_names(index)}
+    return keys
 
 
 def recoverable_fields(meta: EntityMeta[Entity], keys: set[str]) -> set[str]:

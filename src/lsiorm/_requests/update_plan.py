@@ -20,7 +20,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from lsiorm._conditions import Condition
 from lsiorm._model.entity import Entity
-from lsiorm._model.entity_meta import EntityMeta, checked_key
+from lsiorm._model.entity_meta import EntityMeta, checked_key, checked_key_value
 from lsiorm._model.field_types import allows_none
 from lsiorm._model.item_encoding import wire_item
 from lsiorm._model.template import KeyTemplate
@@ -459,6 +459,11 @@ class _Planner:
         attribute is written, so a created item has all of its keys.
         """
         meta = self.meta
+        for attr, name in meta.stored_keys.items():
+            # A field stored as a multi-attribute index key is that key: checked as one.
+            value = self.definite.get(name)
+            if isinstance(value, (str, bytes)):
+                checked_key_value(meta, attr, value)
         primary_attrs = {k for k in meta.table.index_key_attributes(None) if k is not None}
         for attr, tpl in meta.templates.items():
             if attr in primary_attrs:
