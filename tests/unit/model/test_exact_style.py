@@ -27,7 +27,7 @@ def test_the_corpus_covers_every_entity_and_escape() -> None:
 
 @pytest.fixture(scope="module")
 def exact_classes() -> dict[str, Any]:
-    return declare_corpus(corpus_table())
+    return declare_corpus(corpus_table(key_style="exact"))
 
 
 def test_exact_keys_are_the_stored_keys(exact_classes: dict[str, Any]) -> None:
