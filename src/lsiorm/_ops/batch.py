@@ -46,6 +46,7 @@ from lsiorm._requests.batch import (
     get_params,
     key_entries,
     key_identity,
+    old_form_entries,
     primary_key_of,
     write_chunks,
     write_entries,
@@ -320,6 +321,14 @@ def batch_get(
         return get_params(pending, consistent)
 
     reads = yield from _read(ctx, entries, params_of, _decode_entry, concurrency)
+    # Entities being re-keyed: keys not found are read again in their old form.
+    unread = {e.order for e in reads.left}
+    missed = [e for e in entries if e.order not in reads.found and e.order not in unread]
+    again = old_form_entries(missed) if missed else []
+    if again:
+        more = yield from _read(ctx, again, params_of, _decode_entry, concurrency)
+        reads.found.update(more.found)
+        reads.left.extend(more.left)
     result = cast("list[E]", [reads.found[i] for i in sorted(reads.found)])
     if reads.left:
         raise BatchGetIncompleteError(
