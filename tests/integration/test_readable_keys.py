@@ -136,3 +136,22 @@ def test_queries_over_readable_keys_are_exact(
     assert session.count(q) == len(want)
     descending = [(c.slug, c.color.value, c.kind, c.n) for c in session.all(q.descending())]  # type: ignore[attr-defined]
     assert descending == want[::-1]
+
+
+def test_plain_keys_that_other_values_share_never_answer_for_them(endpoint_url: str) -> None:
+    table = Table(f"plain_shared_{uuid.uuid4().hex[:8]}", "PK", "SK", key_style="plain")
+
+    class Pair(Entity, table=table, keys={"PK": "T#{a}#{b}", "SK": "X"}):
+        a: str
+        b: str
+
+    with session_with(endpoint_url, table) as session:
+        session.put(Pair(a="x#y", b="z"))
+        # ("x", "y#z") writes the same key text, T#x#y#z: reads by key check the fields.
+        assert Pair(a="x", b="y#z").to_item()["PK"] == "T#x#y#z"
+        assert session.get(Pair, a="x", b="y#z") is None
+        assert session.get(Pair, a="x#y", b="z") == Pair(a="x#y", b="z")
+        assert session.batch_get(Pair, [{"a": "x", "b": "y#z"}]) == []
+        assert session.batch_get(Pair, [{"a": "x#y", "b": "z"}]) == [Pair(a="x#y", b="z")]
+        assert session.all(query(Pair).where(a="x", b="y#z")) == []
+        assert session.all(query(Pair).where(a="x#y", b="z")) == [Pair(a="x#y", b="z")]

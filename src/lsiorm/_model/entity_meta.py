@@ -104,6 +104,19 @@ class EntityMeta(Generic[M_co]):
         return None if key == self.key(values) else key
 
     @cached_property
+    def ambiguous_primary(self) -> bool:
+        """Whether two items with other key values may share a primary key (plain text that
+        may hold its separator): reads by key then check the item's own fields."""
+        templates = (self.partition_template, self.sort_template)
+        return any(t is not None and t.ambiguous_fields for t in templates)
+
+    def holds_key(self, entity: Any, values: Mapping[str, Any]) -> bool:
+        """Whether an entity read by key has the key field values asked for."""
+        if not self.ambiguous_primary:
+            return True
+        return all(getattr(entity, f) == values[f] for f in self.primary_fields if f in values)
+
+    @cached_property
     def primary_fields(self) -> frozenset[str]:
         """Fields that make up the primary key; changing one moves the item."""
         out = set(self.partition_template.fields)

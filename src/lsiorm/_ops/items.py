@@ -225,6 +225,8 @@ def get(
             response = yield from call(ctx, "GetItem", {**params, "Key": old_key}, (meta.table,))
             item = response.get("Item")
     found = decode_item(meta.table, item, only=(cls,)) if item else None
+    if found is not None and not meta.holds_key(found, values):
+        found = None  # plain keys of other values can be the same text: not the item asked for
     if found is None and required:
         raise NotFoundError(
             f"No {cls.__name__} with key {dict(values)!r} in table {meta.table.name!r}.",

@@ -213,6 +213,9 @@ def transact_get(ctx: Context, gets: Sequence[Get]) -> Operation[list[Entity | N
     params, parts = transact_get_plan(gets)
     response = yield from _send(ctx, "TransactGetItems", params, parts)
     out = _decoded(parts, response)
+    for n, (part, found) in enumerate(zip(parts, out, strict=True)):
+        if found is not None and not meta_of(part.cls).holds_key(found, _key_fields(part)):
+            out[n] = None  # another item's plain key text: not the one asked for
     again: dict[int, TransactPart] = {}
     for n, (part, found) in enumerate(zip(parts, out, strict=True)):
         meta = meta_of(part.cls)

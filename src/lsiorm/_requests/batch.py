@@ -328,6 +328,12 @@ def _given(source: Any) -> Entity | Mapping[str, Any]:
     return cast("Entity | Mapping[str, Any]", source)
 
 
+def read_key_values(entry: BatchEntry) -> dict[str, Any]:
+    """The validated key field values a read entry was given."""
+    assert entry.cls is not None
+    return key_values(meta_of(entry.cls), _given(entry.source), {})
+
+
 def old_form_entries(entries: Sequence[BatchEntry], kind: str | None = None) -> list[BatchEntry]:
     """The same entries under their keys' old form, for entities being re-keyed.
 
