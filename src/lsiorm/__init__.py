@@ -76,6 +76,8 @@ from lsiorm._model.indexes import (
     Projection,
     ProjectionType,
 )
+from lsiorm._model.key_layout import FieldLayout, KeyLayout, key_layout
+from lsiorm._model.key_styles import KeyStyle
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard
 from lsiorm._model.wire import AttributeValue, WireItem, item_size
@@ -119,6 +121,7 @@ from lsiorm._query.plan import (
     RequestShape,
     ScanProgress,
 )
+from lsiorm._query.rekeying import FormCheck
 from lsiorm._query.values import Query, Scan, query, scan
 from lsiorm._requests.batch import DeleteTarget, GetKey
 from lsiorm._requests.transactions import ConditionCheck, Delete, Get, Put, TransactAction, Update
@@ -213,6 +216,8 @@ __all__ = [
     "FastPathStats",
     "FetchRule",
     "FieldCondition",
+    "FieldLayout",
+    "FormCheck",
     "Get",
     "GetKey",
     "GlobalIndex",
@@ -231,7 +236,9 @@ __all__ = [
     "KeyAuditReport",
     "KeyEncodingError",
     "KeyFormat",
+    "KeyLayout",
     "KeyProblem",
+    "KeyStyle",
     "KeyType",
     "LocalIndex",
     "LsiormError",
@@ -310,6 +317,7 @@ __all__ = [
     "install_fast_json",
     "is_in",
     "item_size",
+    "key_layout",
     "key_templates",
     "le",
     "lt",

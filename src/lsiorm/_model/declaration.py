@@ -17,6 +17,7 @@ from lsiorm._model.field_types import (
     strip_optional,
 )
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
+from lsiorm._model.key_styles import KeyStyle, checked_style
 from lsiorm._model.keyspace import intersection_witness
 from lsiorm._model.multikey import (
     bind_multi_key_template,
@@ -25,18 +26,28 @@ from lsiorm._model.multikey import (
 )
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import shard_fields
-from lsiorm._model.template import FieldSlot, KeyTemplate, parse_template
+from lsiorm._model.template import FieldSlot, KeyTemplate, Segment, parse_template
 from lsiorm.errors import DeclarationError
 
 
 def bind(
-    cls: type[EntityModel], table: Table, keys: dict[str, str], type_name: str, version: str | None
+    cls: type[EntityModel],
+    table: Table,
+    keys: dict[str, str],
+    type_name: str,
+    version: str | None,
+    key_style: KeyStyle | None = None,
+    rekeying_from: KeyStyle | None = None,
 ) -> EntityMeta[EntityModel]:
     """Return what lsiorm knows about ``cls``, after checking its declaration against ``table``.
 
-    The class is registered in ``table.entities`` under ``type_name`` only when every check
-    passes.
+    ``key_style`` and ``rekeying_from`` are the entity's (None: the table's). The class is
+    registered in ``table.entities`` under ``type_name`` only when every check passes.
     """
+    style = checked_style(key_style or table.key_style, f"{cls.__name__} (key_style)")
+    old = rekeying_from if rekeying_from is not None else table.rekeying_from
+    if old is not None:
+        old = checked_style(old, f"{cls.__name__} (rekeying_from)")
     fields = cls.model_fields
     key_attrs = table.key_attributes
     # A field stored under a multi-attribute index key attribute is that key (see .multikey).
@@ -59,8 +70,10 @@ def bind(
                 f"{cls.__name__} gives a template for {attr!r}, which is not a key attribute of "
                 f"table {table.name!r} (key attributes: {', '.join(sorted(key_attrs))}).",
             )
-        binder = bind_multi_key_template if attr in multi else bind_template
-        templates[attr] = binder(cls, attr, key_attrs[attr], source)
+        if attr in multi:
+            templates[attr] = bind_multi_key_template(cls, attr, key_attrs[attr], source)
+        else:
+            templates[attr] = bind_template(cls, attr, key_attrs[attr], source, style)
     stored_keys = stored_key_fields(cls, table, templates)
     for required in (table.partition_key, table.sort_key):
         if required is not None and required.name not in templates:
@@ -96,7 +109,12 @@ def bind(
             f"Table {table.name!r} already has an entity of type {type_name!r}; "
             "give one of them another type_name.",
         )
-    meta = EntityMeta(cls, table, type_name, templates, version, stored_keys=stored_keys)
+    meta = EntityMeta(
+        cls, table, type_name, templates, version, stored_keys=stored_keys, key_style=style
+    )
+    if old is not None:
+        meta.rekeying_from = old
+        meta.old_templates = _old_templates(cls, table, keys, templates, old)
     meta.shard_fields = shard_fields(meta)
     for name in meta.shard_fields:
         if name in meta.primary_fields:
@@ -186,8 +204,39 @@ def pending_slots(meta: EntityMeta[EntityModel], pending: Iterable[str]) -> froz
     return slots
 
 
-def bind_template(cls: type[EntityModel], attr: str, attr_type: str, source: str) -> KeyTemplate:
-    """Return the template of key attribute ``attr``, each slot with its field's codec."""
+def _old_templates(
+    cls: type[EntityModel],
+    table: Table,
+    keys: dict[str, str],
+    templates: dict[str, KeyTemplate],
+    old: KeyStyle,
+) -> dict[str, KeyTemplate]:
+    """The templates, in style ``old`` for every field, of the attributes whose keys differ."""
+    out: dict[str, KeyTemplate] = {}
+    for attr, source in keys.items():
+        if attr in table.multi_key_attributes:
+            continue  # a natively typed copy of one field: no key style applies
+        before = bind_template(cls, attr, table.key_attributes[attr], source, old, forced=True)
+        if before.form != templates[attr].form:
+            out[attr] = before
+    return out
+
+
+def bind_template(
+    cls: type[EntityModel],
+    attr: str,
+    attr_type: str,
+    source: str,
+    style: KeyStyle = "readable",
+    *,
+    forced: bool = False,
+) -> KeyTemplate:
+    """Return the template of key attribute ``attr``, each slot with its field's codec.
+
+    ``style`` is the key style of fields that do not give their own (every field's when
+    ``forced``). A text field whose encoding holds the first character of the literal after
+    it (see `lsiorm._model.key_styles`) takes that character out of the literal.
+    """
     fields = cls.model_fields
     segments = list(parse_template(source, attribute=attr))
     slots = [s for s in segments if isinstance(s, FieldSlot)]
@@ -221,6 +270,7 @@ def bind_template(cls: type[EntityModel], attr: str, attr_type: str, source: str
                 f"{attr_type} key attribute {attr!r}.",
             )
         return KeyTemplate(attr, attr_type, source, tuple(segments))
+    python_patterns = cls.model_config.get("regex_engine") == "python-re"
     for i, seg in enumerate(segments):
         if not isinstance(seg, FieldSlot):
             continue
@@ -231,7 +281,10 @@ def bind_template(cls: type[EntityModel], attr: str, attr_type: str, source: str
             spec=seg.spec,
             metadata=info.metadata,
             field_name=f"{cls.__name__}.{seg.field}",
-            terminated=nxt is not None,
+            following=None if nxt is None else nxt if isinstance(nxt, str) else "",
+            style=style,
+            python_patterns=python_patterns,
+            forced=forced,
         )
         if isinstance(nxt, FieldSlot) and not codec.prefix_free:
             raise DeclarationError(
@@ -241,7 +294,22 @@ def bind_template(cls: type[EntityModel], attr: str, attr_type: str, source: str
                 "them, like '{a}#{b}'.",
             )
         segments[i] = FieldSlot(seg.field, seg.spec, codec)
-    return KeyTemplate(attr, attr_type, source, tuple(segments))
+    return KeyTemplate(attr, attr_type, source, _absorb_terminators(segments))
+
+
+def _absorb_terminators(segments: list[Segment]) -> tuple[Segment, ...]:
+    """Take each literal's first character out where the field before it writes it."""
+    out: list[Segment] = []
+    for seg in segments:
+        if isinstance(seg, str) and out and isinstance(out[-1], FieldSlot):
+            codec = out[-1].codec
+            if codec is not None and codec.holds_literal:
+                assert seg[:1] == codec.terminator
+                seg = seg[1:]
+                if not seg:
+                    continue
+        out.append(seg)
+    return tuple(out)
 
 
 def _sort_roles(table: Table) -> list[tuple[str, str | None, LocalIndex | GlobalIndex | None]]:

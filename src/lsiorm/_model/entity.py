@@ -20,6 +20,7 @@ from lsiorm._model.declaration import bind, pending_slots, timestamp_field
 from lsiorm._model.entity_meta import EntityMeta, EntityModel, meta_of
 from lsiorm._model.item_decoding import item_decoder
 from lsiorm._model.item_encoding import build_item, encode_entity, wire_item
+from lsiorm._model.key_styles import KeyStyle
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard, shard_for, shard_of
 from lsiorm.errors import DeclarationError
@@ -64,6 +65,10 @@ class Entity(EntityModel):
     slot by itself (``using()`` still can). Remove the name once a backfill and an audit show
     nothing stale (see docs/migrations.md). ``created_at`` and ``updated_at`` name datetime
     fields that lsiorm sets on each put and update (see docs/writing.md#timestamps).
+    ``key_style`` is how key fields are written where a field's `KeyFormat` does not say
+    (default: the table's, ``"readable"`` unless it says otherwise; see docs/encoding.md).
+    ``rekeying_from`` names the key style the entity's items may still carry while they are
+    moved to the declared one (default: the table's; see docs/migrations.md).
     """
 
     def __init_subclass__(
@@ -76,6 +81,8 @@ class Entity(EntityModel):
         pending: Iterable[str] = (),
         created_at: str | None = None,
         updated_at: str | None = None,
+        key_style: KeyStyle | None = None,
+        rekeying_from: KeyStyle | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init_subclass__(**kwargs)
@@ -92,7 +99,13 @@ class Entity(EntityModel):
                 return
             # Bound first: the checks below read the class's meta.
             model.__lsiorm__ = meta = bind(
-                model, table, dict(keys or {}), type_name or model.__name__, version
+                model,
+                table,
+                dict(keys or {}),
+                type_name or model.__name__,
+                version,
+                key_style,
+                rekeying_from,
             )
             meta.pending = pending_slots(meta, pending)
             meta.created_field = timestamp_field(meta, "created_at", created_at)

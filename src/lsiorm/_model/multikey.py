@@ -92,16 +92,16 @@ class NativeTextCodec(KeyCodec):
         """Return the text itself (an enum member's value)."""
         if self.enum_type is not None:
             if not isinstance(value, self.enum_type):
-                raise self._type_error(value, f"a {self.enum_type.__name__} member")
+                raise self.type_error(value, f"a {self.enum_type.__name__} member")
             value = value.value
         if not isinstance(value, str):
-            raise self._type_error(value, "a str")
+            raise self.type_error(value, "a str")
         return str.__str__(value)
 
     def validate_prefix(self, prefix: str) -> str:
         """Return the prefix itself: the stored text begins with it."""
         if not isinstance(prefix, str):
-            raise self._type_error(prefix, "a str prefix")
+            raise self.type_error(prefix, "a str prefix")
         return str.__str__(prefix)
 
     def _parse(self, text: str) -> Any:

@@ -51,6 +51,7 @@ class IndexOption:
     inexact: dict[str, str] = field(default_factory=dict)
     #: Conditions a multi-attribute index's key condition cannot reach in order, with why.
     out_of_order: dict[str, str] = field(default_factory=dict)
+    inexact_rules: dict[str, str] = field(default_factory=dict)
     fetched: list[str] = field(default_factory=list)
     unavailable: list[str] = field(default_factory=list)
     #: Per entity, the optional key fields whose None leaves matching items out of the index.
@@ -85,6 +86,7 @@ class IndexPick:
 # Rules of candidates that serve the partition but fail for another reason, in the order
 # their error is preferred over the generic "query.no-index".
 _SOFT_RULES: Final = (
+    "query.plain-ambiguous",
     "query.sparse-index",
     "query.filter-on-key",
     "query.type-not-projected",
@@ -152,6 +154,15 @@ class _Chooser:
         if broken is not None:
             assert broken.problem is not None
             return option.refuse(broken.rule, broken.problem)
+        unchecked = next((f for f in fits if set(f.checked) & f.meta.key_only_fields), None)
+        if unchecked is not None:
+            names = ", ".join(sorted(set(unchecked.checked) & unchecked.meta.key_only_fields))
+            return option.refuse(
+                "query.plain-ambiguous",
+                f"{unchecked.meta.cls.__name__}'s plain key text may hold the separator after "
+                f"{names}, and its items do not store {names} to check it; give the field the "
+                "readable or exact key style and backfill the keys, or use filter()",
+            )
         pending = _pending_slot(self.metas, self.table, index, self.q.index_forced)
         if pending is not None:
             # What it would answer once ready: named when no ready index answers it.
@@ -187,6 +198,7 @@ class _Chooser:
             option.out_of_order.update(
                 {k: v for k, v in f.out_of_order.items() if k not in absorbed}
             )
+            option.inexact_rules.update(f.inexact_rules)
         for name in self.conds:
             if name not in absorbed and name not in option.unabsorbed:
                 option.unabsorbed[name] = f"{name} is absorbed for some entities only"
@@ -231,7 +243,7 @@ class _Chooser:
                 "query.gsi-consistent-read",
                 "consistent reads are not available on a global secondary index",
             )
-        fields = self.filter_fields
+        fields = self.filter_fields | {n for fit in option.fits for n in fit.checked}
         if self.q.fallback:
             fields = fields | set(option.unabsorbed)
         keys = filtered_keys(self.metas, option.index, fields)
@@ -346,7 +358,7 @@ class _Chooser:
         if found is not None:
             option, name, why = found
             return QueryPlanError(
-                "query.inexact-range",
+                option.inexact_rules.get(name, "query.inexact-range"),
                 f"The range on {name} cannot be exact on {option.label}: {why}. Or call "
                 f"allow_filter_fallback() to read the key range and filter it.{note}",
                 table=self.table.name,

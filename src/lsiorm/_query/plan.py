@@ -22,6 +22,7 @@ from lsiorm._model.entity import Entity
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.schema import Table
 from lsiorm._query.cursor import fingerprint
+from lsiorm._query.rekeying import FormCheck
 from lsiorm.errors import QueryPlanError
 
 MissingMode = Literal["error", "hydrate", "partial"]
@@ -65,6 +66,8 @@ class PlannedRequest:
     label: str = ""
     #: ``Limit`` of the first page (None: none is sent).
     limit: int | None = None
+    #: While entities are re-keyed: which rows this request keeps, by the form of their keys.
+    forms: tuple[FormCheck, ...] = ()
 
     def first_params(self) -> dict[str, Any]:
         """Return the exact parameters of this request's first page."""
@@ -237,6 +240,8 @@ class PlannedRequests:
     type_filters: tuple[str, ...] = ()
     #: Open ends of two-bound ranges on Number/Binary sort keys, filtered after a BETWEEN.
     residual_filters: tuple[str, ...] = ()
+    #: Key conditions on plain key text also checked on the fields' stored attributes.
+    plain_checks: tuple[str, ...] = ()
     #: How the entity types were joined into requests or kept apart, and why.
     collection: tuple[str, ...] = ()
     #: How the key condition uses each attribute of a multi-attribute index, and why.
@@ -422,6 +427,11 @@ class QueryPlan:
     def key_use(self) -> tuple[str, ...]:
         """How the key condition uses each attribute of a multi-attribute index, and why."""
         return self.planned.key_use
+
+    @property
+    def plain_checks(self) -> tuple[str, ...]:
+        """Key conditions on plain key text also checked on the fields' stored attributes."""
+        return self.planned.plain_checks
 
     @property
     def collection(self) -> tuple[str, ...]:
