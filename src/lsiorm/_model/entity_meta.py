@@ -61,7 +61,15 @@ class EntityMeta(Generic[M_co]):
     updated_field: str | None = None
     #: Fields declared as write shards (``Annotated[int | None, Shard(n)]``), set by binding.
     shard_fields: tuple[str, ...] = ()
+    #: Whether items store the table's type attribute (``Entity(..., type_attribute=None)``
+    #: declares items that carry none; their keys tell them apart).
+    typed: bool = True
     _adapters: dict[str, TypeAdapter[Any]] = field(default_factory=dict)
+
+    @property
+    def type_attribute(self) -> str | None:
+        """The attribute that stores the type name in this entity's items, or None."""
+        return self.table.type_attribute if self.typed else None
 
     @property
     def partition_template(self) -> KeyTemplate:
@@ -95,6 +103,16 @@ class EntityMeta(Generic[M_co]):
     def key_fields(self) -> frozenset[str]:
         """Every field used by any key template."""
         return frozenset(f for t in self.templates.values() for f in t.fields)
+
+    @cached_property
+    def own_keys(self) -> frozenset[str]:
+        """Key attributes that are a field's own stored attribute (its template is the field)."""
+        stored = self.attributes
+        return frozenset(
+            attr
+            for attr, tpl in self.templates.items()
+            if len(tpl.segments) == 1 and tpl.slots and stored.get(tpl.fields[0]) == attr
+        )
 
     @cached_property
     def key_types(self) -> dict[str, str]:

@@ -1,0 +1,301 @@
+"""Telling entity types apart without a type attribute: declarations, writes, decoding, plans."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal
+
+import pytest
+from pydantic import Field
+
+from lsiorm import (
+    Entity,
+    GlobalIndex,
+    KeyAttribute,
+    LocalIndex,
+    Projection,
+    Table,
+    decode_item,
+    query,
+    scan,
+)
+from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.item_types import entity_class, item_types
+from lsiorm._requests.update_expression import update_request
+from lsiorm._requests.update_plan import UpdateSpec
+from lsiorm.errors import DeclarationError, QueryPlanError, ValidationError
+
+shop = Table(
+    "shop",
+    "pk",
+    "sk",
+    global_indexes=[
+        GlobalIndex("gsi1", KeyAttribute("gsi1pk"), KeyAttribute("gsi1sk")),
+        GlobalIndex("bare", KeyAttribute("gsi2pk"), KeyAttribute("gsi2sk")),
+    ],
+)
+
+
+class Customer(
+    Entity,
+    table=shop,
+    keys={"pk": "CUSTOMER#{cid}", "sk": "PROFILE", "gsi2pk": "{city}", "gsi2sk": "C#{cid}"},
+    type_attribute=None,
+):
+    cid: str
+    name: str
+    city: str | None = None
+
+
+class Order(
+    Entity,
+    table=shop,
+    keys={
+        "pk": "CUSTOMER#{cid}",
+        "sk": "ORDER#{oid}",
+        "gsi1pk": "ORDER#{oid}",
+        "gsi1sk": "ORDER",
+        "gsi2pk": "{city}",
+        "gsi2sk": "O#{oid}",
+    },
+    type_attribute=None,
+):
+    cid: str
+    oid: str
+    city: str | None = None
+
+
+class Note(Entity, table=shop, keys={"pk": "CUSTOMER#{cid}", "sk": "NOTE#{n}"}):
+    cid: str
+    n: str
+
+
+def test_untyped_items_store_no_type_attribute() -> None:
+    assert Customer(cid="1", name="Ann").to_item() == {
+        "cid": "1",
+        "name": "Ann",
+        "pk": "CUSTOMER#1",
+        "sk": "PROFILE",
+        "gsi2sk": "C#1",
+    }
+    assert "_type" not in Order(cid="1", oid="7").to_wire()
+    assert Note(cid="1", n="a").to_wire()["_type"] == {"S": "Note"}
+
+
+@pytest.mark.parametrize("entity", [Customer(cid="1", name="Ann"), Order(cid="1", oid="7")])
+def test_untyped_items_decode_by_their_keys(entity: Entity) -> None:
+    wire = entity.to_wire()
+    assert item_types(shop, wire) == [type(entity)]
+    assert decode_item(shop, wire) == entity
+    assert decode_item(shop, wire, only=[Note]) is None
+
+
+def test_typed_and_untyped_items_share_a_table() -> None:
+    note = Note(cid="1", n="a")
+    assert decode_item(shop, note.to_wire()) == note
+    # An item whose type attribute names no declared type is of none, whatever its keys.
+    wire = {**Order(cid="1", oid="7").to_wire(), "_type": {"S": "Invoice"}}
+    assert item_types(shop, wire) == []
+    # Keys no declared template parses: no type.
+    assert item_types(shop, {"pk": {"S": "CUSTOMER#1"}, "sk": {"S": "RETURN#3"}}) == []
+
+
+def test_an_item_without_its_primary_key_is_of_no_type() -> None:
+    assert item_types(shop, {"pk": {"S": "CUSTOMER#1"}}) == []
+
+
+def test_entity_class_refuses_to_guess_between_types() -> None:
+    loose = Table("loose", "pk", "sk")
+
+    class A(Entity, table=loose, keys={"pk": "{a}", "sk": "A"}, type_attribute=None):
+        a: str
+
+    class B(Entity, table=loose, keys={"pk": "X#{b}", "sk": "B"}, type_attribute=None):
+        b: str
+
+    # Declared apart; an item keyed by hand under both shapes at once cannot happen, so a
+    # stand-in template makes both parse it.
+    meta_of(B).templates["sk"] = meta_of(A).templates["sk"]
+    item = {"pk": {"S": "X#1"}, "sk": {"S": "A"}}
+    assert item_types(loose, item) == [A, B]
+    with pytest.raises(ValidationError) as caught:
+        entity_class(loose, item)
+    assert caught.value.rule == "item.ambiguous-type"
+    assert entity_class(loose, item, only=[B]) is B
+
+
+def test_declarations_that_cannot_be_told_apart_are_refused() -> None:
+    with pytest.raises(DeclarationError) as caught:
+
+        class Shadow(
+            Entity, table=shop, keys={"pk": "CUSTOMER#{c}", "sk": "ORDER#{x}"}, type_attribute=None
+        ):
+            c: str
+            x: str
+
+    assert caught.value.rule == "entity.indistinguishable"
+    assert "Shadow" not in shop.entities
+
+
+def test_another_type_attribute_name_is_refused() -> None:
+    with pytest.raises(DeclarationError) as caught:
+
+        class Elsewhere(Entity, table=shop, keys={"pk": "E#{e}", "sk": "E"}, type_attribute="kind"):
+            e: str
+
+    assert caught.value.rule == "entity.type-attribute"
+
+
+def test_the_table_type_attribute_by_name_is_the_default() -> None:
+    tagged = Table("tagged", "pk", "sk", type_attribute="__edb_e__")
+
+    class Task(Entity, table=tagged, keys={"pk": "T#{t}", "sk": "T"}, type_attribute="__edb_e__"):
+        t: str
+
+    assert Task(t="1").to_wire()["__edb_e__"] == {"S": "Task"}
+
+
+def _params(q: Any) -> dict[str, Any]:
+    params: dict[str, Any] = q.plan().requests[0].params
+    return params
+
+
+def test_a_query_keeps_untyped_items_by_the_absence_of_the_type_attribute() -> None:
+    shared = Table("shared", "pk", "sk", local_indexes=[LocalIndex("lsi", KeyAttribute("lsk"))])
+
+    class Plain(
+        Entity,
+        table=shared,
+        keys={"pk": "P#{p}", "sk": "A#{x}", "lsk": "X#{x}"},
+        type_attribute=None,
+    ):
+        p: str
+        x: str
+
+    class Tagged(Entity, table=shared, keys={"pk": "P#{p}", "sk": "B#{y}", "lsk": "X#{y}"}):
+        p: str
+        y: str
+
+    params = _params(query(Plain).where(p="1").using("lsi"))
+    assert params["FilterExpression"] == "attribute_not_exists(#n2)"
+    assert params["ExpressionAttributeNames"]["#n2"] == "_type"
+    params = _params(query(Tagged).where(p="1").using("lsi"))
+    assert params["FilterExpression"] == "#n2 = :v2"
+    assert params["ExpressionAttributeValues"][":v2"] == {"S": "Tagged"}
+    both = query(Plain, Tagged).where(p="1").using("lsi").plan()
+    assert [r.params.get("FilterExpression") for r in both.requests] == [None]
+
+
+def test_a_gsi_query_tells_untyped_types_apart_by_a_table_key_prefix() -> None:
+    params = _params(query(Order).where(city="Oslo"))
+    assert params["IndexName"] == "bare"
+    assert params["KeyConditionExpression"] == "#n0 = :v0 AND begins_with(#n1, :v1)"
+    # Customers of the city are in the same range only if their sk could begin 'ORDER#': not.
+    assert "FilterExpression" not in params
+
+
+def test_an_untyped_scan_filters_on_absence_and_key_prefix() -> None:
+    params = _params(scan(Order))
+    assert params["FilterExpression"] == "attribute_not_exists(#n0) AND begins_with(#n1, :v0)"
+    assert params["ExpressionAttributeNames"] == {"#n0": "_type", "#n1": "sk"}
+    assert params["ExpressionAttributeValues"] == {":v0": {"S": "ORDER#"}}
+
+
+def test_untyped_types_that_no_filter_separates_are_refused() -> None:
+    mixed = Table("mixed", "pk", "sk", local_indexes=[LocalIndex("lsi", KeyAttribute("lsk"))])
+
+    class Left(
+        Entity, table=mixed, keys={"pk": "P#{p}", "sk": "L#{x}", "lsk": "{x}"}, type_attribute=None
+    ):
+        p: str
+        x: str
+
+    class Right(
+        Entity, table=mixed, keys={"pk": "P#{p}", "sk": "R#{y}", "lsk": "{y}"}, type_attribute=None
+    ):
+        p: str
+        y: str
+
+    with pytest.raises(QueryPlanError) as caught:
+        query(Left).where(p="1").using("lsi").plan()
+    assert caught.value.rule == "query.untyped-types"
+    # The table's own key range keeps them apart: no filter needed.
+    assert "FilterExpression" not in _params(query(Left).where(p="1"))
+
+
+def test_upsert_of_an_untyped_entity_guards_on_the_absence_of_the_type() -> None:
+    spec = UpdateSpec(set={"city": "Oslo"}, upsert=True)
+    params = update_request(meta_of(Order), {"cid": "1", "oid": "7"}, spec)
+    assert "attribute_not_exists(#n0) OR attribute_not_exists(" in params["ConditionExpression"]
+    assert "_type" in params["ExpressionAttributeNames"].values()
+    assert "_type" not in str(params["UpdateExpression"])
+
+
+class Tier(str, Enum):
+    GOLD = "gold"
+    TIN = "tin"
+
+
+by_user = Table("by_user", KeyAttribute("user_id"), KeyAttribute("n", "N"))
+
+
+class Visit(Entity, table=by_user, keys={"user_id": "{user_id}", "n": "{n}"}, type_attribute=None):
+    user_id: str
+    n: int
+    tier: Tier = Tier.TIN
+    kind: Literal["a", "b"] = "a"
+
+
+def test_a_field_can_be_its_key_attribute() -> None:
+    visit = Visit(user_id="u1", n=3)
+    assert visit.to_wire() == {
+        "user_id": {"S": "u1"},
+        "n": {"N": "3"},
+        "tier": {"S": "tin"},
+        "kind": {"S": "a"},
+    }
+    assert decode_item(by_user, visit.to_wire()) == visit
+    assert meta_of(Visit).own_keys == {"user_id", "n"}
+
+
+@pytest.mark.parametrize(
+    ("annotation", "template"),
+    [(int, "{user_id}"), (str, "U#{user_id}"), (str, "{user_id:>5}")],
+)
+def test_a_field_under_a_key_name_must_be_that_key(annotation: Any, template: str) -> None:
+    table = Table("own", KeyAttribute("user_id"))
+    with pytest.raises(DeclarationError) as caught:
+
+        class Wrong(Entity, table=table, keys={"user_id": template}):
+            user_id: annotation  # type: ignore[valid-type]
+
+    assert caught.value.rule == "entity.attribute-collision"
+
+
+def test_a_field_stored_as_the_type_attribute_is_refused() -> None:
+    with pytest.raises(DeclarationError) as caught:
+
+        class Clash(Entity, table=shop, keys={"pk": "Z#{z}", "sk": "Z"}, type_attribute=None):
+            z: str
+            kind: str = Field(alias="_type")
+
+    assert caught.value.rule == "entity.attribute-collision"
+
+
+def test_an_own_key_index_field_is_updated_once() -> None:
+    listed = Table(
+        "listed",
+        "pk",
+        global_indexes=[
+            GlobalIndex("by_tier", KeyAttribute("tier"), projection=Projection.keys_only())
+        ],
+    )
+
+    class Member(Entity, table=listed, keys={"pk": "M#{m}", "tier": "{tier}"}, type_attribute=None):
+        m: str
+        tier: Tier | None = None
+
+    spec = UpdateSpec(set={"tier": Tier.GOLD})
+    params = update_request(meta_of(Member), {"m": "1"}, spec)
+    assert list(params["ExpressionAttributeNames"].values()).count("tier") == 1
+    assert params["UpdateExpression"].startswith("SET ")
