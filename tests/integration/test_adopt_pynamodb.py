@@ -1,0 +1,252 @@
+"""Adopting tables that PynamoDB wrote: lsiorm reads, queries and updates them, PynamoDB reads
+lsiorm's updates back. No lsiorm code writes the tables' items.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pydantic import Field
+
+pynamodb = pytest.importorskip("pynamodb", reason="pynamodb is in the dev extra")
+
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute  # noqa: E402
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex  # noqa: E402
+from pynamodb.models import Model  # noqa: E402
+
+from lsiorm import (  # noqa: E402
+    AsyncSession,
+    Entity,
+    GlobalIndex,
+    KeyAttribute,
+    Session,
+    Table,
+    gt,
+    query,
+)
+from support.cli import run  # noqa: E402
+
+TEAMS = ("red", "blue", "green")
+
+
+def pynamodb_user_model(table_name: str, endpoint_url: str) -> type[Model]:
+    """PynamoDB's model of a users table: keyed by a number, a GSI on team and score."""
+
+    class ByTeam(GlobalSecondaryIndex[Any]):
+        class Meta:
+            index_name = "by_team"
+            projection = AllProjection()
+
+        team = UnicodeAttribute(hash_key=True)
+        score = NumberAttribute(range_key=True)
+
+    class UserModel(Model):
+        class Meta:
+            table_name = ""
+            host = endpoint_url
+            region = "us-east-1"
+            billing_mode = "PAY_PER_REQUEST"
+
+        user_id = NumberAttribute(hash_key=True)
+        email = UnicodeAttribute(attr_name="emailAddress")
+        name = UnicodeAttribute()
+        team = UnicodeAttribute(null=True)
+        score = NumberAttribute(default=0)
+        by_team = ByTeam()
+
+    UserModel.Meta.table_name = table_name
+    return UserModel
+
+
+def lsiorm_users(table_name: str) -> tuple[Table, type[Entity]]:
+    """lsiorm's declaration of the same table, written from what PynamoDB stores."""
+    users = Table(
+        table_name,
+        KeyAttribute("user_id", "N"),
+        global_indexes=[GlobalIndex("by_team", KeyAttribute("team"), KeyAttribute("score", "N"))],
+    )
+
+    class User(
+        Entity,
+        table=users,
+        keys={"user_id": "{user_id}", "team": "{team}", "score": "{score}"},
+        type_attribute=None,
+    ):
+        user_id: int
+        email: str = Field(alias="emailAddress")
+        name: str
+        team: str | None = None
+        score: int = 0
+
+    return users, User
+
+
+@pytest.fixture
+def peer_users(endpoint_url: str, table_name: str) -> Iterator[tuple[type[Model], list[Any]]]:
+    """The users table, created and written by PynamoDB: 40 users, some without a team."""
+    model = pynamodb_user_model(table_name, endpoint_url)
+    model.create_table(wait=True)
+    rng = random.Random(5)
+    written = []
+    for n in range(1, 41):
+        user = model(
+            n * 7,
+            email=f"user{n}@example.com",
+            name=f"User {n}",
+            team=rng.choice(TEAMS) if n % 5 else None,
+            score=rng.randrange(0, 12),  # repeats: rows with equal scores come in any order
+        )
+        user.save()
+        written.append(user)
+    try:
+        yield model, written
+    finally:
+        model.delete_table()
+
+
+def _as_peer(user: Any) -> dict[str, Any]:
+    return {
+        "user_id": int(user.user_id),
+        "email": user.email,
+        "name": user.name,
+        "team": user.team,
+        "score": int(user.score),
+    }
+
+
+def _as_entity(entity: Any) -> dict[str, Any]:
+    return {
+        "user_id": entity.user_id,
+        "email": entity.email,
+        "name": entity.name,
+        "team": entity.team,
+        "score": entity.score,
+    }
+
+
+def test_lsiorm_adopts_reads_and_queries_a_pynamodb_table(
+    session: Session, table_name: str, peer_users: tuple[type[Model], list[Any]]
+) -> None:
+    users, User = lsiorm_users(table_name)
+    _, written = peer_users
+    report = session.adopt(users, segments=2)
+    assert report.accounted, str(report)
+    assert report.scanned == 40
+    assert report.entities["User"].parsed == 40
+    for user in written:
+        got = session.get(User, {"user_id": user.user_id})
+        assert got is not None
+        assert _as_entity(got) == _as_peer(user)
+    for team in TEAMS:
+        q = query(User).where(team=team, score=gt(5))
+        assert q.plan().index_name == "by_team"
+        rows = session.all(q)
+        expected = [_as_peer(u) for u in written if u.team == team and u.score > 5]
+        assert [r.score for r in rows] == sorted(u["score"] for u in expected)
+        assert sorted(map(_as_entity, rows), key=str) == sorted(expected, key=str)
+
+
+def test_pynamodb_reads_back_what_lsiorm_updates(
+    session: Session, table_name: str, peer_users: tuple[type[Model], list[Any]]
+) -> None:
+    _, User = lsiorm_users(table_name)
+    model, written = peer_users
+    first, second = written[0], written[4]  # the fifth user has no team
+    session.update(User, {"user_id": first.user_id}, set={"score": 99, "email": "new@example.com"})
+    session.update(User, {"user_id": second.user_id}, set={"team": "blue"})
+    session.put(User(user_id=1, email="one@example.com", name="One", team="red", score=3))
+    again = model.get(first.user_id)
+    assert (again.score, again.email, again.team) == (99, "new@example.com", first.team)
+    assert model.get(second.user_id).team == "blue"
+    assert [u.user_id for u in model.by_team.query("blue", model.score > 98)] == []
+    one = model.get(1)
+    assert (one.email, one.name, one.team, one.score) == ("one@example.com", "One", "red", 3)
+    # The peer's own index query sees lsiorm's writes.
+    assert 1 in {u.user_id for u in model.by_team.query("red", model.score == 3)}
+    assert session.get(User, {"user_id": first.user_id}).score == 99  # type: ignore[union-attr]
+
+
+async def test_async_adopt_gives_the_same_report(
+    endpoint_url: str, table_name: str, peer_users: tuple[type[Model], list[Any]]
+) -> None:
+    users, _ = lsiorm_users(table_name)
+    async with AsyncSession(endpoint_url=endpoint_url, region_name="us-east-1") as session:
+        report = await session.adopt(users, segments=3)
+    assert report.accounted
+    assert report.entities["User"].parsed == 40
+
+
+def test_adopt_reports_items_no_declaration_claims(
+    session: Session, table_name: str, peer_users: tuple[type[Model], list[Any]]
+) -> None:
+    users, _ = lsiorm_users(table_name)
+    # An item lsiorm's declaration does not describe: it has no email.
+    session.call(
+        "PutItem",
+        {"TableName": table_name, "Item": {"user_id": {"N": "3"}, "name": {"S": "x"}}},
+    )
+    report = session.adopt(users)
+    assert not report.accounted
+    assert report.entities["User"].items == 41
+    assert report.entities["User"].unparsed == 1
+    (example,) = report.entities["User"].examples
+    assert example.key == {"user_id": 3}
+    assert "emailAddress" in example.reason
+    assert "User: 41 items, 40 parse, 1 do not" in str(report)
+
+
+def test_the_adopt_command_exits_0_only_when_every_item_is_accounted_for(
+    endpoint_url: str,
+    table_name: str,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    peer_users: tuple[type[Model], list[Any]],
+) -> None:
+    module = f"peer_app_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(_APP.format(name=table_name))
+    monkeypatch.chdir(tmp_path)
+    code, out = run("adopt", f"{module}:users", "--endpoint-url", endpoint_url)
+    assert code == 0, out
+    assert "Reading priced at" in out
+    assert "every item is accounted for by exactly one entity" in out
+    code, out = run("adopt", f"{module}:users", "--dry-run", "--endpoint-url", endpoint_url)
+    assert (code, "dry run: nothing was read" in out) == (0, True)
+    model, _ = peer_users
+    model(5000, email="e", name="n", team="red", score=1).save()
+    raw = {"user_id": {"N": "5001"}, "kind": {"S": "other"}, "_type": {"S": "Invoice"}}
+    Session(endpoint_url=endpoint_url, region_name="us-east-1").call(
+        "PutItem", {"TableName": table_name, "Item": raw}
+    )
+    code, out = run("adopt", f"{module}:users", "--endpoint-url", endpoint_url)
+    assert code == 1, out
+    assert "matching no declaration: 1 items" in out
+    assert "'Invoice'" in out
+
+
+_APP = """
+from pydantic import Field
+from lsiorm import Entity, GlobalIndex, KeyAttribute, Table
+
+users = Table(
+    "{name}",
+    KeyAttribute("user_id", "N"),
+    global_indexes=[GlobalIndex("by_team", KeyAttribute("team"), KeyAttribute("score", "N"))],
+)
+
+
+class User(
+    Entity,
+    table=users,
+    keys={{"user_id": "{{user_id}}", "team": "{{team}}", "score": "{{score}}"}},
+    type_attribute=None,
+):
+    user_id: int
+    email: str = Field(alias="emailAddress")
+    name: str
+    team: str | None = None
+    score: int = 0
+"""
