@@ -148,9 +148,15 @@ def _unmatched_reason(table: Table, item: Mapping[str, Any]) -> str:
     """Why no declaration claims an item: its type attribute, or the keys no template parses."""
     av = item.get(table.type_attribute)
     if av is not None:
+        value = from_wire(av)
+        if isinstance(value, str) and value in table.entities:
+            return (
+                f"its type attribute {table.type_attribute!r} is {value!r}, but that entity is "
+                "declared with type_attribute=None (its items carry none)"
+            )
         return (
-            f"its type attribute {table.type_attribute!r} is {from_wire(av)!r}, which no "
-            "entity of the table declares as its type_name"
+            f"its type attribute {table.type_attribute!r} is {value!r}, which no entity of "
+            "the table declares as its type_name"
         )
     untyped = untyped_entities(table)
     if not untyped:

@@ -99,6 +99,14 @@ def test_items_no_declaration_claims_say_why() -> None:
     )
 
 
+def test_a_type_attribute_on_an_untyped_entity_item_is_named() -> None:
+    item = {"pk": S("CUSTOMER#7"), "sk": S("PROFILE"), "kind": S("Customer")}
+    kind, _, reason = classify_item(shop, item)
+    assert kind == "unmatched"
+    assert reason is not None
+    assert "declared with type_attribute=None" in reason
+
+
 def test_items_of_other_entities_are_counted_apart_for_one_entity() -> None:
     item = {"pk": S("CUSTOMER#7"), "sk": S("PROFILE"), "cid": S("7"), "name": S("Ann")}
     assert classify_item(shop, item, Line) == ("other", Customer, None)
