@@ -76,6 +76,8 @@ from lsiorm._model.indexes import (
     Projection,
     ProjectionType,
 )
+from lsiorm._model.key_layout import FieldLayout, KeyLayout, key_layout
+from lsiorm._model.key_styles import KeyStyle
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard
 from lsiorm._model.wire import AttributeValue, WireItem, item_size
@@ -217,6 +219,7 @@ __all__ = [
     "FastPathStats",
     "FetchRule",
     "FieldCondition",
+    "FieldLayout",
     "Get",
     "GetKey",
     "GlobalIndex",
@@ -235,7 +238,9 @@ __all__ = [
     "KeyAuditReport",
     "KeyEncodingError",
     "KeyFormat",
+    "KeyLayout",
     "KeyProblem",
+    "KeyStyle",
     "KeyType",
     "LocalIndex",
     "LsiormError",
@@ -314,6 +319,7 @@ __all__ = [
     "install_fast_json",
     "is_in",
     "item_size",
+    "key_layout",
     "key_templates",
     "le",
     "lt",

@@ -53,6 +53,23 @@ class KeyCodec(abc.ABC):
     #: The normalised format spec in use ("" when the codec takes none).
     spec: str
     field_name: str
+    #: The character that ends every encoding (U+0000, or the first character of the literal
+    #: that follows the field, which the encoding then holds), or None.
+    terminator: str | None = None
+    #: True when key text order is the order of the values (False only in the plain style).
+    ordered: bool = True
+    #: True when distinct values have distinct encodings (False when a plain style transform
+    #: such as lowercasing folds several values onto one text).
+    injective: bool = True
+    #: True when every encoding has the same length (padded numbers, dates, UUIDs, ...).
+    fixed_width: bool = False
+    #: True when the terminator is the first character of the literal after the field, which
+    #: the template then leaves out (see `lsiorm._model.key_styles`).
+    holds_literal: bool = False
+    #: The key style the field was given ("readable", "exact" or "plain").
+    style: str = "readable"
+    #: Why the field takes this form in its template (set by `codec_for`).
+    why: str = ""
 
     @abc.abstractmethod
     def encode(self, value: Any) -> str:
@@ -87,6 +104,15 @@ class KeyCodec(abc.ABC):
             f"{self.python_type.__name__} values.",
         )
 
+    def text_form(self) -> tuple[Any, ...]:
+        """What decides the text of every encoding: two codecs of a field with the same form
+        write the same text for every value."""
+        return (type(self).__name__, self.spec, self.terminator)
+
+    def admits_prefix(self, prefix: str) -> bool:
+        """Return False only when no value of this field starts with ``prefix``."""
+        return True
+
     def tokens(self) -> list[Token]:
         """Return the shape of every text this codec writes (a superset is allowed)."""
         return [("star", ANY_KEY_CHAR)]
@@ -95,7 +121,8 @@ class KeyCodec(abc.ABC):
     def _parse(self, text: str) -> Any:
         """Return the value ``text`` spells; may raise ValueError on text that spells none."""
 
-    def _type_error(self, value: Any, expected: str) -> KeyEncodingError:
+    def type_error(self, value: Any, expected: str) -> KeyEncodingError:
+        """Return the refusal of a value of the wrong type (``key.type``)."""
         return KeyEncodingError(
             "key.type",
             f"Field {self.field_name!r} needs {expected}, got {type(value).__name__} {value!r}.",

@@ -19,10 +19,11 @@ from lsiorm._model.field_types import (
     strip_optional,
 )
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
+from lsiorm._model.key_styles import KeyStyle, checked_style
 from lsiorm._model.keyspace import intersection_witness
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import shard_fields
-from lsiorm._model.template import FieldSlot, KeyTemplate, parse_template
+from lsiorm._model.template import FieldSlot, KeyTemplate, Segment, parse_template
 from lsiorm.errors import DeclarationError
 
 #: The default of ``Entity(..., type_attribute=)``: the table's type attribute.
@@ -50,14 +51,21 @@ def bind(
     keys: dict[str, str],
     type_name: str,
     version: str | None,
+    key_style: KeyStyle | None = None,
+    rekeying_from: KeyStyle | None = None,
     *,
     typed: bool = True,
 ) -> EntityMeta[EntityModel]:
     """Return what lsiorm knows about ``cls``, after checking its declaration against ``table``.
 
-    The class is registered in ``table.entities`` under ``type_name`` only when every check
-    passes. ``typed`` is False for an entity whose items carry no type attribute.
+    ``key_style`` and ``rekeying_from`` are the entity's (None: the table's); ``typed`` is
+    False for an entity whose items carry no type attribute. The class is registered in
+    ``table.entities`` under ``type_name`` only when every check passes.
     """
+    style = checked_style(key_style or table.key_style, f"{cls.__name__} (key_style)")
+    old = rekeying_from if rekeying_from is not None else table.rekeying_from
+    if old is not None:
+        old = checked_style(old, f"{cls.__name__} (rekeying_from)")
     fields = cls.model_fields
     key_attrs = table.key_attributes
     for fname, info in fields.items():
@@ -83,7 +91,7 @@ def bind(
                 f"{cls.__name__} gives a template for {attr!r}, which is not a key attribute of "
                 f"table {table.name!r} (key attributes: {', '.join(sorted(key_attrs))}).",
             )
-        templates[attr] = bind_template(cls, attr, key_attrs[attr], source)
+        templates[attr] = bind_template(cls, attr, key_attrs[attr], source, style)
     for required in (table.partition_key, table.sort_key):
         if required is not None and required.name not in templates:
             raise DeclarationError(
@@ -118,7 +126,10 @@ def bind(
             f"Table {table.name!r} already has an entity of type {type_name!r}; "
             "give one of them another type_name.",
         )
-    meta = EntityMeta(cls, table, type_name, templates, version, typed=typed)
+    meta = EntityMeta(cls, table, type_name, templates, version, key_style=style, typed=typed)
+    if old is not None:
+        meta.rekeying_from = old
+        meta.old_templates = _old_templates(cls, table, keys, templates, old)
     meta.shard_fields = shard_fields(meta)
     for name in meta.shard_fields:
         if name in meta.primary_fields:
@@ -227,8 +238,37 @@ def pending_slots(meta: EntityMeta[EntityModel], pending: Iterable[str]) -> froz
     return slots
 
 
-def bind_template(cls: type[EntityModel], attr: str, attr_type: str, source: str) -> KeyTemplate:
-    """Return the template of key attribute ``attr``, each slot with its field's codec."""
+def _old_templates(
+    cls: type[EntityModel],
+    table: Table,
+    keys: dict[str, str],
+    templates: dict[str, KeyTemplate],
+    old: KeyStyle,
+) -> dict[str, KeyTemplate]:
+    """The templates, in style ``old`` for every field, of the attributes whose keys differ."""
+    out: dict[str, KeyTemplate] = {}
+    for attr, source in keys.items():
+        before = bind_template(cls, attr, table.key_attributes[attr], source, old, forced=True)
+        if before.form != templates[attr].form:
+            out[attr] = before
+    return out
+
+
+def bind_template(
+    cls: type[EntityModel],
+    attr: str,
+    attr_type: str,
+    source: str,
+    style: KeyStyle = "readable",
+    *,
+    forced: bool = False,
+) -> KeyTemplate:
+    """Return the template of key attribute ``attr``, each slot with its field's codec.
+
+    ``style`` is the key style of fields that do not give their own (every field's when
+    ``forced``). A text field whose encoding holds the first character of the literal after
+    it (see `lsiorm._model.key_styles`) takes that character out of the literal.
+    """
     fields = cls.model_fields
     segments = list(parse_template(source, attribute=attr))
     slots = [s for s in segments if isinstance(s, FieldSlot)]
@@ -262,6 +302,7 @@ def bind_template(cls: type[EntityModel], attr: str, attr_type: str, source: str
                 f"{attr_type} key attribute {attr!r}.",
             )
         return KeyTemplate(attr, attr_type, source, tuple(segments))
+    python_patterns = cls.model_config.get("regex_engine") == "python-re"
     for i, seg in enumerate(segments):
         if not isinstance(seg, FieldSlot):
             continue
@@ -272,7 +313,10 @@ def bind_template(cls: type[EntityModel], attr: str, attr_type: str, source: str
             spec=seg.spec,
             metadata=info.metadata,
             field_name=f"{cls.__name__}.{seg.field}",
-            terminated=nxt is not None,
+            following=None if nxt is None else nxt if isinstance(nxt, str) else "",
+            style=style,
+            python_patterns=python_patterns,
+            forced=forced,
         )
         if isinstance(nxt, FieldSlot) and not codec.prefix_free:
             raise DeclarationError(
@@ -282,7 +326,22 @@ def bind_template(cls: type[EntityModel], attr: str, attr_type: str, source: str
                 "them, like '{a}#{b}'.",
             )
         segments[i] = FieldSlot(seg.field, seg.spec, codec)
-    return KeyTemplate(attr, attr_type, source, tuple(segments))
+    return KeyTemplate(attr, attr_type, source, _absorb_terminators(segments))
+
+
+def _absorb_terminators(segments: list[Segment]) -> tuple[Segment, ...]:
+    """Take each literal's first character out where the field before it writes it."""
+    out: list[Segment] = []
+    for seg in segments:
+        if isinstance(seg, str) and out and isinstance(out[-1], FieldSlot):
+            codec = out[-1].codec
+            if codec is not None and codec.holds_literal:
+                assert seg[:1] == codec.terminator
+                seg = seg[1:]
+                if not seg:
+                    continue
+        out.append(seg)
+    return tuple(out)
 
 
 def _sort_roles(table: Table) -> list[tuple[str, str | None, LocalIndex | GlobalIndex | None]]:

@@ -1,11 +1,12 @@
-"""Choosing a key field's order-preserving codec from its declared type: codec_for, KeyFormat."""
+"""Choosing a key field's codec from its declared type and key style: codec_for, KeyFormat."""
 
 from __future__ import annotations
 
+import re
 import types
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 from enum import Enum
@@ -14,10 +15,12 @@ from typing import Annotated, Any, Final, Literal, NewType, Union, get_args, get
 import pydantic
 
 from lsiorm._model.codec import MAX_CHAR, KeyCodec
-from lsiorm._model.fixed_codecs import BoolCodec, UUIDCodec
-from lsiorm._model.number_codecs import DecimalCodec, FloatCodec, IntCodec
-from lsiorm._model.text_codecs import EnumCodec, StrCodec
-from lsiorm._model.time_codecs import DateCodec, DatetimeCodec
+from lsiorm._model.fixed_codecs import BoolCodec, PlainBoolCodec, UUIDCodec
+from lsiorm._model.key_styles import KeyStyle, checked_style, text_codec
+from lsiorm._model.number_codecs import DecimalCodec, FloatCodec, IntCodec, PlainIntCodec
+from lsiorm._model.patterns import alphabet_chars, charset_intersection, pattern_alphabet
+from lsiorm._model.text_codecs import Alphabet, EnumCodec, StrCodec
+from lsiorm._model.time_codecs import DateCodec, DatetimeCodec, PlainDatetimeCodec
 from lsiorm.errors import DeclarationError, KeyEncodingError
 
 # lsiorm 0.1's ``lsiorm.encoding`` gives this module (see lsiorm._compat): the names it exported
@@ -47,13 +50,25 @@ _SUPPORTED: Final = (
 
 @dataclass(frozen=True)
 class KeyFormat:
-    """The key format spec of a field, as in ``Annotated[int, KeyFormat("06d")]``.
+    """How a key field is written, as in ``Annotated[int, KeyFormat("06d")]``.
 
-    It means the same as writing the spec in the template (``{replies:06d}``); when both are
-    given they must agree.
+    ``spec`` means the same as writing the format spec in the template (``{replies:06d}``);
+    when both are given they must agree. ``style`` picks the field's key style (``"readable"``,
+    the default, ``"exact"`` or ``"plain"``; see docs/encoding.md) over the entity's and the
+    table's. ``alphabet`` declares the characters a text field's values may hold, written like
+    the inside of a regular expression's ``[...]`` (``"a-z0-9-"``); every key value is checked
+    against it (``key.outside-alphabet``), and a readable key stores such text without a
+    terminator where every character sorts above the literal that follows. Plain-style fields
+    also take ``datetime_format`` (a ``strftime`` format written in UTC, such as
+    ``"%Y-%m-%dT%H:%M:%S.%f+0000"``) and ``case`` (``"lower"`` or ``"upper"``: the text is
+    stored in that lettercase, so equality is checked on the stored attribute too).
     """
 
-    spec: str
+    spec: str = ""
+    style: KeyStyle | None = None
+    alphabet: str | None = None
+    datetime_format: str | None = None
+    case: Literal["lower", "upper"] | None = None
 
 
 _Factory = Callable[[str, str, bool], KeyCodec]
@@ -79,6 +94,36 @@ _PYDANTIC_ALIASES: Final[dict[Any, type]] = {
 }
 
 
+@dataclass
+class _Declared:
+    """What a field's annotation and metadata say about its key format."""
+
+    specs: list[str] = field(default_factory=list)
+    formats: list[KeyFormat] = field(default_factory=list)
+    patterns: list[Any] = field(default_factory=list)
+
+    def take(self, items: Sequence[Any]) -> None:
+        for item in items:
+            if isinstance(item, KeyFormat):
+                self.formats.append(item)
+                if item.spec:
+                    self.specs.append(item.spec)
+            pattern = getattr(item, "pattern", None)
+            if isinstance(pattern, (str, re.Pattern)):
+                self.patterns.append(pattern)
+
+    def one(self, name: str, field_name: str) -> Any:
+        """The value of one KeyFormat option, refusing two that disagree."""
+        given = {getattr(f, name) for f in self.formats} - {None}
+        if len(given) > 1:
+            raise DeclarationError(
+                "template.format-conflict",
+                f"Field {field_name!r} has disagreeing KeyFormat {name} values "
+                f"{sorted(map(str, given))!r}; give one.",
+            )
+        return given.pop() if given else None
+
+
 def codec_for(
     annotation: Any,
     *,
@@ -86,25 +131,41 @@ def codec_for(
     metadata: Sequence[Any] = (),
     field_name: str,
     terminated: bool = False,
+    following: str | None = None,
+    style: KeyStyle | None = None,
+    python_patterns: bool = False,
+    forced: bool = False,
 ) -> KeyCodec:
     """Return the codec for a key field declared with ``annotation``.
 
     ``spec`` is the format spec written in the template, ``metadata`` the field's pydantic
-    metadata (a `KeyFormat` in it counts like one inside ``Annotated``), ``terminated``
-    whether more template text follows the field (a str field then ends with a terminator).
+    metadata (a `KeyFormat` or a pattern in it counts like one inside ``Annotated``).
+    ``following`` is the template text after the field (None: it ends the template, ``""``:
+    another field follows directly); ``terminated=True`` alone means more template follows.
+    ``style`` is the key style the entity or table gives (a KeyFormat's wins; "readable" when
+    neither says; ``forced``: ``style`` wins), ``python_patterns`` whether patterns are checked
+    by Python's ``re``.
     Raises DeclarationError when the type has no encoding, the spec does not fit the type, or
     two specs disagree.
     """
-    specs: list[str] = [spec] if spec else []
-    base = _unwrap(annotation, specs)
-    specs.extend(item.spec for item in metadata if isinstance(item, KeyFormat) and item.spec)
+    declared = _Declared([spec] if spec else [])
+    base = _unwrap(annotation, declared)
+    declared.take(metadata)
+    if following is None and terminated:
+        following = ""
+    own = None if forced else declared.one("style", field_name)
+    chosen = checked_style(own if own is not None else style or "readable", repr(field_name))
+    options = _Options(declared, field_name, chosen, following, python_patterns)
+    if forced and chosen != "plain":
+        options.case = options.datetime_format = None  # plain-only options, not this style's
 
     if get_origin(base) is Literal:
         values = [value for value in get_args(base) if value is not None]
         kinds = {type(value) for value in values}
         if len(kinds) != 1 or not kinds <= {str, int}:
             raise _no_encoding(field_name, annotation)
-        codec = _with_spec(_FACTORIES[kinds.pop()], specs, field_name, terminated)
+        kind = kinds.pop()
+        codec = options.text(values) if kind is str else options.scalar(kind)
         _check_values(codec, values, "Literal")
         return codec
     base = _PYDANTIC_ALIASES.get(base, base)
@@ -113,26 +174,151 @@ def codec_for(
         raise _no_encoding(field_name, annotation, why)
     if isinstance(base, type) and issubclass(base, Enum):
         kinds = {type(member.value) for member in base}
-        kind = kinds.pop() if len(kinds) == 1 else None
-        if kind not in _FACTORIES:
+        enum_kind = kinds.pop() if len(kinds) == 1 else None
+        if enum_kind not in _FACTORIES:
             why = f"the values of {base.__name__} must all have one type, a supported key type"
             raise _no_encoding(field_name, annotation, why)
-        codec = EnumCodec(base, _with_spec(_FACTORIES[kind], specs, field_name, terminated))
-        _check_values(codec.inner, [member.value for member in base], base.__name__)
+        values = [member.value for member in base]
+        inner = options.text(values) if enum_kind is str else options.scalar(enum_kind)
+        codec = EnumCodec(base, inner)
+        codec.style, codec.why = inner.style, inner.why
+        _check_values(codec.inner, values, base.__name__)
         return codec
-    factory = _FACTORIES.get(base)
-    if factory is None:
+    if base not in _FACTORIES:
         raise _no_encoding(field_name, annotation)
-    return _with_spec(factory, specs, field_name, terminated)
+    return options.text(None) if base is str else options.scalar(base)
 
 
-def _unwrap(annotation: Any, specs: list[str]) -> Any:
-    """Strip Optional, Annotated and NewType; collect the KeyFormat specs met on the way."""
+class _Options:
+    """The choices one field's declaration makes, turned into its codec."""
+
+    def __init__(
+        self,
+        declared: _Declared,
+        field_name: str,
+        style: KeyStyle,
+        following: str | None,
+        python_patterns: bool,
+    ) -> None:
+        self.declared = declared
+        self.field_name = field_name
+        self.style = style
+        self.following = following
+        self.python_patterns = python_patterns
+        self.case = declared.one("case", field_name)
+        self.datetime_format = declared.one("datetime_format", field_name)
+        self.alphabet_spec = declared.one("alphabet", field_name)
+
+    def _refuse(self, option: str, why: str) -> DeclarationError:
+        return DeclarationError(
+            "template.format-option", f"Field {self.field_name!r} has KeyFormat {option}: {why}."
+        )
+
+    def _alphabet(self, with_patterns: bool) -> Alphabet | None:
+        name = self.field_name
+        if self.alphabet_spec is not None:
+            chars = alphabet_chars(self.alphabet_spec, where=f"Field {name!r}")
+            return Alphabet(chars, f"its alphabet {self.alphabet_spec!r}", declared=True)
+        if not with_patterns:
+            return None
+        found: Alphabet | None = None
+        for pattern in self.declared.patterns:
+            read = pattern_alphabet(pattern, python_semantics=self.python_patterns)
+            if read is None:
+                continue
+            chars = read
+            shown = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
+            if found is None:
+                found = Alphabet(chars, f"its pattern {shown!r}", declared=False)
+            else:
+                both = charset_intersection(found.chars, chars)
+                found = Alphabet(both, f"{found.source} and its pattern {shown!r}", declared=False)
+        return found if found is not None and found.chars else None
+
+    def text(self, members: Sequence[str] | None) -> KeyCodec:
+        """The codec of a str, a str Enum or a Literal of str."""
+        if self.datetime_format is not None:
+            raise self._refuse("datetime_format", "it applies to datetime fields")
+        if self.declared.specs:
+            # A str field takes no spec; StrCodec says so in the usual words.
+            StrCodec(self.declared.specs[0], field_name=self.field_name)
+        if self.case not in (None, "lower", "upper"):
+            raise self._refuse("case", f"{self.case!r} is neither 'lower' nor 'upper'")
+        if self.case is not None and self.style != "plain":
+            raise self._refuse("case", "only plain-style fields store transformed text")
+        return text_codec(
+            field_name=self.field_name,
+            style=self.style,
+            following=self.following,
+            members=members,
+            alphabet=self._alphabet(with_patterns=members is None),
+            case=self.case,
+        )
+
+    def scalar(self, kind: Any) -> KeyCodec:
+        """The codec of a field that is not text."""
+        if self.alphabet_spec is not None or self.case is not None:
+            option = "alphabet" if self.alphabet_spec is not None else "case"
+            raise self._refuse(option, "it applies to text fields")
+        if self.datetime_format is not None and (kind is not datetime or self.style != "plain"):
+            raise self._refuse("datetime_format", "it applies to plain-style datetime fields")
+        codec: KeyCodec
+        if self.style == "plain":
+            codec = self._plain_scalar(kind)
+        else:
+            codec = _with_spec(_FACTORIES[kind], self.declared.specs, self.field_name, False)
+            codec.why = "its length ends it"
+        codec.style = self.style
+        return codec
+
+    def _plain_scalar(self, kind: Any) -> KeyCodec:
+        name, specs, lead = self.field_name, self.declared.specs, self.following
+        codec: KeyCodec
+        if specs and kind in (int, float, Decimal):
+            # A format spec asks for the fixed width; other tools pad numbers with zeros too.
+            codec = _with_spec(_FACTORIES[kind], specs, name, False)
+            codec.why = "its format spec gives it a fixed width"
+            return codec
+        if kind is int:
+            free = lead[0] if lead and lead[0] not in "-0123456789" else None
+            codec = PlainIntCodec(field_name=name, terminator=free)
+            codec.why = "unpadded digits do not sort as numbers, so ranges are not exact" + (
+                f"; {free!r} ends them" if free else ""
+            )
+            return codec
+        if kind is bool:
+            codec = _with_spec(
+                lambda spec, field, _: PlainBoolCodec(spec, field_name=field), specs, name, False
+            )
+            codec.why = "false or true"
+            return codec
+        if kind is datetime and self.datetime_format is not None:
+            if specs:
+                raise self._refuse("datetime_format", "give it or a format spec, not both")
+            codec = PlainDatetimeCodec(self.datetime_format, field_name=name)
+            codec.why = f"written as {self.datetime_format!r}" + (
+                "" if codec.ordered else ", which does not sort as the instants do"
+            )
+            return codec
+        if kind in (float, Decimal):
+            raise DeclarationError(
+                "template.plain-type",
+                f"Field {name!r} is a {kind.__name__}, which has no one plain text other "
+                "tools agree on; give it a fixed-point format spec (like '010.2f'), or the "
+                "readable or exact key style.",
+            )
+        codec = _with_spec(_FACTORIES[kind], specs, name, False)
+        codec.why = "its length ends it"
+        return codec
+
+
+def _unwrap(annotation: Any, declared: _Declared) -> Any:
+    """Strip Optional, Annotated and NewType; collect the KeyFormats and patterns met."""
     while True:
         origin = get_origin(annotation)
         if origin is Annotated:
             annotation, *extras = get_args(annotation)
-            specs.extend(item.spec for item in extras if isinstance(item, KeyFormat) and item.spec)
+            declared.take(extras)
         elif origin is Union or origin is types.UnionType:
             members = [arg for arg in get_args(annotation) if arg is not type(None)]
             if len(members) != 1:

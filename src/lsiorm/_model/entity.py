@@ -27,6 +27,7 @@ from lsiorm._model.entity_meta import EntityMeta, EntityModel, meta_of
 from lsiorm._model.item_decoding import item_decoder
 from lsiorm._model.item_encoding import build_item, encode_entity, wire_item
 from lsiorm._model.item_types import entity_class
+from lsiorm._model.key_styles import KeyStyle
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard, shard_for, shard_of
 from lsiorm.errors import DeclarationError
@@ -74,6 +75,10 @@ class Entity(EntityModel):
     ``type_attribute=None`` declares items that carry no type attribute, as tables written by
     other tools often hold: lsiorm writes none for them and tells them apart by their keys
     (see docs/existing-tables.md).
+    ``key_style`` is how key fields are written where a field's `KeyFormat` does not say
+    (default: the table's, ``"readable"`` unless it says otherwise; see docs/encoding.md).
+    ``rekeying_from`` names the key style the entity's items may still carry while they are
+    moved to the declared one (default: the table's; see docs/migrations.md).
     """
 
     def __init_subclass__(
@@ -87,6 +92,8 @@ class Entity(EntityModel):
         created_at: str | None = None,
         updated_at: str | None = None,
         type_attribute: str | None = TABLE_TYPE_ATTRIBUTE,
+        key_style: KeyStyle | None = None,
+        rekeying_from: KeyStyle | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init_subclass__(**kwargs)
@@ -104,7 +111,14 @@ class Entity(EntityModel):
             # Bound first: the checks below read the class's meta.
             typed = typed_declaration(model, table, type_attribute)
             model.__lsiorm__ = meta = bind(
-                model, table, dict(keys or {}), type_name or model.__name__, version, typed=typed
+                model,
+                table,
+                dict(keys or {}),
+                type_name or model.__name__,
+                version,
+                key_style,
+                rekeying_from,
+                typed=typed,
             )
             meta.pending = pending_slots(meta, pending)
             meta.created_field = timestamp_field(meta, "created_at", created_at)

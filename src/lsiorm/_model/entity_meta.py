@@ -64,6 +64,13 @@ class EntityMeta(Generic[M_co]):
     #: Whether items store the table's type attribute (``Entity(..., type_attribute=None)``
     #: declares items that carry none; their keys tell them apart).
     typed: bool = True
+    #: The key style of fields that do not give their own.
+    key_style: str = "readable"
+    #: The key style items may still carry while they are re-keyed (None: only the declared).
+    rekeying_from: str | None = None
+    #: In the ``rekeying_from`` style, the templates of the key attributes whose text differs
+    #: from the declared templates' (empty when nothing differs).
+    old_templates: dict[str, KeyTemplate] = field(default_factory=dict)
     _adapters: dict[str, TypeAdapter[Any]] = field(default_factory=dict)
 
     @property

@@ -14,11 +14,12 @@ class BoolCodec(UnformattedCodec):
     kind = "Bool"
     python_type = bool
     prefix_free = True
+    fixed_width = True
 
     def encode(self, value: Any) -> str:
         """Return the key text of the bool ``value``."""
         if not isinstance(value, bool):
-            raise self._type_error(value, "a bool")
+            raise self.type_error(value, "a bool")
         return "1" if value else "0"
 
     def tokens(self) -> list[Token]:
@@ -37,11 +38,12 @@ class UUIDCodec(UnformattedCodec):
     kind = "UUID"
     python_type = uuid.UUID
     prefix_free = True
+    fixed_width = True
 
     def encode(self, value: Any) -> str:
         """Return the key text of the UUID ``value``."""
         if not isinstance(value, uuid.UUID):
-            raise self._type_error(value, "a UUID")
+            raise self.type_error(value, "a UUID")
         return str(value)
 
     def tokens(self) -> list[Token]:
@@ -50,3 +52,26 @@ class UUIDCodec(UnformattedCodec):
 
     def _parse(self, text: str) -> uuid.UUID:
         return uuid.UUID(text)
+
+
+class PlainBoolCodec(UnformattedCodec):
+    """Booleans as other tools write them in text: ``false`` and ``true`` (the plain key style)."""
+
+    kind = "Bool"
+    python_type = bool
+    prefix_free = True
+
+    def encode(self, value: Any) -> str:
+        """Return the key text of the bool ``value``."""
+        if not isinstance(value, bool):
+            raise self.type_error(value, "a bool")
+        return "true" if value else "false"
+
+    def tokens(self) -> list[Token]:
+        """``false`` or ``true``, as a superset: any of their letters."""
+        return [("star", chars("falsetru"))]
+
+    def _parse(self, text: str) -> bool:
+        if text not in ("false", "true"):
+            raise ValueError(text)
+        return text == "true"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import date, datetime, timezone
 from decimal import Decimal
@@ -18,7 +19,7 @@ from lsiorm._model.number_codecs import IntCodec
 from lsiorm._model.number_text import INT_FAST_LIMIT, int_size
 from lsiorm._model.shards import check_shard
 from lsiorm._model.template import slot_codec
-from lsiorm._model.text_codecs import StrCodec
+from lsiorm._model.text_codecs import PlainStrCodec, StrCodec
 from lsiorm._model.time_codecs import DatetimeCodec
 from lsiorm._model.wire import (
     MAX_ITEM_BYTES,
@@ -32,20 +33,48 @@ from lsiorm._model.write_checks import check_valid, too_large
 _TIMESPECS: Final = {6: "microseconds", 3: "milliseconds", 0: "seconds"}
 
 
-def _segment_source(var: str, value: str, codec: KeyCodec, enc: str) -> str:
+def _ascii_class(codec: PlainStrCodec) -> str:
+    """A pattern of the ASCII texts the codec writes as they are (its terminator excluded)."""
+    allowed = [
+        chr(code)
+        for lo, hi in codec.body_chars()
+        for code in range(lo, min(hi, 0x7F) + 1)
+        if chr(code) != codec.terminator
+    ]
+    return "[" + "".join(re.escape(c) for c in allowed) + "]*" if allowed else ""
+
+
+def _segment_source(
+    var: str, value: str, codec: KeyCodec, enc: str, namespace: dict[str, Any]
+) -> str:
     """Source that sets ``var`` to ``codec.encode(value)``, inlining the codec's common case.
 
     Each inlined branch runs only where the codec would return that very text without a check
-    failing (a plain ASCII str with no U+0000/U+0001, an int within its width, a UTC datetime
-    at the key precision); anything else calls the codec itself, so results and errors match.
+    failing (an ASCII str with no U+0000/U+0001, a plain text's member or ASCII text of its
+    alphabet, an int within its width, a UTC datetime at the key precision); anything else
+    calls the codec itself, so results and errors match.
     """
-    if type(codec) is StrCodec:
+    if type(codec) is StrCodec and codec.alphabet is None:
         tail = " + '\\x00'" if codec.terminated else ""
         fast = (
             f"type({value}) is str and {value}.isascii() and '\\x00' not in {value} "
             f"and '\\x01' not in {value}",
             f"{value}{tail}",
         )
+    elif type(codec) is PlainStrCodec and codec.case is None:
+        tail = f" + {codec.terminator!r}" if codec.terminator is not None else ""
+        if codec.members is not None:
+            # Every member passed the codec's checks when the class was declared; a set display
+            # of constants compiles to one frozenset.
+            members = ", ".join(repr(m) for m in sorted(codec.members))
+            fast = (f"type({value}) is str and {value} in {{{members}}}", value + tail)
+        else:
+            # ASCII text of the alphabet holds no surrogate, U+10FFFF or terminator.
+            namespace[f"{enc}_text"] = re.compile(_ascii_class(codec)).fullmatch
+            fast = (
+                f"type({value}) is str and {value}.isascii() and {enc}_text({value}) is not None",
+                value + tail,
+            )
     elif type(codec) is IntCodec:
         fast = (
             f"type({value}) is int and 0 <= {value} < {10**codec.width}",
@@ -160,7 +189,7 @@ def generate_encoder(
             pad = "    " * depth
             block.append(f"{pad}p = values.get({part[0]!r})")
             block.append(f"{pad}if p is not None:")
-            inner = _segment_source(f"s{m}", "p", _codec_of(meta, attr, m), enc)
+            inner = _segment_source(f"s{m}", "p", _codec_of(meta, attr, m), enc, namespace)
             block.extend(pad + "    " + line for line in inner.split("\n"))
             texts.append(f"s{m}")
             depth += 1

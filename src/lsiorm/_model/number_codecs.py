@@ -35,6 +35,7 @@ class IntCodec(KeyCodec):
 
     python_type = int
     prefix_free = True
+    fixed_width = True
 
     def __init__(self, spec: str, *, field_name: str = "value") -> None:
         match = _INT_SPEC.fullmatch(spec)
@@ -55,7 +56,7 @@ class IntCodec(KeyCodec):
     def encode(self, value: Any) -> str:
         """Return the key text of the int ``value``."""
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self._type_error(value, "an int")
+            raise self.type_error(value, "an int")
         n = int(value)
         if not -self._limit < n < self._limit:
             raise KeyEncodingError(
@@ -175,6 +176,7 @@ class DecimalCodec(KeyCodec):
 
     python_type = Decimal
     prefix_free = True
+    fixed_width = True
 
     def __init__(self, spec: str, *, field_name: str = "value") -> None:
         self._fixed = _FixedPoint(spec, field_name, "Decimal")
@@ -184,7 +186,7 @@ class DecimalCodec(KeyCodec):
     def encode(self, value: Any) -> str:
         """Return the key text of the Decimal (or int) ``value``."""
         if isinstance(value, bool) or not isinstance(value, (Decimal, int)):
-            raise self._type_error(value, "a Decimal")
+            raise self.type_error(value, "a Decimal")
         return self._fixed.text(self._fixed.scaled(Decimal(value)))
 
     def _parse(self, text: str) -> Decimal:
@@ -213,6 +215,7 @@ class FloatCodec(KeyCodec):
 
     python_type = float
     prefix_free = True
+    fixed_width = True
 
     def __init__(self, spec: str = "", *, field_name: str = "value") -> None:
         self._fixed = _FixedPoint(spec, field_name, "Float") if spec else None
@@ -245,8 +248,8 @@ class FloatCodec(KeyCodec):
                 number = float("nan")
             if number == value:
                 return number
-            raise self._type_error(value, "a float (this int has no exact float value)")
-        raise self._type_error(value, "a float")
+            raise self.type_error(value, "a float (this int has no exact float value)")
+        raise self.type_error(value, "a float")
 
     def _parse(self, text: str) -> float:
         if self._fixed is not None:
@@ -257,3 +260,47 @@ class FloatCodec(KeyCodec):
         bits = bits ^ _SIGN_BIT if bits & _SIGN_BIT else bits ^ _ALL_BITS
         number: float = struct.unpack(">d", struct.pack(">Q", bits))[0]
         return number
+
+
+_PLAIN_INT: Final = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+class PlainIntCodec(KeyCodec):
+    """Integers as other tools write them: ``str(n)``, no padding (the plain key style).
+
+    Format: the decimal digits with ``-`` in front of a negative value (42 is ``42``, -5 is
+    ``-5``). Text does not sort as the numbers do (``10`` sorts before ``9``), so the codec is
+    not ``ordered``: equality is exact, ranges are not. ``terminator`` is the first character
+    of the literal that follows the field when that character is neither a digit nor ``-``.
+    (An int field with a format spec keeps its fixed width in the plain style: `IntCodec`.)
+    """
+
+    python_type = int
+    ordered = False
+
+    def __init__(self, *, field_name: str = "value", terminator: str | None = None) -> None:
+        self.field_name = field_name
+        self.spec = ""
+        self.terminator = terminator
+        self.prefix_free = self.holds_literal = terminator is not None
+
+    def encode(self, value: Any) -> str:
+        """Return the key text of the int ``value``."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.type_error(value, "an int")
+        text = str(int(value))
+        return text if self.terminator is None else text + self.terminator
+
+    def tokens(self) -> list[Token]:
+        """An optional ``-``, then digits, then the terminator if any."""
+        body: list[Token] = [("opt", chars("-")), ("star", ((0x30, 0x39),))]
+        return body if self.terminator is None else [*body, ("one", chars(self.terminator))]
+
+    def _parse(self, text: str) -> int:
+        if self.terminator is not None:
+            if not text.endswith(self.terminator):
+                raise ValueError(text)
+            text = text[: -len(self.terminator)]
+        if _PLAIN_INT.fullmatch(text) is None:
+            raise ValueError(text)
+        return int(text)

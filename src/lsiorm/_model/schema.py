@@ -19,6 +19,7 @@ from lsiorm._model.indexes import (
     Projection,
     ProjectionType,
 )
+from lsiorm._model.key_styles import KeyStyle
 from lsiorm._model.table_rules import check_table
 from lsiorm._model.table_spec import TableSpec
 from lsiorm.errors import DeclarationError, ValidationError
@@ -84,6 +85,14 @@ class Table:
             default) for a table without TTL. ``create_table`` enables TTL on it and ``check``
             verifies it; an entity field stored under it must be a number of epoch seconds
             ([`EpochSeconds`][lsiorm.EpochSeconds], or int).
+        key_style: How the entities' key fields are written where neither the entity nor the
+            field says: ``"readable"`` (the default: plain text wherever lsiorm can prove it
+            exact), ``"exact"`` (lsiorm 0.2's encoding) or ``"plain"`` (the values as other
+            tools write them). See docs/encoding.md.
+        rekeying_from: The key style the entities' items may still carry, while they are
+            re-keyed to the declared one (``"exact"`` after upgrading from lsiorm 0.2): reads
+            look for both forms and every write moves an item to the new one. See
+            docs/migrations.md.
     """
 
     def __init__(
@@ -100,6 +109,8 @@ class Table:
         type_attribute: str = "_type",
         collection_warning_gb: float = 8.0,
         ttl_attribute: str | None = None,
+        key_style: KeyStyle = "readable",
+        rekeying_from: KeyStyle | None = None,
     ) -> None:
         spec = TableSpec(
             name,
@@ -113,6 +124,8 @@ class Table:
             type_attribute,
             collection_warning_gb,
             ttl_attribute,
+            key_style,
+            rekeying_from,
         )
         check_table(spec)
         # The declaration is fixed once checked: the attributes below only read it.
@@ -169,6 +182,8 @@ class Table:
     type_attribute = _Declared[str]()
     collection_warning_gb = _Declared[float]()
     ttl_attribute = _Declared[str | None]()
+    key_style = _Declared[KeyStyle]()
+    rekeying_from = _Declared[KeyStyle | None]()
 
     @property
     def has_lsi(self) -> bool:

@@ -15,6 +15,7 @@ from lsiorm._model.indexes import (
     SecondaryIndex,
     kind_of,
 )
+from lsiorm._model.key_styles import checked_style
 from lsiorm._model.table_spec import TableSpec
 from lsiorm.errors import DeclarationError
 
@@ -55,6 +56,9 @@ class _Rules:
         self._attribute_types()
         self._capacity()
         self._ttl()
+        checked_style(self.t.key_style, f"Table {self.t.name!r}")
+        if self.t.rekeying_from is not None:
+            checked_style(self.t.rekeying_from, f"Table {self.t.name!r} (rekeying_from)")
 
     def _fail(self, rule: str, message: str) -> NoReturn:
         raise DeclarationError(rule, message)

@@ -34,6 +34,10 @@ class TableSpec:
     type_attribute: str
     collection_warning_gb: float
     ttl_attribute: str | None
+    #: The key style of the entities' fields where neither they nor the field say one.
+    key_style: str = "readable"
+    #: The key style items of the table's entities may still carry (see `Table`), or None.
+    rekeying_from: str | None = None
 
     def secondary_indexes(self) -> Iterator[SecondaryIndex]:
         """Yield the local indexes, then the global ones."""

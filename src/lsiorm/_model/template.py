@@ -9,7 +9,6 @@ from functools import cached_property
 from typing import Any
 
 from lsiorm._model.codec import KeyCodec
-from lsiorm._model.text_codecs import TERMINATOR
 from lsiorm.errors import DeclarationError, KeyEncodingError
 
 __all__ = ["FieldSlot", "KeyTemplate", "Segment", "parse_template", "slot_codec"]
@@ -87,6 +86,13 @@ class KeyTemplate:
         """The names of the fields the template reads, in order."""
         return tuple(s.field for s in self.slots)
 
+    @cached_property
+    def form(self) -> tuple[Any, ...]:
+        """What decides the key text: two templates of the same form render alike."""
+        return tuple(
+            seg if isinstance(seg, str) else slot_codec(seg).text_form() for seg in self.segments
+        )
+
     @property
     def namespace(self) -> str:
         """The literal text before the first field (the whole text if there is no field)."""
@@ -159,11 +165,10 @@ def _match(segments: Sequence[Segment], text: str, pos: int) -> dict[str, Any] |
         return _match(rest, text, pos + len(head))
     assert head.codec is not None
     ends: list[int]
-    if getattr(head.codec, "terminated", False) or getattr(
-        getattr(head.codec, "inner", None), "terminated", False
-    ):
-        # A terminated str field ends at its first U+0000, which its text holds nowhere else.
-        at = text.find(TERMINATOR, pos)
+    terminator = head.codec.terminator
+    if terminator is not None:
+        # A terminated field ends at its first terminator, which its text holds nowhere else.
+        at = text.find(terminator, pos)
         ends = [at + 1] if at != -1 else []
     elif not rest:
         ends = [len(text)]

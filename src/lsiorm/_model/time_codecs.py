@@ -25,6 +25,7 @@ class DatetimeCodec(KeyCodec):
 
     python_type = datetime
     prefix_free = True
+    fixed_width = True
 
     def __init__(self, spec: str = "", *, field_name: str = "value") -> None:
         normal = spec or "us"
@@ -46,7 +47,7 @@ class DatetimeCodec(KeyCodec):
     def encode(self, value: Any) -> str:
         """Return the key text of the aware datetime ``value``."""
         if not isinstance(value, datetime):
-            raise self._type_error(value, "a datetime")
+            raise self.type_error(value, "a datetime")
         if value.utcoffset() is None:
             raise KeyEncodingError(
                 "key.naive-datetime",
@@ -100,11 +101,12 @@ class DateCodec(UnformattedCodec):
     kind = "Date"
     python_type = date
     prefix_free = True
+    fixed_width = True
 
     def encode(self, value: Any) -> str:
         """Return the key text of the date ``value``."""
         if not isinstance(value, date) or isinstance(value, datetime):
-            raise self._type_error(value, "a date")
+            raise self.type_error(value, "a date")
         return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
 
     def tokens(self) -> list[Token]:
@@ -116,3 +118,91 @@ class DateCodec(UnformattedCodec):
         if match is None:
             raise ValueError(text)
         return date(*map(int, match.groups()))
+
+
+# The directives of a format whose text sorts as the instants do: biggest unit first, each of
+# fixed width, in this order (a leading part of it), with any literal text between them.
+_ORDERED_DIRECTIVES: Final = ("%Y", "%m", "%d", "%H", "%M", "%S", "%f")
+_DIRECTIVE: Final = re.compile(r"%.")
+
+
+def _fixed_big_endian(fmt: str) -> bool:
+    """Whether ``fmt`` writes UTC instants in text that sorts as they do."""
+    directives = _DIRECTIVE.findall(fmt)
+    if tuple(directives) != _ORDERED_DIRECTIVES[: len(directives)] or not directives:
+        return False
+    # Each directive is of fixed width (years before 1000 are refused), so the literal text
+    # between them stays at the same place in every key.
+    return "%" not in "".join(_DIRECTIVE.split(fmt))
+
+
+class PlainDatetimeCodec(KeyCodec):
+    """Timezone-aware datetimes written with a ``strftime`` format, in UTC (the plain key style).
+
+    For keys other tools wrote, like PynamoDB's ``%Y-%m-%dT%H:%M:%S.%f+0000``. Text read with
+    the format gives an instant in UTC (text with an offset is converted); only the exact text
+    the format writes for that instant is accepted. A value the format cannot write exactly
+    (finer than its smallest unit, ``key.datetime-precision``) or before year 1000
+    (``key.datetime-range``) is refused. The text sorts as the instants do (``ordered``) when
+    the format is ``%Y``, ``%m``, ``%d``, ``%H``, ``%M``, ``%S``, ``%f`` in that order (a
+    leading part of it) with any literal text between them; any other format answers
+    equality only.
+    """
+
+    python_type = datetime
+
+    def __init__(self, fmt: str, *, field_name: str = "value") -> None:
+        if not isinstance(fmt, str) or not _DIRECTIVE.search(fmt):
+            raise DeclarationError(
+                "template.datetime-format",
+                f"Datetime field {field_name!r} has datetime_format {fmt!r}; give a strftime "
+                "format such as '%Y-%m-%dT%H:%M:%S.%f+0000'.",
+            )
+        self.field_name = field_name
+        self.spec = ""
+        self.format = fmt
+        self.ordered = _fixed_big_endian(fmt)
+        self.prefix_free = self.ordered
+
+    def text_form(self) -> tuple[Any, ...]:
+        """The class and the format."""
+        return (*super().text_form(), self.format)
+
+    def encode(self, value: Any) -> str:
+        """Return the key text of the aware datetime ``value``."""
+        if not isinstance(value, datetime):
+            raise self.type_error(value, "a datetime")
+        if value.utcoffset() is None:
+            raise KeyEncodingError(
+                "key.naive-datetime",
+                f"Field {self.field_name!r} got the naive datetime {value!r}; key datetimes "
+                "must be timezone-aware.",
+            )
+        try:
+            utc = value.astimezone(timezone.utc)
+        except OverflowError:
+            utc = datetime.min.replace(tzinfo=timezone.utc)
+        if utc.year < 1000:
+            raise KeyEncodingError(
+                "key.datetime-range",
+                f"Field {self.field_name!r} value {value.isoformat()} is before year 1000, "
+                "which its datetime_format cannot write in four digits.",
+            )
+        text = utc.strftime(self.format)
+        try:
+            back = self._parse(text)
+        except ValueError:
+            back = None
+        if back != utc:
+            raise KeyEncodingError(
+                "key.datetime-precision",
+                f"Field {self.field_name!r} value {value.isoformat()} cannot be written "
+                f"exactly with the format {self.format!r}; round it first.",
+            )
+        return text
+
+    def _parse(self, text: str) -> datetime:
+        parsed = datetime.strptime(text, self.format)
+        if parsed.utcoffset() is None:
+            return parsed.replace(tzinfo=timezone.utc)
+        return parsed.astimezone(timezone.utc)

@@ -15,8 +15,10 @@ from lsiorm._model.capacity import (
     needs_fetch,
 )
 from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.indexes import LocalIndex
 from lsiorm._model.item_encoding import wire_item
+from lsiorm._model.key_layout import template_layout
 from lsiorm._query.plan import QueryPlan
 
 
@@ -209,6 +211,7 @@ def _render(
         out.row("requests", f"{len(plan.requests)} ({labels}){merge}")
     out.rows("types", plan.collection)
     if plan.operation == "Query":
+        out.rows("layout", _layout_lines(plan))
         _candidates(out, plan)
     return "\n".join(out.lines)
 
@@ -229,6 +232,10 @@ def _expressions(out: _Lines, plan: QueryPlan) -> None:
     for text in plan.residual_filters:
         out.row(
             "open end", f"{text}: the key condition reads the closed range, the filter is exact"
+        )
+    for text in plan.plain_checks:
+        out.row(
+            "plain", f"{text}: a plain key text may hold its separator, so the filter checks it"
         )
     for text in plan.type_filters:
         out.row("types", text)
@@ -266,6 +273,20 @@ def _read_text(plan: QueryPlan) -> str:
         extras.append(f"page size {plan.request_limit}")
     extras.append("strongly consistent" if plan.consistent else "eventually consistent")
     return ", ".join(extras)
+
+
+def _layout_lines(plan: QueryPlan) -> list[str]:
+    """How each field of the chosen index's key templates is written, and why."""
+    lines = []
+    for attr in plan.table.index_key_attributes(plan.index):
+        for cls in plan.entities:
+            tpl = meta_of(cls).templates.get(attr) if attr is not None else None
+            for field in template_layout(tpl) if tpl is not None else ():
+                style = "" if field.style in ("readable", "native") else f" ({field.style})"
+                lines.append(
+                    f"{cls.__name__}.{field.field} in {attr}: {field.form}{style}, {field.why}"
+                )
+    return lines
 
 
 def _candidates(out: _Lines, plan: QueryPlan) -> None:

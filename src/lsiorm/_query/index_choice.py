@@ -52,6 +52,7 @@ class IndexOption:
     absorbed: list[str] = field(default_factory=list)
     unabsorbed: dict[str, str] = field(default_factory=dict)
     inexact: dict[str, str] = field(default_factory=dict)
+    inexact_rules: dict[str, str] = field(default_factory=dict)
     fetched: list[str] = field(default_factory=list)
     unavailable: list[str] = field(default_factory=list)
     #: Per entity, the optional key fields whose None leaves matching items out of the index.
@@ -181,6 +182,7 @@ class _Chooser:
         for f in option.fits:
             option.unabsorbed.update({k: v for k, v in f.unabsorbed.items() if k not in absorbed})
             option.inexact.update(f.inexact)
+            option.inexact_rules.update(f.inexact_rules)
         for name in self.conds:
             if name not in absorbed and name not in option.unabsorbed:
                 option.unabsorbed[name] = f"{name} is absorbed for some entities only"
@@ -239,7 +241,7 @@ class _Chooser:
                 "query.gsi-consistent-read",
                 "consistent reads are not available on a global secondary index",
             )
-        fields = self.filter_fields
+        fields = self.filter_fields | {n for fit in option.fits for n in fit.checked}
         if self.q.fallback:
             fields = fields | set(option.unabsorbed)
         lacking = unprojected_filter_attributes(self.metas, self.table, option.index, fields)
@@ -338,7 +340,7 @@ class _Chooser:
             if inexact:
                 name, why = next(iter(inexact.items()))
                 return QueryPlanError(
-                    "query.inexact-range",
+                    option.inexact_rules.get(name, "query.inexact-range"),
                     f"The range on {name} cannot be exact on {option.label}: {why}. Or call "
                     f"allow_filter_fallback() to read the key range and filter it.{note}",
                     table=self.table.name,

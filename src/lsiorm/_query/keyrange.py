@@ -29,7 +29,7 @@ from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import shard_of
 from lsiorm._model.template import FieldSlot, KeyTemplate
-from lsiorm._model.text_codecs import EnumCodec, StrCodec
+from lsiorm._model.text_codecs import EnumCodec, PlainStrCodec, StrCodec
 from lsiorm._model.wire import to_wire
 from lsiorm._requests.items import encode_value
 from lsiorm.errors import QueryPlanError
@@ -73,9 +73,29 @@ def predecessor(text: str) -> str:
 
 
 def _is_str_codec(codec: KeyCodec) -> bool:
-    if isinstance(codec, EnumCodec):
-        return isinstance(codec.inner, StrCodec)
-    return isinstance(codec, StrCodec)
+    inner = codec.inner if isinstance(codec, EnumCodec) else codec
+    return isinstance(inner, (StrCodec, PlainStrCodec))
+
+
+def needs_check(tpl: KeyTemplate, slot: FieldSlot) -> bool:
+    """Whether key text alone cannot tell this field's value exactly (plain style only).
+
+    So when a plain value may hold the separator that follows it (``a#b`` then ``#``), or a
+    transform folds several values onto one text: a condition on the field then also reads
+    its stored attribute.
+    """
+    codec = slot.codec
+    assert codec is not None
+    return not codec.injective or (not codec.prefix_free and tpl.segments[-1] is not slot)
+
+
+def _plain_range(meta: EntityMeta[Entity], tpl: KeyTemplate, name: str) -> str:
+    return (
+        f"{meta.cls.__name__}.{name} has the plain key style, whose text in template "
+        f"{tpl.source!r} does not sort as its values do (an unpadded number, or text that a "
+        "separator may end early); give it the readable or exact key style and backfill the "
+        "keys (see docs/encoding.md), or use filter()"
+    )
 
 
 def _bounds(
@@ -105,6 +125,8 @@ def _bounds(
                 f"begins_with needs a str field, but {meta.cls.__name__}.{slot.field} is encoded "
                 f"by {codec!r}; use a range instead.",
             )
+        if not codec.admits_prefix(op.prefix):
+            raise _Empty(f"no value of {meta.cls.__name__}.{slot.field} starts with {op.prefix!r}")
         text = prefix + codec.validate_prefix(op.prefix)
         return text, text + MAX_CHAR
     if isinstance(op, Between):
@@ -222,6 +244,11 @@ class IndexFit:
     shard_field: str | None = None
     #: Absorbed conditions the key condition reads too widely, filtered exactly (open ends).
     residual: dict[str, list[Operator]] = field(default_factory=dict)
+    #: Absorbed conditions on plain key text that may hold its separator (or folds values),
+    #: also checked on the field's stored attribute.
+    checked: dict[str, list[Operator]] = field(default_factory=dict)
+    #: The rule of each ``inexact`` entry ("query.inexact-range" unless it says another).
+    inexact_rules: dict[str, str] = field(default_factory=dict)
 
 
 def fit_index(
@@ -268,6 +295,7 @@ def fit_index(
         )
         fit.rule = "query.partition-fields"
         return fit
+    _check_plain(fit, pk_tpl, pk_tpl.slots, conds)
     if contradiction is not None:
         fit.empty = contradiction  # two different values for one partition field
     shards: list[int | None] = [None]
@@ -316,6 +344,7 @@ def _fit_sort(
             values[name] = valid(meta, name, cast("Compare", conds[name][0]).value)
         fit.absorbed.add(name)
         k += 1
+    _check_plain(fit, tpl, tpl.slots[:k], conds)
     if k == len(names):
         fit.sort = SortCondition("=", (to_wire(tpl.render(values)),))
         return
@@ -328,11 +357,16 @@ def _fit_sort(
         codec = slot.codec
         assert codec is not None
         last = tpl.segments[-1] is slot
-        # begins_with is exact on any str field: its separator can occur in no value.
+        # begins_with is exact on any escaped str field: its separator can occur in no value.
         prefixes_only = all(isinstance(op, BeginsWith) for op in ops)
-        if codec.prefix_free or last or prefixes_only:
+        points = all(_is_point(op) for op in ops)
+        if not codec.ordered and not points:
+            _inexact(fit, tpl, slot, ops, "query.plain-range", _plain_range(meta, tpl, name))
+        elif codec.prefix_free or last or prefixes_only or points:
             # Absorbed even when the range proves empty: that answer is exact too.
             fit.absorbed.add(name)
+            if needs_check(tpl, slot):
+                fit.checked[name] = list(ops)
             lo, hi = prefix, prefix + MAX_CHAR
             for op in ops:  # the planner let only key operators into where()
                 a, b = _bounds(op, meta, slot, prefix, last and not codec.prefix_free, valid)
@@ -352,21 +386,53 @@ def _fit_sort(
                         f"{later} follows {name}, which has a range, in template {tpl.source!r}"
                     )
             return
-        for op in ops:
-            _validate(op, meta, slot)
-        fit.inexact[name] = (
-            f"{meta.cls.__name__}.{name} has a variable-length encoding and more of template "
-            f"{tpl.source!r} follows it, so a key range over it would also admit keys whose "
-            "value only starts like a bound; give the field a fixed-width type or move it last "
-            "in the template"
-        )
-        fit.unabsorbed[name] = fit.inexact[name]
+        else:
+            why = (
+                f"{meta.cls.__name__}.{name} has a variable-length encoding and more of template "
+                f"{tpl.source!r} follows it, so a key range over it would also admit keys whose "
+                "value only starts like a bound; give the field a fixed-width type or move it "
+                "last in the template"
+            )
+            _inexact(fit, tpl, slot, ops, "query.inexact-range", why)
     fit.sort = _begins(prefix) if prefix else None
     for later in names[k + 1 :]:
         if later in conds and later not in fit.unabsorbed:
             fit.unabsorbed[later] = (
                 f"{later} follows {after}, which has no equality, in template {tpl.source!r}"
             )
+
+
+def _is_point(op: Operator) -> bool:
+    """Whether an operator bounds a field to one value or one prefix (exact on plain text)."""
+    return isinstance(op, BeginsWith) or (isinstance(op, Compare) and op.op == "=")
+
+
+def _check_plain(
+    fit: IndexFit,
+    tpl: KeyTemplate,
+    slots: Sequence[FieldSlot],
+    conds: Mapping[str, Sequence[Operator]],
+) -> None:
+    """Check equalities on plain fields whose key text may not tell values apart."""
+    for slot in slots:
+        ops = conds.get(slot.field)
+        if ops and needs_check(tpl, slot):
+            fit.checked[slot.field] = list(ops)
+
+
+def _inexact(
+    fit: IndexFit,
+    tpl: KeyTemplate,
+    slot: FieldSlot,
+    ops: Sequence[Operator],
+    rule: str,
+    why: str,
+) -> None:
+    """Record that the key text cannot bound the field's operators exactly, and why."""
+    for op in ops:
+        _validate(op, fit.meta, slot)
+    fit.inexact[slot.field] = fit.unabsorbed[slot.field] = why
+    fit.inexact_rules[slot.field] = rule
 
 
 def _begins(prefix: str) -> SortCondition | None:

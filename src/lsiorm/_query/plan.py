@@ -232,6 +232,8 @@ class PlannedRequests:
     type_filters: tuple[str, ...] = ()
     #: Open ends of two-bound ranges on Number/Binary sort keys, filtered after a BETWEEN.
     residual_filters: tuple[str, ...] = ()
+    #: Key conditions on plain key text also checked on the fields' stored attributes.
+    plain_checks: tuple[str, ...] = ()
     #: How the entity types were joined into requests or kept apart, and why.
     collection: tuple[str, ...] = ()
 
@@ -405,6 +407,11 @@ class QueryPlan:
     def residual_filters(self) -> tuple[str, ...]:
         """Open ends of two-bound ranges on Number/Binary sort keys, filtered after a BETWEEN."""
         return self.planned.residual_filters
+
+    @property
+    def plain_checks(self) -> tuple[str, ...]:
+        """Key conditions on plain key text also checked on the fields' stored attributes."""
+        return self.planned.plain_checks
 
     @property
     def collection(self) -> tuple[str, ...]:

@@ -138,7 +138,7 @@ class _Requests:
             self.q.filter_condition is not None
             or bool(self.fallback)
             or any(s.type_filtered for s in sent)
-            or any(fit.residual for fit in best.fits)
+            or any(fit.residual or fit.checked for fit in best.fits)
         )
         limit = first_page_limit(options, has_filter)
         requests = tuple(
@@ -179,6 +179,11 @@ class _Requests:
                 residual_filters=tuple(
                     describe_ops(n, ops) for fit in best.fits for n, ops in fit.residual.items()
                 ),
+                plain_checks=tuple(
+                    dict.fromkeys(
+                        describe_ops(n, ops) for fit in best.fits for n, ops in fit.checked.items()
+                    )
+                ),
                 collection=tuple(g.note for g in groups if g.note),
             ),
         )
@@ -199,7 +204,7 @@ class _Requests:
         parts: list[Condition] = []
         if self.empty is None:
             fit = self.fit_of[meta.cls]
-            for name, ops in {**fit.residual, **self.fallback}.items():
+            for name, ops in {**fit.checked, **fit.residual, **self.fallback}.items():
                 parts.extend(filter_conditions(meta, name, ops))
         if self.q.filter_condition is not None:
             parts.append(self.q.filter_condition)

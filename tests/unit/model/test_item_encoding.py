@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, PlainSerializer, computed_field, field_serializer
 
-from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Table
+from lsiorm import Entity, KeyAttribute, KeyFormat, LocalIndex, Projection, Table
 from lsiorm._model import item_encoding
 from lsiorm._model.field_types import plain_model
 from lsiorm._model.item_encoding import build_item, encode_entity
@@ -394,3 +394,68 @@ def test_the_shortcut_is_taken_only_where_it_is_sure() -> None:
     assert validity_source(meta_of(Checked)) is not None
     assert validity_source(meta_of(Constrained)) is None  # field constraints
     assert validity_source(meta_of(Plain)) is None  # enums, literals, sets, ...
+
+
+# -- plain text in readable keys: closed sets and alphabets ----------------------------------
+
+
+class Hue(str, Enum):
+    RED = "red"
+    REDDISH = "reddish"
+    BLUE = "blue"
+
+
+class Labelled(
+    Entity,
+    table=status_table,
+    keys={
+        "pk": "L#{slug}!{code}",  # a pattern's alphabet, then a declared one
+        "sk": "{hue}#{kind}-{tag}#{n:03d}",  # an Enum, a Literal, then text
+        "lsi1": "{folded}#{hue}",  # plain text folded to lowercase, then an Enum last
+    },
+):
+    slug: Annotated[str, Field(pattern=r"^[a-z0-9-]+$")]
+    code: Annotated[str, KeyFormat(alphabet="A-Z0-9")]
+    hue: Hue
+    kind: Literal["aa", "bb", "a"]
+    tag: str
+    n: int
+    folded: Annotated[str | None, KeyFormat(style="plain", case="lower")] = None
+
+
+slugs = st.text(st.sampled_from("abz09-#A"), max_size=5)
+codes = st.text(st.sampled_from("AZ09a!é"), max_size=4)
+labelled = st.builds(
+    Labelled.model_construct,
+    slug=slugs,
+    code=codes,
+    hue=st.sampled_from(Hue) | st.sampled_from(["red", "green"]),
+    kind=st.sampled_from(["aa", "bb", "a", "cc", "a#"]),
+    tag=key_texts,
+    n=st.integers(min_value=-2000, max_value=2000),
+    folded=st.none() | st.text(st.sampled_from("aB#é\x00"), max_size=4),
+)
+
+
+def test_plain_text_codecs_get_their_fast_branch() -> None:
+    from lsiorm._model.entity_meta import meta_of
+    from lsiorm._model.generated_encoder import generate_encoder
+    from lsiorm._model.item_writer import ItemWriter
+
+    encoder = generate_encoder(ItemWriter(meta_of(Labelled)))
+    assert encoder is not None
+    source = "\n".join(__import__("linecache").getlines(encoder.__code__.co_filename))
+    assert "in {'a', 'aa', 'bb'}" in source  # the Literal's members, inlined
+    assert "_text(p) is not None" in source  # the alphabets' compiled patterns
+
+
+@given(labelled)
+def test_generated_encoder_matches_the_general_path_on_plain_text(entity: Labelled) -> None:
+    # Members and alphabet text take the inlined branch; values outside them (refused by
+    # validation or by the codec), non-ASCII text and folded text take the codec's own path.
+    expected, general = encoded_fast_and_general(
+        entity, lambda: item_encoding.WRITERS.get(Labelled)
+    )
+    assert expected == general
+    if not isinstance(expected[0], type):
+        assert list(expected[0]) == list(general[0])

@@ -1,0 +1,250 @@
+"""Key styles: which text a str-like key field is stored as, and the proofs that keep it exact.
+
+A key field followed by more template needs a way to end. Fixed-width forms (padded ints,
+UUIDs, dates, datetimes) end by their width and are the same in every style. Text is where the
+styles differ:
+
+* **exact** (lsiorm 0.2's encoding): U+0000 and U+0001 escaped, and a U+0000 terminator after
+  every text field that more template follows. Exact for any text.
+* **readable** (the default): the text as it is wherever the declared type proves that this
+  keeps key order and prefix-freedom exact, else as in exact. Before a literal ``L``, the text
+  is stored as is, with ``L[0]`` as its terminator, when
+
+  - the values are a closed set (Enum, Literal) none of which holds ``L[0]``, U+0000 or
+    U+0001, and wherever one value ``a`` is a proper prefix of another ``b``, the character
+    ``b[len(a)]`` sorts above ``L[0]``; or
+  - every character a value may hold (an anchored pattern's, or a declared alphabet's) sorts
+    above ``L[0]``.
+
+  Then no value's text can hold ``L[0]``, so the first ``L[0]`` after the field ends it, and
+  ``a < b`` gives ``a + L[0] < b + L[0]``: the rules of a U+0000-terminated field hold with
+  ``L[0]`` in its place. A text field directly followed by another field, or unproved, ends
+  with U+0000 as in exact; one that ends its template needs no terminator.
+* **plain**: the value as other tools store it: the text as is, ints unpadded. Its text ends
+  with ``L[0]`` when no value can hold that character (then equality is exact); otherwise a
+  separator may occur inside a value, and equality is made exact by a filter on the field's
+  stored attribute. Ranges are exact only where the text sorts as the values do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final, Literal, get_args
+
+from lsiorm._model.codec import MAX_CHAR, KeyCodec
+from lsiorm._model.patterns import charset_contains, charset_text
+from lsiorm._model.text_codecs import TERMINATOR, Alphabet, PlainStrCodec, StrCodec
+from lsiorm.errors import DeclarationError
+
+__all__ = [
+    "KEY_STYLES",
+    "KeyStyle",
+    "alphabet_refusal",
+    "checked_style",
+    "closed_set_refusal",
+    "text_codec",
+]
+
+KeyStyle = Literal["readable", "exact", "plain"]
+"""How key fields are written: ``"readable"`` (the default), ``"exact"`` or ``"plain"``."""
+
+KEY_STYLES: Final[tuple[str, ...]] = get_args(KeyStyle)
+
+_BELOW_ALL: Final = ("\x00", "\x01")
+
+
+def checked_style(style: object, where: str) -> KeyStyle:
+    """Return ``style`` when it names a key style; raise ``template.key-style`` otherwise."""
+    if style == "readable":
+        return "readable"
+    if style == "exact":
+        return "exact"
+    if style == "plain":
+        return "plain"
+    raise DeclarationError(
+        "template.key-style",
+        f"{where} has key style {style!r}; the key styles are {', '.join(KEY_STYLES)}.",
+    )
+
+
+def _show(char: str) -> str:
+    return repr(char) if char.isprintable() else f"U+{ord(char):04X}"
+
+
+def closed_set_refusal(values: Sequence[str], lead: str) -> str | None:
+    """Return why a closed set cannot be stored as is before a literal starting with ``lead``.
+
+    None means it can: no value holds ``lead`` (or U+0000, U+0001, U+10FFFF), and wherever a
+    value is a proper prefix of another, the longer one's next character sorts above ``lead``.
+    """
+    known = set(values)
+    for value in sorted(known):
+        for char in (lead, *_BELOW_ALL, MAX_CHAR):
+            if char in value:
+                return f"its value {value!r} holds {_show(char)}"
+        for end in range(len(value)):
+            if value[:end] in known and value[end] <= lead:
+                return (
+                    f"its value {value[:end]!r} is a prefix of {value!r}, whose next character "
+                    f"{_show(value[end])} does not sort above {_show(lead)}"
+                )
+    return None
+
+
+def alphabet_refusal(alphabet: Alphabet, lead: str) -> str | None:
+    """Return why an alphabet's text cannot be stored as is before a literal starting with
+    ``lead``; None means every character it allows sorts above ``lead`` (and above U+0001).
+    """
+    lowest = chr(alphabet.chars[0][0])
+    if lowest <= lead or lowest in _BELOW_ALL:
+        return f"{alphabet.source} allows {_show(lowest)}, which does not sort above {_show(lead)}"
+    return None
+
+
+def _holds(members: Sequence[str] | None, alphabet: Alphabet | None, char: str) -> bool:
+    """Whether some value may hold ``char`` (True when nothing limits the values)."""
+    if members is not None:
+        return any(char in m for m in members)
+    if alphabet is not None:
+        return charset_contains(alphabet.chars, char)
+    return True
+
+
+def _prefix_free(members: Sequence[str] | None) -> bool:
+    if members is None:
+        return False
+    known = set(members)
+    return not any(v[:end] in known for v in known for end in range(len(v)))
+
+
+def _limit(members: Sequence[str] | None, alphabet: Alphabet | None) -> str:
+    if members is not None:
+        return f"its values (a closed set of {len(set(members))}) all"
+    assert alphabet is not None
+    return f"the characters {alphabet.source} allows ([{charset_text(alphabet.chars)}]) all"
+
+
+def text_codec(
+    *,
+    field_name: str,
+    style: KeyStyle,
+    following: str | None,
+    members: Sequence[str] | None = None,
+    alphabet: Alphabet | None = None,
+    case: str | None = None,
+) -> KeyCodec:
+    """Return the codec of a str-like key field, its ``why`` said.
+
+    ``following`` is the template text after the field: None when the field ends the template,
+    ``""`` when another field follows directly. ``members`` are a closed set's values,
+    ``alphabet`` what a pattern or declaration allows.
+    """
+    if style == "plain":
+        return _plain(field_name, following, members, alphabet, case)
+    codec: KeyCodec
+    # A pattern's alphabet is enforced only where a key relies on it (a plain text).
+    enforced = alphabet if alphabet is not None and alphabet.declared else None
+    if following is None:
+        codec = StrCodec(field_name=field_name, alphabet=enforced)
+        codec.why = "it ends its template"
+    elif style == "exact" or following == "" or (members is None and alphabet is None):
+        codec = StrCodec(field_name=field_name, terminated=True, alphabet=enforced)
+        if style == "exact":
+            codec.why = "the exact style ends text followed by more template with U+0000"
+        elif following == "":
+            codec.why = "another field follows it directly"
+        else:
+            codec.why = (
+                f"its text is unconstrained and {following!r} follows (an Enum, a Literal, an "
+                "anchored pattern or a declared alphabet can prove it needs no terminator)"
+            )
+    else:
+        lead = following[0]
+        refusal = (
+            closed_set_refusal(members, lead)
+            if members is not None
+            else alphabet_refusal(alphabet, lead)  # type: ignore[arg-type]
+        )
+        if refusal is not None:
+            codec = StrCodec(field_name=field_name, terminated=True, alphabet=enforced)
+            codec.why = f"{following!r} follows and {refusal}"
+        else:
+            codec = PlainStrCodec(
+                field_name=field_name, terminator=lead, alphabet=alphabet, members=members
+            )
+            codec.why = (
+                f"{_limit(members, alphabet)} sort above {_show(lead)}, so the {following!r} "
+                "that follows ends the text"
+            )
+    codec.style = style
+    return codec
+
+
+def _plain(
+    field_name: str,
+    following: str | None,
+    members: Sequence[str] | None,
+    alphabet: Alphabet | None,
+    case: str | None,
+) -> KeyCodec:
+    """The plain style's codec of a str-like field: its text as is."""
+    if case is not None and members is not None:
+        members = sorted({m.lower() if case == "lower" else m.upper() for m in members})
+    limited = case is None or members is not None
+    enforced = alphabet if alphabet is not None and alphabet.declared else None
+    codec: PlainStrCodec
+    if following is None:
+        codec = PlainStrCodec(field_name=field_name, alphabet=enforced, members=members, case=case)
+        codec.why = "it ends its template"
+    elif following == "":
+        codec = PlainStrCodec(
+            field_name=field_name,
+            alphabet=enforced,
+            members=members,
+            case=case,
+            prefix_free=_prefix_free(members),
+            ordered=_prefix_free(members),
+        )
+        codec.why = "another field follows it directly"
+    else:
+        lead = following[0]
+        if limited and not _holds(members, alphabet if case is None else None, lead):
+            if members is not None:
+                proof = closed_set_refusal(members, lead)
+            elif alphabet is not None:
+                proof = alphabet_refusal(alphabet, lead)
+            else:
+                proof = "nothing limits it"
+            codec = PlainStrCodec(
+                field_name=field_name,
+                terminator=lead,
+                alphabet=alphabet,
+                members=members,
+                case=case,
+                ordered=proof is None,
+            )
+            codec.why = f"its values never hold {_show(lead)}, so {following!r} ends it" + (
+                "" if codec.ordered else f"; ranges are not exact ({proof})"
+            )
+        else:
+            codec = PlainStrCodec(
+                field_name=field_name,
+                alphabet=enforced,
+                members=members,
+                case=case,
+                ordered=False,
+                prefix_free=False,
+            )
+            codec.why = (
+                f"a value may hold {_show(lead)}, so equality is also checked on the stored "
+                "attribute, and ranges are not exact"
+            )
+    if not codec.injective:
+        codec.why += f"; lettercase is folded ({case}), so equality is checked on the attribute"
+    codec.style = "plain"
+    return codec
+
+
+def terminated(codec: KeyCodec) -> bool:
+    """Whether the field's text ends with U+0000."""
+    return codec.terminator == TERMINATOR
