@@ -7,14 +7,20 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import Field
+from pydantic import Field, PlainSerializer
 
 pynamodb = pytest.importorskip("pynamodb", reason="pynamodb is in the dev extra")
 
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute  # noqa: E402
+from pynamodb.attributes import (  # noqa: E402
+    NumberAttribute,
+    UnicodeAttribute,
+    UTCDateTimeAttribute,
+)
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 
@@ -23,8 +29,11 @@ from lsiorm import (  # noqa: E402
     Entity,
     GlobalIndex,
     KeyAttribute,
+    KeyFormat,
+    QueryPlanError,
     Session,
     Table,
+    between,
     gt,
     query,
 )
@@ -250,3 +259,226 @@ class User(
     team: str | None = None
     score: int = 0
 """
+
+
+# -- one table, several models, keys built by hand -------------------------------------------
+
+#: PynamoDB's UTCDateTimeAttribute text, which the shop's keys hold too.
+PYNAMODB_TIME = "%Y-%m-%dT%H:%M:%S.%f+0000"
+
+
+def pynamodb_shop_models(table_name: str, endpoint_url: str) -> dict[str, type[Model]]:
+    """Three PynamoDB models in one table, its keys built by hand: unpadded numbers and
+    datetimes as UTCDateTimeAttribute writes them, no type attribute."""
+
+    class ShopMeta:
+        table_name = ""
+        host = endpoint_url
+        region = "us-east-1"
+        billing_mode = "PAY_PER_REQUEST"
+
+    ShopMeta.table_name = table_name
+
+    class ByStatus(GlobalSecondaryIndex[Any]):
+        class Meta:
+            index_name = "by_status"
+            projection = AllProjection()
+
+        gsi1pk = UnicodeAttribute(hash_key=True)
+        gsi1sk = UnicodeAttribute(range_key=True)
+
+    class CustomerModel(Model):
+        Meta = ShopMeta
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        customer_id = NumberAttribute()
+        name = UnicodeAttribute()
+
+    class OrderModel(Model):
+        Meta = ShopMeta
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        gsi1pk = UnicodeAttribute()
+        gsi1sk = UnicodeAttribute()
+        customer_id = NumberAttribute()
+        placed = UTCDateTimeAttribute()
+        status = UnicodeAttribute()
+        total = NumberAttribute()
+        by_status = ByStatus()
+
+    class LineModel(Model):
+        Meta = ShopMeta
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        order_no = NumberAttribute()
+        line = NumberAttribute()
+        sku = UnicodeAttribute()
+        qty = NumberAttribute()
+
+    return {"customer": CustomerModel, "order": OrderModel, "line": LineModel}
+
+
+def lsiorm_shop(table_name: str) -> tuple[Table, type[Entity], type[Entity], type[Entity]]:
+    """lsiorm's declaration of the shop, from the keys PynamoDB's users built."""
+    shop = Table(
+        table_name,
+        "pk",
+        "sk",
+        global_indexes=[GlobalIndex("by_status", KeyAttribute("gsi1pk"), KeyAttribute("gsi1sk"))],
+        key_style="plain",
+    )
+    Stamp = Annotated[
+        datetime,
+        KeyFormat(style="plain", datetime_format=PYNAMODB_TIME),
+        # The attribute, as UTCDateTimeAttribute reads it.
+        PlainSerializer(lambda d: d.astimezone(timezone.utc).strftime(PYNAMODB_TIME)),
+    ]
+
+    class Customer(
+        Entity,
+        table=shop,
+        keys={"pk": "CUSTOMER#{customer_id}", "sk": "PROFILE"},
+        type_attribute=None,
+    ):
+        customer_id: int
+        name: str
+
+    class Order(
+        Entity,
+        table=shop,
+        keys={
+            "pk": "CUSTOMER#{customer_id}",
+            "sk": "ORDER#{placed}",
+            "gsi1pk": "STATUS#{status}",
+            "gsi1sk": "{placed}",
+        },
+        type_attribute=None,
+    ):
+        customer_id: int
+        placed: Stamp
+        status: Literal["open", "shipped"]
+        total: Decimal
+
+    class Line(
+        Entity,
+        table=shop,
+        keys={"pk": "ORDER#{order_no}", "sk": "ITEM#{line}"},
+        type_attribute=None,
+    ):
+        order_no: int
+        line: int
+        sku: str
+        qty: int
+
+    return shop, Customer, Order, Line
+
+
+START = datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def peer_shop(endpoint_url: str, table_name: str) -> Iterator[dict[str, list[Any]]]:
+    """The shop, created and written by PynamoDB."""
+    models = pynamodb_shop_models(table_name, endpoint_url)
+    models["order"].create_table(wait=True)  # the model that declares the index
+    written: dict[str, list[Any]] = {"customer": [], "order": [], "line": []}
+    for cid in (2, 10, 42):
+        customer = models["customer"](f"CUSTOMER#{cid}", "PROFILE", customer_id=cid, name=f"C{cid}")
+        customer.save()
+        written["customer"].append(customer)
+        for n in range(4):
+            placed = START + timedelta(days=n, microseconds=cid * n)
+            status = "open" if (cid + n) % 2 else "shipped"
+            stamp = placed.strftime(PYNAMODB_TIME)
+            order = models["order"](
+                f"CUSTOMER#{cid}",
+                f"ORDER#{stamp}",
+                gsi1pk=f"STATUS#{status}",
+                gsi1sk=stamp,
+                customer_id=cid,
+                placed=placed,
+                status=status,
+                total=float(f"{cid}.{n}5"),
+            )
+            order.save()
+            written["order"].append(order)
+    for line in range(1, 13):  # ITEM#10 sorts before ITEM#2
+        item = models["line"](
+            "ORDER#17", f"ITEM#{line}", order_no=17, line=line, sku=f"S{line}", qty=line % 3
+        )
+        item.save()
+        written["line"].append(item)
+    try:
+        yield written
+    finally:
+        models["customer"].delete_table()
+
+
+def test_lsiorm_adopts_a_pynamodb_single_table(
+    session: Session, table_name: str, peer_shop: dict[str, list[Any]]
+) -> None:
+    shop, Customer, Order, Line = lsiorm_shop(table_name)
+    report = session.adopt(shop, segments=3)
+    assert report.accounted, str(report)
+    assert {n: e.parsed for n, e in report.entities.items()} == {
+        "Customer": 3,
+        "Order": 12,
+        "Line": 12,
+    }
+    for order in peer_shop["order"]:
+        got = session.get(Order, {"customer_id": int(order.customer_id), "placed": order.placed})
+        assert got is not None
+        assert (got.placed, got.status, got.total) == (
+            order.placed,
+            order.status,
+            Decimal(str(order.total)),
+        )
+    lines = session.all(query(Line).where(order_no=17))
+    assert [r.line for r in lines] == sorted(range(1, 13), key=str)  # the stored text order
+    for row, peer in zip(lines, sorted(peer_shop["line"], key=lambda p: p.sk), strict=True):
+        assert (row.line, row.sku, row.qty) == (peer.line, peer.sku, peer.qty)
+    assert [r.sku for r in session.all(query(Line).where(order_no=17, line=10))] == ["S10"]
+    with pytest.raises(QueryPlanError) as caught:
+        query(Line).where(order_no=17, line=gt(3)).plan()
+    assert caught.value.rule == "query.plain-range"
+    # A fixed-width datetime keeps text order equal to time order: ranges are exact.
+    window = between(START + timedelta(days=1), START + timedelta(days=2, hours=1))
+    rows = session.all(query(Order).where(customer_id=42, placed=window))
+    expected = sorted(
+        (
+            o
+            for o in peer_shop["order"]
+            if o.customer_id == 42 and window.low <= o.placed <= window.high
+        ),
+        key=lambda o: o.placed,
+    )
+    assert len(expected) == 2
+    assert [r.placed for r in rows] == [o.placed for o in expected]
+    q = query(Order).where(status="open")
+    assert q.plan().index_name == "by_status"
+    opened = session.all(q)
+    assert [r.placed for r in opened] == sorted(
+        o.placed for o in peer_shop["order"] if o.status == "open"
+    )
+    both = session.all(query(Customer, Order).where(customer_id=10))
+    assert [type(r).__name__ for r in both] == ["Order"] * 4 + ["Customer"]
+
+
+def test_pynamodb_reads_the_shop_back_after_lsiorm_writes(
+    endpoint_url: str, session: Session, table_name: str, peer_shop: dict[str, list[Any]]
+) -> None:
+    _, _, Order, Line = lsiorm_shop(table_name)
+    models = pynamodb_shop_models(table_name, endpoint_url)
+    order = peer_shop["order"][0]
+    key = {"customer_id": int(order.customer_id), "placed": order.placed}
+    session.update(Order, key, set={"status": "open", "total": Decimal("9.99")})
+    later = START + timedelta(days=30, microseconds=7)
+    session.put(Order(customer_id=2, placed=later, status="open", total=Decimal("1.5")))
+    session.put(Line(order_no=17, line=20, sku="S20", qty=4))
+    again = models["order"].get(order.pk, order.sk)
+    assert (again.status, again.total, again.gsi1pk) == ("open", 9.99, "STATUS#open")
+    made = models["order"].get("CUSTOMER#2", f"ORDER#{later.strftime(PYNAMODB_TIME)}")
+    assert (made.placed, made.gsi1sk) == (later, later.strftime(PYNAMODB_TIME))
+    assert models["line"].get("ORDER#17", "ITEM#20").qty == 4
+    opened = list(models["order"].by_status.query("STATUS#open"))
+    assert later in [o.placed for o in opened]
