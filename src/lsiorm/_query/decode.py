@@ -128,7 +128,8 @@ def _values(
                 return None
             continue
         for name, value in parsed.items():
-            values.setdefault(name, value)
+            if name in tpl.recoverable:  # others come from the item's attributes only
+                values.setdefault(name, value)
     return values
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import Field
@@ -12,6 +12,7 @@ from lsiorm import (
     Entity,
     GlobalIndex,
     KeyAttribute,
+    KeyFormat,
     LocalIndex,
     Projection,
     Table,
@@ -299,3 +300,42 @@ def test_an_own_key_index_field_is_updated_once() -> None:
     params = update_request(meta_of(Member), {"m": "1"}, spec)
     assert list(params["ExpressionAttributeNames"].values()).count("tier") == 1
     assert params["UpdateExpression"].startswith("SET ")
+
+
+def test_key_text_gives_back_only_values_it_determines() -> None:
+    table = Table(
+        "folded",
+        "pk",
+        "sk",
+        global_indexes=[
+            GlobalIndex("by_owner", KeyAttribute("gpk"), KeyAttribute("gsk"), Projection.keys_only())
+        ],
+    )
+    lower = KeyFormat(style="plain", case="lower")
+
+    class Doc(
+        Entity,
+        table=table,
+        keys={
+            "pk": "P#{project}#S#{status}",
+            "sk": "D#{n}#{title}",
+            "gpk": "O#{owner}",
+            "gsk": "{n}",
+        },
+        key_style="plain",
+    ):
+        project: str
+        status: Literal["open", "closed"]
+        n: int
+        title: str
+        owner: Annotated[str, lower]
+
+    templates = meta_of(Doc).templates
+    # project may hold "#": where it ends is a guess, so only the attribute gives it.
+    assert templates["pk"].recoverable == {"status"}
+    assert templates["sk"].recoverable == {"n", "title"}
+    assert templates["gpk"].recoverable == frozenset()  # lowercased: "Ann" and "ANN" alike
+    # The index holds no owner attribute to check "Ann" against: refused, never guessed.
+    with pytest.raises(QueryPlanError) as caught:
+        query(Doc).where(owner="Ann").select("n").plan()
+    assert caught.value.rule == "query.filter-not-projected"
