@@ -56,14 +56,19 @@ def parses_keys(
 ) -> bool:
     """Whether every one of ``attributes`` the item holds parses under the entity's template.
 
-    An attribute the item holds but the entity derives no template for does not parse.
+    An attribute the item holds but the entity derives no template for does not parse. While
+    the entity is re-keyed (``rekeying_from``), keys in the old form parse too.
     """
+    old = meta.old_templates
     for attr in attributes:
         av = item.get(attr)
         if av is None:
             continue
         tpl = meta.templates.get(attr)
-        if tpl is None or not _parses(tpl, av):
+        if tpl is not None and _parses(tpl, av):
+            continue
+        former = old.get(attr)
+        if former is None or not _parses(former, av):
             return False
     return True
 

@@ -308,7 +308,9 @@ def test_key_text_gives_back_only_values_it_determines() -> None:
         "pk",
         "sk",
         global_indexes=[
-            GlobalIndex("by_owner", KeyAttribute("gpk"), KeyAttribute("gsk"), Projection.keys_only())
+            GlobalIndex(
+                "by_owner", KeyAttribute("gpk"), KeyAttribute("gsk"), Projection.keys_only()
+            )
         ],
     )
     lower = KeyFormat(style="plain", case="lower")
@@ -339,3 +341,31 @@ def test_key_text_gives_back_only_values_it_determines() -> None:
     with pytest.raises(QueryPlanError) as caught:
         query(Doc).where(owner="Ann").select("n").plan()
     assert caught.value.rule == "query.filter-not-projected"
+
+
+def test_untyped_items_still_in_the_old_key_form_are_recognised() -> None:
+    def declare(**style: Any) -> type[Entity]:
+        table = Table("rekeyed", "pk", "sk")
+
+        class Memo(
+            Entity,
+            table=table,
+            keys={"pk": "TOPIC#{topic}#MEMOS", "sk": "MEMO#{memo_id}"},
+            type_attribute=None,
+            **style,
+        ):
+            topic: str
+            memo_id: str
+
+        return Memo
+
+    before = declare(key_style="plain")
+    wire = before(topic="ops", memo_id="1").to_wire()
+    assert wire["pk"] == {"S": "TOPIC#ops#MEMOS"}
+    after = declare(key_style="readable", rekeying_from="plain")
+    assert after(topic="ops", memo_id="1").to_wire()["pk"] == {"S": "TOPIC#ops\x00#MEMOS"}
+    table = meta_of(after).table
+    assert item_types(table, wire) == [after]
+    assert decode_item(table, wire) == after(topic="ops", memo_id="1")
+    done = declare(key_style="readable")
+    assert item_types(meta_of(done).table, wire) == []
