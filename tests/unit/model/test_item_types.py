@@ -369,3 +369,43 @@ def test_untyped_items_still_in_the_old_key_form_are_recognised() -> None:
     assert decode_item(table, wire) == after(topic="ops", memo_id="1")
     done = declare(key_style="readable")
     assert item_types(meta_of(done).table, wire) == []
+
+
+def test_one_entity_with_several_prefixes_on_an_overloaded_index() -> None:
+    table = Table(
+        "overloaded",
+        "pk",
+        "sk",
+        global_indexes=[GlobalIndex("by_kind", KeyAttribute("gpk"), KeyAttribute("gsk"))],
+        key_style="plain",
+    )
+
+    class Account(
+        Entity,
+        table=table,
+        keys={"pk": "ACCOUNT#{aid}", "sk": "A", "gpk": "{kind}#{region}", "gsk": "{aid}"},
+        type_attribute=None,
+    ):
+        aid: str
+        kind: Literal["USER", "ADMIN"]
+        region: str
+
+    class Team(
+        Entity,
+        table=table,
+        keys={"pk": "TEAM#{tid}", "sk": "T", "gpk": "TEAM#{region}", "gsk": "{tid}"},
+        type_attribute=None,
+    ):
+        tid: str
+        region: str
+
+    admin = Account(aid="a1", kind="ADMIN", region="eu")
+    assert admin.to_wire()["gpk"] == {"S": "ADMIN#eu"}
+    assert Account(aid="a2", kind="USER", region="eu").to_wire()["gpk"] == {"S": "USER#eu"}
+    params = _params(query(Account).where(kind="ADMIN", region="eu"))
+    assert params["IndexName"] == "by_kind"
+    assert params["ExpressionAttributeValues"][":v0"] == {"S": "ADMIN#eu"}
+    # Teams' keys cannot begin with a kind: no filter is needed to keep them out.
+    assert "FilterExpression" not in params
+    assert decode_item(table, admin.to_wire()) == admin
+    assert decode_item(table, Team(tid="t", region="eu").to_wire()) == Team(tid="t", region="eu")
