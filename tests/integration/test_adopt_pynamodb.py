@@ -482,3 +482,83 @@ def test_pynamodb_reads_the_shop_back_after_lsiorm_writes(
     assert models["line"].get("ORDER#17", "ITEM#20").qty == 4
     opened = list(models["order"].by_status.query("STATUS#open"))
     assert later in [o.placed for o in opened]
+
+
+def lsiorm_lines(table_name: str, **options: Any) -> tuple[Table, type[Entity]]:
+    """The shop's order lines with a second index whose keys are readable: numbers padded."""
+    shop = Table(
+        table_name,
+        "pk",
+        "sk",
+        global_indexes=[
+            GlobalIndex("by_status", KeyAttribute("gsi1pk"), KeyAttribute("gsi1sk")),
+            GlobalIndex("by_line", KeyAttribute("gsi2pk"), KeyAttribute("gsi2sk")),
+        ],
+    )
+
+    class Line(
+        Entity,
+        table=shop,
+        keys={
+            "pk": "ORDER#{order_no}",
+            "sk": "ITEM#{line}",
+            "gsi2pk": "ORDER#{order_no:010d}",
+            "gsi2sk": "ITEM#{line:05d}",
+        },
+        type_attribute=None,
+        key_style="plain",
+        **options,
+    ):
+        order_no: int
+        line: int
+        sku: str
+        qty: int
+
+    return shop, Line
+
+
+def test_plain_keys_move_to_readable_ones_on_a_new_index(
+    endpoint_url: str, session: Session, table_name: str, peer_shop: dict[str, list[Any]]
+) -> None:
+    shop, Line = lsiorm_lines(table_name, pending={"gsi2pk", "gsi2sk"})
+    for name in ("gsi2pk", "gsi2sk"):
+        assert shop.key_attributes[name] == "S"
+    session.call(
+        "UpdateTable",
+        {
+            "TableName": table_name,
+            "AttributeDefinitions": [
+                {"AttributeName": "gsi2pk", "AttributeType": "S"},
+                {"AttributeName": "gsi2sk", "AttributeType": "S"},
+            ],
+            "GlobalSecondaryIndexUpdates": [
+                {
+                    "Create": {
+                        "IndexName": "by_line",
+                        "KeySchema": [
+                            {"AttributeName": "gsi2pk", "KeyType": "HASH"},
+                            {"AttributeName": "gsi2sk", "KeyType": "RANGE"},
+                        ],
+                        "Projection": {"ProjectionType": "ALL"},
+                    }
+                }
+            ],
+        },
+    )
+    ranged = query(Line).where(order_no=17, line=gt(3))
+    with pytest.raises(QueryPlanError):
+        ranged.plan()  # the pending index is not picked; the plain sort key cannot range
+    audit = session.audit_keys(Line)
+    assert audit.entities["Line"].attributes["gsi2sk"].missing == 12
+    filled = session.backfill(Line)
+    assert filled.rewritten == 12
+    assert session.audit_keys(Line).clean
+    _, Ready = lsiorm_lines(table_name)
+    q = query(Ready).where(order_no=17, line=gt(3))
+    assert q.plan().index_name == "by_line"
+    assert [r.line for r in session.all(q)] == list(range(4, 13))
+    lines = session.adopt(Ready).entities["Line"]
+    assert (lines.items, lines.parsed) == (12, 12)
+    # PynamoDB reads its lines as before.
+    models = pynamodb_shop_models(table_name, endpoint_url)
+    assert [m.line for m in models["line"].query("ORDER#17")] == sorted(range(1, 13), key=str)
