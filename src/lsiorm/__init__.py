@@ -122,6 +122,7 @@ from lsiorm._query.plan import (
     RequestShape,
     ScanProgress,
 )
+from lsiorm._query.rekeying import FormCheck
 from lsiorm._query.values import Query, Scan, query, scan
 from lsiorm._requests.batch import DeleteTarget, GetKey
 from lsiorm._requests.transactions import ConditionCheck, Delete, Get, Put, TransactAction, Update
@@ -220,6 +221,7 @@ __all__ = [
     "FetchRule",
     "FieldCondition",
     "FieldLayout",
+    "FormCheck",
     "Get",
     "GetKey",
     "GlobalIndex",

@@ -9,7 +9,7 @@ and adds the declaration (``class Thread(Entity, table=..., keys=...)``), which 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from enum import Enum
 from functools import cached_property
@@ -88,6 +88,41 @@ class EntityMeta(Generic[M_co]):
         """The template of the table's sort key, if the table has one."""
         sk = self.table.sort_key
         return self.templates[sk.name] if sk is not None else None
+
+    @cached_property
+    def old_form(self) -> EntityMeta[M_co] | None:
+        """The entity as items written in its ``rekeying_from`` style see it: the same class
+        with the old templates where they differ (None when no key attribute differs)."""
+        if not self.old_templates:
+            return None
+        return replace(self, templates={**self.templates, **self.old_templates}, old_templates={})
+
+    @cached_property
+    def moves_when_rekeyed(self) -> bool:
+        """Whether items in the ``rekeying_from`` style have another primary key."""
+        primary = self.table.index_key_attributes(None)
+        return any(attr in self.old_templates for attr in primary if attr is not None)
+
+    def old_key(self, values: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The primary key of these values in the ``rekeying_from`` style, when it differs."""
+        old = self.old_form
+        if old is None or not self.moves_when_rekeyed:
+            return None
+        key = old.key(values)
+        return None if key == self.key(values) else key
+
+    @cached_property
+    def ambiguous_primary(self) -> bool:
+        """Whether two items with other key values may share a primary key (plain text that
+        may hold its separator): reads by key then check the item's own fields."""
+        templates = (self.partition_template, self.sort_template)
+        return any(t is not None and t.ambiguous_fields for t in templates)
+
+    def holds_key(self, entity: Any, values: Mapping[str, Any]) -> bool:
+        """Whether an entity read by key has the key field values asked for."""
+        if not self.ambiguous_primary:
+            return True
+        return all(getattr(entity, f) == values[f] for f in self.primary_fields if f in values)
 
     @cached_property
     def primary_fields(self) -> frozenset[str]:

@@ -119,6 +119,23 @@ class KeyTemplate:
             seg if isinstance(seg, str) else slot_codec(seg).text_form() for seg in self.segments
         )
 
+    @cached_property
+    def ambiguous_fields(self) -> frozenset[str]:
+        """Fields whose value the key text alone cannot tell (plain style only).
+
+        So a plain text that may hold the separator after it (``a#b`` before ``#``) and is not
+        last, or text folded to one lettercase: conditions on them also read the stored
+        attribute, and two items may share a key.
+        """
+        out = set()
+        for slot in self.slots:
+            codec = slot.codec
+            if codec is None:
+                continue
+            if not codec.injective or (not codec.prefix_free and self.segments[-1] is not slot):
+                out.add(slot.field)
+        return frozenset(out)
+
     @property
     def namespace(self) -> str:
         """The literal text before the first field (the whole text if there is no field)."""

@@ -20,7 +20,6 @@ reads the items and prices the rewrites without writing.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +31,7 @@ from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, from_wire, same_item
 from lsiorm._ops.key_audit import ItemKeyCheck, ScanSpec, check_item_keys, price_scan, scan_items
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.rekeying import move_request, moved_item, watched_attributes
 from lsiorm._ops.resumable import (
     MAX_EXPRESSION_BYTES,
     CheckpointStore,
@@ -52,12 +52,6 @@ __all__ = [
 ]
 
 
-def _watched_attributes(entity: type[Entity]) -> frozenset[str]:
-    meta = meta_of(entity)
-    table = meta.table
-    return frozenset({*meta.attributes.values(), *table.key_attributes, table.type_attribute})
-
-
 # -- the report and the checkpoint ----------------------------------------------------------
 
 
@@ -68,7 +62,8 @@ class BackfillReport:
     ``rewritten`` items had stale keys and were rewritten in place, ``moved`` of them by a move
     to a new primary key; ``current`` items needed nothing; ``retried`` counts rewrites skipped
     because the item changed since it was read (each was re-read and tried again); ``gone``
-    items were deleted by someone else before they could be rewritten; ``failed`` lists the
+    items were deleted (or, during a re-keying, moved by a write) by someone else before they
+    could be rewritten; ``failed`` lists the
     stored keys (and why) of items given up on. A ``dry_run`` writes nothing: ``rewritten``
     then counts the items that would be rewritten and ``estimate`` prices them. Counts include
     the runs a checkpoint resumes; items rewritten in a page that was cut short count as
@@ -157,15 +152,6 @@ def _restore(report: BackfillReport, data: Mapping[str, Any]) -> None:
 # -- the job --------------------------------------------------------------------------------
 
 
-def _new_item(item: Mapping[str, Any], check: ItemKeyCheck) -> WireItem:
-    out = {k: v for k, v in item.items()}
-    for problem in check.problems:
-        if problem.kind == "extra":
-            out.pop(problem.attribute, None)
-    out.update(check.expected)
-    return out
-
-
 def backfill(
     ctx: Context,
     entity: type[Entity],
@@ -216,9 +202,8 @@ def backfill(
     if data is not None:
         _restore(report, data)
     budget = WriteBudget(write_budget, clock)
-    watched = _watched_attributes(entity)
+    watched = watched_attributes(entity)
     only = (entity,)
-    pk = table.partition_key.name
 
     def reread(key: WireItem) -> Operation[WireItem | None]:
         response = yield from call(
@@ -252,32 +237,10 @@ def backfill(
             }
             yield from call(ctx, "UpdateItem", params, (table,))
             return
-        delete: dict[str, Any] = {
-            "TableName": table.name,
-            "Key": check.stored_key,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-        }
-        if values:
-            delete["ExpressionAttributeValues"] = values
-        put = {
-            "TableName": table.name,
-            "Item": _new_item(item, check),
-            "ConditionExpression": "attribute_not_exists(#pk)",
-            "ExpressionAttributeNames": {"#pk": pk},
-        }
-        yield from call(
-            ctx,
-            "TransactWriteItems",
-            {
-                "TransactItems": [{"Put": put}, {"Delete": delete}],
-                "ClientRequestToken": uuid.uuid4().hex,
-            },
-            (table,),
-        )
+        yield from call(ctx, "TransactWriteItems", move_request(item, check), (table,))
 
     def cost(item: WireItem, check: ItemKeyCheck) -> WriteEstimate:
-        new = _new_item(item, check)
+        new = moved_item(item, check)
         if not check.moves:
             return estimate_write(table, item, new)
         return estimate_write(table, None, new, transactional=True) + estimate_write(
@@ -339,13 +302,17 @@ def backfill(
                     if (
                         gone is None
                         and there is not None
-                        and same_item(there, _new_item(current, check))
+                        and same_item(there, moved_item(current, check))
                     ):
                         part.estimate = part.estimate + units
                         part.rewritten += 1
                         part.moved += 1
                         moved_to(check)
                         return True
+                    if gone is None:
+                        # Someone else moved it (a write during a re-keying) or deleted it.
+                        part.gone += 1
+                        return False
                     key = {k: from_wire(v) for k, v in new_key.items()}
                     part.failed.append(
                         (

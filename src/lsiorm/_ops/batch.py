@@ -27,6 +27,7 @@ from typing import Any, TypeAlias, TypeVar, cast
 
 from lsiorm._model.capacity import ConsumedCapacity
 from lsiorm._model.entity import Entity, decode_item
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
 from lsiorm._ops.pipeline import Context, retried, send_once
 from lsiorm._ops.steps import Gather, Operation
@@ -46,7 +47,9 @@ from lsiorm._requests.batch import (
     get_params,
     key_entries,
     key_identity,
+    old_form_entries,
     primary_key_of,
+    read_key_values,
     write_chunks,
     write_entries,
     write_params,
@@ -320,6 +323,20 @@ def batch_get(
         return get_params(pending, consistent)
 
     reads = yield from _read(ctx, entries, params_of, _decode_entry, concurrency)
+    # Entities being re-keyed: keys not found are read again in their old form.
+    unread = {e.order for e in reads.left}
+    missed = [e for e in entries if e.order not in reads.found and e.order not in unread]
+    again = old_form_entries(missed) if missed else []
+    if again:
+        more = yield from _read(ctx, again, params_of, _decode_entry, concurrency)
+        reads.found.update(more.found)
+        reads.left.extend(more.left)
+    for entry in entries:
+        found = reads.found.get(entry.order)
+        if found is not None and entry.cls is not None:
+            meta = meta_of(entry.cls)
+            if meta.ambiguous_primary and not meta.holds_key(found, read_key_values(entry)):
+                del reads.found[entry.order]  # another item's plain key text: not asked for
     result = cast("list[E]", [reads.found[i] for i in sorted(reads.found)])
     if reads.left:
         raise BatchGetIncompleteError(

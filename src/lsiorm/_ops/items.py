@@ -24,6 +24,7 @@ write may have been applied. What happens next depends on the write (docs/reliab
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, cast
@@ -33,6 +34,7 @@ from lsiorm._model.entity import Entity, decode_item
 from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.wire import same_item
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.rekeying import ensure_moved, old_wire_key
 from lsiorm._ops.service_errors import restated
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import transact_write
@@ -158,6 +160,13 @@ def put(
     """Write an entity; return it as stored."""
     meta = meta_of(entity)
     params, stored = put_request(entity, create_only=create_only, condition=condition)
+    if meta.moves_when_rekeyed:
+        old_key = old_wire_key(meta, {f: getattr(entity, f) for f in meta.primary_fields})
+        if old_key is not None and "ConditionExpression" not in params:
+            # The new item and the old key's deletion in one transaction: no twin is left.
+            yield from call(ctx, "TransactWriteItems", _put_moving(params, old_key), (meta.table,))
+            return cast("E", stored)
+        yield from ensure_moved(ctx, meta, {f: getattr(entity, f) for f in meta.primary_fields})
     if "ConditionExpression" in params:
         params["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
     attempts = _Attempts("PutItem", params)
@@ -171,6 +180,17 @@ def put(
             raise _stale(meta, exc, getattr(entity, meta.version_field)) from exc
         raise
     return cast("E", stored)  # put_request returns a copy of the same class
+
+
+def _put_moving(params: Mapping[str, Any], old_key: Mapping[str, Any]) -> dict[str, Any]:
+    """A put and the deletion of the item's old-form key, as one transaction."""
+    return {
+        "TransactItems": [
+            {"Put": dict(params)},
+            {"Delete": {"TableName": params["TableName"], "Key": dict(old_key)}},
+        ],
+        "ClientRequestToken": uuid.uuid4().hex,
+    }
 
 
 def _stale(meta: EntityMeta[Entity], exc: DynamoError, expected: Any) -> StaleVersionError:
@@ -190,12 +210,23 @@ def get(
     consistent: bool = False,
     required: bool = False,
 ) -> Operation[E | None]:
-    """Read one item by key; return None (or raise NotFoundError if required) when absent."""
+    """Read one item by key; return None (or raise NotFoundError if required) when absent.
+
+    While the entity is re-keyed (``rekeying_from``), a miss is read again under the key's old
+    form.
+    """
     meta = meta_of(cls)
     params = get_request(meta, values, consistent=consistent)
     response = yield from call(ctx, "GetItem", params, (meta.table,))
     item = response.get("Item")
+    if not item and meta.moves_when_rekeyed:
+        old_key = old_wire_key(meta, values)
+        if old_key is not None:
+            response = yield from call(ctx, "GetItem", {**params, "Key": old_key}, (meta.table,))
+            item = response.get("Item")
     found = decode_item(meta.table, item, only=(cls,)) if item else None
+    if found is not None and not meta.holds_key(found, values):
+        found = None  # plain keys of other values can be the same text: not the item asked for
     if found is None and required:
         raise NotFoundError(
             f"No {cls.__name__} with key {dict(values)!r} in table {meta.table.name!r}.",
@@ -215,6 +246,7 @@ def delete_result(
 ) -> Operation[DeleteResult[E]]:
     """Delete one item by key; say whether this call deleted it, and what it deleted."""
     meta = meta_of(cls)
+    yield from ensure_moved(ctx, meta, values)
     params = delete_request(meta, values, condition=condition, expected_version=expected_version)
     if "ConditionExpression" in params:
         params["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
@@ -287,6 +319,7 @@ def update(
         )
     plan = plan_update(meta, values, spec, condition=condition, instance=instance)
     params = render_update(meta, plan)
+    yield from ensure_moved(ctx, meta, values)
     additive = spec.additive
     if additive and idempotency == "transaction":
         return (yield from _update_once(ctx, cls, values, spec, condition, instance))

@@ -74,6 +74,9 @@ class ItemKeyCheck:
     stored_key: WireItem
     expected: WireItem
     problems: tuple[KeyProblem, ...]
+    #: Whether every differing key attribute holds what the entity's ``rekeying_from`` style
+    #: derives: an item still in the key form it had before (lsiorm 0.2's, say).
+    old_form: bool = False
 
     @property
     def current(self) -> bool:
@@ -138,7 +141,18 @@ def check_item_keys(
             problems.append(KeyProblem(name, "stale", from_wire(stored), from_wire(derived)))
     primary = [table.partition_key.name, *([table.sort_key.name] if table.sort_key else [])]
     stored_key = {name: dict(item[name]) for name in primary if name in item}
-    return ItemKeyCheck(type(entity), stored_key, expected, tuple(problems))
+    old_form = bool(problems) and _in_old_form(entity, problems)
+    return ItemKeyCheck(type(entity), stored_key, expected, tuple(problems), old_form)
+
+
+def _in_old_form(entity: Entity, problems: Iterable[KeyProblem]) -> bool:
+    """Whether the differing key attributes hold what the ``rekeying_from`` style derives."""
+    old = meta_of(entity).old_form
+    if old is None:
+        return False
+    values = {name: getattr(entity, name) for name in type(entity).model_fields}
+    derived = {**old.key(values), **old.index_keys(values)}
+    return all(p.stored is not None and derived.get(p.attribute) == p.stored for p in problems)
 
 
 # -- scanning -------------------------------------------------------------------------------
@@ -313,6 +327,8 @@ class EntityKeyAudit:
     current: int = 0
     attributes: dict[str, AttributeTally] = field(default_factory=dict)
     examples: list[ItemKeyCheck] = field(default_factory=list)
+    #: Stale items whose keys are those of the entity's ``rekeying_from`` style.
+    old_form: int = 0
 
     @property
     def stale_items(self) -> int:
@@ -352,6 +368,7 @@ class KeyAuditReport:
             audit = self.entities.setdefault(name, EntityKeyAudit(name))
             audit.items += seen.items
             audit.current += seen.current
+            audit.old_form += seen.old_form
             for attribute, tally in seen.attributes.items():
                 mine = audit.attributes.setdefault(attribute, AttributeTally())
                 mine.stale += tally.stale
@@ -374,7 +391,8 @@ class KeyAuditReport:
             f"{self.other} of other types, {self.undecodable} undecodable"
         )
         for audit in self.entities.values():
-            lines.append(f"  {audit.entity}: {audit.items} items, {audit.stale_items} stale")
+            old = f" ({audit.old_form} in the key form before re-keying)" if audit.old_form else ""
+            lines.append(f"  {audit.entity}: {audit.items} items, {audit.stale_items} stale{old}")
             for name, tally in audit.attributes.items():
                 lines.append(
                     f"    {name}: {tally.stale} stale, {tally.missing} missing, {tally.extra} extra"
@@ -434,6 +452,7 @@ def audit_keys(
         if check.current:
             audit.current += 1
             return False
+        audit.old_form += check.old_form
         for problem in check.problems:
             tally = audit.attributes.setdefault(problem.attribute, AttributeTally())
             setattr(tally, problem.kind, getattr(tally, problem.kind) + 1)

@@ -15,12 +15,14 @@ errors themselves are left as they are.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lsiorm._model.capacity import ConsumedCapacity
 from lsiorm._model.entity import Entity, decode_item
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.rekeying import ensure_moved, old_wire_key
 from lsiorm._ops.retry import is_retryable
 from lsiorm._ops.service_errors import restated
 from lsiorm._ops.steps import Operation
@@ -183,16 +185,53 @@ def transact_write(
     key) and ``reasons[i].item`` the stored item, decoded, when a condition failed.
     """
     params, parts = transact_write_plan(actions, token)
+    for part in parts:
+        # An item of an entity being re-keyed is moved to its new key form first.
+        meta = meta_of(part.cls)
+        if meta.moves_when_rekeyed:
+            yield from ensure_moved(ctx, meta, _key_fields(part))
     response = yield from _send(ctx, "TransactWriteItems", params, parts)
     return TransactWriteResult(
         params["ClientRequestToken"], tuple(p.stored for p in parts), response
     )
 
 
+def _key_fields(part: TransactPart) -> dict[str, Any]:
+    """The key field values an action was given (its entity's, or the ones passed with it)."""
+    meta = meta_of(part.cls)
+    if isinstance(part.subject, tuple):
+        return dict(part.subject[1])
+    return {f: getattr(part.subject, f) for f in meta.primary_fields}
+
+
 def transact_get(ctx: Context, gets: Sequence[Get]) -> Operation[list[Entity | None]]:
-    """Read items as one consistent snapshot; None where an item is absent or another type."""
+    """Read items as one consistent snapshot; None where an item is absent or another type.
+
+    Items of entities being re-keyed that are not found are read again under their keys' old
+    form, in a second snapshot.
+    """
     params, parts = transact_get_plan(gets)
     response = yield from _send(ctx, "TransactGetItems", params, parts)
+    out = _decoded(parts, response)
+    for n, (part, found) in enumerate(zip(parts, out, strict=True)):
+        if found is not None and not meta_of(part.cls).holds_key(found, _key_fields(part)):
+            out[n] = None  # another item's plain key text: not the one asked for
+    again: dict[int, TransactPart] = {}
+    for n, (part, found) in enumerate(zip(parts, out, strict=True)):
+        meta = meta_of(part.cls)
+        old_key = old_wire_key(meta, _key_fields(part)) if found is None else None
+        if old_key is not None:
+            again[n] = replace(part, key=old_key, body={**part.body, "Key": old_key})
+    if again:
+        retry = list(again.values())
+        params = {"TransactItems": [{"Get": p.body} for p in retry]}
+        response = yield from _send(ctx, "TransactGetItems", params, retry)
+        for n, found in zip(again, _decoded(retry, response), strict=True):
+            out[n] = found
+    return out
+
+
+def _decoded(parts: Sequence[TransactPart], response: Mapping[str, Any]) -> list[Entity | None]:
     out: list[Entity | None] = []
     for part, answer in zip(parts, response.get("Responses") or [], strict=False):
         item = answer.get("Item")

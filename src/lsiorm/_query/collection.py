@@ -109,6 +109,18 @@ def _may_hold_cached(
     interval: Interval | None,
 ) -> bool:
     meta = meta_of(cls)
+    # While the type is re-keyed, its items may still have keys of the old form too.
+    forms = [meta] if meta.old_form is None else [meta, meta.old_form]
+    return any(_form_may_hold(m, pk_attr, sk_attr, partition, interval) for m in forms)
+
+
+def _form_may_hold(
+    meta: EntityMeta[Entity],
+    pk_attr: str,
+    sk_attr: str | None,
+    partition: str | None,
+    interval: Interval | None,
+) -> bool:
     pk_tpl = meta.templates.get(pk_attr)
     if pk_tpl is None:
         return False

@@ -156,16 +156,28 @@ def intruders(
         if cls in wanted:
             continue
         other = meta_of(typing.cast("type[Entity]", cls))
-        pk_tpl = other.templates.get(pk_attr)
-        sk_tpl = other.templates.get(sk_attr) if sk_attr is not None else None
-        if pk_tpl is None or (sk_attr is not None and sk_tpl is None):
-            continue  # its items are not in this index
-        if not _renders(pk_tpl, partition):
-            continue
-        if sk_tpl is not None and not _sort_reaches(sk_tpl, sort):
-            continue
-        out.append(type_name)
+        # While a type is re-keyed, its items may still have keys of the old form too.
+        forms = [other] if other.old_form is None else [other, other.old_form]
+        if any(_form_in_range(m, pk_attr, sk_attr, partition, sort) for m in forms):
+            out.append(type_name)
     return out
+
+
+def _form_in_range(
+    meta: EntityMeta[Entity],
+    pk_attr: str,
+    sk_attr: str | None,
+    partition: Any,
+    sort: SortCondition | None,
+) -> bool:
+    """Whether items with these templates can lie in the partition and sort range read."""
+    pk_tpl = meta.templates.get(pk_attr)
+    sk_tpl = meta.templates.get(sk_attr) if sk_attr is not None else None
+    if pk_tpl is None or (sk_attr is not None and sk_tpl is None):
+        return False  # its items are not in this index
+    if not _renders(pk_tpl, partition):
+        return False
+    return sk_tpl is None or _sort_reaches(sk_tpl, sort)
 
 
 def type_not_projected(

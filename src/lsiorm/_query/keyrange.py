@@ -84,9 +84,7 @@ def needs_check(tpl: KeyTemplate, slot: FieldSlot) -> bool:
     transform folds several values onto one text: a condition on the field then also reads
     its stored attribute.
     """
-    codec = slot.codec
-    assert codec is not None
-    return not codec.injective or (not codec.prefix_free and tpl.segments[-1] is not slot)
+    return slot.field in tpl.ambiguous_fields
 
 
 def _plain_range(meta: EntityMeta[Entity], tpl: KeyTemplate, name: str) -> str:

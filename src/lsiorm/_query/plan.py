@@ -22,6 +22,7 @@ from lsiorm._model.entity import Entity
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.schema import Table
 from lsiorm._query.cursor import fingerprint
+from lsiorm._query.rekeying import FormCheck
 from lsiorm.errors import QueryPlanError
 
 MissingMode = Literal["error", "hydrate", "partial"]
@@ -65,6 +66,8 @@ class PlannedRequest:
     label: str = ""
     #: ``Limit`` of the first page (None: none is sent).
     limit: int | None = None
+    #: While entities are re-keyed: which rows this request keeps, by the form of their keys.
+    forms: tuple[FormCheck, ...] = ()
 
     def first_params(self) -> dict[str, Any]:
         """Return the exact parameters of this request's first page."""

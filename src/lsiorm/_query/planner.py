@@ -38,7 +38,7 @@ from lsiorm._query.cursor import canonical_json
 from lsiorm._query.exactness import KeyPrefixes, type_not_projected, untyped_separation
 from lsiorm._query.fallback import empty_reason, filter_conditions
 from lsiorm._query.index_choice import IndexPick, choose_index
-from lsiorm._query.keyrange import KEY_OPERATORS, IndexFit, describe_ops
+from lsiorm._query.keyrange import KEY_OPERATORS, IndexFit, Validator, describe_ops, fit_index
 from lsiorm._query.plan import (
     IndexChoice,
     PlannedRequest,
@@ -49,6 +49,7 @@ from lsiorm._query.plan import (
     RequestShape,
 )
 from lsiorm._query.projection import named_attributes, type_projected
+from lsiorm._query.rekeying import FormCheck, form_check
 from lsiorm.errors import QueryPlanError
 
 __all__ = ["plan_query"]
@@ -100,6 +101,8 @@ class _Sent:
     type_filtered: bool = False
     #: For a one-type request on an index other types share: how it stays exact.
     type_line: str = ""
+    #: While types are re-keyed: which rows the request keeps, by the form of their keys.
+    forms: tuple[FormCheck, ...] = ()
 
 
 class _Requests:
@@ -114,6 +117,7 @@ class _Requests:
         conds: Mapping[str, list[Operator]],
     ) -> None:
         self.q = q
+        self.conds = conds
         self.pick = pick
         self.best = pick.best
         self.table = table
@@ -131,18 +135,20 @@ class _Requests:
         groups = plan_collections(
             self.table, self.pk_attr, self.sk_attr, self._units(), self.type_ok, self._same_filter
         )
-        sent = [self._request(group) for group in groups]
+        sent = [self._with_forms(self._request(group)) for group in groups]
+        old_forms = self._old_form_requests()
+        sent.extend(old_forms)
         first = sent[0].compiled
         best, options = self.best, self.options
         has_filter = (
             self.q.filter_condition is not None
             or bool(self.fallback)
-            or any(s.type_filtered for s in sent)
+            or any(s.type_filtered or s.forms for s in sent)
             or any(fit.residual or fit.checked for fit in best.fits)
         )
         limit = first_page_limit(options, has_filter)
         requests = tuple(
-            PlannedRequest(s.compiled.params, s.classes, s.label, limit)
+            PlannedRequest(s.compiled.params, s.classes, s.label, limit, s.forms)
             for s in _merge_identical(sent)
         )
         final = requests if self.empty is None else ()
@@ -184,7 +190,15 @@ class _Requests:
                         describe_ops(n, ops) for fit in best.fits for n, ops in fit.checked.items()
                     )
                 ),
-                collection=tuple(g.note for g in groups if g.note),
+                collection=(
+                    *(g.note for g in groups if g.note),
+                    *(
+                        f"{s.label}: reads the items whose keys are still in the "
+                        f"{meta_of(s.classes[0]).rekeying_from!r} style (rekeying_from), "
+                        "merged by the keys they will have"
+                        for s in old_forms
+                    ),
+                ),
             ),
         )
 
@@ -199,11 +213,11 @@ class _Requests:
                 units.append(Unit(fit.meta, n, partition, fit.sort, label))
         return units
 
-    def _filter_of(self, meta: EntityMeta[Entity]) -> Condition | None:
+    def _filter_of(self, meta: EntityMeta[Entity], fit: IndexFit | None = None) -> Condition | None:
         """The filter one type's requests carry: open ends, fallbacks, then the user's."""
         parts: list[Condition] = []
         if self.empty is None:
-            fit = self.fit_of[meta.cls]
+            fit = fit or self.fit_of[meta.cls]
             for name, ops in {**fit.checked, **fit.residual, **self.fallback}.items():
                 parts.extend(filter_conditions(meta, name, ops))
         if self.q.filter_condition is not None:
@@ -267,6 +281,52 @@ class _Requests:
         line = self._type_line(classes, foreign, types)
         return _Sent(compiled, tuple(classes), label, types is not None, line)
 
+    def _with_forms(self, sent: _Sent) -> _Sent:
+        """A request that reads types being re-keyed keeps their new-form rows only."""
+        keys = (self.pk_attr, self.sk_attr)
+        checks = (form_check(meta_of(c), keys, keep_old=False) for c in sent.classes)
+        forms = tuple(c for c in checks if c is not None)
+        return replace(sent, forms=forms) if forms else sent
+
+    def _old_form_requests(self) -> list[_Sent]:
+        """For each type being re-keyed whose index keys differ: its old form's key range."""
+        out: list[_Sent] = []
+        if self.empty is not None:
+            return out
+        for fit in self.best.fits:
+            meta = fit.meta
+            check = form_check(meta, (self.pk_attr, self.sk_attr), keep_old=True)
+            old_meta = meta.old_form
+            if check is None or old_meta is None:
+                continue
+            old = fit_index(old_meta, self.table, self.index, self.conds, Validator())
+            _same_answer(fit, old)
+            if old.empty is not None:
+                continue
+            with_type = self.type_ok or bool(self.best.fetched)
+            attrs = named_attributes(
+                [meta], self.table, self.index, self.options.selected, with_type
+            )
+            sort_alike = self.sk_attr is None or self.sk_attr not in meta.old_templates
+            for n, partition in enumerate(old.partitions):
+                if sort_alike and partition in fit.partitions:
+                    continue  # the same partition, keys of one form: the new request reads it
+                label = f"{meta.cls.__name__} old key form"
+                if old.shard_field is not None:
+                    label += f" {old.shard_field}={n + 1}"
+                choice = RequestChoice(
+                    meta,
+                    self._filter_of(meta, old),
+                    (meta.cls,) if self.type_ok else None,
+                    None if self.options.count or attrs is None else tuple(attrs),
+                    fetch=bool(self.best.fetched),
+                    partition=partition,
+                    sort=old.sort,
+                )
+                compiled = compile_request("Query", self.table, self.index, choice, self.options)
+                out.append(_Sent(compiled, (meta.cls,), label, self.type_ok, "", (check,)))
+        return out
+
     def _foreign(self, group: Group, classes: list[type[Entity]]) -> list[str]:
         """The other types whose keys can lie in the group's range (the same test that grouped)."""
         if self.empty is not None:
@@ -311,13 +371,31 @@ class _Requests:
         return ""
 
 
+def _same_answer(new: IndexFit, old: IndexFit) -> None:
+    """Refuse a query the old key form of a type being re-keyed cannot answer as the new does."""
+    if old.problem is None and old.absorbed == new.absorbed and not old.inexact:
+        return
+    name = new.meta.cls.__name__
+    raise QueryPlanError(
+        "query.rekeying-form",
+        f"{name} is being re-keyed (rekeying_from={new.meta.rekeying_from!r}), and the key form "
+        f"its items had before cannot answer this query's conditions exactly on this index "
+        f"({old.problem or '; '.join(old.inexact.values()) or 'it absorbs other conditions'}). "
+        "Backfill the keys and remove rekeying_from, or move those conditions to filter().",
+        table=new.meta.table.name,
+    )
+
+
 def _merge_identical(sent: Sequence[_Sent]) -> list[_Sent]:
-    """Send requests with the same parameters once, for all of their entity types."""
+    """Send requests with the same parameters once, for all of their entity types.
+
+    Requests that keep rows by the form of their keys stay apart: each keeps other rows.
+    """
     if len(sent) == 1:
         return list(sent)
-    merged: dict[str, _Sent] = {}
+    merged: dict[tuple[str, tuple[FormCheck, ...]], _Sent] = {}
     for s in sent:
-        signature = canonical_json(s.compiled.params)
+        signature = (canonical_json(s.compiled.params), s.forms)
         same = merged.get(signature)
         if same is None:
             merged[signature] = s

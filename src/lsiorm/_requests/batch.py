@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import Any, Final, TypeAlias, TypeVar, cast
 
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta, meta_of
@@ -276,6 +276,10 @@ def _build_write_entries(
         if isinstance(key, Entity):
             _refuse_versioned(meta_of(cls), "delete")
         entries.append(_key_entry(len(entries), cls, key, target, _DELETE))
+    # An entity being re-keyed also deletes its items' old-form keys (no twin is left).
+    for extra in old_form_entries(entries, _DELETE):
+        extra.order = len(entries)
+        entries.append(extra)
     _refuse_duplicates(entries)
     return _by_table(entries)
 
@@ -314,6 +318,57 @@ def get_entries(
         entries.append(_key_entry(len(entries), cls, given, key, None))
     _refuse_duplicates(entries)
     return _by_table(entries)
+
+
+def _given(source: Any) -> Entity | Mapping[str, Any]:
+    """The key fields a caller gave for one entry: an entity, or a mapping (maybe paired)."""
+    if isinstance(source, tuple):
+        given: Entity | Mapping[str, Any] = source[1]
+        return given
+    return cast("Entity | Mapping[str, Any]", source)
+
+
+def read_key_values(entry: BatchEntry) -> dict[str, Any]:
+    """The validated key field values a read entry was given."""
+    assert entry.cls is not None
+    return key_values(meta_of(entry.cls), _given(entry.source), {})
+
+
+def old_form_entries(entries: Sequence[BatchEntry], kind: str | None = None) -> list[BatchEntry]:
+    """The same entries under their keys' old form, for entities being re-keyed.
+
+    Only entries of an entity whose primary key differs in its ``rekeying_from`` style get one;
+    it keeps the entry's order and source. ``kind`` is what the new entries do (None: read).
+    """
+    out: list[BatchEntry] = []
+    for entry in entries:
+        cls = entry.cls
+        if cls is None or not meta_of(cls).moves_when_rekeyed:
+            continue
+        meta = meta_of(cls)
+        if entry.kind == _PUT:
+            given: Entity | Mapping[str, Any] = entry.source
+        elif entry.kind == _DELETE:
+            given = _delete_target(entry.source)[1]
+        else:
+            given = _given(entry.source)
+        old = meta.old_key(key_values(meta, given, {}))
+        if old is None:
+            continue
+        wire_key = item_to_wire(old)
+        out.append(
+            BatchEntry(
+                entry.order,
+                entry.table,
+                cls,
+                key_identity(entry.table.name, wire_key),
+                wire_key,
+                entry.source,
+                item_size(wire_key),
+                kind,
+            )
+        )
+    return out
 
 
 def write_params(entries: Sequence[BatchEntry]) -> dict[str, Any]:
