@@ -36,6 +36,7 @@ from lsiorm import (  # noqa: E402
     between,
     gt,
     query,
+    scan,
 )
 from support.cli import run  # noqa: E402
 
@@ -462,6 +463,50 @@ def test_lsiorm_adopts_a_pynamodb_single_table(
     )
     both = session.all(query(Customer, Order).where(customer_id=10))
     assert [type(r).__name__ for r in both] == ["Order"] * 4 + ["Customer"]
+
+
+def test_batch_gets_and_scans_tell_the_pynamodb_models_apart(
+    session: Session, table_name: str, peer_shop: dict[str, list[Any]]
+) -> None:
+    """No item carries a type attribute: each read names its entity by the keys it parses."""
+    _, Customer, Order, Line = lsiorm_shop(table_name)
+    order = peer_shop["order"][5]
+    keys = [
+        (Line, {"order_no": 17, "line": 10}),
+        (Customer, {"customer_id": 42}),
+        (Order, {"customer_id": int(order.customer_id), "placed": order.placed}),
+        (Line, {"order_no": 17, "line": 1}),
+        (Customer, {"customer_id": 7}),  # PynamoDB wrote no such customer
+    ]
+    got = session.batch_get([Customer, Order, Line], keys)
+    assert sorted(((type(r).__name__, dict(r)) for r in got), key=str) == sorted(
+        [
+            ("Line", {"order_no": 17, "line": 10, "sku": "S10", "qty": 1}),
+            ("Line", {"order_no": 17, "line": 1, "sku": "S1", "qty": 1}),
+            ("Customer", {"customer_id": 42, "name": "C42"}),
+            (
+                "Order",
+                {
+                    "customer_id": int(order.customer_id),
+                    "placed": order.placed,
+                    "status": order.status,
+                    "total": Decimal(str(order.total)),
+                },
+            ),
+        ],
+        key=str,
+    )
+    # A scan of one entity returns its items only, each decoded from what PynamoDB wrote.
+    lines = session.all(scan(Line))
+    assert sorted((r.line, r.sku, r.qty) for r in lines) == sorted(
+        (int(p.line), p.sku, int(p.qty)) for p in peer_shop["line"]
+    )
+    customers = session.all(scan(Customer))
+    assert sorted(c.customer_id for c in customers) == [2, 10, 42]
+    everything = session.all(scan(Customer, Order, Line))
+    assert sorted(type(r).__name__ for r in everything) == sorted(
+        ["Customer"] * 3 + ["Order"] * 12 + ["Line"] * 12
+    )
 
 
 def test_pynamodb_reads_the_shop_back_after_lsiorm_writes(
