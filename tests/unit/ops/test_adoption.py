@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Annotated, Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from lsiorm import Entity, KeyFormat, Table
+from lsiorm import Entity, KeyFormat, Table, decode_item
 from lsiorm._model.capacity import ReadEstimate
 from lsiorm._ops.adoption import (
     AdoptionExample,
@@ -132,3 +135,66 @@ def test_a_dry_run_is_never_accounted_for() -> None:
     report = AdoptionReport("t", ReadEstimate("t", 2.0), dry_run=True)
     assert not report.accounted
     assert str(report).endswith("dry run: nothing was read")
+
+
+# Tables written by other tools: no type attribute on most items, plain key text (unpadded
+# numbers, another datetime text, lowercased values, separators inside values).
+PEER_TIME = "%Y-%m-%dT%H:%M:%S.%f+0000"
+peer = Table("adopt_peer", "pk", "sk", type_attribute="__edb_e__", key_style="plain")
+Lower = KeyFormat(style="plain", case="lower")
+Words = st.text(alphabet="aBc9#_- é", min_size=1, max_size=12)
+
+
+class PeerCustomer(
+    Entity, table=peer, keys={"pk": "CUSTOMER#{cid}", "sk": "PROFILE"}, type_attribute=None
+):
+    cid: str
+    name: str
+
+
+class PeerOrder(
+    Entity, table=peer, keys={"pk": "CUSTOMER#{cid}", "sk": "ORDER#{placed}"}, type_attribute=None
+):
+    cid: str
+    placed: Annotated[datetime, KeyFormat(style="plain", datetime_format=PEER_TIME)]
+
+
+class PeerLine(
+    Entity, table=peer, keys={"pk": "ORDER#{order_no}", "sk": "ITEM#{line}"}, type_attribute=None
+):
+    order_no: int
+    line: int
+
+
+class PeerTask(
+    Entity,
+    table=peer,
+    type_name="task",
+    keys={"pk": "$app#project_{project}", "sk": "$task_1#taskid_{task_id}"},
+):
+    project: Annotated[str, Lower]
+    task_id: Annotated[str, Lower]
+
+
+peer_entities = st.one_of(
+    st.builds(PeerCustomer, cid=Words, name=Words),
+    st.builds(
+        PeerOrder,
+        cid=Words,
+        placed=st.datetimes(
+            min_value=datetime(2000, 1, 1),
+            max_value=datetime(2100, 1, 1),
+            timezones=st.just(timezone.utc),
+        ),
+    ),
+    st.builds(PeerLine, order_no=st.integers(0, 10**12), line=st.integers(0, 10**6)),
+    st.builds(PeerTask, project=Words, task_id=Words),
+)
+
+
+@given(peer_entities)
+def test_every_item_an_entity_writes_is_adopted_as_that_entity(entity: Entity) -> None:
+    """Whatever the values, the item parses as its own entity only, and reads back equal."""
+    item = entity.to_wire()
+    assert classify_item(peer, item) == ("entity", type(entity), None)
+    assert decode_item(peer, item) == entity
