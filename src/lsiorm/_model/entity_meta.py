@@ -71,6 +71,9 @@ class EntityMeta(Generic[M_co]):
     #: In the ``rekeying_from`` style, the templates of the key attributes whose text differs
     #: from the declared templates' (empty when nothing differs).
     old_templates: dict[str, KeyTemplate] = field(default_factory=dict)
+    #: Key fields whose items may not store them as attributes of their own (their values are
+    #: only in the keys): a condition that must be checked on the attribute is refused.
+    key_only_fields: frozenset[str] = frozenset()
     _adapters: dict[str, TypeAdapter[Any]] = field(default_factory=dict)
 
     @property

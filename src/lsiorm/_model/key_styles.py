@@ -33,7 +33,7 @@ from typing import Final, Literal, get_args
 
 from lsiorm._model.codec import MAX_CHAR, KeyCodec
 from lsiorm._model.patterns import charset_contains, charset_text
-from lsiorm._model.text_codecs import TERMINATOR, Alphabet, PlainStrCodec, StrCodec
+from lsiorm._model.text_codecs import Alphabet, PlainStrCodec, StrCodec
 from lsiorm.errors import DeclarationError
 
 __all__ = [
@@ -191,60 +191,42 @@ def _plain(
     if case is not None and members is not None:
         members = sorted({m.lower() if case == "lower" else m.upper() for m in members})
     limited = case is None or members is not None
+    # A pattern's alphabet is enforced only where the key relies on it (a terminator).
     enforced = alphabet if alphabet is not None and alphabet.declared else None
-    codec: PlainStrCodec
+    terminator: str | None = None
+    ordered = prefix_free = True
     if following is None:
-        codec = PlainStrCodec(field_name=field_name, alphabet=enforced, members=members, case=case)
-        codec.why = "it ends its template"
+        why = "it ends its template"
     elif following == "":
-        codec = PlainStrCodec(
-            field_name=field_name,
-            alphabet=enforced,
-            members=members,
-            case=case,
-            prefix_free=_prefix_free(members),
-            ordered=_prefix_free(members),
-        )
-        codec.why = "another field follows it directly"
-    else:
-        lead = following[0]
-        if limited and not _holds(members, alphabet if case is None else None, lead):
-            if members is not None:
-                proof = closed_set_refusal(members, lead)
-            elif alphabet is not None:
-                proof = alphabet_refusal(alphabet, lead)
-            else:
-                proof = "nothing limits it"
-            codec = PlainStrCodec(
-                field_name=field_name,
-                terminator=lead,
-                alphabet=alphabet,
-                members=members,
-                case=case,
-                ordered=proof is None,
-            )
-            codec.why = f"its values never hold {_show(lead)}, so {following!r} ends it" + (
-                "" if codec.ordered else f"; ranges are not exact ({proof})"
-            )
+        ordered = prefix_free = _prefix_free(members)
+        why = "another field follows it directly"
+    elif limited and not _holds(members, alphabet if case is None else None, following[0]):
+        terminator, enforced = following[0], alphabet
+        if members is not None:
+            proof = closed_set_refusal(members, terminator)
         else:
-            codec = PlainStrCodec(
-                field_name=field_name,
-                alphabet=enforced,
-                members=members,
-                case=case,
-                ordered=False,
-                prefix_free=False,
-            )
-            codec.why = (
-                f"a value may hold {_show(lead)}, so equality is also checked on the stored "
-                "attribute, and ranges are not exact"
-            )
+            assert alphabet is not None
+            proof = alphabet_refusal(alphabet, terminator)
+        ordered = proof is None
+        why = f"its values never hold {_show(terminator)}, so {following!r} ends it" + (
+            "" if ordered else f"; ranges are not exact ({proof})"
+        )
+    else:
+        ordered = prefix_free = False
+        why = (
+            f"a value may hold {_show(following[0])}, so equality is also checked on the stored "
+            "attribute, and ranges are not exact"
+        )
+    codec = PlainStrCodec(
+        field_name=field_name,
+        terminator=terminator,
+        alphabet=enforced,
+        members=members,
+        case=case,
+        ordered=ordered,
+        prefix_free=prefix_free if terminator is None else None,
+    )
     if not codec.injective:
-        codec.why += f"; lettercase is folded ({case}), so equality is checked on the attribute"
-    codec.style = "plain"
+        why += f"; lettercase is folded ({case}), so equality is checked on the attribute"
+    codec.why, codec.style = why, "plain"
     return codec
-
-
-def terminated(codec: KeyCodec) -> bool:
-    """Whether the field's text ends with U+0000."""
-    return codec.terminator == TERMINATOR

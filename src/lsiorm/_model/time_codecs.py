@@ -12,6 +12,25 @@ from lsiorm.errors import DeclarationError, KeyEncodingError
 _DATETIME_DIGITS: Final = {"us": 6, "ms": 3, "s": 0}
 
 
+def utc_instant(codec: KeyCodec, value: Any) -> datetime:
+    """Return an aware datetime in UTC; refuse other values, naive ones and years past 1-9999."""
+    if not isinstance(value, datetime):
+        raise codec.type_error(value, "a datetime")
+    if value.utcoffset() is None:
+        raise KeyEncodingError(
+            "key.naive-datetime",
+            f"Field {codec.field_name!r} got the naive datetime {value!r}; key datetimes "
+            "must be timezone-aware so they sort by instant.",
+        )
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:
+        raise KeyEncodingError(
+            "key.datetime-range",
+            f"Field {codec.field_name!r} value {value.isoformat()} is outside years 1-9999 in UTC.",
+        ) from None
+
+
 class DatetimeCodec(KeyCodec):
     """Timezone-aware datetimes, as UTC text of a fixed precision.
 
@@ -46,22 +65,7 @@ class DatetimeCodec(KeyCodec):
 
     def encode(self, value: Any) -> str:
         """Return the key text of the aware datetime ``value``."""
-        if not isinstance(value, datetime):
-            raise self.type_error(value, "a datetime")
-        if value.utcoffset() is None:
-            raise KeyEncodingError(
-                "key.naive-datetime",
-                f"Field {self.field_name!r} got the naive datetime {value!r}; key datetimes "
-                "must be timezone-aware so they sort by instant.",
-            )
-        try:
-            utc = value.astimezone(timezone.utc)
-        except OverflowError:
-            raise KeyEncodingError(
-                "key.datetime-range",
-                f"Field {self.field_name!r} value {value.isoformat()} is outside years 1-9999 "
-                "in UTC.",
-            ) from None
+        utc = utc_instant(self, value)
         # Checked in UTC: a zone offset may itself carry microseconds.
         if utc.microsecond % self._unit:
             raise KeyEncodingError(
@@ -170,18 +174,7 @@ class PlainDatetimeCodec(KeyCodec):
 
     def encode(self, value: Any) -> str:
         """Return the key text of the aware datetime ``value``."""
-        if not isinstance(value, datetime):
-            raise self.type_error(value, "a datetime")
-        if value.utcoffset() is None:
-            raise KeyEncodingError(
-                "key.naive-datetime",
-                f"Field {self.field_name!r} got the naive datetime {value!r}; key datetimes "
-                "must be timezone-aware.",
-            )
-        try:
-            utc = value.astimezone(timezone.utc)
-        except OverflowError:
-            utc = datetime.min.replace(tzinfo=timezone.utc)
+        utc = utc_instant(self, value)
         if utc.year < 1000:
             raise KeyEncodingError(
                 "key.datetime-range",

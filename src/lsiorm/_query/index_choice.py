@@ -87,6 +87,7 @@ class IndexPick:
 # Rules of candidates that serve the partition but fail for another reason, in the order
 # their error is preferred over the generic "query.no-index".
 _SOFT_RULES: Final = (
+    "query.plain-ambiguous",
     "query.sparse-index",
     "query.type-not-projected",
     "query.gsi-consistent-read",
@@ -150,6 +151,15 @@ class _Chooser:
         if broken is not None:
             assert broken.problem is not None
             return option.refuse(broken.rule, broken.problem)
+        unchecked = next((f for f in fits if set(f.checked) & f.meta.key_only_fields), None)
+        if unchecked is not None:
+            names = ", ".join(sorted(set(unchecked.checked) & unchecked.meta.key_only_fields))
+            return option.refuse(
+                "query.plain-ambiguous",
+                f"{unchecked.meta.cls.__name__}'s plain key text may hold the separator after "
+                f"{names}, and its items do not store {names} to check it; give the field the "
+                "readable or exact key style and backfill the keys, or use filter()",
+            )
         pending = _pending_slot(self.metas, self.table, index, self.q.index_forced)
         if pending is not None:
             # What it would answer once ready: named when no ready index answers it.

@@ -7,6 +7,7 @@ The readable keys here are the ones the issue that asked for them measured with 
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import date, datetime, timezone
 from enum import Enum
 from typing import Annotated, Any, Literal
@@ -340,6 +341,20 @@ def test_plain_equality_on_text_that_may_hold_the_separator_checks_the_attribute
     assert plan.names["#n2"] == "topic"
     assert plan.plain_checks == ("topic = 'a'",)
     assert "a plain key text may hold its separator" in str(plan_explained(plan))
+
+
+def test_plain_equality_on_text_items_do_not_store_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Items whose key fields live only in their keys cannot be checked: refused, never guessed.
+    monkeypatch.setattr(Note, "__lsiorm__", replace(meta_of(Note), key_only_fields={"topic"}))
+    with pytest.raises(QueryPlanError) as refused:
+        query(Note).where(user=1, topic="a").plan()
+    assert refused.value.rule == "query.plain-ambiguous"
+    assert "do not store topic" in str(refused.value)
+    assert "readable or exact key style" in str(refused.value)
+    # Where the separator cannot be in the way, nothing needs checking.
+    assert query(Note).where(user=1).plan().filter is None
 
 
 def plan_explained(plan: Any) -> str:
