@@ -130,6 +130,7 @@ def bind(
     if old is not None:
         meta.rekeying_from = old
         meta.old_templates = _old_templates(cls, table, keys, templates, old)
+    meta.key_only_fields = _key_only_fields(cls, templates)
     meta.shard_fields = shard_fields(meta)
     for name in meta.shard_fields:
         if name in meta.primary_fields:
@@ -141,6 +142,28 @@ def bind(
     _check_overlaps(meta)
     table.entities[type_name] = cls
     return meta
+
+
+def _key_only_fields(cls: type[EntityModel], templates: dict[str, KeyTemplate]) -> frozenset[str]:
+    """Key fields the items do not store as attributes (``Field(exclude=True)``), checked.
+
+    Other tools often keep a value only in a key (``USER#42`` with no ``user_id``): such a
+    field is read back from the key text, so that text must give it back alone.
+    """
+    in_keys = {f for tpl in templates.values() if not tpl.is_direct for f in tpl.fields}
+    out = frozenset(
+        name for name, info in cls.model_fields.items() if info.exclude is True and name in in_keys
+    )
+    for name in sorted(out):
+        if not any(name in tpl.recoverable for tpl in templates.values()):
+            raise DeclarationError(
+                "entity.key-only-field",
+                f"{cls.__name__}.{name} is excluded from its items, so its value must be read "
+                "from a key, but no key text gives it back alone (lowercased text, or plain "
+                "text that may hold the separator after it). Store it as an attribute, or "
+                "give it the readable or exact key style in one of its templates.",
+            )
+    return out
 
 
 def _own_key(annotation: Any, fname: str, attr_type: str, template: str | None) -> bool:

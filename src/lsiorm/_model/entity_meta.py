@@ -72,7 +72,8 @@ class EntityMeta(Generic[M_co]):
     #: from the declared templates' (empty when nothing differs).
     old_templates: dict[str, KeyTemplate] = field(default_factory=dict)
     #: Key fields whose items may not store them as attributes of their own (their values are
-    #: only in the keys): a condition that must be checked on the attribute is refused.
+    #: only in the keys): a condition that must be checked on the attribute is refused. These
+    #: are the key fields declared ``Field(exclude=True)``; reads parse them from the keys.
     key_only_fields: frozenset[str] = frozenset()
     _adapters: dict[str, TypeAdapter[Any]] = field(default_factory=dict)
 

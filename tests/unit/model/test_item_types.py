@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import Field
+from pydantic import ValidationError as PydanticValidationError
 
 from lsiorm import (
     Entity,
@@ -409,3 +410,73 @@ def test_one_entity_with_several_prefixes_on_an_overloaded_index() -> None:
     assert "FilterExpression" not in params
     assert decode_item(table, admin.to_wire()) == admin
     assert decode_item(table, Team(tid="t", region="eu").to_wire()) == Team(tid="t", region="eu")
+
+
+def test_a_field_only_its_key_holds_is_read_from_the_key() -> None:
+    # Scripts and other tools often keep a value only in a key: USER#42 and no user_id.
+    table = Table("scripted", "pk", "sk", key_style="plain")
+
+    class User(Entity, table=table, keys={"pk": "USER#{user_id}", "sk": "P#{team}#{since}"}):
+        user_id: int = Field(exclude=True)
+        since: int = Field(exclude=True)
+        team: str
+        name: str
+
+    wire = {
+        "pk": {"S": "USER#42"},
+        "sk": {"S": "P#red#blue#2019"},
+        "name": {"S": "Ann"},
+        "team": {"S": "red#blue"},
+        "_type": {"S": "User"},
+    }
+    assert decode_item(table, wire) == User(user_id=42, team="red#blue", since=2019, name="Ann")
+    # The item's own attribute wins over its key text.
+    assert decode_item(table, {**wire, "since": {"N": "2020"}}).since == 2020  # type: ignore[union-attr]
+    # A field stored as an attribute is never read from a key: its absence is reported.
+    with pytest.raises(PydanticValidationError) as caught:
+        decode_item(table, {k: v for k, v in wire.items() if k != "team"})
+    assert "team" in str(caught.value)
+
+
+def test_key_fields_items_do_not_store() -> None:
+    table = Table(
+        "keyonly",
+        "pk",
+        "sk",
+        global_indexes=[GlobalIndex("by_topic", KeyAttribute("gpk"), KeyAttribute("gsk"))],
+        key_style="plain",
+    )
+
+    class Memo(
+        Entity,
+        table=table,
+        keys={"pk": "U#{user}", "sk": "T#{topic}", "gpk": "G#{topic}#{user}", "gsk": "M"},
+        type_attribute=None,
+    ):
+        user: int = Field(exclude=True)
+        topic: str = Field(exclude=True)
+        body: str
+
+    memo = Memo(user=1, topic="a#b", body="hi")
+    assert memo.to_item() == {
+        "body": "hi",
+        "pk": "U#1",
+        "sk": "T#a#b",
+        "gpk": "G#a#b#1",
+        "gsk": "M",
+    }
+    assert decode_item(table, memo.to_wire()) == memo
+    assert meta_of(Memo).key_only_fields == {"user", "topic"}
+    # The table's keys give topic back; the index's text cannot, and it has no attribute.
+    assert query(Memo).where(user=1, topic="a#b").plan().filter is None
+    with pytest.raises(QueryPlanError) as caught:
+        query(Memo).where(topic="a#b", user=1).using("by_topic").plan()
+    assert caught.value.rule == "query.plain-ambiguous"
+
+    with pytest.raises(DeclarationError) as refused:
+
+        class Loose(Entity, table=table, keys={"pk": "L#{a}#{b}", "sk": "L"}, type_attribute=None):
+            a: str = Field(exclude=True)
+            b: int
+
+    assert refused.value.rule == "entity.key-only-field"
