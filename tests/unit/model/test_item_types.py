@@ -480,3 +480,7 @@ def test_key_fields_items_do_not_store() -> None:
             b: int
 
     assert refused.value.rule == "entity.key-only-field"
+    # No attribute holds such a value: a filter or a write condition on it is refused.
+    with pytest.raises(ValidationError) as filtered:
+        query(Memo).where(user=1).filter(topic="a#b").plan()
+    assert filtered.value.rule == "condition.key-only-field"
