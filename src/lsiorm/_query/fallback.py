@@ -107,9 +107,11 @@ def _empty_filter(
 
 
 def _order_key(meta: EntityMeta[Entity], name: str, value: Any) -> Any:
-    """Return a value comparable in key order: its key text when an S template encodes it."""
+    """Return a value comparable in key order: its key text when an S template encodes it in
+    value order (plain text such as an unpadded number does not sort as its values do)."""
     for tpl in meta.templates.values():
         for slot in tpl.slots:
-            if slot.field == name and slot.codec is not None and not tpl.is_direct:
-                return slot.codec.encode(value)
+            codec = slot.codec
+            if slot.field == name and codec is not None and codec.ordered and not tpl.is_direct:
+                return codec.encode(value)
     return value

@@ -382,6 +382,15 @@ def test_plain_ranges_are_exact_only_where_text_sorts_as_values() -> None:
     assert fallback.fallback_filters == ("n > 3",)
 
 
+def test_a_filtered_plain_range_is_empty_by_value_order_not_text_order() -> None:
+    # "9" sorts after "11" as text, but 9..11 holds values: the filter is sent, not skipped.
+    q = query(Note).where(user=1, topic="a", n=between(9, 11)).allow_filter_fallback()
+    plan = q.plan()
+    assert plan.empty is None
+    assert plan.fallback_filters == ("n between 9 and 11",)
+    assert query(Note).where(user=1, n=between(11, 9)).allow_filter_fallback().plan().empty
+
+
 def test_plain_text_folded_to_one_case_is_checked_on_the_attribute() -> None:
     table = Table("Folded", "PK", "SK")
 
