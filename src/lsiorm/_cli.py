@@ -1,5 +1,5 @@
 """The `lsiorm` command line: create-table, check, explain, collections, get, query,
-delete-table, and the key jobs audit-keys, backfill and relieve.
+delete-table, adopt, and the key jobs audit-keys, backfill and relieve.
 
 Each command is a `cmd_*` function here; its options, the text it reads and the lines it prints
 are in `_cli_text`.
@@ -8,8 +8,9 @@ Every command takes `module:attribute` naming a Table declaration (`explain` als
 query value), plus `--endpoint-url`, `--region`, `--profile` and `--table-prefix`.
 
 Exit codes: 0 success; 1 the command ran and found a problem (drift or a missing table, a
-collection over the threshold, no item for `get`); 2 bad usage or input (unimportable target,
-not a Table, bad condition); 3 DynamoDB or the connection failed.
+collection over the threshold, no item for `get`, items `adopt` cannot account for); 2 bad
+usage or input (unimportable target, not a Table, bad condition); 3 DynamoDB or the connection
+failed.
 """
 
 from __future__ import annotations
@@ -369,6 +370,21 @@ def cmd_audit_keys(args: argparse.Namespace, out: TextIO, progress: Progress) ->
     return _reported(out, report, report.clean)
 
 
+def cmd_adopt(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Sort every item of a table against its declarations; exit 1 unless all are accounted."""
+    target = load_job_target(args.target, args.entity)
+    options = {"segments": args.segments, "page_size": args.page_size, "examples": args.examples}
+    with _session(args) as session:
+        priced = session.adopt(target, dry_run=True, **options)
+        out.write(f"Reading priced at {priced.estimate} read units.\n")
+        if args.dry_run:
+            out.write(f"{priced}\n")
+            return EXIT_OK
+        with _job_progress(progress, "adopt") as shown:
+            report = session.adopt(target, progress=shown, **options)
+    return _reported(out, report, report.accounted)
+
+
 def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Rewrite the stale derived key attributes of one entity type's items."""
     from lsiorm._model.entity_meta import meta_of
@@ -460,6 +476,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
     "query": cmd_query,
     "delete-table": cmd_delete_table,
     "audit-keys": cmd_audit_keys,
+    "adopt": cmd_adopt,
     "backfill": cmd_backfill,
     "relieve": cmd_relieve,
 }

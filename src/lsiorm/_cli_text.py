@@ -168,7 +168,7 @@ def _query_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the audit-keys, backfill and relieve subcommands."""
+    """Add the audit-keys, adopt, backfill and relieve subcommands."""
     jobs = argparse.ArgumentParser(add_help=False)
     jobs.add_argument("--entity", help="entity type name, for a Table target")
     jobs.add_argument("--partition", help="read only this partition key value")
@@ -181,6 +181,20 @@ def _job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         help="find items whose stored keys differ from their declaration",
         description="target: module:attribute of a Table or of an entity class.",
     )
+    adopt = sub.add_parser(
+        "adopt",
+        parents=[common],
+        help="sort every item of a table another tool wrote against the declarations",
+        description=(
+            "target: module:attribute of a Table or of an entity class. Exit 0 when every "
+            "item is exactly one declared entity's and parses as it, 1 otherwise."
+        ),
+    )
+    adopt.add_argument("--entity", help="adopt only this entity type, for a Table target")
+    adopt.add_argument("--segments", type=int, default=4, help="parallel scan segments")
+    adopt.add_argument("--page-size", type=int, default=None, help="items per page")
+    adopt.add_argument("--examples", type=int, default=3, help="examples kept per count")
+    adopt.add_argument("--dry-run", action="store_true", help="price the scan, read nothing")
     fill = sub.add_parser(
         "backfill",
         parents=[common, jobs],

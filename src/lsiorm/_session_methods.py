@@ -25,6 +25,7 @@ from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
 from lsiorm._ops import (
+    adoption,
     audit,
     batch,
     items,
@@ -36,6 +37,7 @@ from lsiorm._ops import (
     transactions,
 )
 from lsiorm._ops import backfill as backfill_job
+from lsiorm._ops.adoption import AdoptionReport
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.backfill import BackfillReport
 from lsiorm._ops.batch import BatchWriteResult
@@ -315,6 +317,37 @@ def audit_keys(
         page_size=page_size,
     )
     return _reporting(job, progress, "audit-keys")
+
+
+def adopt(
+    session: SessionCore,
+    /,
+    target: Table | type[Entity],
+    *,
+    segments: int = 4,
+    examples: int = 3,
+    dry_run: bool = False,
+    page_size: int | None = None,
+    progress: Callable[[JobProgress], object] | bool | None = None,
+) -> Operation[AdoptionReport]:
+    """Sort every item of a table another tool wrote against its declarations (read-only).
+
+    For each declared entity (or only `target`, an entity class): how many items parse under
+    its declaration and how many do not, with examples and the reason; and the items that
+    match no declaration or more than one. The read is priced first (`estimate` of the
+    report); `dry_run` stops there. `progress` is called with a JobProgress after each page;
+    True draws a progress bar on stderr. See docs/existing-tables.md.
+    """
+    job = partial(
+        adoption.adopt,
+        session.ctx,
+        target,
+        segments=segments,
+        examples=examples,
+        dry_run=dry_run,
+        page_size=page_size,
+    )
+    return _reporting(job, progress, "adopt")
 
 
 def backfill(

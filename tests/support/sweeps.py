@@ -52,6 +52,7 @@ def calls(table: Table, doc: type[Any]) -> dict[str, Callable[[Any], Any]]:
         "audit_collection": lambda s: s.audit_collection(table, "D#a"),
         "largest_collections": lambda s: s.largest_collections(table, 0.0),
         "audit_keys": lambda s: s.audit_keys(table),
+        "adopt": lambda s: s.adopt(table),
         "backfill": lambda s: s.backfill(doc, dry_run=True),
         "relieve_collection": lambda s: s.relieve_collection(table, "D#a", dry_run=True),
         "batch_write": lambda s: s.batch_write([doc(did="b")]),

@@ -6,6 +6,8 @@ import typing
 from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
+from enum import Enum
+from typing import Any, Final
 
 from lsiorm._model.encoding import codec_for
 from lsiorm._model.entity_meta import EntityMeta, EntityModel, meta_of
@@ -29,6 +31,24 @@ from lsiorm._model.shards import shard_fields
 from lsiorm._model.template import FieldSlot, KeyTemplate, Segment, parse_template
 from lsiorm.errors import DeclarationError
 
+#: The default of ``Entity(..., type_attribute=)``: the table's type attribute.
+TABLE_TYPE_ATTRIBUTE: Final = "<the table's>"
+
+
+def typed_declaration(cls: type[EntityModel], table: Table, type_attribute: str | None) -> bool:
+    """Check ``type_attribute=``; return whether the entity's items store the type attribute."""
+    if type_attribute is None:
+        return False
+    if type_attribute in (TABLE_TYPE_ATTRIBUTE, table.type_attribute):
+        return True
+    raise DeclarationError(
+        "entity.type-attribute",
+        f"{cls.__name__} gives type_attribute={type_attribute!r}, but table {table.name!r} "
+        f"stores types in {table.type_attribute!r}; declare the name on the Table "
+        f"(Table(..., type_attribute={type_attribute!r})), or give None for items that carry "
+        "no type attribute.",
+    )
+
 
 def bind(
     cls: type[EntityModel],
@@ -38,11 +58,14 @@ def bind(
     version: str | None,
     key_style: KeyStyle | None = None,
     rekeying_from: KeyStyle | None = None,
+    *,
+    typed: bool = True,
 ) -> EntityMeta[EntityModel]:
     """Return what lsiorm knows about ``cls``, after checking its declaration against ``table``.
 
-    ``key_style`` and ``rekeying_from`` are the entity's (None: the table's). The class is
-    registered in ``table.entities`` under ``type_name`` only when every check passes.
+    ``key_style`` and ``rekeying_from`` are the entity's (None: the table's); ``typed`` is
+    False for an entity whose items carry no type attribute. The class is registered in
+    ``table.entities`` under ``type_name`` only when every check passes.
     """
     style = checked_style(key_style or table.key_style, f"{cls.__name__} (key_style)")
     old = rekeying_from if rekeying_from is not None else table.rekeying_from
@@ -50,17 +73,8 @@ def bind(
         old = checked_style(old, f"{cls.__name__} (rekeying_from)")
     fields = cls.model_fields
     key_attrs = table.key_attributes
-    # A field stored under a multi-attribute index key attribute is that key (see .multikey).
     multi = table.multi_key_attributes
-    for fname, info in fields.items():
-        name = info.alias or fname
-        if (name in key_attrs and name not in multi) or name == table.type_attribute:
-            raise DeclarationError(
-                "entity.attribute-collision",
-                f"{cls.__name__}.{fname} is stored as {name!r}, the name of a key attribute of "
-                f"table {table.name!r}; key attributes are derived from templates, never set by "
-                "hand. Rename the field.",
-            )
+    _check_stored_names(cls, table, keys)
     _check_ttl_field(cls, table)
     templates: dict[str, KeyTemplate] = {}
     for attr, source in keys.items():
@@ -110,11 +124,19 @@ def bind(
             "give one of them another type_name.",
         )
     meta = EntityMeta(
-        cls, table, type_name, templates, version, stored_keys=stored_keys, key_style=style
+        cls,
+        table,
+        type_name,
+        templates,
+        version,
+        stored_keys=stored_keys,
+        key_style=style,
+        typed=typed,
     )
     if old is not None:
         meta.rekeying_from = old
         meta.old_templates = _old_templates(cls, table, keys, templates, old)
+    meta.key_only_fields = _key_only_fields(cls, templates)
     meta.shard_fields = shard_fields(meta)
     for name in meta.shard_fields:
         if name in meta.primary_fields:
@@ -127,6 +149,70 @@ def bind(
     check_shared_multi_key(meta)
     table.entities[type_name] = cls
     return meta
+
+
+def _key_only_fields(cls: type[EntityModel], templates: dict[str, KeyTemplate]) -> frozenset[str]:
+    """Key fields the items do not store as attributes (``Field(exclude=True)``), checked.
+
+    Other tools often keep a value only in a key (``USER#42`` with no ``user_id``): such a
+    field is read back from the key text, so that text must give it back alone.
+    """
+    in_keys = {f for tpl in templates.values() if not tpl.is_direct for f in tpl.fields}
+    out = frozenset(
+        name for name, info in cls.model_fields.items() if info.exclude is True and name in in_keys
+    )
+    for name in sorted(out):
+        if not any(name in tpl.recoverable for tpl in templates.values()):
+            raise DeclarationError(
+                "entity.key-only-field",
+                f"{cls.__name__}.{name} is excluded from its items, so its value must be read "
+                "from a key, but no key text gives it back alone (lowercased text, or plain "
+                "text that may hold the separator after it). Store it as an attribute, or "
+                "give it the readable or exact key style in one of its templates.",
+            )
+    return out
+
+
+def _check_stored_names(cls: type[EntityModel], table: Table, keys: dict[str, str]) -> None:
+    """Refuse a field stored under the type attribute's name or a derived key attribute's."""
+    key_attrs = table.key_attributes
+    # A field stored under a multi-attribute index key attribute is that key (see .multikey).
+    multi = table.multi_key_attributes
+    for fname, info in cls.model_fields.items():
+        name = info.alias or fname
+        if name == table.type_attribute or (
+            name in key_attrs
+            and name not in multi
+            and not _own_key(info.annotation, fname, key_attrs[name], keys.get(name))
+        ):
+            raise DeclarationError(
+                "entity.attribute-collision",
+                f"{cls.__name__}.{fname} is stored as {name!r}, the name of a key attribute of "
+                f"table {table.name!r}; key attributes are derived from templates, never set by "
+                "hand. Rename the field, or make it the key attribute itself: its template "
+                f"{{{fname}}} alone, on a text field for a string key or on a number or bytes "
+                "field for a number or binary key.",
+            )
+
+
+def _own_key(annotation: Any, fname: str, attr_type: str, template: str | None) -> bool:
+    """Whether a field stored under a key attribute's name is that key itself.
+
+    Tables written by other tools often key items by a plain attribute (``user_id``): the
+    field is then the key attribute, its template is the field alone, and the stored text is
+    the field's own value (a text field for a string key; number and binary keys hold the
+    value itself, as any such template does).
+    """
+    if template != f"{{{fname}}}":
+        return False
+    if attr_type != "S":
+        return True
+    base = strip_optional(annotation)
+    if typing.get_origin(base) is typing.Literal:
+        return all(isinstance(v, str) for v in typing.get_args(base))
+    if isinstance(base, type) and issubclass(base, Enum):
+        return all(isinstance(m.value, str) for m in base)
+    return isinstance(base, type) and issubclass(base, str)
 
 
 def timestamp_field(meta: EntityMeta[EntityModel], option: str, name: str | None) -> str | None:
@@ -361,6 +447,17 @@ def _check_overlaps(meta: EntityMeta[EntityModel]) -> None:
             if index is None:
                 pk_same = intersection_witness(pk_mine, pk_theirs)
                 sk_same = intersection_witness(mine, theirs) if pk_same is not None else None
+                if pk_same is not None and sk_same is not None and not (meta.typed and other.typed):
+                    untyped = meta.cls.__name__ if not meta.typed else other.cls.__name__
+                    raise DeclarationError(
+                        "entity.indistinguishable",
+                        f"{meta.cls.__name__} and {other.cls.__name__} can both have an item "
+                        f"with the key ({pk_same!r}, {sk_same!r}), and {untyped} items carry "
+                        "no type attribute, so neither a read nor `lsiorm adopt` could tell "
+                        "which type such an item is (and one would overwrite the other). Make "
+                        "the key templates disjoint (distinct literal prefixes), or store the "
+                        "type attribute in both types' items.",
+                    )
                 if pk_same is not None and sk_same is not None:
                     raise DeclarationError(
                         "template.namespace-overlap",

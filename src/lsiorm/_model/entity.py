@@ -16,10 +16,17 @@ from typing import Any, Final, TypeAlias
 from pydantic import model_validator
 from typing_extensions import Self
 
-from lsiorm._model.declaration import bind, pending_slots, timestamp_field
+from lsiorm._model.declaration import (
+    TABLE_TYPE_ATTRIBUTE,
+    bind,
+    pending_slots,
+    timestamp_field,
+    typed_declaration,
+)
 from lsiorm._model.entity_meta import EntityMeta, EntityModel, meta_of
 from lsiorm._model.item_decoding import item_decoder
 from lsiorm._model.item_encoding import build_item, encode_entity, wire_item
+from lsiorm._model.item_types import entity_class
 from lsiorm._model.key_styles import KeyStyle
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard, shard_for, shard_of
@@ -65,6 +72,9 @@ class Entity(EntityModel):
     slot by itself (``using()`` still can). Remove the name once a backfill and an audit show
     nothing stale (see docs/migrations.md). ``created_at`` and ``updated_at`` name datetime
     fields that lsiorm sets on each put and update (see docs/writing.md#timestamps).
+    ``type_attribute=None`` declares items that carry no type attribute, as tables written by
+    other tools often hold: lsiorm writes none for them and tells them apart by their keys
+    (see docs/existing-tables.md).
     ``key_style`` is how key fields are written where a field's `KeyFormat` does not say
     (default: the table's, ``"readable"`` unless it says otherwise; see docs/encoding.md).
     ``rekeying_from`` names the key style the entity's items may still carry while they are
@@ -81,6 +91,7 @@ class Entity(EntityModel):
         pending: Iterable[str] = (),
         created_at: str | None = None,
         updated_at: str | None = None,
+        type_attribute: str | None = TABLE_TYPE_ATTRIBUTE,
         key_style: KeyStyle | None = None,
         rekeying_from: KeyStyle | None = None,
         **kwargs: Any,
@@ -98,6 +109,7 @@ class Entity(EntityModel):
                 model.__lsiorm__ = None
                 return
             # Bound first: the checks below read the class's meta.
+            typed = typed_declaration(model, table, type_attribute)
             model.__lsiorm__ = meta = bind(
                 model,
                 table,
@@ -106,6 +118,7 @@ class Entity(EntityModel):
                 version,
                 key_style,
                 rekeying_from,
+                typed=typed,
             )
             meta.pending = pending_slots(meta, pending)
             meta.created_field = timestamp_field(meta, "created_at", created_at)
@@ -150,15 +163,16 @@ def decode_item(
     wire: Mapping[str, Mapping[str, Any]],
     only: Iterable[type[Entity]] | None = None,
 ) -> Entity | None:
-    """Return a wire item as the entity its type attribute names.
+    """Return a wire item as the entity its type attribute names, or its keys when it has none.
 
-    Items of a type not in ``only`` (when given) or of no registered type give None. Only the
-    attributes the model reads are decoded; a malformed attribute it ignores raises nothing.
+    An item without the type attribute is of the entity declared with ``type_attribute=None``
+    whose key templates parse its primary key. Items of a type not in ``only`` (when given) or
+    of no declared type give None; an item whose keys several such entities parse raises
+    ValidationError (rule ``item.ambiguous-type``). Only the attributes the model reads are
+    decoded; a malformed attribute it ignores raises nothing.
     """
-    type_av = wire.get(table.type_attribute)
-    type_name = type_av.get("S") if type_av is not None else None
-    found = table.entities.get(type_name) if type_name is not None else None
-    if found is None or (only is not None and found not in tuple(only)):
+    found = entity_class(table, wire, only)
+    if found is None:
         return None
     # A table's entities are the classes Entity's subclass hook bound to it (see bind).
     return item_decoder(typing.cast("type[Entity]", found))(wire)

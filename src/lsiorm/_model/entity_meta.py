@@ -65,6 +65,9 @@ class EntityMeta(Generic[M_co]):
     #: Multi-attribute index key attribute -> the field stored under its name (that field is
     #: the key attribute itself; nothing is derived), set by binding.
     stored_keys: dict[str, str] = field(default_factory=dict)
+    #: Whether items store the table's type attribute (``Entity(..., type_attribute=None)``
+    #: declares items that carry none; their keys tell them apart).
+    typed: bool = True
     #: The key style of fields that do not give their own.
     key_style: str = "readable"
     #: The key style items may still carry while they are re-keyed (None: only the declared).
@@ -73,9 +76,15 @@ class EntityMeta(Generic[M_co]):
     #: from the declared templates' (empty when nothing differs).
     old_templates: dict[str, KeyTemplate] = field(default_factory=dict)
     #: Key fields whose items may not store them as attributes of their own (their values are
-    #: only in the keys): a condition that must be checked on the attribute is refused.
+    #: only in the keys): a condition that must be checked on the attribute is refused. These
+    #: are the key fields declared ``Field(exclude=True)``; reads parse them from the keys.
     key_only_fields: frozenset[str] = frozenset()
     _adapters: dict[str, TypeAdapter[Any]] = field(default_factory=dict)
+
+    @property
+    def type_attribute(self) -> str | None:
+        """The attribute that stores the type name in this entity's items, or None."""
+        return self.table.type_attribute if self.typed else None
 
     @property
     def partition_template(self) -> KeyTemplate:
@@ -145,6 +154,16 @@ class EntityMeta(Generic[M_co]):
         """Every field used by any key template, or stored as a multi-attribute index key."""
         derived = {f for t in self.templates.values() for f in t.fields}
         return frozenset(derived | set(self.stored_keys.values()))
+
+    @cached_property
+    def own_keys(self) -> frozenset[str]:
+        """Key attributes that are a field's own stored attribute (its template is the field)."""
+        stored = self.attributes
+        return frozenset(
+            attr
+            for attr, tpl in self.templates.items()
+            if len(tpl.segments) == 1 and tpl.slots and stored.get(tpl.fields[0]) == attr
+        )
 
     @cached_property
     def key_types(self) -> dict[str, str]:

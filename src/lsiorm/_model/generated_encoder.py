@@ -212,9 +212,10 @@ def generate_encoder(
         if not any(a == attr and p for a, _, p in writer.text_keys):
             line = f"if {var} is not None:\n" + indent(line)
         body.append(line)
-    type_name = meta.type_name
-    body.append(f"item[{writer.type_attribute!r}] = {{'S': {type_name!r}}}")
-    body.append(f"size += {utf8_len(writer.type_attribute) + utf8_len(type_name)}")
+    type_name, type_attribute = meta.type_name, writer.type_attribute
+    if type_attribute is not None:
+        body.append(f"item[{type_attribute!r}] = {{'S': {type_name!r}}}")
+        body.append(f"size += {utf8_len(type_attribute) + utf8_len(type_name)}")
     body.append(f"if size > {MAX_ITEM_BYTES}:\n    too_large(meta, size)")
     body.append("return item, size")
     source = "def encode(entity):\n" + indent("\n".join(body))

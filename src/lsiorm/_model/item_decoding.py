@@ -7,7 +7,9 @@ from typing import Any, TypeVar
 
 from lsiorm._model.entity_meta import EntityModel, meta_of
 from lsiorm._model.generated_decoder import generate_decoder, model_keys
+from lsiorm._model.template import KeyTemplate
 from lsiorm._model.wire import item_from_wire
+from lsiorm.errors import KeyEncodingError
 
 M = TypeVar("M", bound=EntityModel)
 
@@ -48,16 +50,65 @@ def _item_decoder(cls: type[M]) -> Callable[[Mapping[str, Any]], M]:
     The result always equals ``cls.model_validate(item_from_wire(item))`` restricted to the
     attributes the model reads; attributes it ignores (keys, the type attribute, index keys)
     are not decoded. Where the model may read more than its fields, the whole item is decoded.
+    A field kept only in keys and missing from the item is first parsed from its key.
     """
     keys = model_keys(cls) if cls.__pydantic_complete__ else None
     absent = _absent_is_none(cls)
-    if keys is not None:
-        return generate_decoder(cls, keys, absent)
+    sources = _key_sources(cls)
 
     def validate(wire: Mapping[str, Any]) -> M:
         item = item_from_wire(wire)
+        for attr, tpl, stored in sources:
+            _fill_from_key(item, attr, tpl, stored)
         for name in absent:
             item.setdefault(name, None)
         return cls.model_validate(item)
 
-    return validate
+    if keys is None:
+        return validate
+    decode = generate_decoder(cls, keys, absent)
+    if not sources:
+        return decode
+    needed = tuple({name for _, _, stored in sources for name in stored.values()})
+
+    def decode_or_fill(wire: Mapping[str, Any]) -> M:
+        for name in needed:
+            if name not in wire:
+                return validate(wire)  # a value only its key holds
+        return decode(wire)
+
+    return decode_or_fill
+
+
+KeySource = tuple[str, KeyTemplate, dict[str, str]]
+
+
+def _key_sources(cls: type[EntityModel]) -> tuple[KeySource, ...]:
+    """Key attributes that give back fields kept only in keys: (attribute, template, names).
+
+    Items another tool wrote may hold a value only in a key (``USER#42`` and no ``user_id``);
+    a field declared so (``Field(exclude=True)``, see `EntityMeta.key_only_fields`) is parsed
+    from the key text, which the declaration checked gives it back alone.
+    """
+    meta = meta_of(cls)
+    names = meta.attributes
+    sources = []
+    for attr, tpl in meta.templates.items():
+        fields = sorted(tpl.recoverable & meta.key_only_fields)
+        if fields and not tpl.is_direct:
+            sources.append((attr, tpl, {f: names[f] for f in fields}))
+    return tuple(sources)
+
+
+def _fill_from_key(
+    item: dict[str, Any], attr: str, tpl: KeyTemplate, stored: dict[str, str]
+) -> None:
+    """Fill the item's missing field attributes from key ``attr``'s text (attributes win)."""
+    if attr not in item or all(name in item for name in stored.values()):
+        return
+    try:
+        parsed = tpl.parse(item[attr])
+    except KeyEncodingError:
+        return  # the key does not match: validation then names the missing field
+    for field, name in stored.items():
+        item.setdefault(name, parsed[field])

@@ -54,7 +54,8 @@ def build_item(entity: EntityModel) -> dict[str, Any]:
         k: v for k, v in entity.model_dump(mode="python", by_alias=True).items() if v is not None
     }
     item.update(keys)
-    item[meta.table.type_attribute] = meta.type_name
+    if meta.type_attribute is not None:
+        item[meta.type_attribute] = meta.type_name
     return item
 
 
@@ -110,7 +111,8 @@ def encode_entity(entity: EntityModel) -> tuple[dict[str, AttributeValue], int]:
             size += utf8_len(attr) + n
     # Keys and the type attribute replace a field of the same stored name, if there is one
     # (only possible when a field's serialization alias names one).
-    keys[writer.type_attribute] = meta.type_name
+    if writer.type_attribute is not None:
+        keys[writer.type_attribute] = meta.type_name
     may_collide = writer.fields is None or writer.collide
     for attr, value in keys.items():
         if may_collide:

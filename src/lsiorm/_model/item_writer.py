@@ -31,10 +31,11 @@ class ItemWriter:
             else None
         )
         self.shards = meta.shard_fields
-        self.type_attribute = meta.table.type_attribute
+        #: The attribute the type name is stored in, or None for items that carry none.
+        self.type_attribute = meta.type_attribute
         #: Whether a field is stored under the name of a key or of the type attribute.
         self.collide = self.fields is not None and bool(
-            {attr for _, attr, _ in self.fields} & {*meta.templates, self.type_attribute}
+            {attr for _, attr, _ in self.fields} & {*meta.templates, meta.table.type_attribute}
         )
         primary = {k for k in meta.table.index_key_attributes(None) if k is not None}
         # Text templates, in the order meta.key then meta.index_keys render them: (attribute,

@@ -87,6 +87,32 @@ class KeyTemplate:
         return tuple(s.field for s in self.slots)
 
     @cached_property
+    def recoverable(self) -> frozenset[str]:
+        """The fields whose value the key text gives back, and only that value.
+
+        Not so for a field whose encoding folds several values onto one text (lowercased
+        plain text), nor for one whose text may hold the first character of the literal that
+        follows it (plain text holding the separator), where the split of a key is a guess:
+        such values are read from the item's own attributes.
+        """
+        if self.is_direct:
+            return frozenset(self.fields)
+        out = set()
+        for i, seg in enumerate(self.segments):
+            if not isinstance(seg, FieldSlot):
+                continue
+            codec = slot_codec(seg)
+            nxt = self.segments[i + 1] if i + 1 < len(self.segments) else None
+            if not codec.injective:
+                continue
+            if isinstance(nxt, FieldSlot) and not codec.prefix_free:
+                continue
+            if isinstance(nxt, str) and not codec.prefix_free and _may_hold(codec, nxt[0]):
+                continue
+            out.add(seg.field)
+        return frozenset(out)
+
+    @cached_property
     def form(self) -> tuple[Any, ...]:
         """What decides the key text: two templates of the same form render alike."""
         return tuple(
@@ -169,6 +195,12 @@ class KeyTemplate:
                 f"Key {text!r} of {self.attribute!r} does not match template {self.source!r}.",
             )
         return found
+
+
+def _may_hold(codec: KeyCodec, char: str) -> bool:
+    """Whether a text the codec writes may hold ``char`` (its tokens say; True if unsure)."""
+    point = ord(char)
+    return any(low <= point <= high for _, charset in codec.tokens() for low, high in charset)
 
 
 def _match(segments: Sequence[Segment], text: str, pos: int) -> dict[str, Any] | None:

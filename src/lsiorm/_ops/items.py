@@ -340,7 +340,8 @@ def update(
         if attempts.ambiguous is not None and not additive and applied(plan, old):
             # An earlier attempt of this call made these changes; its answer was lost.
             return cast("E", decode_item(meta.table, old, only=(cls,)))
-        if spec.upsert and old.get(meta.table.type_attribute) != {"S": meta.type_name}:
+        stored_type = old.get(meta.table.type_attribute)
+        if spec.upsert and stored_type != ({"S": meta.type_name} if meta.typed else None):
             raise restated(
                 exc,
                 ConditionFailedError,

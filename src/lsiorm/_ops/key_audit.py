@@ -209,11 +209,16 @@ class ScanSpec:
             params["KeyConditionExpression"] = "#pk = :pk"
             names["#pk"], values[":pk"] = pk.name, av
         if self.entity is not None:
-            params["FilterExpression"] = "#type = :type"
             names["#type"] = table.type_attribute
-            values[":type"] = {"S": meta_of(self.entity).type_name}
+            meta = meta_of(self.entity)
+            if meta.typed:
+                params["FilterExpression"] = "#type = :type"
+                values[":type"] = {"S": meta.type_name}
+            else:  # its keys tell its items from other untyped types' (see check_item_keys)
+                params["FilterExpression"] = "attribute_not_exists(#type)"
         if names:
             params["ExpressionAttributeNames"] = names
+        if values:
             params["ExpressionAttributeValues"] = values
         if self.consistent:
             params["ConsistentRead"] = True

@@ -22,6 +22,7 @@ from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import to_wire
+from lsiorm._query.exactness import KeyPrefixes
 from lsiorm._query.keyrange import SortCondition
 from lsiorm._query.multikey import MultiKeyCondition
 from lsiorm._query.plan import ReadOptions
@@ -58,6 +59,9 @@ class RequestChoice:
     partition: Any = None
     #: The sort key part of a Query's key condition (None: the whole partition).
     sort: SortCondition | None = None
+    #: For the types a type filter keeps whose items carry no type attribute, the key prefixes that
+    #: tell their items apart (see `untyped_separation`).
+    prefixes: KeyPrefixes = ()
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,9 @@ def compile_request(
     """
     ph = Placeholders()
     key = _key_condition(table, index, choice, ph) if operation == "Query" else None
-    text = filter_text(operation, table, choice.meta, choice.filter, choice.types, ph)
+    text = filter_text(
+        operation, table, choice.meta, choice.filter, choice.types, ph, choice.prefixes
+    )
     return _compiled(table, index, key, text, choice, options, ph)
 
 
@@ -154,13 +160,35 @@ def sort_text(sort: SortCondition, name: str, ph: Placeholders) -> str:
     return f"{name} {sort.op} {vals[0]}"
 
 
-def _type_filter(table: Table, wanted: Sequence[type[Entity]], ph: Placeholders) -> str:
-    """Return the FilterExpression part that keeps the wanted types only."""
+def _type_filter(
+    table: Table, wanted: Sequence[type[Entity]], ph: Placeholders, prefixes: KeyPrefixes
+) -> str:
+    """Return the FilterExpression part that keeps the wanted types only.
+
+    Items of a type that stores no type attribute are kept by its absence, and by the key
+    prefixes that tell them from other such types' items.
+    """
     name = ph.name(table.type_attribute)
-    types = [meta_of(cls).type_name for cls in wanted]
+    types = [meta_of(cls).type_name for cls in wanted if meta_of(cls).typed]
+    parts = []
     if len(types) == 1:
-        return f"{name} = {ph.value(to_wire(types[0]))}"
-    return f"{name} IN ({', '.join(ph.value(to_wire(t)) for t in types)})"
+        parts.append(f"{name} = {ph.value(to_wire(types[0]))}")
+    elif types:
+        parts.append(f"{name} IN ({', '.join(ph.value(to_wire(t)) for t in types)})")
+    tests = dict(prefixes)
+    untyped = [cls for cls in wanted if not meta_of(cls).typed]
+    for cls in untyped:
+        own = [f"attribute_not_exists({name})"]
+        own += [
+            f"begins_with({ph.name(attr)}, {ph.value(to_wire(prefix))})"
+            for attr, prefix in tests.get(cls, ())
+        ]
+        parts.append(" AND ".join(own))
+        if len(own) == 1:
+            break  # absence alone keeps every untyped wanted type
+    if len(parts) == 1:
+        return parts[0]
+    return "(" + " OR ".join(f"({p})" if " AND " in p else p for p in parts) + ")"
 
 
 def filter_text(
@@ -170,6 +198,7 @@ def filter_text(
     condition: Condition | None,
     types: Sequence[type[Entity]] | None,
     ph: Placeholders,
+    prefixes: KeyPrefixes = (),
 ) -> str | None:
     """Return the FilterExpression: the condition and the filter on the type attribute.
 
@@ -178,10 +207,10 @@ def filter_text(
     type_first = operation == "Scan"
     type_text = None
     if types is not None and type_first:
-        type_text = _type_filter(table, types, ph)
+        type_text = _type_filter(table, types, ph, prefixes)
     text = None if condition is None else compile_entity_condition(meta, condition, ph)
     if types is not None and not type_first:
-        type_text = _type_filter(table, types, ph)
+        type_text = _type_filter(table, types, ph, prefixes)
     if text is None or type_text is None:
         return text if type_text is None else type_text
     return f"{type_text} AND ({text})" if type_first else f"({text}) AND {type_text}"

@@ -40,9 +40,9 @@ log = logging.getLogger("lsiorm.query")
 def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]]) -> Entity | None:
     """Return one returned item as its entity (partial when fields are missing), or None.
 
-    The type attribute names the class when the index holds it; otherwise (KEYS_ONLY and
-    INCLUDE indexes) the item's key attributes are matched against each class's templates.
-    Items of another type are dropped.
+    The type attribute names the class when the item has it; otherwise (KEYS_ONLY and INCLUDE
+    indexes, and entities whose items carry no type attribute) the item's key attributes are
+    matched against each class's templates. Items of another type are dropped.
     """
     table = plan.table
     type_av = item.get(table.type_attribute)
@@ -62,16 +62,18 @@ def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]
         candidates: Sequence[type[Entity]] = (known,)
     else:
         candidates = classes
-    # lsiorm writes the type attribute into every item, so an item fetched from the table
-    # without it was not fetched at all (moto does not fetch on LSIs): never default its fields.
-    unfetched = type_av is None and bool(plan.fetched)
-    if unfetched:
-        _warn_unfetched(plan)
     for cls in candidates:
         meta = meta_of(cls)
         values = _values(meta, item, plan.key_attributes, strict=type_av is None)
-        if values is not None:
-            return _build(plan, meta, values, partial=unfetched)
+        if values is None:
+            continue
+        # lsiorm writes the type attribute into every item of a typed entity, so such an item
+        # fetched from the table without it was not fetched at all (moto does not fetch on
+        # LSIs): never default its fields.
+        unfetched = type_av is None and meta.typed and bool(plan.fetched)
+        if unfetched:
+            _warn_unfetched(plan)
+        return _build(plan, meta, values, partial=unfetched)
     return None
 
 
@@ -126,7 +128,8 @@ def _values(
                 return None
             continue
         for name, value in parsed.items():
-            values.setdefault(name, value)
+            if name in tpl.recoverable:  # others come from the item's attributes only
+                values.setdefault(name, value)
     return values
 
 

@@ -193,3 +193,81 @@ def type_not_projected(
         f"would count them); project {table.type_attribute!r} "
         f"(Projection.include({table.type_attribute!r}, ...)) or query another index"
     )
+
+
+# -- entities whose items carry no type attribute -------------------------------------------
+
+#: Per untyped entity a read keeps, the key prefixes its items are told apart by: pairs of
+#: (key attribute, literal prefix) that each of its items begins with and no item of an
+#: untyped type that shares the range does. Empty when the absence of the type attribute is
+#: test enough.
+KeyPrefixes = tuple[tuple[type[Entity], tuple[tuple[str, str], ...]], ...]
+
+
+def filterable_keys(
+    table: Table, index: LocalIndex | GlobalIndex | None, operation: str
+) -> tuple[str, ...]:
+    """The table's key attributes a FilterExpression may name in this read.
+
+    A Query cannot filter on the key attributes of what it reads; a Scan can filter on any.
+    Only a global index leaves the table's own keys free to filter on.
+    """
+    primary = tuple(k for k in table.index_key_attributes(None) if k is not None)
+    if operation == "Scan":
+        return primary
+    if not isinstance(index, GlobalIndex):
+        return ()
+    own = {name for name, _ in table.key_schema(index)}
+    return tuple(k for k in primary if k not in own)
+
+
+def _excluded(other: EntityMeta[Entity], attr: str, prefix: str) -> bool:
+    """Whether no key the other entity writes to ``attr`` begins with ``prefix``."""
+    tpl = other.templates.get(attr)
+    if tpl is None or tpl.is_direct:
+        return False
+    shape = shape_of(tpl)
+    return shape is not None and not shape.may_hold(prefix, prefix + MAX_CHAR)
+
+
+def untyped_separation(
+    table: Table,
+    index: LocalIndex | GlobalIndex | None,
+    operation: str,
+    wanted: Sequence[type[Entity]],
+    foreign: Sequence[type[Entity]],
+) -> KeyPrefixes | str:
+    """How a read keeps its untyped wanted types apart from the foreign types in its range.
+
+    Typed foreign items fail a test on the absence of the type attribute; untyped foreign items
+    need a key prefix the wanted type's items all begin with and theirs never do, on a key
+    attribute the read may filter on. Returns the prefixes per untyped wanted type, or why no
+    filter can keep them apart.
+    """
+    others = [meta_of(c) for c in foreign if not meta_of(c).typed]
+    out: list[tuple[type[Entity], tuple[tuple[str, str], ...]]] = []
+    keys = filterable_keys(table, index, operation)
+    for cls in wanted:
+        meta = meta_of(cls)
+        if meta.typed:
+            continue
+        if not others:
+            out.append((cls, ()))
+            continue
+        tests = []
+        for attr in keys:
+            tpl = meta.templates.get(attr)
+            if tpl is not None and not tpl.is_direct and tpl.namespace:
+                tests.append((attr, tpl.namespace))
+        apart = [o for o in others if any(_excluded(o, a, p) for a, p in tests)]
+        if len(apart) < len(others):
+            left = ", ".join(o.cls.__name__ for o in others if o not in apart)
+            return (
+                f"items of {left} can share its key range, and neither they nor {cls.__name__} "
+                "items carry a type attribute; no key prefix the read may filter on tells them "
+                "apart. Store the type attribute in one of the types, give their templates "
+                "distinct literal prefixes, or query another index"
+            )
+        useful = tuple((a, p) for a, p in tests if any(_excluded(o, a, p) for o in others))
+        out.append((cls, useful))
+    return tuple(out)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 from lsiorm._conditions import Operator
 from lsiorm._model.entity import Entity
@@ -20,7 +20,12 @@ from lsiorm._model.entity_meta import EntityMeta
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.multikey import is_multi_key
 from lsiorm._model.schema import Table
-from lsiorm._query.exactness import intruders, sparse_fields, type_not_projected
+from lsiorm._query.exactness import (
+    intruders,
+    sparse_fields,
+    type_not_projected,
+    untyped_separation,
+)
 from lsiorm._query.keyrange import IndexFit, Validator, fit_index
 from lsiorm._query.multikey import filtered_keys, fit_multi_key
 from lsiorm._query.plan import Candidate, QuerySource
@@ -221,7 +226,7 @@ class _Chooser:
                 "index); require them with a where() or filter() condition, or name it with using()"
             )
         if type_projected(self.table, index):
-            return None
+            return self._untyped_apart(option)
         for fit in option.fits:
             peers = [
                 f.meta.cls
@@ -234,6 +239,20 @@ class _Chooser:
                     return "query.type-not-projected", type_not_projected(
                         self.table, index, foreign
                     )
+        return None
+
+    def _untyped_apart(self, option: IndexOption) -> tuple[str, str] | None:
+        """Return why a filter cannot keep untyped entities' items from others in the range."""
+        for fit in option.fits:
+            if fit.meta.typed or fit.empty is not None:
+                continue
+            peers = [f.meta.cls for f in option.fits if f.partitions == fit.partitions]
+            for partition in fit.partitions:
+                names = intruders(self.table, option.index, partition, fit.sort, peers)
+                foreign = [cast("type[Entity]", self.table.entities[n]) for n in names]
+                why = untyped_separation(self.table, option.index, "Query", peers, foreign)
+                if isinstance(why, str):
+                    return "query.untyped-types", why
         return None
 
     def _unreadable(self, option: IndexOption) -> tuple[str, str] | None:

@@ -36,7 +36,7 @@ from lsiorm._query.compile import (
     first_page_limit,
 )
 from lsiorm._query.cursor import canonical_json
-from lsiorm._query.exactness import type_not_projected
+from lsiorm._query.exactness import KeyPrefixes, type_not_projected, untyped_separation
 from lsiorm._query.fallback import empty_reason, filter_conditions
 from lsiorm._query.index_choice import IndexPick, choose_index
 from lsiorm._query.keyrange import KEY_OPERATORS, IndexFit, Validator, describe_ops, fit_index
@@ -268,6 +268,17 @@ class _Requests:
         types = group.type_filter
         if foreign and types is None and self.type_ok:
             types = tuple(classes)
+        prefixes: KeyPrefixes = ()
+        if types is not None:
+            others = [cast("type[Entity]", self.table.entities[n]) for n in foreign]
+            separated = untyped_separation(self.table, self.index, "Query", types, others)
+            if isinstance(separated, str):
+                raise QueryPlanError(
+                    "query.untyped-types",
+                    f"Index {self.best.label} cannot serve this query of {names}: {separated}.",
+                    table=self.table.name,
+                )
+            prefixes = separated
         choice = RequestChoice(
             meta,
             self._filter_of(meta),
@@ -276,6 +287,7 @@ class _Requests:
             fetch=bool(self.best.fetched),
             partition=group.units[0].partition,
             sort=group.sort,
+            prefixes=prefixes,
         )
         compiled = compile_request("Query", self.table, self.index, choice, self.options)
         if foreign and types is None:
@@ -368,9 +380,14 @@ class _Requests:
             return ""
         name = classes[0].__name__
         if types is not None:
+            how = (
+                f"the type attribute ({self.table.type_attribute})"
+                if meta_of(classes[0]).typed
+                else f"the absence of the type attribute ({self.table.type_attribute})"
+            )
             return (
-                f"{name}: filtered on the type attribute ({self.table.type_attribute}) "
-                f"because items of {', '.join(foreign)} can share its key range"
+                f"{name}: filtered on {how} because items of {', '.join(foreign)} can share "
+                "its key range"
             )
         if self.empty is None and _shares_index(self.table, self.index, classes):
             return f"{name}: exact by the key condition (no other type's keys in it)"

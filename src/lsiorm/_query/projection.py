@@ -42,7 +42,7 @@ def key_attributes(table: Table, index: LocalIndex | GlobalIndex | None) -> set[
 
 def recoverable_fields(meta: EntityMeta[Entity], keys: set[str]) -> set[str]:
     """Fields whose values can be parsed back from these key attributes."""
-    return {f for attr, tpl in meta.templates.items() if attr in keys for f in tpl.fields}
+    return {f for attr, tpl in meta.templates.items() if attr in keys for f in tpl.recoverable}
 
 
 def uncovered(

@@ -9,6 +9,7 @@ splits the request into segments.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from lsiorm._conditions import Placeholders
 from lsiorm._model.entity import Entity
@@ -23,6 +24,7 @@ from lsiorm._query.compile import (
     scan_segments,
 )
 from lsiorm._query.cursor import canonical_json
+from lsiorm._query.exactness import KeyPrefixes, untyped_separation
 from lsiorm._query.plan import (
     Candidate,
     IndexChoice,
@@ -64,6 +66,7 @@ def plan_scan(source: ScanSource, count: bool) -> QueryPlan:
         types,
         _projection(metas, table, index, options, types is not None or bool(fetched)),
         fetch=bool(fetched),
+        prefixes=_untyped_prefixes(source, table, index, types),
     )
     compiled = compile_request("Scan", table, index, choice, options)
     limit = first_page_limit(options, compiled.filter is not None)
@@ -179,3 +182,24 @@ def _projection(
         return None
     attrs = named_attributes(metas, table, index, options.selected, with_type)
     return None if attrs is None else tuple(attrs)
+
+
+def _untyped_prefixes(
+    source: ScanSource,
+    table: Table,
+    index: LocalIndex | GlobalIndex | None,
+    types: tuple[type[Entity], ...] | None,
+) -> KeyPrefixes:
+    """The key prefixes that keep the scanned untyped types apart from the table's others."""
+    if types is None:
+        return ()
+    others = [cast("type[Entity]", c) for c in table.entities.values() if c not in types]
+    separated = untyped_separation(table, index, "Scan", types, others)
+    if isinstance(separated, str):
+        names = "+".join(c.__name__ for c in source.entities)
+        raise QueryPlanError(
+            "query.untyped-types",
+            f"A scan of {names} cannot be exact: {separated}.",
+            table=table.name,
+        )
+    return separated

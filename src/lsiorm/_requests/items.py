@@ -55,6 +55,14 @@ def compile_entity_condition(
                 f"(fields: {', '.join(fields)}).",
                 table=meta.table.name,
             )
+        if name in meta.key_only_fields:
+            raise ValidationError(
+                "condition.key-only-field",
+                f"Condition names {meta.cls.__name__}.{name}, which its items keep only in "
+                "their keys (Field(exclude=True)): no attribute holds it to check. Put the "
+                "condition in where() so the key answers it, or store the field.",
+                table=meta.table.name,
+            )
         return meta.attributes[name]
 
     def encode(name: str, value: Any) -> Any:

@@ -72,6 +72,8 @@ def _guard_text(guard: Guard, ph: Placeholders) -> str:
     if guard.kind == "equals":
         return f"{name} = {ph.value(guard.value)}"
     # An upsert creates the item, or changes one of its own type, never another entity's.
+    if guard.value is None:
+        return f"(attribute_not_exists({name}) OR attribute_not_exists({ph.name(guard.other)}))"
     return f"(attribute_not_exists({name}) OR {ph.name(guard.other)} = {ph.value(guard.value)})"
 
 

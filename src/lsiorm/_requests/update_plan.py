@@ -104,6 +104,8 @@ class Guard:
 
     kind: Literal["exists", "absent", "equals", "absent-or-type"]
     attribute: str
+    #: The value compared with; for "absent-or-type", None stands for an item with no type
+    #: attribute (an entity declared with ``type_attribute=None``).
     value: Any = None
     other: str = ""
 
@@ -177,7 +179,7 @@ class _Planner:
             Guard(
                 "absent-or-type",
                 meta.table.partition_key.name,
-                to_wire(meta.type_name),
+                to_wire(meta.type_name) if meta.typed else None,
                 meta.table.type_attribute,
             )
             if spec.upsert
@@ -410,8 +412,9 @@ class _Planner:
                 continue
             op: Op = "set" if name in meta.primary_fields else "set_if_absent"
             self.actions.append(Action(op, (attr,), stored[attr], True))
-        type_attr = meta.table.type_attribute
-        self.actions.append(Action("set", (type_attr,), stored[type_attr], True))
+        type_attr = meta.type_attribute
+        if type_attr is not None:
+            self.actions.append(Action("set", (type_attr,), stored[type_attr], True))
         return stored
 
     def _created_entity(self) -> Entity:
@@ -466,8 +469,8 @@ class _Planner:
                 checked_key_value(meta, attr, value)
         primary_attrs = {k for k in meta.table.index_key_attributes(None) if k is not None}
         for attr, tpl in meta.templates.items():
-            if attr in primary_attrs:
-                continue
+            if attr in primary_attrs or attr in meta.own_keys:
+                continue  # a field that is its key attribute is written as the field
             own = [f for f in tpl.fields if f not in meta.primary_fields]
             if image is None and not set(own) & self.touched:
                 continue
