@@ -92,6 +92,12 @@ class EntityMeta(Generic[M_co]):
         )
 
     @cached_property
+    def nullable(self) -> frozenset[str]:
+        """Fields that admit None, so that a missing attribute of a read that returns them
+        is None."""
+        return frozenset(n for n, i in self.cls.model_fields.items() if allows_none(i.annotation))
+
+    @cached_property
     def key_fields(self) -> frozenset[str]:
         """Every field used by any key template."""
         return frozenset(f for t in self.templates.values() for f in t.fields)

@@ -71,7 +71,7 @@ def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]
         meta = meta_of(cls)
         values = _values(meta, item, plan.key_attributes, strict=type_av is None)
         if values is not None:
-            return _build(plan, meta, values, partial=unfetched)
+            return _build(plan, meta, values, unfetched=unfetched)
     return None
 
 
@@ -131,11 +131,13 @@ def _values(
 
 
 def _build(
-    plan: QueryPlan, meta: EntityMeta[Entity], values: dict[str, Any], *, partial: bool = False
+    plan: QueryPlan, meta: EntityMeta[Entity], values: dict[str, Any], *, unfetched: bool = False
 ) -> Entity:
+    """Return the entity, partial when the read selected fields, could not return some (a GSI
+    in partial mode) or the engine did not fetch them (``unfetched``)."""
     cls = meta.cls
     partial = (
-        partial
+        unfetched
         or plan.selected is not None
         or (bool(plan.unavailable) and plan.missing_mode == "partial")
     )
@@ -146,6 +148,12 @@ def _build(
         return entity
     wanted = plan.selected if plan.selected is not None else tuple(cls.model_fields)
     present = {n: meta.validate_field(n, values[n]) for n in wanted if n in values}
+    if not unfetched:
+        # None is stored as absence: a field the read asked for and could return, but did not
+        # get, is None. A field the index does not project (GSI) stays missing.
+        for name in wanted:
+            if name not in present and name in meta.nullable and name not in plan.unavailable:
+                present[name] = None
     made = cls.model_construct(_fields_set=set(present), **present)
     # model_construct fills defaults; a field that was not read must not look present.
     for name in cls.model_fields:

@@ -675,6 +675,36 @@ def test_keys_only_items_decode_by_template_and_foreign_items_drop() -> None:
     assert decode(plan, mismatched, (Thread,)) is None
 
 
+def test_a_selected_field_read_back_absent_is_none_not_missing() -> None:
+    """None is stored as absence: a selected optional field the item lacks is None."""
+    plan = query(Thread).where(forum="S3").select("forum", "subject", "last_post", "author").plan()
+    item = {"ForumName": s("S3"), "Subject": s("Hi"), "_type": s("Thread"), "forum": s("S3")}
+    got = decode(plan, item, (Thread,))
+    assert got is not None
+    assert (got.last_post, got.author) == (None, None)
+    assert missing_fields(got) == {"replies", "tags"}
+
+
+def test_an_absent_field_the_read_could_not_return_stays_missing() -> None:
+    # A GSI in partial mode does not project it.
+    plan = query(Thread).where(author="ann").using("AuthorIndex").partial().plan()
+    item = {
+        "ForumName": s("S3"),
+        "Subject": s("Hi"),
+        "Author": s("AUTHOR#ann"),
+        "LastPostDateTime": s("2015-09-01T00:00:00.000000Z"),
+    }
+    got = decode(plan, item, (Thread,))
+    assert got is not None
+    assert missing_fields(got) == {"replies", "tags"}
+    # An engine that did not fetch what an LSI does not project (no type attribute came back).
+    plan = query(Thread).where(forum="S3").using("LastPostIndex").select("subject", "author").plan()
+    assert plan.fetched == ("author",)
+    got = decode(plan, {"ForumName": s("S3"), "Subject": s("Hi")}, (Thread,))
+    assert got is not None
+    assert missing_fields(got) == {"forum", "last_post", "author", "replies", "tags"}
+
+
 def test_complete_items_are_not_partial() -> None:
     plan = query(Record).where(country="F").plan()
     item = {
