@@ -226,10 +226,8 @@ def _expressions(out: _Lines, plan: QueryPlan) -> None:
         out.row("fallback", f"{text} is filtered, not part of the key condition")
     for text in plan.pending_slots:
         out.row("pending", text)
-    for text in plan.residual_filters:
-        out.row(
-            "open end", f"{text}: the key condition reads the closed range, the filter is exact"
-        )
+    for text in plan.closed_ends:
+        out.row("open end", f"{text} (no value the key can hold lies in between)")
     for text in plan.type_filters:
         out.row("types", text)
     for text in plan.sparse:

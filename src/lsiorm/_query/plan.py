@@ -230,8 +230,8 @@ class PlannedRequests:
     empty: str | None = None
     #: Per request, how other entity types sharing the index are kept out (key or type filter).
     type_filters: tuple[str, ...] = ()
-    #: Open ends of two-bound ranges on Number/Binary sort keys, filtered after a BETWEEN.
-    residual_filters: tuple[str, ...] = ()
+    #: Open ends of two-bound ranges on Number/Binary sort keys, closed at the next key value.
+    closed_ends: tuple[str, ...] = ()
     #: How the entity types were joined into requests or kept apart, and why.
     collection: tuple[str, ...] = ()
 
@@ -402,9 +402,10 @@ class QueryPlan:
         return self.planned.type_filters
 
     @property
-    def residual_filters(self) -> tuple[str, ...]:
-        """Open ends of two-bound ranges on Number/Binary sort keys, filtered after a BETWEEN."""
-        return self.planned.residual_filters
+    def closed_ends(self) -> tuple[str, ...]:
+        """Open ends of two-bound ranges on Number/Binary sort keys, read as inclusive bounds at
+        the next value the key can hold."""
+        return self.planned.closed_ends
 
     @property
     def collection(self) -> tuple[str, ...]:

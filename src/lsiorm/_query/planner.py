@@ -38,7 +38,7 @@ from lsiorm._query.cursor import canonical_json
 from lsiorm._query.exactness import type_not_projected
 from lsiorm._query.fallback import empty_reason, filter_conditions
 from lsiorm._query.index_choice import IndexPick, choose_index
-from lsiorm._query.keyrange import KEY_OPERATORS, IndexFit, describe_ops
+from lsiorm._query.keyrange import KEY_OPERATORS, describe_ops
 from lsiorm._query.plan import (
     IndexChoice,
     PlannedRequest,
@@ -123,9 +123,6 @@ class _Requests:
         self.fallback = {n: ops for n, ops in conds.items() if n in self.best.unabsorbed}
         self.empty = empty_reason(self.best.fits, self.fallback)
         self.type_ok = type_projected(table, self.index)
-        self.fit_of: dict[type[Entity], IndexFit] = {}
-        for fit in self.best.fits:
-            self.fit_of.setdefault(fit.meta.cls, fit)
 
     def plan(self) -> QueryPlan:
         groups = plan_collections(
@@ -138,7 +135,6 @@ class _Requests:
             self.q.filter_condition is not None
             or bool(self.fallback)
             or any(s.type_filtered for s in sent)
-            or any(fit.residual for fit in best.fits)
         )
         limit = first_page_limit(options, has_filter)
         requests = tuple(
@@ -176,9 +172,7 @@ class _Requests:
                 has_filter=has_filter,
                 empty=self.empty,
                 type_filters=tuple(s.type_line for s in sent if s.type_line),
-                residual_filters=tuple(
-                    describe_ops(n, ops) for fit in best.fits for n, ops in fit.residual.items()
-                ),
+                closed_ends=tuple(text for fit in best.fits for text in fit.closed),
                 collection=tuple(g.note for g in groups if g.note),
             ),
         )
@@ -195,11 +189,10 @@ class _Requests:
         return units
 
     def _filter_of(self, meta: EntityMeta[Entity]) -> Condition | None:
-        """The filter one type's requests carry: open ends, fallbacks, then the user's."""
+        """The filter one type's requests carry: fallbacks, then the user's."""
         parts: list[Condition] = []
         if self.empty is None:
-            fit = self.fit_of[meta.cls]
-            for name, ops in {**fit.residual, **self.fallback}.items():
+            for name, ops in self.fallback.items():
                 parts.extend(filter_conditions(meta, name, ops))
         if self.q.filter_condition is not None:
             parts.append(self.q.filter_condition)

@@ -342,16 +342,22 @@ def test_number_sort_key_uses_plain_comparisons() -> None:
     assert params["ExpressionAttributeValues"] == {":v0": s("France"), ":v1": {"N": "3"}}
     between_params = query(Record).where(country="France", goals=between(1, 4)).compile()
     assert between_params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2"
-    # Two bounds make one BETWEEN; an open end is also filtered exactly.
+    # Two bounds make one BETWEEN; an open end is closed at the next int (no filter on a key).
     two = query(Record).where(country="F", goals=gt(1)).where(goals=le(4))
     params = two.compile()
     assert params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2"
-    assert params["ExpressionAttributeValues"][":v1"] == {"N": "1"}
+    assert params["ExpressionAttributeValues"][":v1"] == {"N": "2"}
     assert params["ExpressionAttributeValues"][":v2"] == {"N": "4"}
-    assert params["FilterExpression"] == "#n2 > :v3"
-    assert params["ExpressionAttributeNames"]["#n2"] == "goals"
-    assert params["ExpressionAttributeValues"][":v3"] == {"N": "1"}
-    assert "open end" in str(two.explain())
+    assert "FilterExpression" not in params
+    assert "goals > 1 is read as goals >= 2" in str(two.explain())
+    assert (
+        query(Record)
+        .where(country="F", goals=gt(3))
+        .where(goals=lt(5))
+        .compile()["KeyConditionExpression"]
+        .endswith("#n1 = :v1")
+    )  # only 4 is left
+    assert query(Record).where(country="F", goals=gt(3)).where(goals=lt(4)).plan().empty
     closed = query(Record).where(country="F", goals=ge(1)).where(goals=le(4)).compile()
     assert closed["KeyConditionExpression"].endswith("BETWEEN :v1 AND :v2")
     assert "FilterExpression" not in closed
