@@ -443,6 +443,39 @@ def test_no_index_names_the_missing_partition_fields() -> None:
     assert "author" in str(caught.value)
 
 
+def test_an_unabsorbed_refusal_names_the_sparse_index_that_holds_the_field() -> None:
+    """The note names the sparse index whose key holds the condition, not the first one."""
+    shelter = Table.with_reserved_lsi_slots("Shelter", "PK", "SK")
+
+    class Kitten(
+        Entity,
+        table=shelter,
+        keys={
+            "PK": "Z#{zoo}",
+            "SK": "KITTEN#{name}",
+            "LSI1SK": "KITTEN#{color}",
+            "LSI3SK": "KITTEN#{age:03d}#{toy}",
+        },
+    ):
+        zoo: str
+        name: str
+        age: int
+        color: str | None = None
+        toy: str | None = None
+
+    with pytest.raises(QueryPlanError) as refused:
+        query(Kitten).where(zoo="z", age=eq(36)).plan()
+    assert refused.value.rule == "query.unabsorbed"
+    message = str(refused.value)
+    assert "(LSI3 is not used: Kitten items whose toy is None" in message
+    assert "LSI1 is not used" not in message
+    # The only sparse index (LSI1) does not hold toy: no note at all.
+    with pytest.raises(QueryPlanError) as plain:
+        query(Kitten).where(zoo="z", toy="ball").plan()
+    assert plain.value.rule == "query.unabsorbed"
+    assert "is not used" not in str(plain.value)
+
+
 def test_gsi_consistent_read_is_refused() -> None:
     with pytest.raises(QueryPlanError) as caught:
         query(Thread).where(author="ann").using("AuthorIndex").consistent().plan()
