@@ -381,12 +381,44 @@ def _fit_direct_range(
     """Compile several conditions on a Number or Binary sort key into one key condition.
 
     The tightest lower and upper bounds make a BETWEEN. A BETWEEN is inclusive, so an open
-    (exclusive) end is closed at the next value the key can hold (`closed_bound`): nothing
+    (exclusive) end is closed at the next value the key can hold (`_closed_bound`): nothing
     lies in between, and no filter names the key attribute (DynamoDB refuses that).
     """
-    meta = fit.meta
-    lower: tuple[Any, bool] | None = None  # (value, inclusive)
-    upper: tuple[Any, bool] | None = None
+    lower, upper = _tightest(fit.meta, name, ops)
+    fit.absorbed.add(name)
+    described = describe_ops(name, ops)
+    if lower is None or upper is None:
+        if lower is not None:
+            fit.sort = SortCondition(">=" if lower[1] else ">", (enc(lower[0]),))
+        else:
+            assert upper is not None
+            fit.sort = SortCondition("<=" if upper[1] else "<", (enc(upper[0]),))
+        return
+    if lower[0] > upper[0] or (lower[0] == upper[0] and not (lower[1] and upper[1])):
+        raise _Empty(f"{described} leaves no value")
+    low = _closed_bound(lower[0], enc, inclusive=lower[1], above=True)
+    high = _closed_bound(upper[0], enc, inclusive=upper[1], above=False)
+    if low is None or high is None or _wire_order(low) > _wire_order(high):
+        raise _Empty(f"{described} leaves no value")
+    for (value, inclusive), bound, sign in ((lower, low, ">"), (upper, high, "<")):
+        if not inclusive:
+            shown = bound["N"] if "N" in bound else repr(bytes(bound["B"]))
+            fit.closed.append(f"{name} {sign} {value!r} is read as {name} {sign}= {shown}")
+    if _wire_order(low) == _wire_order(high):
+        fit.sort = SortCondition("=", (low,))
+        return
+    fit.sort = SortCondition("BETWEEN", (low, high))
+
+
+_Bound = tuple[Any, bool]  # (value, inclusive)
+
+
+def _tightest(
+    meta: EntityMeta[Entity], name: str, ops: Sequence[Operator]
+) -> tuple[_Bound | None, _Bound | None]:
+    """Return the tightest lower and upper bound of several conditions on one field."""
+    lower: _Bound | None = None
+    upper: _Bound | None = None
     for op in ops:
         if isinstance(op, Between):
             bounds = [(op.low, True, True), (op.high, True, False)]
@@ -408,32 +440,10 @@ def _fit_direct_range(
                     lower = (value, inclusive)
             elif upper is None or value < upper[0] or (value == upper[0] and not inclusive):
                 upper = (value, inclusive)
-    fit.absorbed.add(name)
-    described = describe_ops(name, ops)
-    if lower is None or upper is None:
-        if lower is not None:
-            fit.sort = SortCondition(">=" if lower[1] else ">", (enc(lower[0]),))
-        else:
-            assert upper is not None
-            fit.sort = SortCondition("<=" if upper[1] else "<", (enc(upper[0]),))
-        return
-    if lower[0] > upper[0] or (lower[0] == upper[0] and not (lower[1] and upper[1])):
-        raise _Empty(f"{described} leaves no value")
-    low = closed_bound(lower[0], enc, inclusive=lower[1], above=True)
-    high = closed_bound(upper[0], enc, inclusive=upper[1], above=False)
-    if low is None or high is None or _wire_order(low) > _wire_order(high):
-        raise _Empty(f"{described} leaves no value")
-    for (value, inclusive), bound, sign in ((lower, low, ">"), (upper, high, "<")):
-        if not inclusive:
-            shown = bound["N"] if "N" in bound else repr(bytes(bound["B"]))
-            fit.closed.append(f"{name} {sign} {value!r} is read as {name} {sign}= {shown}")
-    if _wire_order(low) == _wire_order(high):
-        fit.sort = SortCondition("=", (low,))
-        return
-    fit.sort = SortCondition("BETWEEN", (low, high))
+    return lower, upper
 
 
-def closed_bound(
+def _closed_bound(
     value: Any, enc: Callable[[Any], Any], *, inclusive: bool, above: bool
 ) -> dict[str, Any] | None:
     """Return the wire bound of an inclusive key range that holds exactly what one bound does.
