@@ -76,6 +76,7 @@ from lsiorm._model.indexes import (
     Projection,
     ProjectionType,
 )
+from lsiorm._model.number_fit import LossyFloat
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard
 from lsiorm._model.wire import AttributeValue, WireItem, item_size
@@ -142,6 +143,7 @@ from lsiorm.errors import (
     LsiormError,
     MissingDependencyError,
     NotFoundError,
+    NumberPrecisionError,
     OutcomeUnknownError,
     PartialKeyUpdateError,
     QueryPlanError,
@@ -234,12 +236,14 @@ __all__ = [
     "KeyProblem",
     "KeyType",
     "LocalIndex",
+    "LossyFloat",
     "LsiormError",
     "Measurement",
     "MissingDependencyError",
     "MissingMode",
     "NotExists",
     "NotFoundError",
+    "NumberPrecisionError",
     "Operation",
     "Operator",
     "OutcomeUnknownError",

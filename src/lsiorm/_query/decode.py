@@ -13,6 +13,7 @@ from typing import (
 
 from lsiorm._model.entity import Entity, decode_item
 from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.number_fit import check_values
 from lsiorm._model.wire import from_wire
 from lsiorm._query.plan import QueryPlan
 from lsiorm.errors import KeyEncodingError
@@ -142,6 +143,7 @@ def _build(
         or (bool(plan.unavailable) and plan.missing_mode == "partial")
     )
     if not partial:
+        check_values(meta.number_checks, values)  # pydantic would round a float silently
         for name in meta.absent_is_none:  # None is stored as absence
             values.setdefault(name, None)
         entity: Entity = cls.model_validate(values)
