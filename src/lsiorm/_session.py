@@ -229,6 +229,9 @@ class Session(SessionCore, Closing):
     lsiorm's own data-plane requests take the lean request lane (botocore's signer and HTTP
     pool, without its validation, serializer and events; see docs/performance.md) whenever
     nothing else watches the client's requests; `lean=False` keeps them all on botocore.
+    Cursors are signed with a random key of this session, so only it reads them back; give
+    `cursor_secret` (or set `LSIORM_CURSOR_SECRET`) to read them in other sessions and
+    processes that have the same secret.
     """
 
     def __init__(
@@ -247,10 +250,17 @@ class Session(SessionCore, Closing):
         table_names: Callable[[str], str] | None = None,
         consumed_capacity: bool = False,
         lean: bool = True,
+        cursor_secret: str | bytes | None = None,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
-            retry, hooks, watch_collections, table_prefix, table_names, consumed_capacity
+            retry,
+            hooks,
+            watch_collections,
+            table_prefix,
+            table_names,
+            consumed_capacity,
+            cursor_secret,
         )
         if client is None:
             import boto3
@@ -319,8 +329,10 @@ class AsyncSession(SessionCore):
     (`pip install "lsiorm[async]"`); without it the constructor raises
     `MissingDependencyError`. `aioboto3_session`, `profile_name`, `table_prefix` and
     `table_names` work as for `Session`. Used without `async with`, it opens its client on the
-    first call; then `await session.close()` closes it.
-    `lean=False` keeps every request on aiobotocore's own path (see `Session`).
+    first call; then `await session.close()` closes it (one never closed is closed on its
+    event loop when it is garbage collected or the loop ends).
+    `lean=False` keeps every request on aiobotocore's own path, and `cursor_secret` signs
+    cursors, as for `Session`.
     """
 
     def __init__(
@@ -339,10 +351,17 @@ class AsyncSession(SessionCore):
         table_names: Callable[[str], str] | None = None,
         consumed_capacity: bool = False,
         lean: bool = True,
+        cursor_secret: str | bytes | None = None,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
-            retry, hooks, watch_collections, table_prefix, table_names, consumed_capacity
+            retry,
+            hooks,
+            watch_collections,
+            table_prefix,
+            table_names,
+            consumed_capacity,
+            cursor_secret,
         )
         if client is None and aioboto3_session is None:
             if importlib.util.find_spec("aioboto3") is None:

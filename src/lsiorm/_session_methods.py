@@ -51,6 +51,7 @@ from lsiorm._ops.resumable import JobProgress
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import TransactWriteResult
+from lsiorm._query.cursor import cursor_key
 from lsiorm._query.values import Query, Scan
 from lsiorm._requests.batch import DeleteTarget, GetKey
 from lsiorm._requests.items import key_values
@@ -79,6 +80,7 @@ class SessionCore:
         table_prefix: str = "",
         table_names: Callable[[str], str] | None = None,
         consumed_capacity: bool = False,
+        cursor_secret: str | bytes | None = None,
     ) -> None:
         #: The item-collection watcher (on by default; see docs/collections.md), or None.
         self.collections = CollectionWatcher() if watch_collections else None
@@ -86,7 +88,10 @@ class SessionCore:
         self.capacity = CapacityMeter(consumed_capacity)
         watcher = (self.collections,) if self.collections is not None else ()
         self.ctx = Context(
-            retry or RetryPolicy(), (*watcher, *hooks), _resolver(table_prefix, table_names)
+            retry or RetryPolicy(),
+            (*watcher, *hooks),
+            _resolver(table_prefix, table_names),
+            cursor_key(cursor_secret),
         )
 
     def table_name(self, table: Table) -> str:

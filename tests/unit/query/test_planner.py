@@ -665,13 +665,13 @@ def test_cursor_round_trip_and_refusals() -> None:
         "done",
         None,
     ]
-    cursor = encode_cursor("abc", states)
-    assert decode_cursor(cursor, "abc", 3) == states
+    cursor = encode_cursor("abc", states, b"key")
+    assert decode_cursor(cursor, "abc", 3, b"key") == states
     with pytest.raises(ValidationError) as other:
-        decode_cursor(cursor, "xyz", 3)
+        decode_cursor(cursor, "xyz", 3, b"key")
     assert other.value.rule == "cursor.mismatch"
     with pytest.raises(ValidationError) as garbage:
-        decode_cursor("not a cursor!", "abc", 3)
+        decode_cursor("not a cursor!", "abc", 3, b"key")
     assert garbage.value.rule == "cursor.malformed"
 
 
