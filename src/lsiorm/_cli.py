@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import importlib.util
 import json
@@ -34,6 +35,7 @@ from lsiorm._cli_text import (
     known_entities,
     parse_condition,
     plural,
+    table_label,
     typed_value,
     write_capacity,
     write_entities,
@@ -98,6 +100,17 @@ def _session(
     return session
 
 
+def _live_name(session: Any, declared: str) -> str:
+    """The live name of a declared table name in a session (`--table-prefix`)."""
+    resolve = session.ctx.table_name
+    return declared if resolve is None else str(resolve(declared))
+
+
+def _named(session: Any, table: Table) -> str:
+    """A table as the command prints it: declared name, then live name when another."""
+    return table_label(table.name, session.table_name(table))
+
+
 class Progress:
     """Dots on stderr while a long step runs, only when stderr is a terminal or forced."""
 
@@ -129,15 +142,15 @@ def cmd_create_table(args: argparse.Namespace, out: TextIO, progress: Progress) 
 
     with _session(args, [Watch()]) as session:
         created = session.create_table(table, wait=not args.no_wait, exists_ok=args.exists_ok)
-        name = session.table_name(table)
+        name = _named(session, table)
     ttl = f" and time to live on {table.ttl_attribute!r}" if ttl_enabled else ""
     if created:
-        out.write(f"Created table {name!r} with {index_summary(table)}{ttl}.\n")
+        out.write(f"Created table {name} with {index_summary(table)}{ttl}.\n")
     elif ttl_enabled:
-        out.write(f"Table {name!r} already exists; enabled time to live on ")
+        out.write(f"Table {name} already exists; enabled time to live on ")
         out.write(f"{table.ttl_attribute!r} (run `lsiorm check`).\n")
     else:
-        out.write(f"Table {name!r} already exists; left as it is (run `lsiorm check`).\n")
+        out.write(f"Table {name} already exists; left as it is (run `lsiorm check`).\n")
     return EXIT_OK
 
 
@@ -145,11 +158,11 @@ def cmd_delete_table(args: argparse.Namespace, out: TextIO, progress: Progress) 
     """Delete the live table of a declaration, after --yes."""
     table = load_table(args.target)
     with _session(args) as session:
-        name = session.table_name(table)
+        name = _named(session, table)
         if not args.yes:
-            raise UsageError(f"Deleting table {name!r} destroys its items; add --yes to confirm.")
+            raise UsageError(f"Deleting table {name} destroys its items; add --yes to confirm.")
         session.delete_table(table, wait=not args.no_wait)
-    out.write(f"Deleted table {name!r}.\n")
+    out.write(f"Deleted table {name}.\n")
     return EXIT_OK
 
 
@@ -158,6 +171,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     table = load_table(args.target)
     with _session(args) as session:
         report = session.check_table(table)
+        if session.table_name(table) != table.name:  # the report names the live table
+            out.write(f"Table {_named(session, table)}:\n")
     return _reported(out, report, report.ok)
 
 
@@ -178,13 +193,14 @@ def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -
 
     with _session(args, [Count()]) as session:
         sizes = session.largest_collections(table, 0, limit=args.top)
+        name = _named(session, table)
     over = [size for size in sizes if size.exceeds(threshold)]
     read = plural(seen["items"], "item")
     if not sizes:
-        out.write(f"Table {table.name!r}: {read} read; no item collections.\n")
+        out.write(f"Table {name}: {read} read; no item collections.\n")
         return EXIT_OK
     which = "the largest collection" if len(sizes) == 1 else f"the {len(sizes)} largest collections"
-    out.write(f"Table {table.name!r}: {read} read; {which} (warning threshold {threshold:g} GB):\n")
+    out.write(f"Table {name}: {read} read; {which} (warning threshold {threshold:g} GB):\n")
     for size in sizes:
         flag = "  OVER THRESHOLD" if size.exceeds(threshold) else ""
         out.write(
@@ -301,6 +317,7 @@ def _sampled(args: argparse.Namespace, q: Any) -> str:
 
     with _session(args, [Record()], capacity=True) as session:
         first = next(iter(session.pages(q)))
+        name = _named(session, table)
     estimate = ReadEstimate(table.name, 0.0)
     with _session(args) as plain:
         for operation, params, response in sent:
@@ -315,7 +332,7 @@ def _sampled(args: argparse.Namespace, q: Any) -> str:
     explanation = Explanation(plan, estimate).with_measured(first.consumed)
     return (
         f"{explanation}\n  sampled: the first page, {len(first.items)} items, "
-        f"{len(sent)} request(s) to {table.name!r}"
+        f"{len(sent)} request(s) to {name}"
     )
 
 
@@ -378,16 +395,19 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> i
         known = known_entities(target)
         raise UsageError(f"Name the entity to backfill with --entity (entities: {known}).")
     meta = meta_of(target)
-    checkpoint = _checkpoint(args, out, f"lsiorm-backfill-{meta.table.name}-{meta.type_name}")
-    with _session(args) as session, _job_progress(progress, "backfill") as shown:
-        report = session.backfill(
-            target,
-            **_scan_options(args),
-            write_budget=args.budget,
-            checkpoint=checkpoint,
-            dry_run=args.dry_run,
-            progress=shown,
-        )
+    with _session(args) as session:
+        # Named after the live table: each table prefix has a checkpoint of its own.
+        live = session.table_name(meta.table)
+        checkpoint = _checkpoint(args, out, f"lsiorm-backfill-{live}-{meta.type_name}")
+        with _job_progress(progress, "backfill") as shown:
+            report = session.backfill(
+                target,
+                **_scan_options(args),
+                write_budget=args.budget,
+                checkpoint=checkpoint,
+                dry_run=args.dry_run,
+                progress=shown,
+            )
     return _reported(out, report, report.complete)
 
 
@@ -413,21 +433,23 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
             return bool(getattr(item, name) < cutoff)
 
     to_table = load_table(args.to_table) if args.to_table else None
-    checkpoint = _checkpoint(args, out, f"lsiorm-relieve-{table.name}")
-    with _session(args) as session, _job_progress(progress, "relief") as shown:
-        report = session.relieve_collection(
-            table,
-            args.partition,
-            entity=entity,
-            match=match,
-            to_table=to_table,
-            to_file=args.to_file,
-            write_budget=args.budget,
-            checkpoint=checkpoint,
-            dry_run=args.dry_run,
-            page_size=args.page_size or 100,
-            progress=shown,
-        )
+    with _session(args) as session:
+        live = session.table_name(table)
+        checkpoint = _checkpoint(args, out, f"lsiorm-relieve-{live}")
+        with _job_progress(progress, "relief") as shown:
+            report = session.relieve_collection(
+                table,
+                args.partition,
+                entity=entity,
+                match=match,
+                to_table=to_table,
+                to_file=args.to_file,
+                write_budget=args.budget,
+                checkpoint=checkpoint,
+                dry_run=args.dry_run,
+                page_size=args.page_size or 100,
+                progress=shown,
+            )
     return _reported(out, report, not report.failed)
 
 
@@ -474,7 +496,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     try:
         code = COMMANDS[args.command](args, stdout, progress)
         for session in getattr(args, "metered_sessions", ()):
-            write_capacity(stdout, session.capacity)
+            write_capacity(stdout, session.capacity, functools.partial(_live_name, session))
         return code
     except (UsageError, ValidationError) as exc:
         return _failed(args.command, exc, EXIT_USAGE)

@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import lsiorm._session_methods as methods
-from lsiorm._io import fastjson, integrity
+from lsiorm._io import environment, fastjson, integrity
 from lsiorm._io.drivers import AsyncDriver, SyncDriver
 from lsiorm._io.lifetime import Closing, LoopHeld
 from lsiorm._model.entity import Entity
@@ -208,6 +208,8 @@ def _client_kwargs(
 ) -> dict[str, Any]:
     kwargs: dict[str, Any] = dict(extra)
     kwargs["config"] = _one_attempt(kwargs.get("config"))
+    if endpoint_url is None and "endpoint_url" not in kwargs:
+        endpoint_url = environment.endpoint_alias()
     if endpoint_url is not None:
         kwargs["endpoint_url"] = endpoint_url
     if region_name is not None:
@@ -224,8 +226,11 @@ class Session(SessionCore, Closing):
     `watch_collections=False`; it is `session.collections`. The client, built here or passed
     in, parses responses with the fast JSON path unless `fast_json=False`. `table_prefix`
     (`"dev-"`) or `table_names` (a function of the declared name) choose the live table each
-    declared table stands for. `consumed_capacity=True` asks every read and write for its
-    consumed capacity and meters it in `session.capacity`.
+    declared table stands for; with neither, `LSIORM_TABLE_PREFIX` gives the prefix. Without
+    `endpoint_url`, botocore's `AWS_ENDPOINT_URL_DYNAMODB` or `AWS_ENDPOINT_URL` gives it,
+    else `LSIORM_ENDPOINT_URL` (the `lsiorm` command reads the same variables).
+    `consumed_capacity=True` asks every read and write for its consumed capacity and meters it
+    in `session.capacity`.
     lsiorm's own data-plane requests take the lean request lane (botocore's signer and HTTP
     pool, without its validation, serializer and events; see docs/performance.md) whenever
     nothing else watches the client's requests; `lean=False` keeps them all on botocore.
@@ -246,7 +251,7 @@ class Session(SessionCore, Closing):
         fast_json: bool = True,
         boto3_session: Any = None,
         profile_name: str | None = None,
-        table_prefix: str = "",
+        table_prefix: str | None = None,
         table_names: Callable[[str], str] | None = None,
         consumed_capacity: bool = False,
         lean: bool = True,
@@ -347,7 +352,7 @@ class AsyncSession(SessionCore):
         fast_json: bool = True,
         aioboto3_session: Any = None,
         profile_name: str | None = None,
-        table_prefix: str = "",
+        table_prefix: str | None = None,
         table_names: Callable[[str], str] | None = None,
         consumed_capacity: bool = False,
         lean: bool = True,
