@@ -22,7 +22,7 @@ from lsiorm._model.item_decoding import item_decoder
 from lsiorm._model.item_encoding import build_item, encode_entity, wire_item
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard, shard_for, shard_of
-from lsiorm.errors import DeclarationError
+from lsiorm.errors import DeclarationError, ValidationError
 
 # lsiorm 0.1's ``lsiorm.entity`` gives this module (see lsiorm._compat): the names it exported
 # stay importable from here until that path goes.
@@ -141,14 +141,32 @@ def decode_item(
 
     Items of a type not in ``only`` (when given) or of no registered type give None. Only the
     attributes the model reads are decoded; a malformed attribute it ignores raises nothing.
+    An item of key attributes alone (a KEYS_ONLY stream image) raises ValidationError
+    (``stream.keys-only``): it does not say which entity it is, nor hold its fields.
     """
     type_av = wire.get(table.type_attribute)
+    if type_av is None and _keys_only(table, wire):
+        keys = ", ".join(sorted(wire))
+        raise ValidationError(
+            "stream.keys-only",
+            f"This item of table {table.name!r} holds only its key attributes ({keys}), as a "
+            f"KEYS_ONLY stream image does, without the {table.type_attribute!r} attribute "
+            "that names its entity or the fields to build it from. Give the stream the view "
+            "type NEW_IMAGE (or NEW_AND_OLD_IMAGES), or read the item by its key.",
+            table=table.name,
+        )
     type_name = type_av.get("S") if type_av is not None else None
     found = table.entities.get(type_name) if type_name is not None else None
     if found is None or (only is not None and found not in tuple(only)):
         return None
     # A table's entities are the classes Entity's subclass hook bound to it (see bind).
     return item_decoder(typing.cast("type[Entity]", found))(wire)
+
+
+def _keys_only(table: Table, wire: Mapping[str, Any]) -> bool:
+    """Whether an item holds nothing but (some of) the table's primary key attributes."""
+    primary = {k for k in table.index_key_attributes(None) if k is not None}
+    return bool(wire) and set(wire) <= primary
 
 
 def shard_value(entity_cls: type[Entity], field_name: str, values: Mapping[str, Any]) -> int:
