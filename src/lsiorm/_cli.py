@@ -80,9 +80,11 @@ def load_table(spec: str) -> Table:
 CLI_RETRY = RetryPolicy(max_attempts=3, max_delay=5.0)
 
 
-def _session(
+def cli_session(
     args: argparse.Namespace, hooks: Sequence[object] = (), *, capacity: bool = False
 ) -> Any:
+    """The Session a command works with: its options, else the environment a `Session()`
+    reads (endpoint and table prefix), and a short retry policy."""
     from lsiorm._session import Session
 
     metered = bool(getattr(args, "capacity", False))
@@ -140,7 +142,7 @@ def cmd_create_table(args: argparse.Namespace, out: TextIO, progress: Progress) 
             if status:
                 progress.tick(f"{request.operation}: {table.name} is {status}")
 
-    with _session(args, [Watch()]) as session:
+    with cli_session(args, [Watch()]) as session:
         created = session.create_table(table, wait=not args.no_wait, exists_ok=args.exists_ok)
         name = _named(session, table)
     ttl = f" and time to live on {table.ttl_attribute!r}" if ttl_enabled else ""
@@ -157,7 +159,7 @@ def cmd_create_table(args: argparse.Namespace, out: TextIO, progress: Progress) 
 def cmd_delete_table(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Delete the live table of a declaration, after --yes."""
     table = load_table(args.target)
-    with _session(args) as session:
+    with cli_session(args) as session:
         name = _named(session, table)
         if not args.yes:
             raise UsageError(f"Deleting table {name} destroys its items; add --yes to confirm.")
@@ -169,7 +171,7 @@ def cmd_delete_table(args: argparse.Namespace, out: TextIO, progress: Progress) 
 def cmd_check(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Compare the declaration with the live table."""
     table = load_table(args.target)
-    with _session(args) as session:
+    with cli_session(args) as session:
         report = session.check_table(table)
         if session.table_name(table) != table.name:  # the report names the live table
             out.write(f"Table {_named(session, table)}:\n")
@@ -191,7 +193,7 @@ def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -
                 seen["items"] += int(response.get("Count") or 0)
                 progress.tick(f"scanned {seen['items']} items ({seen['pages']} pages)")
 
-    with _session(args, [Count()]) as session:
+    with cli_session(args, [Count()]) as session:
         sizes = session.largest_collections(table, 0, limit=args.top)
         name = _named(session, table)
     over = [size for size in sizes if size.exceeds(threshold)]
@@ -262,7 +264,7 @@ def cmd_query(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Run a query and print its items (`--json` for a JSON array)."""
     target = load_target(args.target)
     q = _built_query(args, target)
-    with _session(args) as session:
+    with cli_session(args) as session:
         items = session.all(q)
     write_entities(out, items, args.json)
     if not args.json:
@@ -284,7 +286,7 @@ def cmd_get(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
         if not sep or not name.strip():
             raise UsageError(f"Cannot read key {text!r}; write field=value.")
         key[name.strip()] = typed_value(cls, name.strip(), value)
-    with _session(args) as session:
+    with cli_session(args) as session:
         item = session.get(cls, key, consistent=args.consistent)
     if item is None:
         sys.stderr.write(f"lsiorm get: no {cls.__name__} with {key!r}.\n")
@@ -315,11 +317,11 @@ def _sampled(args: argparse.Namespace, q: Any) -> str:
             if request.operation in ("Query", "Scan"):
                 sent.append((request.operation, request.params, response))
 
-    with _session(args, [Record()], capacity=True) as session:
+    with cli_session(args, [Record()], capacity=True) as session:
         first = next(iter(session.pages(q)))
         name = _named(session, table)
     estimate = ReadEstimate(table.name, 0.0)
-    with _session(args) as plain:
+    with cli_session(args) as plain:
         for operation, params, response in sent:
             items = []
             for row in response.get("Items") or ():
@@ -370,7 +372,7 @@ def _job_progress(progress: Progress, label: str) -> Iterator[Callable[[Any], ob
 def cmd_audit_keys(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Compare every stored item's key attributes with what its declaration derives."""
     target = load_job_target(args.target, args.entity)
-    with _session(args) as session:
+    with cli_session(args) as session:
         # A table is priced from DescribeTable, before reading; a partition is priced by
         # reading it, so the job's own report gives its price without a second read.
         if args.partition is None or args.dry_run:
@@ -395,7 +397,7 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> i
         known = known_entities(target)
         raise UsageError(f"Name the entity to backfill with --entity (entities: {known}).")
     meta = meta_of(target)
-    with _session(args) as session:
+    with cli_session(args) as session:
         # Named after the live table: each table prefix has a checkpoint of its own.
         live = session.table_name(meta.table)
         checkpoint = _checkpoint(args, out, f"lsiorm-backfill-{live}-{meta.type_name}")
@@ -433,7 +435,7 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
             return bool(getattr(item, name) < cutoff)
 
     to_table = load_table(args.to_table) if args.to_table else None
-    with _session(args) as session:
+    with cli_session(args) as session:
         live = session.table_name(table)
         checkpoint = _checkpoint(args, out, f"lsiorm-relieve-{live}")
         with _job_progress(progress, "relief") as shown:

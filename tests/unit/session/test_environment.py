@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from lsiorm import Session, Table
-from lsiorm._cli import _session as cli_session
+from lsiorm._cli import cli_session
 from lsiorm._cli_text import build_parser
 
 shop = Table("Shop", "PK", "SK")
