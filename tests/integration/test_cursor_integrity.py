@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lsiorm import CursorError, Entity, Session, Table, query
+from lsiorm import CursorError, Entity, Page, Session, Table, query
 from support.cursors import pack, raw
 
 table = Table("cursor_items", "pk", "sk")
@@ -59,6 +59,16 @@ def test_an_edited_cursor_is_refused_before_any_request(endpoint_url: str) -> No
 PUBLIC_KEY = b"lsiorm cursor integrity v2"
 
 
+def first_of_four(session: Session) -> tuple[Any, Page[Any]]:
+    """Four rows written; the query of them and its first page of two, which has a cursor."""
+    for n in range(4):
+        session.put(Row(g="a", n=n))
+    q = query(Row).where(g="a").page_size(2)
+    first = session.page(q.limit(2))
+    assert first.cursor is not None
+    return q, first
+
+
 def test_without_a_secret_only_the_session_that_made_a_cursor_reads_it(
     endpoint_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -70,11 +80,7 @@ def test_without_a_secret_only_the_session_that_made_a_cursor_reads_it(
     ):
         maker.create_table(table)
         try:
-            for n in range(4):
-                maker.put(Row(g="a", n=n))
-            q = query(Row).where(g="a").page_size(2)
-            first = maker.page(q.limit(2))
-            assert first.cursor is not None
+            q, first = first_of_four(maker)
             # A cursor moved to a later item and signed with the once-public key is a forgery.
             moved = {**raw(first.cursor), "s": [{"pk": {"S": "G#a"}, "sk": {"S": "N#00003"}}]}
             for cursor in (first.cursor, pack(moved, PUBLIC_KEY)):
@@ -108,11 +114,7 @@ def test_sessions_with_the_same_secret_read_each_others_cursors(
     ):
         maker.create_table(table)
         try:
-            for n in range(4):
-                maker.put(Row(g="a", n=n))
-            q = query(Row).where(g="a").page_size(2)
-            first = maker.page(q.limit(2))
-            assert first.cursor is not None
+            q, first = first_of_four(maker)
             assert [r.n for r in reader.all(q.after(first.cursor))] == [2, 3]
             with pytest.raises(CursorError):
                 stranger.all(q.after(first.cursor))
