@@ -78,6 +78,7 @@ from lsiorm._model.indexes import (
 )
 from lsiorm._model.key_layout import FieldLayout, KeyLayout, key_layout
 from lsiorm._model.key_styles import KeyStyle
+from lsiorm._model.number_fit import LossyFloat
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard
 from lsiorm._model.wire import AttributeValue, WireItem, item_size
@@ -146,6 +147,7 @@ from lsiorm.errors import (
     LsiormError,
     MissingDependencyError,
     NotFoundError,
+    NumberPrecisionError,
     OutcomeUnknownError,
     PartialKeyUpdateError,
     QueryPlanError,
@@ -245,12 +247,14 @@ __all__ = [
     "KeyStyle",
     "KeyType",
     "LocalIndex",
+    "LossyFloat",
     "LsiormError",
     "Measurement",
     "MissingDependencyError",
     "MissingMode",
     "NotExists",
     "NotFoundError",
+    "NumberPrecisionError",
     "Operation",
     "Operator",
     "OutcomeUnknownError",

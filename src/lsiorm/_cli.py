@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import importlib.util
 import json
@@ -35,6 +36,7 @@ from lsiorm._cli_text import (
     known_entities,
     parse_condition,
     plural,
+    table_label,
     typed_value,
     write_capacity,
     write_entities,
@@ -79,9 +81,11 @@ def load_table(spec: str) -> Table:
 CLI_RETRY = RetryPolicy(max_attempts=3, max_delay=5.0)
 
 
-def _session(
+def cli_session(
     args: argparse.Namespace, hooks: Sequence[object] = (), *, capacity: bool = False
 ) -> Any:
+    """The Session a command works with: its options, else the environment a `Session()`
+    reads (endpoint and table prefix), and a short retry policy."""
     from lsiorm._session import Session
 
     metered = bool(getattr(args, "capacity", False))
@@ -97,6 +101,17 @@ def _session(
     if metered:  # main() prints what each metered session consumed (--capacity)
         args.__dict__.setdefault("metered_sessions", []).append(session)
     return session
+
+
+def _live_name(session: Any, declared: str) -> str:
+    """The live name of a declared table name in a session (`--table-prefix`)."""
+    resolve = session.ctx.table_name
+    return declared if resolve is None else str(resolve(declared))
+
+
+def _named(session: Any, table: Table) -> str:
+    """A table as the command prints it: declared name, then live name when another."""
+    return table_label(table.name, session.table_name(table))
 
 
 class Progress:
@@ -128,37 +143,39 @@ def cmd_create_table(args: argparse.Namespace, out: TextIO, progress: Progress) 
             if status:
                 progress.tick(f"{request.operation}: {table.name} is {status}")
 
-    with _session(args, [Watch()]) as session:
+    with cli_session(args, [Watch()]) as session:
         created = session.create_table(table, wait=not args.no_wait, exists_ok=args.exists_ok)
-        name = session.table_name(table)
+        name = _named(session, table)
     ttl = f" and time to live on {table.ttl_attribute!r}" if ttl_enabled else ""
     if created:
-        out.write(f"Created table {name!r} with {index_summary(table)}{ttl}.\n")
+        out.write(f"Created table {name} with {index_summary(table)}{ttl}.\n")
     elif ttl_enabled:
-        out.write(f"Table {name!r} already exists; enabled time to live on ")
+        out.write(f"Table {name} already exists; enabled time to live on ")
         out.write(f"{table.ttl_attribute!r} (run `lsiorm check`).\n")
     else:
-        out.write(f"Table {name!r} already exists; left as it is (run `lsiorm check`).\n")
+        out.write(f"Table {name} already exists; left as it is (run `lsiorm check`).\n")
     return EXIT_OK
 
 
 def cmd_delete_table(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Delete the live table of a declaration, after --yes."""
     table = load_table(args.target)
-    with _session(args) as session:
-        name = session.table_name(table)
+    with cli_session(args) as session:
+        name = _named(session, table)
         if not args.yes:
-            raise UsageError(f"Deleting table {name!r} destroys its items; add --yes to confirm.")
+            raise UsageError(f"Deleting table {name} destroys its items; add --yes to confirm.")
         session.delete_table(table, wait=not args.no_wait)
-    out.write(f"Deleted table {name!r}.\n")
+    out.write(f"Deleted table {name}.\n")
     return EXIT_OK
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Compare the declaration with the live table."""
     table = load_table(args.target)
-    with _session(args) as session:
+    with cli_session(args) as session:
         report = session.check_table(table)
+        if session.table_name(table) != table.name:  # the report names the live table
+            out.write(f"Table {_named(session, table)}:\n")
     return _reported(out, report, report.ok)
 
 
@@ -177,15 +194,16 @@ def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -
                 seen["items"] += int(response.get("Count") or 0)
                 progress.tick(f"scanned {seen['items']} items ({seen['pages']} pages)")
 
-    with _session(args, [Count()]) as session:
+    with cli_session(args, [Count()]) as session:
         sizes = session.largest_collections(table, 0, limit=args.top)
+        name = _named(session, table)
     over = [size for size in sizes if size.exceeds(threshold)]
     read = plural(seen["items"], "item")
     if not sizes:
-        out.write(f"Table {table.name!r}: {read} read; no item collections.\n")
+        out.write(f"Table {name}: {read} read; no item collections.\n")
         return EXIT_OK
     which = "the largest collection" if len(sizes) == 1 else f"the {len(sizes)} largest collections"
-    out.write(f"Table {table.name!r}: {read} read; {which} (warning threshold {threshold:g} GB):\n")
+    out.write(f"Table {name}: {read} read; {which} (warning threshold {threshold:g} GB):\n")
     for size in sizes:
         flag = "  OVER THRESHOLD" if size.exceeds(threshold) else ""
         out.write(
@@ -247,7 +265,7 @@ def cmd_query(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Run a query and print its items (`--json` for a JSON array)."""
     target = load_target(args.target)
     q = _built_query(args, target)
-    with _session(args) as session:
+    with cli_session(args) as session:
         items = session.all(q)
     write_entities(out, items, args.json)
     if not args.json:
@@ -269,7 +287,7 @@ def cmd_get(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
         if not sep or not name.strip():
             raise UsageError(f"Cannot read key {text!r}; write field=value.")
         key[name.strip()] = typed_value(cls, name.strip(), value)
-    with _session(args) as session:
+    with cli_session(args) as session:
         item = session.get(cls, key, consistent=args.consistent)
     if item is None:
         sys.stderr.write(f"lsiorm get: no {cls.__name__} with {key!r}.\n")
@@ -300,10 +318,11 @@ def _sampled(args: argparse.Namespace, q: Any) -> str:
             if request.operation in ("Query", "Scan"):
                 sent.append((request.operation, request.params, response))
 
-    with _session(args, [Record()], capacity=True) as session:
+    with cli_session(args, [Record()], capacity=True) as session:
         first = next(iter(session.pages(q)))
+        name = _named(session, table)
     estimate = ReadEstimate(table.name, 0.0)
-    with _session(args) as plain:
+    with cli_session(args) as plain:
         for operation, params, response in sent:
             items = []
             for row in response.get("Items") or ():
@@ -316,7 +335,7 @@ def _sampled(args: argparse.Namespace, q: Any) -> str:
     explanation = Explanation(plan, estimate).with_measured(first.consumed)
     return (
         f"{explanation}\n  sampled: the first page, {len(first.items)} items, "
-        f"{len(sent)} request(s) to {table.name!r}"
+        f"{len(sent)} request(s) to {name}"
     )
 
 
@@ -354,7 +373,7 @@ def _job_progress(progress: Progress, label: str) -> Iterator[Callable[[Any], ob
 def cmd_audit_keys(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Compare every stored item's key attributes with what its declaration derives."""
     target = load_job_target(args.target, args.entity)
-    with _session(args) as session:
+    with cli_session(args) as session:
         # A table is priced from DescribeTable, before reading; a partition is priced by
         # reading it, so the job's own report gives its price without a second read.
         if args.partition is None or args.dry_run:
@@ -374,7 +393,7 @@ def cmd_adopt(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Sort every item of a table against its declarations; exit 1 unless all are accounted."""
     target = load_job_target(args.target, args.entity)
     options = {"segments": args.segments, "page_size": args.page_size, "examples": args.examples}
-    with _session(args) as session:
+    with cli_session(args) as session:
         priced = session.adopt(target, dry_run=True, **options)
         out.write(f"Reading priced at {priced.estimate} read units.\n")
         if args.dry_run:
@@ -394,16 +413,19 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> i
         known = known_entities(target)
         raise UsageError(f"Name the entity to backfill with --entity (entities: {known}).")
     meta = meta_of(target)
-    checkpoint = _checkpoint(args, out, f"lsiorm-backfill-{meta.table.name}-{meta.type_name}")
-    with _session(args) as session, _job_progress(progress, "backfill") as shown:
-        report = session.backfill(
-            target,
-            **_scan_options(args),
-            write_budget=args.budget,
-            checkpoint=checkpoint,
-            dry_run=args.dry_run,
-            progress=shown,
-        )
+    with cli_session(args) as session:
+        # Named after the live table: each table prefix has a checkpoint of its own.
+        live = session.table_name(meta.table)
+        checkpoint = _checkpoint(args, out, f"lsiorm-backfill-{live}-{meta.type_name}")
+        with _job_progress(progress, "backfill") as shown:
+            report = session.backfill(
+                target,
+                **_scan_options(args),
+                write_budget=args.budget,
+                checkpoint=checkpoint,
+                dry_run=args.dry_run,
+                progress=shown,
+            )
     return _reported(out, report, report.complete)
 
 
@@ -429,21 +451,23 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
             return bool(getattr(item, name) < cutoff)
 
     to_table = load_table(args.to_table) if args.to_table else None
-    checkpoint = _checkpoint(args, out, f"lsiorm-relieve-{table.name}")
-    with _session(args) as session, _job_progress(progress, "relief") as shown:
-        report = session.relieve_collection(
-            table,
-            args.partition,
-            entity=entity,
-            match=match,
-            to_table=to_table,
-            to_file=args.to_file,
-            write_budget=args.budget,
-            checkpoint=checkpoint,
-            dry_run=args.dry_run,
-            page_size=args.page_size or 100,
-            progress=shown,
-        )
+    with cli_session(args) as session:
+        live = session.table_name(table)
+        checkpoint = _checkpoint(args, out, f"lsiorm-relieve-{live}")
+        with _job_progress(progress, "relief") as shown:
+            report = session.relieve_collection(
+                table,
+                args.partition,
+                entity=entity,
+                match=match,
+                to_table=to_table,
+                to_file=args.to_file,
+                write_budget=args.budget,
+                checkpoint=checkpoint,
+                dry_run=args.dry_run,
+                page_size=args.page_size or 100,
+                progress=shown,
+            )
     return _reported(out, report, not report.failed)
 
 
@@ -491,7 +515,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     try:
         code = COMMANDS[args.command](args, stdout, progress)
         for session in getattr(args, "metered_sessions", ()):
-            write_capacity(stdout, session.capacity)
+            write_capacity(stdout, session.capacity, functools.partial(_live_name, session))
         return code
     except (UsageError, ValidationError) as exc:
         return _failed(args.command, exc, EXIT_USAGE)

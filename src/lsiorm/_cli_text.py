@@ -23,6 +23,7 @@ __all__ = [
     "known_entities",
     "parse_condition",
     "plural",
+    "table_label",
     "typed_value",
     "write_capacity",
     "write_entities",
@@ -127,13 +128,20 @@ def index_summary(table: Table) -> str:
     return plural(gsis, "global index", "global indexes")
 
 
-def write_capacity(out: TextIO, meter: Any) -> None:
-    """Print what a session's requests consumed, per table (`--capacity`)."""
+def table_label(declared: str, live: str) -> str:
+    """A table as the command prints it: its declared name, then its live name when another
+    (`--table-prefix`): `'Shop' (live table 'dev-Shop')`."""
+    return repr(declared) if live == declared else f"{declared!r} (live table {live!r})"
+
+
+def write_capacity(out: TextIO, meter: Any, live: Callable[[str], str]) -> None:
+    """Print what a session's requests consumed, per table (`--capacity`); the meter keys
+    them by declared name, and ``live`` gives each one's live name."""
     totals = meter.totals
     if not totals:
         out.write("Consumed capacity: none reported.\n")
     for name, consumed in totals.items():
-        out.write(f"Consumed capacity of {name!r}: {consumed}\n")
+        out.write(f"Consumed capacity of {table_label(name, live(name))}: {consumed}\n")
 
 
 def entity_row(entity: Any) -> dict[str, Any]:
@@ -230,12 +238,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"lsiorm {__version__}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("target", help="module:attribute of a Table declaration")
-    common.add_argument("--endpoint-url", default=os.environ.get("LSIORM_ENDPOINT_URL"))
+    common.add_argument(
+        "--endpoint-url",
+        default=None,
+        help="default: $AWS_ENDPOINT_URL_DYNAMODB, $AWS_ENDPOINT_URL, else $LSIORM_ENDPOINT_URL",
+    )
     common.add_argument("--region", default=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
     common.add_argument("--profile", default=None, help="AWS profile for credentials and region")
     common.add_argument(
         "--table-prefix",
-        default=os.environ.get("LSIORM_TABLE_PREFIX", ""),
+        default=None,
         help="prefix of the live table name, e.g. dev- (default: $LSIORM_TABLE_PREFIX)",
     )
     common.add_argument("--progress", action="store_true", help="show progress on stderr")

@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import lsiorm._session_methods as methods
-from lsiorm._io import fastjson
-from lsiorm._io.drivers import AsyncDriver, SyncDriver, no_botocore_retries
-from lsiorm._io.lifetime import Closing
+from lsiorm._io import environment, fastjson, integrity
+from lsiorm._io.drivers import AsyncDriver, SyncDriver
+from lsiorm._io.lifetime import Closing, LoopHeld
 from lsiorm._model.entity import Entity
 from lsiorm._ops import reads
 from lsiorm._ops.meter import CapacityMeter
@@ -129,12 +130,17 @@ def lean_lane_for(client: Any) -> Any:
     return lane_for(client)
 
 
-def _install_fast_json(client: Any) -> None:
-    """Give a botocore DynamoDB client the fast path; leave anything else (a test double) alone."""
+def _install_handlers(client: Any, fast_json: bool) -> None:
+    """Give a botocore DynamoDB client lsiorm's answer checks, and the fast path when asked.
+
+    Anything else (a test double) is left alone.
+    """
     meta = getattr(client, "meta", None)
     service = getattr(meta, "service_model", None)
     if getattr(service, "service_name", None) == "dynamodb" and hasattr(meta, "events"):
-        fastjson.install(client)
+        integrity.install(client)
+        if fast_json:
+            fastjson.install(client)
 
 
 class _MeteredSync:
@@ -171,16 +177,39 @@ class _MeteredAsync:
         return getattr(self.inner, name)
 
 
+def _one_attempt(given: Any) -> Any:
+    """Return the client Config: the caller's, with botocore making one attempt per call.
+
+    lsiorm's retry policy must be the only retry loop: botocore retrying inside an attempt
+    could apply an ADD twice. The rest of the caller's ``retries`` is kept (``mode``: adaptive
+    keeps its client-side rate limiter); asking botocore for more attempts is refused.
+    """
+    from botocore.config import Config
+
+    retries = dict(getattr(given, "retries", None) or {})
+    attempts = retries.pop("total_max_attempts", None)
+    more = retries.pop("max_attempts", None)
+    if attempts is None and more is not None:
+        attempts = more + 1
+    if attempts not in (None, 1):
+        raise ConfigurationError(
+            "config.botocore-retries",
+            f"The client config asks botocore for {attempts} attempts per request; lsiorm "
+            "retries requests itself (an ADD must not be sent twice by a retry it does not "
+            "see). Set the attempts with Session(retry=RetryPolicy(max_attempts=...)), and "
+            "leave them out of Config(retries=...) (its mode is kept).",
+        )
+    ours = Config(retries={**retries, "total_max_attempts": 1})
+    return given.merge(ours) if given is not None else ours
+
+
 def _client_kwargs(
     endpoint_url: str | None, region_name: str | None, extra: Mapping[str, Any]
 ) -> dict[str, Any]:
-    from botocore.config import Config
-
     kwargs: dict[str, Any] = dict(extra)
-    # lsiorm's retry policy must be the only retry loop, even over a config the caller passes.
-    ours = Config(**no_botocore_retries())
-    given = kwargs.get("config")
-    kwargs["config"] = given.merge(ours) if given is not None else ours
+    kwargs["config"] = _one_attempt(kwargs.get("config"))
+    if endpoint_url is None and "endpoint_url" not in kwargs:
+        endpoint_url = environment.endpoint_alias()
     if endpoint_url is not None:
         kwargs["endpoint_url"] = endpoint_url
     if region_name is not None:
@@ -197,11 +226,17 @@ class Session(SessionCore, Closing):
     `watch_collections=False`; it is `session.collections`. The client, built here or passed
     in, parses responses with the fast JSON path unless `fast_json=False`. `table_prefix`
     (`"dev-"`) or `table_names` (a function of the declared name) choose the live table each
-    declared table stands for. `consumed_capacity=True` asks every read and write for its
-    consumed capacity and meters it in `session.capacity`.
+    declared table stands for; with neither, `LSIORM_TABLE_PREFIX` gives the prefix. Without
+    `endpoint_url`, botocore's `AWS_ENDPOINT_URL_DYNAMODB` or `AWS_ENDPOINT_URL` gives it,
+    else `LSIORM_ENDPOINT_URL` (the `lsiorm` command reads the same variables).
+    `consumed_capacity=True` asks every read and write for its consumed capacity and meters it
+    in `session.capacity`.
     lsiorm's own data-plane requests take the lean request lane (botocore's signer and HTTP
     pool, without its validation, serializer and events; see docs/performance.md) whenever
     nothing else watches the client's requests; `lean=False` keeps them all on botocore.
+    Cursors are signed with a random key of this session, so only it reads them back; give
+    `cursor_secret` (or set `LSIORM_CURSOR_SECRET`) to read them in other sessions and
+    processes that have the same secret.
     """
 
     def __init__(
@@ -216,14 +251,21 @@ class Session(SessionCore, Closing):
         fast_json: bool = True,
         boto3_session: Any = None,
         profile_name: str | None = None,
-        table_prefix: str = "",
+        table_prefix: str | None = None,
         table_names: Callable[[str], str] | None = None,
         consumed_capacity: bool = False,
         lean: bool = True,
+        cursor_secret: str | bytes | None = None,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
-            retry, hooks, watch_collections, table_prefix, table_names, consumed_capacity
+            retry,
+            hooks,
+            watch_collections,
+            table_prefix,
+            table_names,
+            consumed_capacity,
+            cursor_secret,
         )
         if client is None:
             import boto3
@@ -235,8 +277,7 @@ class Session(SessionCore, Closing):
             )
         elif boto3_session is not None or profile_name is not None:
             raise TypeError("Give a client, or boto3_session/profile_name to build one; not both.")
-        if fast_json:
-            _install_fast_json(client)
+        _install_handlers(client, fast_json)
         self.client = client
         self.driver = _MeteredSync(
             SyncDriver(client, lean_lane_for(client) if lean else None), self.capacity
@@ -294,8 +335,10 @@ class AsyncSession(SessionCore):
     (`pip install "lsiorm[async]"`); without it the constructor raises
     `MissingDependencyError`. `aioboto3_session`, `profile_name`, `table_prefix` and
     `table_names` work as for `Session`. Used without `async with`, it opens its client on the
-    first call; then `await session.close()` closes it.
-    `lean=False` keeps every request on aiobotocore's own path (see `Session`).
+    first call; then `await session.close()` closes it (one never closed is closed on its
+    event loop when it is garbage collected or the loop ends).
+    `lean=False` keeps every request on aiobotocore's own path, and `cursor_secret` signs
+    cursors, as for `Session`.
     """
 
     def __init__(
@@ -310,14 +353,21 @@ class AsyncSession(SessionCore):
         fast_json: bool = True,
         aioboto3_session: Any = None,
         profile_name: str | None = None,
-        table_prefix: str = "",
+        table_prefix: str | None = None,
         table_names: Callable[[str], str] | None = None,
         consumed_capacity: bool = False,
         lean: bool = True,
+        cursor_secret: str | bytes | None = None,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
-            retry, hooks, watch_collections, table_prefix, table_names, consumed_capacity
+            retry,
+            hooks,
+            watch_collections,
+            table_prefix,
+            table_names,
+            consumed_capacity,
+            cursor_secret,
         )
         if client is None and aioboto3_session is None:
             if importlib.util.find_spec("aioboto3") is None:
@@ -331,10 +381,10 @@ class AsyncSession(SessionCore):
         self._client_kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
         self._factory = aioboto3_session
         self._profile_name = profile_name
-        self._stack: AsyncExitStack | None = None
+        self._held = LoopHeld()
         self.client = client
-        if client is not None and fast_json:
-            _install_fast_json(client)
+        if client is not None:
+            _install_handlers(client, fast_json)
         self.driver: _MeteredAsync | _OpeningDriver = (
             _MeteredAsync(
                 AsyncDriver(client, lean_lane_for(client) if lean else None), self.capacity
@@ -359,9 +409,8 @@ class AsyncSession(SessionCore):
                 self.client = await stack.enter_async_context(client)
             except (BotoCoreError, ValueError) as exc:
                 raise _client_error(exc) from exc
-            self._stack = stack
-            if self._fast_json:
-                fastjson.install(self.client)
+            await self._held.hold(stack, _forgets_client(weakref.ref(self)))
+            _install_handlers(self.client, self._fast_json)
             lane = lean_lane_for(self.client) if self._lean else None
             self.driver = _MeteredAsync(AsyncDriver(self.client, lane), self.capacity)
         return self
@@ -379,11 +428,12 @@ class AsyncSession(SessionCore):
 
     async def close(self) -> None:
         """Close the client this session opened (a client passed in is left open)."""
-        if self._stack is not None:
-            stack, self._stack = self._stack, None
-            await stack.aclose()
-            self.client = None
-            self.driver = _OpeningDriver(self)
+        await self._held.close()
+
+    def _forget_client(self) -> None:
+        """The client this session opened is closed: the next call opens another."""
+        self.client = None
+        self.driver = _OpeningDriver(self)
 
     async def run(self, op: Operation[Any]) -> Any:
         """Run any lsiorm operation generator with this session's driver."""
@@ -423,6 +473,20 @@ class AsyncSession(SessionCore):
         async for page in self.pages(source):
             for item in page.items:
                 yield item
+
+
+def _forgets_client(session: weakref.ref[AsyncSession]) -> Callable[[], None]:
+    """What closing a session's client does to the session, if it is still alive.
+
+    A weak reference: the held client must not keep the session alive (see `LoopHeld`).
+    """
+
+    def forget() -> None:
+        alive = session()
+        if alive is not None:
+            alive._forget_client()
+
+    return forget
 
 
 class _OpeningDriver:

@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from lsiorm._conditions import Condition
+from lsiorm._io import environment
 from lsiorm._io.checkpoint import FileCheckpoint
 from lsiorm._io.jsonlines import JsonLinesFile
 from lsiorm._model.drift import DriftReport
@@ -45,7 +46,7 @@ from lsiorm._ops.collection_guard import CollectionWatcher
 from lsiorm._ops.items import DeleteResult, Idempotency
 from lsiorm._ops.key_audit import KeyAuditReport
 from lsiorm._ops.meter import CapacityMeter
-from lsiorm._ops.naming import NameResolver, prefixed
+from lsiorm._ops.naming import TableNames, prefixed
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.reads import Page
 from lsiorm._ops.relief import ReliefReport
@@ -53,6 +54,7 @@ from lsiorm._ops.resumable import JobProgress
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import TransactWriteResult
+from lsiorm._query.cursor import cursor_key
 from lsiorm._query.values import Query, Scan
 from lsiorm._requests.batch import DeleteTarget, GetKey
 from lsiorm._requests.items import key_values
@@ -78,17 +80,23 @@ class SessionCore:
         retry: RetryPolicy | None,
         hooks: Sequence[object],
         watch_collections: bool,
-        table_prefix: str = "",
+        table_prefix: str | None = None,
         table_names: Callable[[str], str] | None = None,
         consumed_capacity: bool = False,
+        cursor_secret: str | bytes | None = None,
     ) -> None:
+        if table_prefix is None:  # neither given: the environment's prefix, if any
+            table_prefix = "" if table_names is not None else environment.table_prefix()
         #: The item-collection watcher (on by default; see docs/collections.md), or None.
         self.collections = CollectionWatcher() if watch_collections else None
+        names = _resolver(table_prefix, table_names)
         #: The consumed-capacity meter (asks DynamoDB only when enabled; docs/capacity.md).
-        self.capacity = CapacityMeter(consumed_capacity)
+        self.capacity = CapacityMeter(
+            consumed_capacity, declared=None if names is None else names.declared
+        )
         watcher = (self.collections,) if self.collections is not None else ()
         self.ctx = Context(
-            retry or RetryPolicy(), (*watcher, *hooks), _resolver(table_prefix, table_names)
+            retry or RetryPolicy(), (*watcher, *hooks), names, cursor_key(cursor_secret)
         )
 
     def table_name(self, table: Table) -> str:
@@ -100,12 +108,12 @@ class SessionCore:
         self.ctx = self.ctx.with_hooks((*self.ctx.hooks, hook))
 
 
-def _resolver(prefix: str, names: Callable[[str], str] | None) -> NameResolver | None:
+def _resolver(prefix: str, names: Callable[[str], str] | None) -> TableNames | None:
     if prefix and names is not None:
         raise TypeError("Give table_prefix or table_names, not both.")
     if prefix:
-        return prefixed(prefix)
-    return names
+        return TableNames(prefixed(prefix))
+    return None if names is None else TableNames(names)
 
 
 # -- raw requests and tables ---------------------------------------------------------------------

@@ -35,6 +35,7 @@ __all__ = [
     "LsiormError",
     "MissingDependencyError",
     "NotFoundError",
+    "NumberPrecisionError",
     "OutcomeUnknownError",
     "PartialKeyUpdateError",
     "QueryPlanError",
@@ -93,6 +94,21 @@ class IndexKeyTypeError(ValidationError):
 
 class PartialKeyUpdateError(ValidationError):
     """An update changes some but not all fields of a key template, which would leave it stale."""
+
+
+class NumberPrecisionError(ValidationError):
+    """A number does not fit its field's type exactly: a float cannot hold all its digits, or
+    an int field meets a fraction.
+
+    ``field`` names the field (``Model.field``, with the path inside it), ``value`` the number
+    as text. Declare the field ``Decimal`` to keep every digit; a float field annotated
+    ``Annotated[float, LossyFloat]`` accepts the rounding instead.
+    """
+
+    def __init__(self, rule: str, message: str, *, field: str, value: str) -> None:
+        super().__init__(rule, message)
+        self.field = field
+        self.value = value
 
 
 class QueryPlanError(ValidationError):

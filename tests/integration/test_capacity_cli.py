@@ -58,3 +58,36 @@ def test_explain_sample_and_collections_capacity_print_the_figures(
         assert figures(keys, "measured") == "3 units: table 2.5 + LSI2 0.5"
         assert figures(whole, "measured") == "4 units: table 4"  # 15 KB, consistent
         assert consumed == "2 units: table 2"  # about 15 KB scanned: 4 units, halved
+
+
+def test_under_a_table_prefix_the_cli_measures_and_names_the_live_table(
+    capacity_app: Any, endpoint_url: str, backend: str, table_name: str, prefix: str
+) -> None:
+    live = f"{prefix}{table_name}"
+    url = ("--endpoint-url", endpoint_url, "--table-prefix", prefix)
+    with Session(endpoint_url=endpoint_url, region_name="us-east-1", table_prefix=prefix) as s:
+        s.create_table(capacity_app.table)
+        try:
+            for n in range(5):
+                s.put(capacity_app.Doc(owner="o", did=str(n), b="k", body="x" * 3000))
+            name = capacity_app.__name__
+            sampled = printed("explain", f"{name}:WHOLE", "--sample", *url)
+            scanned = printed("collections", f"{name}:table", "--capacity", *url)
+            audited = printed("audit-keys", f"{name}:table", "--capacity", *url)
+            checked = printed("check", f"{name}:table", *url)
+        finally:
+            s.delete_table(capacity_app.table, wait=False)
+    assert "sampled: the first page, 5 items, 1 request(s)" in sampled
+    if backend == "dynamodb-local":
+        assert figures(sampled, "measured") == "4 units: table 4"
+        assert figures(sampled, "sample estimate") == figures(sampled, "measured")
+    labelled = f"'{table_name}' (live table '{live}')"
+    for text in (sampled, scanned, audited):
+        # The live name is always labelled, after the declared one.
+        assert labelled in text
+        assert text.count(f"'{live}'") == text.count(labelled)
+    # The drift report speaks of the live table, after a line naming both.
+    assert checked.splitlines() == [
+        f"Table {labelled}:",
+        f"Table '{live}' matches its declaration.",
+    ]

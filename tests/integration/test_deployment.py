@@ -100,6 +100,19 @@ def test_missing_table_is_drift_named_by_its_live_name(endpoint_url: str, prefix
     assert f"{prefix}Shop" in str(report)
 
 
+def test_consumed_capacity_is_under_the_declared_name(
+    prefixed_session: Session, dynamodb_client: Any
+) -> None:
+    s = prefixed_session
+    with s.capacity.measure() as measured:
+        s.put(Product(store="s", sku="k", price=1))
+        page = s.page(query(Product).where(store="s"))
+    assert [c.table for c in measured.consumed] == ["Shop"]
+    assert [c.table for c in page.consumed] == ["Shop"]
+    assert list(s.capacity.totals) == ["Shop"]
+    assert page.consumed[0].total > 0
+
+
 def test_resolver_function(endpoint_url: str, dynamodb_client: Any) -> None:
     stage = uuid.uuid4().hex[:6]
     with Session(

@@ -1,15 +1,20 @@
-"""Exact reads on the engines: counts on a shared index, a sparse index named on purpose."""
+"""Exact reads on the engines: counts on a shared index, a sparse index named on purpose, open
+ends of Number ranges at the edges of DynamoDB's range."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
 
 import pytest
 
-from lsiorm import Session
-from lsiorm._conditions import between, gt, le, lt
+from lsiorm import Entity, GlobalIndex, KeyAttribute, Projection, Session, Table
+from lsiorm._conditions import between, ge, gt, le, lt
 from lsiorm._query.values import query
 from support.models import PETS, Kitten, Puppy
+from support.oracles import COMPARISONS
 from support.tables import session_with
 
 
@@ -59,3 +64,78 @@ def test_two_bounds_and_bool_fallbacks_read_exactly(session: Session) -> None:
     indoor = query(Kitten).where(zoo="z", indoor=gt(False)).using("ByName")
     indoor = indoor.allow_filter_fallback()
     assert sorted(k.name for k in session.all(indoor)) == ["k00", "k04", "k08"]
+
+
+# -- open ends on a KEYS_ONLY GSI's Number sort key, at the edges of DynamoDB's range ---------
+
+SCALES = Table(
+    f"scales_{uuid.uuid4().hex[:8]}",
+    "PK",
+    global_indexes=[
+        GlobalIndex(
+            "ByMass", KeyAttribute("Room"), KeyAttribute("Mass", "N"), Projection.keys_only()
+        )
+    ],
+)
+
+
+class Weight(Entity, table=SCALES, keys={"PK": "W#{name}", "Room": "{room}", "Mass": "{mass}"}):
+    name: str
+    room: str
+    mass: Decimal
+
+
+_TOP = Decimal("9." + "9" * 37 + "E+125")
+_BOTTOM = Decimal("-9." + "9" * 37 + "E+125")  # not -_TOP: that rounds to 28 digits
+#: Stored masses: the ends of the range, the numbers next to 0, 1 and 3, and the bounds' own
+#: neighbours, which only a bound closed at exactly the next storable number keeps apart.
+MASSES = [
+    _BOTTOM,
+    Decimal(0),
+    Decimal(1),
+    Decimal("1." + "0" * 36 + "1"),
+    Decimal("2." + "9" * 37),
+    Decimal(3),
+    Decimal("3." + "0" * 36 + "1"),
+    _TOP,
+]
+#: Near 1E-130, the smallest magnitude DynamoDB stores, and the ends of the range as bounds.
+#: moto parses numbers with boto3's context, whose exponents stop at -128, and fails (500) on
+#: bounds past its own arithmetic, so it is given neither.
+TINY = [Decimal("-1E-130"), Decimal("1E-130"), Decimal("1." + "0" * 36 + "1E-130")]
+EDGES = [_BOTTOM, _TOP, *TINY[:2]]
+
+
+def test_open_ends_on_a_keys_only_number_key_are_exact_and_send_no_filter(
+    endpoint_url: str, backend: str
+) -> None:
+    sent: list[dict[str, Any]] = []
+
+    class Recorder:
+        def before(self, request: Any) -> None:
+            if request.operation == "Query":
+                sent.append(request.params)
+
+    masses = sorted(MASSES if backend == "moto" else [*MASSES, *TINY])
+    bounds = [Decimal(0), Decimal(1), Decimal(3)]
+    if backend != "moto":
+        bounds += EDGES
+    with session_with(endpoint_url, SCALES, hooks=[Recorder()]) as session:
+        for n, mass in enumerate(masses):
+            session.put(Weight(name=f"w{n:02d}", room="r", mass=mass))
+        for a in bounds:
+            for b in bounds:
+                for low in (gt, ge):
+                    for high in (lt, le):
+                        ops = [low(a), high(b)]
+                        q = query(Weight).where(room="r", mass=ops[0]).where(mass=ops[1])
+                        q = q.select("name", "mass")
+                        want = [m for m in masses if all(_holds(op, m) for op in ops)]
+                        got = sorted(w.mass for w in session.all(q))
+                        assert got == want, ops
+    assert sent, "no request was sent"
+    assert not any("FilterExpression" in params for params in sent)
+
+
+def _holds(op: Any, value: Decimal) -> bool:
+    return bool(COMPARISONS[op.op](value, op.value))

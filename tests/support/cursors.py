@@ -15,8 +15,9 @@ def raw(cursor: str) -> dict[str, Any]:
     return data
 
 
-def pack(data: dict[str, Any], *, sign: bool = True) -> str:
-    """A cursor of ``data``, signed as lsiorm signs (or keeping ``data``'s own check)."""
+def pack(data: dict[str, Any], key: bytes | None = None) -> str:
+    """A cursor of ``data``, signed with ``key`` as lsiorm signs (None keeps ``data``'s own
+    check)."""
     body = {k: v for k, v in data.items() if k != "m"}
-    body["m"] = digest(body) if sign else data["m"]
+    body["m"] = digest(body, key) if key is not None else data["m"]
     return base64.urlsafe_b64encode(canonical_json(body).encode()).decode().rstrip("=")

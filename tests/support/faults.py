@@ -17,6 +17,10 @@ in one of these ways instead, chosen at random among ``kinds``:
 * ``"partial"``: for BatchWriteItem / BatchGetItem only, part of the batch is forwarded and the
   rest comes back as UnprocessedItems / UnprocessedKeys in the real response shape. (The
   shortened body no longer matches its SigV4 signature; local engines do not check it.)
+* ``"bad-crc32"``: the request is forwarded and applied, and the answer comes back with an
+  ``x-amz-crc32`` that does not match its body (damaged on the way);
+* ``"gzip"``: the request is forwarded and applied, and the answer comes back gzip-compressed
+  (``Content-Encoding: gzip``, the checksum of the compressed body), as a proxy may send it.
 
 Bounded: at most ``max_connections`` client connections are served at once, idle connections
 time out, and every upstream request has a timeout. Counters in ``stats`` let tests check that
@@ -27,6 +31,7 @@ lost answer: it turns the faults off after the first failed attempt.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import http.client
 import json
 import random
@@ -36,6 +41,7 @@ from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
+from zlib import crc32
 
 from lsiorm import Session
 from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer
@@ -58,6 +64,8 @@ KINDS = (
     "lost-response",
     "applied-500",
     "partial",
+    "bad-crc32",
+    "gzip",
 )
 #: The kinds a single write can meet ("partial" is for batches only).
 WRITE_KINDS = tuple(kind for kind in KINDS if kind != "partial")
@@ -108,7 +116,14 @@ class _Handler(LoopbackHandler):
         if kind == "applied-500":
             self._error(500, "InternalServerError", "Injected: applied, then answered 500.")
             return
-        self.reply(*forwarded)
+        status, payload = forwarded
+        if kind == "bad-crc32":
+            self.reply(status, payload, headers={"x-amz-crc32": str(crc32(payload) ^ 1)})
+            return
+        if kind == "gzip":
+            self.reply(status, gzip.compress(payload), headers={"Content-Encoding": "gzip"})
+            return
+        self.reply(status, payload)
 
     def _error(self, status: int, code: str, message: str) -> None:
         payload = {"__type": _ERROR_PREFIX + code, "message": message}

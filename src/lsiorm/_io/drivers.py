@@ -27,7 +27,7 @@ from lsiorm._ops.service_errors import (
 from lsiorm._ops.steps import Call, Done, Emit, Gather, Operation, Sleep, Step, advance
 from lsiorm.errors import LsiormError
 
-__all__ = ["AsyncDriver", "SyncDriver", "no_botocore_retries"]
+__all__ = ["AsyncDriver", "SyncDriver"]
 
 T = TypeVar("T")
 
@@ -48,11 +48,6 @@ def _async_transport() -> tuple[type[BaseException], ...]:
     except ImportError:  # pragma: no cover - aiohttp is a dependency of aiobotocore
         return (*_TRANSPORT, asyncio.TimeoutError)
     return (*_TRANSPORT, aiohttp.ClientError, asyncio.TimeoutError)
-
-
-def no_botocore_retries() -> dict[str, Any]:
-    """Return botocore client config kwargs that leave retrying to lsiorm alone."""
-    return {"retries": {"total_max_attempts": 1, "mode": "standard"}}
 
 
 class SyncDriver:

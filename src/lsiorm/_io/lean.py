@@ -14,7 +14,8 @@ parameter validation, its serializer and its event machinery only cost time (abo
 * it goes out through the client's own HTTP session (botocore's urllib3 pool, or
   aiobotocore's aiohttp one: their proxies, timeouts, TLS settings and pool size), to the
   client's endpoint, with its user agent;
-* the response is checked (HTTP status, ``x-amz-crc32``) and parsed by orjson through
+* the response is checked (HTTP status, ``x-amz-crc32``, its content encoding: see
+  `lsiorm._io.integrity`) and parsed by orjson through
   `lsiorm._io.fastjson` (B and BS values base64-decoded), or by botocore's own parser when
   that path declines; an error response is parsed by botocore's parser into the very shape a
   ``ClientError`` carries, and raised as one.
@@ -27,9 +28,11 @@ requests; otherwise the request goes to botocore as before (see `LeanLane.usable
   ``Stubber``, a user's ``before-send``, ``before-call``, ``before-parameter-build`` (and so on)
   handlers, moto's handler when its mock is on (checked again whenever a handler is added or
   removed);
-* a client whose botocore retries are on (a client passed in as it is), endpoint discovery on,
-  credentials that carry an account id (botocore would pick an account-based endpoint), no
-  credentials (unsigned), or a signature other than SigV4;
+* a client whose botocore retries are on (a client passed in as it is) or in adaptive mode
+  (its rate limiter runs in botocore's send path), endpoint discovery on, credentials that
+  carry an account id or ``account_id_endpoint_mode="required"`` (botocore would pick an
+  account-based endpoint, or refuse the request), no credentials (unsigned), or a signature
+  other than SigV4;
 * an operation outside `OPERATIONS`, or parameters orjson cannot write.
 
 ``LSIORM_LEAN=0`` in the environment, or ``Session(lean=False)``, turns the lane off.
@@ -50,7 +53,7 @@ from typing import Any, Final
 
 import orjson
 
-from lsiorm._io import fastjson
+from lsiorm._io import fastjson, integrity
 
 __all__ = ["DISABLE_ENV", "OPERATIONS", "AsyncLeanLane", "LeanLane", "SigV4Signer", "lean_lane_for"]
 
@@ -135,6 +138,7 @@ def _baseline() -> set[str]:
                 client.close()
             names.discard(_MOTO_STUBBER)  # judged on every request: safe only while it is off
             names.add(_handler_name(fastjson.ResponseFastPath.before_parse))
+            names.add(_handler_name(integrity.before_parse))
             _BASELINE = names
         return _BASELINE
 
@@ -308,6 +312,7 @@ class LeanLane:
         self._count_sent()
         operation_model = self._service.operation_model(operation)
         response = self._to_response_dict(http_response, operation_model)
+        response["body"] = integrity.verified_body(response["headers"], response["body"])
         parsed = self._parsed_success(operation, response)
         if parsed is not None:
             return parsed
@@ -351,18 +356,9 @@ class LeanLane:
         return self._request("POST", self._url, headers, body, stream_output=False)
 
     def _parsed_success(self, operation: str, response: dict[str, Any]) -> dict[str, Any] | None:
-        """Check a 2xx response's CRC32 and parse it the fast way; None for the slow way."""
+        """Parse a 2xx response (its body verified) the fast way; None for the slow way."""
         if response["status_code"] >= 300:
             return None
-        expected = response["headers"].get("x-amz-crc32")
-        if expected is not None and str(binascii.crc32(response["body"])) != str(expected):
-            from botocore.exceptions import HTTPClientError
-
-            # A damaged body: a transport failure, which lsiorm's retry policy re-sends.
-            raise HTTPClientError(
-                error=f"x-amz-crc32 is {expected} but the body's is "
-                f"{binascii.crc32(response['body'])}"
-            )
         parsed = self._fast.parse(operation, response) if self._fast is not None else None
         if parsed is not None:
             parsed["ResponseMetadata"] = _metadata(response)
@@ -408,6 +404,7 @@ class AsyncLeanLane(LeanLane):
         self._count_sent()
         operation_model = self._service.operation_model(operation)
         response = await self._to_async_response_dict(http_response, operation_model)
+        response["body"] = integrity.verified_body(response["headers"], response["body"])
         parsed = self._parsed_success(operation, response)
         if parsed is not None:
             return parsed
@@ -490,8 +487,12 @@ def _eligible(client: Any) -> bool:
             attempts = retries["max_attempts"] + 1
         if attempts != 1:
             return False  # botocore would retry; only lsiorm's own retries may be in play
+        if retries.get("mode") == "adaptive":
+            return False  # its client-side rate limiter waits in botocore's send path
         if config.endpoint_discovery_enabled:
             return False
+        if getattr(config, "account_id_endpoint_mode", None) == "required":
+            return False  # botocore refuses such a request without an account id
         if config.signature_version not in (None, "v4"):
             return False
         signer = client._request_signer

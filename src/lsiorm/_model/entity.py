@@ -30,7 +30,7 @@ from lsiorm._model.item_types import entity_class
 from lsiorm._model.key_styles import KeyStyle
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard, shard_for, shard_of
-from lsiorm.errors import DeclarationError
+from lsiorm.errors import DeclarationError, ValidationError
 
 # lsiorm 0.1's ``lsiorm.entity`` gives this module (see lsiorm._compat): the names it exported
 # stay importable from here until that path goes.
@@ -169,13 +169,45 @@ def decode_item(
     whose key templates parse its primary key. Items of a type not in ``only`` (when given) or
     of no declared type give None; an item whose keys several such entities parse raises
     ValidationError (rule ``item.ambiguous-type``). Only the attributes the model reads are
-    decoded; a malformed attribute it ignores raises nothing.
+    decoded; a malformed attribute it ignores raises nothing. An item of key attributes alone
+    (a KEYS_ONLY stream image) that no entity without a type attribute claims raises
+    ValidationError (``stream.keys-only``): it does not say which entity it is, nor hold its
+    fields.
     """
     found = entity_class(table, wire, only)
+    if found is None and table.type_attribute not in wire and _keys_only(table, wire):
+        keys = ", ".join(sorted(wire))
+        raise ValidationError(
+            "stream.keys-only",
+            f"This item of table {table.name!r} holds only its key attributes ({keys}), as a "
+            f"KEYS_ONLY stream image does, without the {table.type_attribute!r} attribute "
+            "that names its entity or the fields to build it from. Give the stream the view "
+            "type NEW_IMAGE (or NEW_AND_OLD_IMAGES), or read the item by its key.",
+            table=table.name,
+        )
     if found is None:
         return None
     # A table's entities are the classes Entity's subclass hook bound to it (see bind).
     return item_decoder(typing.cast("type[Entity]", found))(wire)
+
+
+def decode_stored(
+    table: Table,
+    wire: Mapping[str, Mapping[str, Any]],
+    only: Iterable[type[Entity]] | None = None,
+) -> Entity | None:
+    """`decode_item` for an item read from the table itself: an item of no declared type,
+    key attributes alone included (another writer's), gives None."""
+    found = entity_class(table, wire, only)
+    if found is None:
+        return None
+    return item_decoder(typing.cast("type[Entity]", found))(wire)
+
+
+def _keys_only(table: Table, wire: Mapping[str, Any]) -> bool:
+    """Whether an item holds nothing but (some of) the table's primary key attributes."""
+    primary = {k for k in table.index_key_attributes(None) if k is not None}
+    return bool(wire) and set(wire) <= primary
 
 
 def shard_value(entity_cls: type[Entity], field_name: str, values: Mapping[str, Any]) -> int:

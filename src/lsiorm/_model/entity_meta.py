@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from lsiorm._model.field_types import allows_none, defaults_to_none, strip_optional
+from lsiorm._model.number_fit import NumberCheck, field_checks
 from lsiorm._model.wire import to_wire_sized
 from lsiorm.errors import IndexKeyTypeError, KeyEncodingError, ValidationError
 
@@ -150,6 +151,12 @@ class EntityMeta(Generic[M_co]):
         )
 
     @cached_property
+    def nullable(self) -> frozenset[str]:
+        """Fields that admit None, so that a missing attribute of a read that returns them
+        is None."""
+        return frozenset(n for n, i in self.cls.model_fields.items() if allows_none(i.annotation))
+
+    @cached_property
     def key_fields(self) -> frozenset[str]:
         """Every field used by any key template, or stored as a multi-attribute index key."""
         derived = {f for t in self.templates.values() for f in t.fields}
@@ -174,6 +181,12 @@ class EntityMeta(Generic[M_co]):
     def attributes(self) -> dict[str, str]:
         """Field name -> stored attribute name (the field's alias when it has one)."""
         return {name: info.alias or name for name, info in self.cls.model_fields.items()}
+
+    @cached_property
+    def number_checks(self) -> dict[str, tuple[str, NumberCheck]]:
+        """By input key (field name and alias), the number check of each field that needs
+        one (see `number_fit`)."""
+        return field_checks(self.cls)
 
     def adapter(self, name: str) -> TypeAdapter[Any]:
         """Return a validator for one field's declared type."""
@@ -215,6 +228,9 @@ class EntityMeta(Generic[M_co]):
                     f"{self.cls.__name__}.{name} needs; key fields are not converted.",
                     table=self.table.name,
                 )
+        numbers = self.number_checks.get(name)
+        if numbers is not None and value is not None:
+            numbers[1](value, numbers[0])  # pydantic would round it silently
         try:
             return self.adapter(name).validate_python(value)
         except Exception as exc:  # pydantic.ValidationError, with its own message

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from lsiorm._model.codegen import ABSENT, compile_function, indent
 from lsiorm._model.field_types import strip_optional
+from lsiorm._model.number_fit import NumberCheck, check_float, check_int, exact_float
 from lsiorm._model.number_text import number_from_text
 from lsiorm._model.wire import from_wire, item_from_wire
 
@@ -56,7 +57,9 @@ def _wire_tag(annotation: Any) -> str:
         return ""
     if issubclass(base, int):
         return "N:int"
-    if issubclass(base, (float, Decimal)):
+    if issubclass(base, float):
+        return "N:float"
+    if issubclass(base, Decimal):
         return "N"
     if issubclass(base, bytes):
         return "B"
@@ -86,8 +89,14 @@ if type(raw) is str and len(av) == 1:
         out[{k}] = int(raw)
     except ValueError:
         out[{k}] = number(raw)
+        {check}
 else:
     out[{k}] = from_wire(av)
+""",
+    # A float field reads the float itself, once it holds the number exactly.
+    "N:float": """
+raw = av.get("N")
+out[{k}] = exact_float(raw, {path}) if type(raw) is str and len(av) == 1 else from_wire(av)
 """,
     "L:S": """
 raw = av.get("L")
@@ -112,19 +121,39 @@ def _string_list(values: Any) -> list[Any] | None:
     return out
 
 
+def _block(key: str, tag: str, numbers: tuple[str, NumberCheck] | None) -> str:
+    """Return the source that reads key ``key`` into ``out``, checking its numbers."""
+    k = repr(key)
+    if numbers is None:
+        if tag == "N:float":
+            tag = "N"  # a float that may round (LossyFloat)
+        template = _DECODE_TEMPLATES["S" if tag in ("S", "B", "BOOL") else tag]
+        return template.strip().format(k=k, tag=repr(tag), check="pass", path="")
+    path, check = numbers
+    if check is check_int and tag == "N:int":
+        line = f"check_int(out[{k}], {path!r})"
+        return _DECODE_TEMPLATES[tag].strip().format(k=k, check=line)
+    if check is check_float and tag == "N:float":
+        return _DECODE_TEMPLATES[tag].strip().format(k=k, path=repr(path))
+    # Numbers inside a list, dict or model, or a field pydantic reads otherwise.
+    return f"out[{k}] = from_wire(av)\nnumbers[{k}][1](out[{k}], {path!r})"
+
+
 def generate_decoder(
-    cls: type[M], keys: Mapping[str, Any], absent: tuple[str, ...]
+    cls: type[M],
+    keys: Mapping[str, Any],
+    absent: tuple[str, ...],
+    numbers: Mapping[str, tuple[str, NumberCheck]],
 ) -> Callable[[Mapping[str, Any]], M]:
     """Build ``cls``'s decoder as source, one straight-line block per key of `model_keys`.
 
     A page of items then pays no per-attribute loop or dispatch. ``absent`` names the stored
-    attributes that read as None when missing.
+    attributes that read as None when missing; ``numbers`` the checks of the keys whose
+    numbers must fit their field exactly (`number_fit.field_checks`).
     """
     blocks = []
     for key, annotation in keys.items():
-        tag = _wire_tag(annotation)
-        template = _DECODE_TEMPLATES["S" if tag in ("S", "B", "BOOL") else tag]
-        block = template.strip().format(k=repr(key), tag=repr(tag))
+        block = _block(key, _wire_tag(annotation), numbers.get(key))
         blocks.append(f"av = get({key!r}, absent)\nif av is not absent:\n{indent(block)}")
     source = f"""
 def decode(wire):
@@ -149,6 +178,9 @@ def decode(wire):
         "item_from_wire": item_from_wire,
         "number": number_from_text,
         "string_list": _string_list,
+        "exact_float": exact_float,
+        "check_int": check_int,
+        "numbers": numbers,
     }
     decode: Callable[[Mapping[str, Any]], M] = compile_function(
         source, "decode", cls.__qualname__, namespace

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from lsiorm._model.entity_meta import EntityModel, meta_of
 from lsiorm._model.generated_decoder import generate_decoder, model_keys
+from lsiorm._model.number_fit import check_values, field_checks
 from lsiorm._model.template import KeyTemplate
 from lsiorm._model.wire import item_from_wire
 from lsiorm.errors import KeyEncodingError
@@ -48,25 +49,28 @@ def _item_decoder(cls: type[M]) -> Callable[[Mapping[str, Any]], M]:
     """Build the function that turns a wire item into a ``cls`` instance.
 
     The result always equals ``cls.model_validate(item_from_wire(item))`` restricted to the
-    attributes the model reads; attributes it ignores (keys, the type attribute, index keys)
-    are not decoded. Where the model may read more than its fields, the whole item is decoded.
+    attributes the model reads, once each number is checked to fit its field exactly
+    (`number_fit`); attributes it ignores (keys, the type attribute, index keys) are not
+    decoded. Where the model may read more than its fields, the whole item is decoded.
     A field kept only in keys and missing from the item is first parsed from its key.
     """
     keys = model_keys(cls) if cls.__pydantic_complete__ else None
     absent = _absent_is_none(cls)
+    numbers = field_checks(cls)
     sources = _key_sources(cls)
 
     def validate(wire: Mapping[str, Any]) -> M:
         item = item_from_wire(wire)
         for attr, tpl, stored in sources:
             _fill_from_key(item, attr, tpl, stored)
+        check_values(numbers, item)  # pydantic would round a float silently
         for name in absent:
             item.setdefault(name, None)
         return cls.model_validate(item)
 
     if keys is None:
         return validate
-    decode = generate_decoder(cls, keys, absent)
+    decode = generate_decoder(cls, keys, absent, numbers)
     if not sources:
         return decode
     needed = tuple({name for _, _, stored in sources for name in stored.values()})

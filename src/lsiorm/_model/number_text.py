@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Final
 
 from lsiorm.errors import ValidationError
@@ -77,6 +77,32 @@ def float_text(value: float) -> str:
         text = text[:-2]
         return "0" if text == "-0" else text
     return text
+
+
+# Numbers DynamoDB can store, for stepping to a neighbour. Its subnormals (adjusted exponent
+# below -130) are not storable: a step that lands on one goes on to zero or to 1E-130.
+_STORABLE: Final = Context(
+    prec=MAX_DIGITS, Emax=_MAX_ADJUSTED_EXPONENT, Emin=_MIN_ADJUSTED_EXPONENT, traps=[]
+)
+_SMALLEST: Final = Decimal(f"1E{_MIN_ADJUSTED_EXPONENT}")
+
+
+def adjacent_number(text: str, *, above: bool) -> str | None:
+    """Return the next number DynamoDB can store above (or below) a stored number's text.
+
+    No stored number lies strictly between the two, so ``> x`` selects what ``>= adjacent``
+    does. None when ``text`` is the largest (or smallest) number in range.
+    """
+    value = Decimal(text)
+    step = _STORABLE.next_plus(value) if above else _STORABLE.next_minus(value)
+    if step.is_infinite():
+        return None
+    if step and step.adjusted() < _MIN_ADJUSTED_EXPONENT:
+        # Below 1E-130 in magnitude only zero is storable: from zero the step goes on to
+        # +-1E-130, towards zero it lands on zero.
+        away = (step > 0) == above
+        step = (_SMALLEST if above else -_SMALLEST) if away else Decimal(0)
+    return decimal_text(step)
 
 
 def number_from_text(text: str) -> int | Decimal:

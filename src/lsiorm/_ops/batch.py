@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar, cast
 
 from lsiorm._model.capacity import ConsumedCapacity
-from lsiorm._model.entity import Entity, decode_item
+from lsiorm._model.entity import Entity, decode_stored
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
 from lsiorm._ops.pipeline import Context, retried, send_once
@@ -298,7 +298,7 @@ def _read(
 
 
 def _decode_entry(entry: BatchEntry, item: Mapping[str, Any]) -> Entity | None:
-    return decode_item(entry.table, item, only=None if entry.cls is None else (entry.cls,))
+    return decode_stored(entry.table, item, only=None if entry.cls is None else (entry.cls,))
 
 
 def batch_get(

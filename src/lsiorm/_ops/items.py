@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, cast
 
 from lsiorm._conditions import Condition
-from lsiorm._model.entity import Entity, decode_item
+from lsiorm._model.entity import Entity, decode_stored
 from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.wire import same_item
 from lsiorm._ops.pipeline import Context, call
@@ -224,7 +224,7 @@ def get(
         if old_key is not None:
             response = yield from call(ctx, "GetItem", {**params, "Key": old_key}, (meta.table,))
             item = response.get("Item")
-    found = decode_item(meta.table, item, only=(cls,)) if item else None
+    found = decode_stored(meta.table, item, only=(cls,)) if item else None
     if found is not None and not meta.holds_key(found, values):
         found = None  # plain keys of other values can be the same text: not the item asked for
     if found is None and required:
@@ -233,7 +233,7 @@ def get(
             table=meta.table.name,
             key=params["Key"],
         )
-    return cast("E | None", found)  # decode_item(only=(cls,)) gives cls or None
+    return cast("E | None", found)  # decode_stored(only=(cls,)) gives cls or None
 
 
 def delete_result(
@@ -262,7 +262,7 @@ def delete_result(
         raise
     old = response.get("Attributes")
     if old:
-        return DeleteResult(cast("E | None", decode_item(meta.table, old, only=(cls,))), True)
+        return DeleteResult(cast("E | None", decode_stored(meta.table, old, only=(cls,))), True)
     return DeleteResult(None, None if attempts.ambiguous is not None else False)
 
 
@@ -339,7 +339,7 @@ def update(
             ) from exc
         if attempts.ambiguous is not None and not additive and applied(plan, old):
             # An earlier attempt of this call made these changes; its answer was lost.
-            return cast("E", decode_item(meta.table, old, only=(cls,)))
+            return cast("E", decode_stored(meta.table, old, only=(cls,)))
         stored_type = old.get(meta.table.type_attribute)
         if spec.upsert and stored_type != ({"S": meta.type_name} if meta.typed else None):
             raise restated(
@@ -353,7 +353,7 @@ def update(
             if stored_version != str(getattr(instance, meta.version_field) or 0):
                 raise _stale(meta, exc, getattr(instance, meta.version_field)) from exc
         raise
-    found = decode_item(meta.table, response.get("Attributes") or {}, only=(cls,))
+    found = decode_stored(meta.table, response.get("Attributes") or {}, only=(cls,))
     return cast("E", found)
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from lsiorm._model.capacity import ReadEstimate, read_units
-from lsiorm._model.entity import Entity, decode_item
+from lsiorm._model.entity import Entity, decode_stored
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.item_encoding import build_item
 from lsiorm._model.schema import Table
@@ -115,7 +115,7 @@ def check_item_keys(
     Raises `ValidationError` when the item cannot be decoded as its type.
     """
     try:
-        entity = decode_item(table, item, only)
+        entity = decode_stored(table, item, only)
     except LsiormError:
         raise
     except Exception as exc:  # pydantic's own ValidationError: the stored fields are invalid

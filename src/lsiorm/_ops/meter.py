@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
@@ -47,13 +47,19 @@ CAPACITY_OPERATIONS: Final = frozenset(
 )
 
 
-def consumed_of(response: Mapping[str, Any]) -> tuple[ConsumedCapacity, ...]:
-    """Return a response's ConsumedCapacity (one entry or a list of them), one per table."""
+def consumed_of(
+    response: Mapping[str, Any], declared: Callable[[str], str] | None = None
+) -> tuple[ConsumedCapacity, ...]:
+    """Return a response's ConsumedCapacity (one entry or a list of them), one per table,
+    each under its declared name when ``declared`` names a live table back."""
     raw = response.get("ConsumedCapacity")
     if not raw:
         return ()
     entries = raw if isinstance(raw, list) else [raw]
-    return tuple(ConsumedCapacity.from_consumed(entry) for entry in entries)
+    found = [ConsumedCapacity.from_consumed(entry) for entry in entries]
+    if declared is None:
+        return tuple(found)
+    return tuple(dataclasses.replace(c, table=declared(c.table)) for c in found)
 
 
 class _Tally:
@@ -102,12 +108,16 @@ class CapacityMeter:
     ``ReturnConsumedCapacity=INDEXES``; `measure` does so for the calls inside its block
     only. ``last`` holds what the last finished call consumed (with concurrent async calls, the
     one that finished last), ``totals`` the running sum per table since the session began (or
-    `reset`). Results with a ``consumed`` field (a ``Page``, a batch write or transaction
-    result) carry their own call's figures, whatever runs concurrently.
+    `reset`). Every figure is under the declared table name, as hooks see it, also when the
+    session names the live table otherwise (``declared`` names it back). Results with a
+    ``consumed`` field (a ``Page``, a batch write or transaction result) carry their own
+    call's figures, whatever runs concurrently.
     """
 
-    def __init__(self, enabled: bool = False) -> None:
+    def __init__(self, enabled: bool = False, declared: Callable[[str], str] | None = None) -> None:
         self.enabled = enabled
+        # The declared name of a live table (a session with a table prefix or table_names).
+        self._declared = declared
         self._totals = _Tally()
         self._open: list[Measurement] = []
         #: What the last finished session call consumed, one entry per table (empty when
@@ -166,7 +176,7 @@ class CapacityMeter:
         return attached
 
     def _record(self, call: Call, response: Mapping[str, Any], tallies: tuple[_Tally, ...]) -> None:
-        for consumed in consumed_of(response):
+        for consumed in consumed_of(response, self._declared):
             with _RECORDING:  # batch chunks may record from several threads at once
                 for tally in (*tallies, self._totals, *(m._tally for m in self._open)):
                     tally.add(consumed)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["NameResolver", "from_wire", "prefixed", "to_wire"]
+__all__ = ["NameResolver", "TableNames", "from_wire", "prefixed", "to_wire"]
 
 #: Maps a declared table name to the name of the live table.
 NameResolver = Callable[[str], str]
@@ -29,6 +29,27 @@ def prefixed(prefix: str) -> NameResolver:
         return f"{prefix}{name}"
 
     return resolve
+
+
+class TableNames:
+    """A session's resolver, which remembers the declared name of each live name it gave.
+
+    Consumed capacity comes back under the live name; `declared` names it back the way
+    everything else a session reports does (a live name never resolved is returned as is).
+    """
+
+    def __init__(self, resolve: NameResolver) -> None:
+        self._resolve = resolve
+        self._declared: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        live = self._resolve(name)
+        self._declared[live] = name
+        return live
+
+    def declared(self, live: str) -> str:
+        """The declared name of a live table this resolver named (else ``live`` itself)."""
+        return self._declared.get(live, live)
 
 
 def to_wire(

@@ -18,6 +18,7 @@ from lsiorm._ops.hooks import HookRequest, apply_after, apply_before, apply_erro
 from lsiorm._ops.naming import NameResolver, from_wire, to_wire
 from lsiorm._ops.retry import RetryPolicy, is_retryable, run_with_retries
 from lsiorm._ops.steps import Call, Operation
+from lsiorm._query.cursor import cursor_key
 from lsiorm._requests.limits import check_request
 from lsiorm.errors import DynamoError
 
@@ -28,13 +29,15 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Context:
-    """What every operation of one session shares: retry policy, middleware hooks, and the
-    resolver from declared table names to live ones (None: the declared name is the live one).
+    """What every operation of one session shares: retry policy, middleware hooks, the
+    resolver from declared table names to live ones (None: the declared name is the live one),
+    and the key its cursors are signed with (random unless a secret is given).
     """
 
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     hooks: tuple[object, ...] = ()
     table_name: NameResolver | None = None
+    cursor_key: bytes = field(default_factory=cursor_key, repr=False)
 
     def with_hooks(self, hooks: Sequence[object]) -> Context:
         """Return a context with these hooks in place of the current ones."""

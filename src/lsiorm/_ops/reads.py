@@ -227,11 +227,11 @@ def _take(
     return taken
 
 
-def _cursor(plan: QueryPlan, streams: Sequence[_Stream]) -> str | None:
+def _cursor(ctx: Context, plan: QueryPlan, streams: Sequence[_Stream]) -> str | None:
     states = [s.resume for s in streams]
     if builtins.all(state == "done" for state in states):
         return None
-    return encode_cursor(plan.fingerprint, states)
+    return encode_cursor(plan.fingerprint, states, ctx.cursor_key)
 
 
 def pages(ctx: Context, source: Query[E] | Scan[E]) -> Operation[None]:
@@ -254,7 +254,7 @@ def _pages(ctx: Context, plan: QueryPlan, sink: _Sink | None) -> Operation[None]
         return
     streams = [_Stream(n, r) for n, r in enumerate(plan.requests)]
     if plan.cursor is not None:
-        states = decode_cursor(plan.cursor, plan.fingerprint, len(streams))
+        states = decode_cursor(plan.cursor, plan.fingerprint, len(streams), ctx.cursor_key)
         for stream, state in zip(streams, states, strict=True):
             stream.position = stream.resume = state
     merge = _merges(plan)
@@ -267,7 +267,7 @@ def _pages(ctx: Context, plan: QueryPlan, sink: _Sink | None) -> Operation[None]
         waiting = [s for s in streams if not s.buffer and s.position != "done"]
         if waiting and (merge or not builtins.any(s.buffer for s in streams)):
             if results:
-                last_cursor = _cursor(plan, streams)
+                last_cursor = _cursor(ctx, plan, streams)
                 yield from out(Page(results, last_cursor, scanned))
                 emitted, results, scanned = True, [], 0
             before = sum(s.scanned for s in waiting)
@@ -279,7 +279,7 @@ def _pages(ctx: Context, plan: QueryPlan, sink: _Sink | None) -> Operation[None]
         results.extend(decoded)
         if remaining is not None:
             remaining -= len(decoded)
-    final = _cursor(plan, streams)
+    final = _cursor(ctx, plan, streams)
     # DynamoDB may only find out on the next request that a page was the last; then one more
     # (empty) page carries the final cursor, so the last page's cursor is None when all is read.
     if results or not emitted or final != last_cursor:

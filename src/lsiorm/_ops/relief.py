@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
-from lsiorm._model.entity import Entity, decode_item
+from lsiorm._model.entity import Entity, decode_stored
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, same_item
 from lsiorm._ops.audit import audit_collection, collection_size, measure_collection
@@ -224,7 +224,7 @@ def relieve_collection(
         if entity is None and match is None:
             return True
         try:
-            decoded = decode_item(table, item, (entity,) if entity is not None else None)
+            decoded = decode_stored(table, item, (entity,) if entity is not None else None)
         except Exception:  # an undecodable item matches no condition on its type or fields
             return False
         if decoded is None:

@@ -210,4 +210,9 @@ def from_botocore_failure(
             "config.no-region",
             "No AWS region is configured: pass region_name=..., or set AWS_DEFAULT_REGION.",
         )
+    if name in ("EndpointResolutionError", "EndpointProviderError"):
+        return ConfigurationError(
+            "config.endpoint",
+            f"botocore found no endpoint for {operation}, so it was not sent: {exc}",
+        )
     return ConfigurationError("config.client", f"{operation} could not be sent: {name}: {exc}")

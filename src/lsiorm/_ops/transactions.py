@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lsiorm._model.capacity import ConsumedCapacity
-from lsiorm._model.entity import Entity, decode_item
+from lsiorm._model.entity import Entity, decode_stored
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.rekeying import ensure_moved, old_wire_key
@@ -141,7 +141,7 @@ def _old_item(part: TransactPart, item: Any) -> Entity | None:
     if not isinstance(item, Mapping):
         return None
     try:
-        return decode_item(part.table, item, only=(part.cls,))
+        return decode_stored(part.table, item, only=(part.cls,))
     except ValueError:  # a stored item that no longer fits the model
         return None
 
@@ -235,6 +235,6 @@ def _decoded(parts: Sequence[TransactPart], response: Mapping[str, Any]) -> list
     out: list[Entity | None] = []
     for part, answer in zip(parts, response.get("Responses") or [], strict=False):
         item = answer.get("Item")
-        out.append(decode_item(part.table, item, only=(part.cls,)) if item else None)
+        out.append(decode_stored(part.table, item, only=(part.cls,)) if item else None)
     out.extend([None] * (len(parts) - len(out)))
     return out

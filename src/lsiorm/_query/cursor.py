@@ -7,11 +7,11 @@ checks the digest first, so an edited, truncated or foreign cursor is refused wi
 `CursorError` before any request is sent, then the fingerprint, then the
 form of every key value.
 
-The digest's key is a fixed library constant unless ``LSIORM_CURSOR_SECRET`` is set in the
-environment when lsiorm is imported. With the constant, the check catches accidents (an edit,
-a cut-off copy, a cursor of another query), not an attacker, who can compute the same digest:
-a cursor is then *not* a security boundary. With a secret of your own (the same one in every
-process that reads the cursors), a cursor cannot be forged without it.
+The digest's key is the session's (`cursor_key`): the secret it was given (``cursor_secret=``,
+or ``LSIORM_CURSOR_SECRET`` in the environment), else a random key of its own, so a cursor
+cannot be forged, and is read only by the session that made it. Cursors that cross processes
+need the same secret in each of them. A cursor is signed, not encrypted: anyone holding it can
+read the key values of the item it resumes after.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import hashlib
 import hmac
 import json
 import os
+import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeAlias, cast
 
@@ -29,8 +30,8 @@ from lsiorm._model.wire import json_default
 from lsiorm.errors import CursorError
 
 _VERSION = 2
-_LIBRARY_KEY = b"lsiorm cursor integrity v2"
-_KEY = os.environ.get("LSIORM_CURSOR_SECRET", "").encode() or _LIBRARY_KEY
+#: The environment variable that gives every session without a ``cursor_secret`` its secret.
+SECRET_ENV = "LSIORM_CURSOR_SECRET"
 
 CursorState: TypeAlias = Literal["done"] | dict[str, Any] | None
 """Where one request stands: not started, finished, or the key to start after."""
@@ -54,15 +55,28 @@ def fingerprint(
     return hashlib.sha256(canonical_json(shape).encode()).hexdigest()[:24]
 
 
-def digest(body: dict[str, Any]) -> str:
+def cursor_key(secret: str | bytes | None = None) -> bytes:
+    """Return the key a session signs its cursors with.
+
+    The ``secret`` given, else ``LSIORM_CURSOR_SECRET`` from the environment, else 32 random
+    bytes: cursors that only this session reads need no secret at all.
+    """
+    if secret is None:
+        secret = os.environ.get(SECRET_ENV, "")
+    if isinstance(secret, str):
+        secret = secret.encode()
+    return secret or secrets.token_bytes(32)
+
+
+def digest(body: dict[str, Any], key: bytes) -> str:
     """Return the integrity check of a cursor's body (keyed SHA-256, see the module doc)."""
-    return hmac.new(_KEY, canonical_json(body).encode(), hashlib.sha256).hexdigest()[:32]
+    return hmac.new(key, canonical_json(body).encode(), hashlib.sha256).hexdigest()[:32]
 
 
-def encode_cursor(fingerprint: str, states: Sequence[CursorState]) -> str:
-    """Return the opaque cursor of a position in a plan's requests."""
+def encode_cursor(fingerprint: str, states: Sequence[CursorState], key: bytes) -> str:
+    """Return the opaque cursor of a position in a plan's requests, signed with ``key``."""
     body: dict[str, Any] = {"v": _VERSION, "f": fingerprint, "s": [_key_out(s) for s in states]}
-    body["m"] = digest(body)
+    body["m"] = digest(body, key)
     return base64.urlsafe_b64encode(canonical_json(body).encode()).decode("ascii").rstrip("=")
 
 
@@ -70,8 +84,9 @@ def _malformed(why: str) -> CursorError:
     return CursorError("cursor.malformed", f"This cursor was not made by lsiorm: {why}.")
 
 
-def decode_cursor(cursor: str, fingerprint: str, size: int) -> list[CursorState]:
-    """Return the per-request positions of a cursor made by a plan with this fingerprint."""
+def decode_cursor(cursor: str, fingerprint: str, size: int, key: bytes) -> list[CursorState]:
+    """Return the per-request positions of a cursor made by a plan with this fingerprint and
+    signed with ``key``."""
     if not isinstance(cursor, str):
         raise _malformed(f"a cursor is a str, not {type(cursor).__name__}")
     try:
@@ -82,11 +97,12 @@ def decode_cursor(cursor: str, fingerprint: str, size: int) -> list[CursorState]
     if not isinstance(data, dict) or not isinstance(data.get("m"), str):
         raise _malformed("it has no integrity check (or comes from an older lsiorm)")
     mac = data.pop("m")
-    if not hmac.compare_digest(mac, digest(data)):
+    if not hmac.compare_digest(mac, digest(data, key)):
         raise CursorError(
             "cursor.tampered",
-            "This cursor fails its integrity check: it was edited, cut short, or made with "
-            "another LSIORM_CURSOR_SECRET. Use cursors exactly as lsiorm returned them.",
+            "This cursor fails its integrity check: it was edited, cut short, or signed with "
+            "another key. Without a cursor secret, a session reads only its own cursors; give "
+            "every session that reads them the same cursor_secret= (or LSIORM_CURSOR_SECRET).",
         )
     if data.get("v") != _VERSION or not isinstance(data.get("s"), list):
         raise _malformed("unknown cursor format")

@@ -11,8 +11,9 @@ from typing import (
     cast,
 )
 
-from lsiorm._model.entity import Entity, decode_item
+from lsiorm._model.entity import Entity, decode_stored
 from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.number_fit import check_values
 from lsiorm._model.wire import from_wire
 from lsiorm._query.plan import QueryPlan
 from lsiorm.errors import KeyEncodingError
@@ -58,7 +59,7 @@ def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]
             if stored is None:
                 stored = _STORED[known] = frozenset(meta_of(known).attributes.values())
             if item.keys() >= stored:
-                return decode_item(table, item, only=classes)
+                return decode_stored(table, item, only=classes)
         candidates: Sequence[type[Entity]] = (known,)
     else:
         candidates = classes
@@ -73,7 +74,7 @@ def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]
         unfetched = type_av is None and meta.typed and bool(plan.fetched)
         if unfetched:
             _warn_unfetched(plan)
-        return _build(plan, meta, values, partial=unfetched)
+        return _build(plan, meta, values, unfetched=unfetched)
     return None
 
 
@@ -134,21 +135,30 @@ def _values(
 
 
 def _build(
-    plan: QueryPlan, meta: EntityMeta[Entity], values: dict[str, Any], *, partial: bool = False
+    plan: QueryPlan, meta: EntityMeta[Entity], values: dict[str, Any], *, unfetched: bool = False
 ) -> Entity:
+    """Return the entity, partial when the read selected fields, could not return some (a GSI
+    in partial mode) or the engine did not fetch them (``unfetched``)."""
     cls = meta.cls
     partial = (
-        partial
+        unfetched
         or plan.selected is not None
         or (bool(plan.unavailable) and plan.missing_mode == "partial")
     )
     if not partial:
+        check_values(meta.number_checks, values)  # pydantic would round a float silently
         for name in meta.absent_is_none:  # None is stored as absence
             values.setdefault(name, None)
         entity: Entity = cls.model_validate(values)
         return entity
     wanted = plan.selected if plan.selected is not None else tuple(cls.model_fields)
     present = {n: meta.validate_field(n, values[n]) for n in wanted if n in values}
+    if not unfetched:
+        # None is stored as absence: a field the read asked for and could return, but did not
+        # get, is None. A field the index does not project (GSI) stays missing.
+        for name in wanted:
+            if name not in present and name in meta.nullable and name not in plan.unavailable:
+                present[name] = None
     made = cls.model_construct(_fields_set=set(present), **present)
     # model_construct fills defaults; a field that was not read must not look present.
     for name in cls.model_fields:

@@ -243,6 +243,8 @@ def _expressions(out: _Lines, plan: QueryPlan) -> None:
         out.row(
             "plain", f"{text}: a plain key text may hold its separator, so the filter checks it"
         )
+    for text in plan.closed_ends:
+        out.row("open end", f"{text} (no value the key can hold lies in between)")
     for text in plan.type_filters:
         out.row("types", text)
     for text in plan.sparse:

@@ -1,10 +1,9 @@
-"""Key conditions sent as filters: fallbacks no index answers, and the open ends of ranges.
+"""Key conditions sent as filters: the fallbacks no index answers.
 
 With ``allow_filter_fallback()``, a ``where()`` condition that no index answers exactly is
-read as a wider key range and filtered; an exclusive end of a range on a Number or Binary sort
-key is filtered after a BETWEEN. DynamoDB's filters differ from key conditions in two ways
-this module handles: a bool compares only with = and <>, and a BETWEEN with reversed bounds is
-refused, so such a plan sends no request at all.
+read as a wider key range and filtered. DynamoDB's filters differ from key conditions in two
+ways this module handles: a bool compares only with = and <>, and a BETWEEN with reversed
+bounds is refused, so such a plan sends no request at all.
 """
 
 from __future__ import annotations

@@ -177,6 +177,9 @@ class _Chooser:
         if refusal is None:
             self._absorb(option)
             refusal = self._unreadable(option)
+        elif refusal[0] == "query.sparse-index":
+            # What it would answer if it held every item: named when no other index answers it.
+            option.absorbed = self._absorbed(option)
         if refusal is not None:
             return option.refuse(*refusal)
         self._cover(option)
@@ -315,7 +318,15 @@ class _Chooser:
         if best.unabsorbed and not self.q.fallback:
             if waiting:
                 raise self._pending(best, waiting[0])
-            sparse = next((o for o in options if o.rule == "query.sparse-index"), None)
+            sparse = next(
+                (
+                    o
+                    for o in options
+                    if o.rule == "query.sparse-index"
+                    and any(n in best.unabsorbed for n in o.absorbed)
+                ),
+                None,
+            )
             note = "" if sparse is None else f" ({sparse.label} is not used: {sparse.problem}.)"
             raise self._unabsorbed(best, usable, note)
         return best, notes

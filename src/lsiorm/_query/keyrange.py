@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Final, cast
 
 from lsiorm._conditions import (
@@ -24,15 +25,16 @@ from lsiorm._conditions import (
 )
 from lsiorm._model.codec import MAX_CHAR, KeyCodec
 from lsiorm._model.entity import Entity
-from lsiorm._model.entity_meta import EntityMeta
+from lsiorm._model.entity_meta import MAX_SORT_KEY_BYTES, EntityMeta
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
+from lsiorm._model.number_text import adjacent_number, int_text
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import shard_of
 from lsiorm._model.template import FieldSlot, KeyTemplate
 from lsiorm._model.text_codecs import EnumCodec, PlainStrCodec, StrCodec
 from lsiorm._model.wire import to_wire
 from lsiorm._requests.items import encode_value
-from lsiorm.errors import QueryPlanError
+from lsiorm.errors import QueryPlanError, ValidationError
 
 KEY_OPERATORS: Final = frozenset({"=", "<", "<=", ">", ">="})
 
@@ -250,6 +252,8 @@ class IndexFit:
     checked: dict[str, list[Operator]] = field(default_factory=dict)
     #: The rule of each ``inexact`` entry ("query.inexact-range" unless it says another).
     inexact_rules: dict[str, str] = field(default_factory=dict)
+    #: Open ends of a two-bound range, closed at the next value the key can hold.
+    closed: list[str] = field(default_factory=list)
 
 
 def fit_index(
@@ -445,12 +449,45 @@ def _fit_direct_range(
 ) -> None:
     """Compile several conditions on a Number or Binary sort key into one key condition.
 
-    The tightest lower and upper bounds make a BETWEEN; an open (exclusive) end cannot be
-    written in a BETWEEN, so it is also sent as an exact filter (``fit.residual``).
+    The tightest lower and upper bounds make a BETWEEN. A BETWEEN is inclusive, so an open
+    (exclusive) end is closed at the next value the key can hold (`_closed_bound`): nothing
+    lies in between, and no filter names the key attribute (DynamoDB refuses that).
     """
-    meta = fit.meta
-    lower: tuple[Any, bool] | None = None  # (value, inclusive)
-    upper: tuple[Any, bool] | None = None
+    lower, upper = _tightest(fit.meta, name, ops)
+    fit.absorbed.add(name)
+    described = describe_ops(name, ops)
+    if lower is None or upper is None:
+        if lower is not None:
+            fit.sort = SortCondition(">=" if lower[1] else ">", (enc(lower[0]),))
+        else:
+            assert upper is not None
+            fit.sort = SortCondition("<=" if upper[1] else "<", (enc(upper[0]),))
+        return
+    if lower[0] > upper[0] or (lower[0] == upper[0] and not (lower[1] and upper[1])):
+        raise _Empty(f"{described} leaves no value")
+    low = _closed_bound(lower[0], enc, inclusive=lower[1], above=True)
+    high = _closed_bound(upper[0], enc, inclusive=upper[1], above=False)
+    if low is None or high is None or _wire_order(low) > _wire_order(high):
+        raise _Empty(f"{described} leaves no value")
+    for (value, inclusive), bound, sign in ((lower, low, ">"), (upper, high, "<")):
+        if not inclusive:
+            shown = bound["N"] if "N" in bound else repr(bytes(bound["B"]))
+            fit.closed.append(f"{name} {sign} {value!r} is read as {name} {sign}= {shown}")
+    if _wire_order(low) == _wire_order(high):
+        fit.sort = SortCondition("=", (low,))
+        return
+    fit.sort = SortCondition("BETWEEN", (low, high))
+
+
+_Bound = tuple[Any, bool]  # (value, inclusive)
+
+
+def _tightest(
+    meta: EntityMeta[Entity], name: str, ops: Sequence[Operator]
+) -> tuple[_Bound | None, _Bound | None]:
+    """Return the tightest lower and upper bound of several conditions on one field."""
+    lower: _Bound | None = None
+    upper: _Bound | None = None
     for op in ops:
         if isinstance(op, Between):
             bounds = [(op.low, True, True), (op.high, True, False)]
@@ -472,28 +509,42 @@ def _fit_direct_range(
                     lower = (value, inclusive)
             elif upper is None or value < upper[0] or (value == upper[0] and not inclusive):
                 upper = (value, inclusive)
-    fit.absorbed.add(name)
-    described = describe_ops(name, ops)
-    if lower is not None and upper is not None:
-        if lower[0] > upper[0] or (lower[0] == upper[0] and not (lower[1] and upper[1])):
-            raise _Empty(f"{described} leaves no value")
-        if lower[0] == upper[0]:
-            fit.sort = SortCondition("=", (enc(lower[0]),))
-            return
-        fit.sort = SortCondition("BETWEEN", (enc(lower[0]), enc(upper[0])))
-        open_ends: list[Operator] = []
-        if not lower[1]:
-            open_ends.append(Compare(">", lower[0]))
-        if not upper[1]:
-            open_ends.append(Compare("<", upper[0]))
-        if open_ends:
-            fit.residual[name] = open_ends
-        return
-    if lower is not None:
-        fit.sort = SortCondition(">=" if lower[1] else ">", (enc(lower[0]),))
-    else:
-        assert upper is not None
-        fit.sort = SortCondition("<=" if upper[1] else "<", (enc(upper[0]),))
+    return lower, upper
+
+
+def _closed_bound(
+    value: Any, enc: Callable[[Any], Any], *, inclusive: bool, above: bool
+) -> dict[str, Any] | None:
+    """Return the wire bound of an inclusive key range that holds exactly what one bound does.
+
+    An exclusive bound moves to the next value the key can hold past it (above it for a lower
+    bound): the next int for an int field, else the next number DynamoDB can store (38
+    digits), or the next byte string of a Binary key. None when no such value exists.
+    """
+    wire: dict[str, Any] = enc(value)
+    if inclusive:
+        return wire
+    if "N" in wire and type(value) is int:
+        try:
+            return {"N": int_text(value + 1 if above else value - 1)}
+        except ValidationError:
+            return None  # past DynamoDB's range
+    if "N" in wire:
+        text = adjacent_number(wire["N"], above=above)
+        return None if text is None else {"N": text}
+    data = bytes(wire["B"])
+    if above:
+        return {"B": data + b"\x00"}
+    if not data:
+        return None
+    if data[-1] == 0:
+        return {"B": data[:-1]}  # nothing lies between b and b + 00
+    tail = b"\xff" * (MAX_SORT_KEY_BYTES - len(data))
+    return {"B": data[:-1] + bytes([data[-1] - 1]) + tail}
+
+
+def _wire_order(av: dict[str, Any]) -> Any:
+    return Decimal(av["N"]) if "N" in av else bytes(av["B"])
 
 
 def _fit_direct(fit: IndexFit, tpl: KeyTemplate, conds: Mapping[str, Sequence[Operator]]) -> None:

@@ -242,6 +242,8 @@ class PlannedRequests:
     residual_filters: tuple[str, ...] = ()
     #: Key conditions on plain key text also checked on the fields' stored attributes.
     plain_checks: tuple[str, ...] = ()
+    #: Open ends of two-bound ranges on Number/Binary sort keys, closed at the next key value.
+    closed_ends: tuple[str, ...] = ()
     #: How the entity types were joined into requests or kept apart, and why.
     collection: tuple[str, ...] = ()
     #: How the key condition uses each attribute of a multi-attribute index, and why.
@@ -420,8 +422,15 @@ class QueryPlan:
 
     @property
     def residual_filters(self) -> tuple[str, ...]:
-        """Open ends of two-bound ranges on Number/Binary sort keys, filtered after a BETWEEN."""
+        """Open ends of two-bound ranges on multi-attribute sort keys, filtered on the fields'
+        stored attributes."""
         return self.planned.residual_filters
+
+    @property
+    def closed_ends(self) -> tuple[str, ...]:
+        """Open ends of two-bound ranges on Number/Binary sort keys, read as inclusive bounds at
+        the next value the key can hold."""
+        return self.planned.closed_ends
 
     @property
     def key_use(self) -> tuple[str, ...]:

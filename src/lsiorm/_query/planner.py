@@ -138,20 +138,18 @@ class _Requests:
         for fit in self.best.fits:
             self.fit_of.setdefault(fit.meta.cls, fit)
 
-    def plan(self) -> QueryPlan:
+    def _groups(self) -> tuple[list[Group], tuple[str, ...]]:
+        """The units joined into requests, and the attributes their pages merge by."""
         if self.multi is not None:
             groups = group_units(self._units(), self._same_filter)
-            merge = tuple(a.name for a in self.multi.sort_attributes)
-        else:
-            groups = plan_collections(
-                self.table,
-                self.pk_attr,
-                self.sk_attr,
-                self._units(),
-                self.type_ok,
-                self._same_filter,
-            )
-            merge = (self.sk_attr,) if self.sk_attr is not None else ()
+            return groups, tuple(a.name for a in self.multi.sort_attributes)
+        groups = plan_collections(
+            self.table, self.pk_attr, self.sk_attr, self._units(), self.type_ok, self._same_filter
+        )
+        return groups, (self.sk_attr,) if self.sk_attr is not None else ()
+
+    def plan(self) -> QueryPlan:
+        groups, merge = self._groups()
         sent = [self._with_forms(self._request(group)) for group in groups]
         old_forms = self._old_form_requests()
         sent.extend(old_forms)
@@ -219,6 +217,7 @@ class _Requests:
                     ),
                 ),
                 key_use=describe_key(best.fits[0], self.multi) if self.multi else (),
+                closed_ends=tuple(text for fit in best.fits for text in fit.closed),
             ),
         )
 

@@ -4,6 +4,7 @@ params, so tests compare dicts.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from datetime import datetime
 from enum import Enum
@@ -18,6 +19,7 @@ from lsiorm._conditions import (
 )
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.field_types import bare_type
 from lsiorm._model.item_encoding import stamped, wire_item
 from lsiorm._model.wire import item_to_wire, to_wire
 from lsiorm.errors import ValidationError
@@ -41,8 +43,8 @@ def compile_entity_condition(
     """Return expression text for a condition in an entity's field terms (writes and filters).
 
     Field names become their stored attribute names; values are validated by the field's type
-    and encoded, except elements (``contains``) and text compared with a str or Enum field,
-    which goes out as text (a begins_with prefix of an enum value is no member of the enum).
+    and encoded, except elements (``contains``) and text compared with a str, Enum or Literal
+    field, which goes out as text (a begins_with prefix of a value is no value of the field).
     """
     fields = meta.cls.model_fields
     elements = _element_fields(condition)
@@ -74,7 +76,10 @@ def compile_entity_condition(
 
 
 def _is_text_field(meta: EntityMeta[Entity], name: str) -> bool:
-    annotation = meta.cls.model_fields[name].annotation
+    """Whether the field holds text: str, an Enum, or a Literal of strings (maybe optional)."""
+    annotation = bare_type(meta.cls.model_fields[name].annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return all(isinstance(value, str) for value in typing.get_args(annotation))
     return isinstance(annotation, type) and issubclass(annotation, (str, Enum))
 
 

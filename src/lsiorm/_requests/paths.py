@@ -22,6 +22,7 @@ from pydantic import BaseModel, TypeAdapter
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta
 from lsiorm._model.field_types import allows_none, bare_type
+from lsiorm._model.number_fit import number_check
 from lsiorm._model.wire import to_wire
 from lsiorm.errors import ValidationError
 
@@ -60,6 +61,9 @@ class Path:
             dumped = meta.adapter(self.field).dump_python(valid, mode="python", by_alias=True)
             return to_wire(dumped)
         adapter = _adapter(self.annotation)
+        numbers = number_check(self.annotation)
+        if numbers is not None:
+            numbers(value, f"{meta.cls.__name__}.{self.text}")  # pydantic would round it
         try:
             valid = adapter.validate_python(value)
         except Exception as exc:  # pydantic.ValidationError, with its own message

@@ -6,6 +6,7 @@ import contextlib
 import socket
 import threading
 import zlib
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -49,14 +50,26 @@ class LoopbackHandler(BaseHTTPRequestHandler):
     """The ``x-amzn-RequestId`` of every answer (says which proxy answered)."""
 
     def reply(
-        self, status: int, payload: bytes, content_type: str = "application/x-amz-json-1.0"
+        self,
+        status: int,
+        payload: bytes,
+        content_type: str = "application/x-amz-json-1.0",
+        headers: Mapping[str, str] | None = None,
     ) -> None:
-        """Send one answer with DynamoDB's headers, its CRC32 checksum among them."""
+        """Send one answer with DynamoDB's headers, its CRC32 checksum among them.
+
+        ``headers`` are sent too, in place of those of the same name.
+        """
+        sent = {
+            "Content-Type": content_type,
+            "Content-Length": str(len(payload)),
+            "x-amz-crc32": str(zlib.crc32(payload) & 0xFFFFFFFF),
+            "x-amzn-RequestId": self.request_id,
+        }
+        sent.update(headers or {})
         self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        self.send_header("x-amz-crc32", str(zlib.crc32(payload) & 0xFFFFFFFF))
-        self.send_header("x-amzn-RequestId", self.request_id)
+        for name, value in sent.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload)
 

@@ -111,6 +111,26 @@ def test_multi_type_partition_decodes_each_as_its_own_class() -> None:
     assert decode_item(table, items[0], only=(Thread,)) is None
 
 
+def test_a_keys_only_stream_image_is_refused_saying_why() -> None:
+    table = slots_table()
+
+    class Forum(Entity, table=table, keys={"PK": "FORUM#{name}", "SK": "META"}):
+        name: str
+        posts: int = 0
+
+    whole = Forum(name="S3", posts=2).to_wire()
+    image = {"PK": whole["PK"], "SK": whole["SK"]}  # what a KEYS_ONLY stream record carries
+    for only in (None, (Forum,)):
+        with pytest.raises(ValidationError) as caught:
+            decode_item(table, image, only=only)
+        assert caught.value.rule == "stream.keys-only"
+        assert "KEYS_ONLY" in str(caught.value)
+        assert "NEW_IMAGE" in str(caught.value)
+    # An item of another application (no type attribute, more than keys) is still skipped.
+    assert decode_item(table, {**image, "other": {"S": "x"}}) is None
+    assert decode_item(table, whole) == Forum(name="S3", posts=2)
+
+
 def test_number_key_is_stored_as_number() -> None:
     table = slots_table()
 

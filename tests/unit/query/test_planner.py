@@ -342,16 +342,22 @@ def test_number_sort_key_uses_plain_comparisons() -> None:
     assert params["ExpressionAttributeValues"] == {":v0": s("France"), ":v1": {"N": "3"}}
     between_params = query(Record).where(country="France", goals=between(1, 4)).compile()
     assert between_params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2"
-    # Two bounds make one BETWEEN; an open end is also filtered exactly.
+    # Two bounds make one BETWEEN; an open end is closed at the next int (no filter on a key).
     two = query(Record).where(country="F", goals=gt(1)).where(goals=le(4))
     params = two.compile()
     assert params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2"
-    assert params["ExpressionAttributeValues"][":v1"] == {"N": "1"}
+    assert params["ExpressionAttributeValues"][":v1"] == {"N": "2"}
     assert params["ExpressionAttributeValues"][":v2"] == {"N": "4"}
-    assert params["FilterExpression"] == "#n2 > :v3"
-    assert params["ExpressionAttributeNames"]["#n2"] == "goals"
-    assert params["ExpressionAttributeValues"][":v3"] == {"N": "1"}
-    assert "open end" in str(two.explain())
+    assert "FilterExpression" not in params
+    assert "goals > 1 is read as goals >= 2" in str(two.explain())
+    assert (
+        query(Record)
+        .where(country="F", goals=gt(3))
+        .where(goals=lt(5))
+        .compile()["KeyConditionExpression"]
+        .endswith("#n1 = :v1")
+    )  # only 4 is left
+    assert query(Record).where(country="F", goals=gt(3)).where(goals=lt(4)).plan().empty
     closed = query(Record).where(country="F", goals=ge(1)).where(goals=le(4)).compile()
     assert closed["KeyConditionExpression"].endswith("BETWEEN :v1 AND :v2")
     assert "FilterExpression" not in closed
@@ -435,6 +441,39 @@ def test_no_index_names_the_missing_partition_fields() -> None:
     assert caught.value.rule == "query.no-index"
     assert "forum" in str(caught.value)
     assert "author" in str(caught.value)
+
+
+def test_an_unabsorbed_refusal_names_the_sparse_index_that_holds_the_field() -> None:
+    """The note names the sparse index whose key holds the condition, not the first one."""
+    shelter = Table.with_reserved_lsi_slots("Shelter", "PK", "SK")
+
+    class Kitten(
+        Entity,
+        table=shelter,
+        keys={
+            "PK": "Z#{zoo}",
+            "SK": "KITTEN#{name}",
+            "LSI1SK": "KITTEN#{color}",
+            "LSI3SK": "KITTEN#{age:03d}#{toy}",
+        },
+    ):
+        zoo: str
+        name: str
+        age: int
+        color: str | None = None
+        toy: str | None = None
+
+    with pytest.raises(QueryPlanError) as refused:
+        query(Kitten).where(zoo="z", age=eq(36)).plan()
+    assert refused.value.rule == "query.unabsorbed"
+    message = str(refused.value)
+    assert "(LSI3 is not used: Kitten items whose toy is None" in message
+    assert "LSI1 is not used" not in message
+    # The only sparse index (LSI1) does not hold toy: no note at all.
+    with pytest.raises(QueryPlanError) as plain:
+        query(Kitten).where(zoo="z", toy="ball").plan()
+    assert plain.value.rule == "query.unabsorbed"
+    assert "is not used" not in str(plain.value)
 
 
 def test_gsi_consistent_read_is_refused() -> None:
@@ -626,13 +665,13 @@ def test_cursor_round_trip_and_refusals() -> None:
         "done",
         None,
     ]
-    cursor = encode_cursor("abc", states)
-    assert decode_cursor(cursor, "abc", 3) == states
+    cursor = encode_cursor("abc", states, b"key")
+    assert decode_cursor(cursor, "abc", 3, b"key") == states
     with pytest.raises(ValidationError) as other:
-        decode_cursor(cursor, "xyz", 3)
+        decode_cursor(cursor, "xyz", 3, b"key")
     assert other.value.rule == "cursor.mismatch"
     with pytest.raises(ValidationError) as garbage:
-        decode_cursor("not a cursor!", "abc", 3)
+        decode_cursor("not a cursor!", "abc", 3, b"key")
     assert garbage.value.rule == "cursor.malformed"
 
 
@@ -673,6 +712,36 @@ def test_keys_only_items_decode_by_template_and_foreign_items_drop() -> None:
     assert decode(plan, foreign, (Thread,)) is None
     mismatched = {**item, "Author": s("nobody")}
     assert decode(plan, mismatched, (Thread,)) is None
+
+
+def test_a_selected_field_read_back_absent_is_none_not_missing() -> None:
+    """None is stored as absence: a selected optional field the item lacks is None."""
+    plan = query(Thread).where(forum="S3").select("forum", "subject", "last_post", "author").plan()
+    item = {"ForumName": s("S3"), "Subject": s("Hi"), "_type": s("Thread"), "forum": s("S3")}
+    got = decode(plan, item, (Thread,))
+    assert got is not None
+    assert (got.last_post, got.author) == (None, None)
+    assert missing_fields(got) == {"replies", "tags"}
+
+
+def test_an_absent_field_the_read_could_not_return_stays_missing() -> None:
+    # A GSI in partial mode does not project it.
+    plan = query(Thread).where(author="ann").using("AuthorIndex").partial().plan()
+    item = {
+        "ForumName": s("S3"),
+        "Subject": s("Hi"),
+        "Author": s("AUTHOR#ann"),
+        "LastPostDateTime": s("2015-09-01T00:00:00.000000Z"),
+    }
+    got = decode(plan, item, (Thread,))
+    assert got is not None
+    assert missing_fields(got) == {"replies", "tags"}
+    # An engine that did not fetch what an LSI does not project (no type attribute came back).
+    plan = query(Thread).where(forum="S3").using("LastPostIndex").select("subject", "author").plan()
+    assert plan.fetched == ("author",)
+    got = decode(plan, {"ForumName": s("S3"), "Subject": s("Hi")}, (Thread,))
+    assert got is not None
+    assert missing_fields(got) == {"forum", "last_post", "author", "replies", "tags"}
 
 
 def test_complete_items_are_not_partial() -> None:

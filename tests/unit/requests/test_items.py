@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from lsiorm import gt, where
-from lsiorm._requests.items import put_request
+from enum import Enum
+from typing import Literal
+
+import pytest
+
+from lsiorm import Entity, Table, begins_with, gt, where
+from lsiorm._conditions import Placeholders
+from lsiorm._model.entity_meta import meta_of
+from lsiorm._requests.items import compile_entity_condition, put_request
+from lsiorm.errors import ValidationError
 from support.models import declare_ranked_thread, ranked_forum_table
 
 
@@ -28,3 +36,34 @@ def test_put_request_create_only_dict() -> None:
         "ExpressionAttributeNames": {"#n0": "ForumName", "#n1": "Replies"},
         "ExpressionAttributeValues": {":v0": {"N": "1"}},
     }
+
+
+class _Grade(str, Enum):
+    A = "a"
+    AB = "ab"
+
+
+_officers = Table("Officers", "pk")
+
+
+class _Officer(Entity, table=_officers, keys={"pk": "{nick}"}):
+    nick: str
+    title: Literal["", "cpt", "cptn", "gen", "gen 2"]
+    rank: Literal["cpt", "gen"] | None = None
+    grade: _Grade | None = None
+    level: Literal[1, 2] = 1
+
+
+@pytest.mark.parametrize("field", ["title", "rank", "grade"])
+def test_a_prefix_of_a_text_field_goes_out_as_text(field: str) -> None:
+    """A begins_with prefix of a Literal or Enum value is text, not a value of the field."""
+    ph = Placeholders()
+    text = compile_entity_condition(meta_of(_Officer), where(**{field: begins_with("gen ")}), ph)
+    assert text == "begins_with(#n0, :v0)"
+    assert ph.into({})["ExpressionAttributeValues"] == {":v0": {"S": "gen "}}
+
+
+def test_a_value_of_a_non_text_literal_is_still_checked() -> None:
+    with pytest.raises(ValidationError) as refused:
+        compile_entity_condition(meta_of(_Officer), where(level=3), Placeholders())
+    assert refused.value.rule == "field.invalid"

@@ -373,17 +373,19 @@ case(
 case(
     "cursor.mismatch",
     "a cursor of another query",
-    lambda s: s.all(query(Item).where(name="a").after(encode_cursor("other", [None]))),
+    lambda s: s.all(
+        query(Item).where(name="a").after(encode_cursor("other", [None], s.ctx.cursor_key))
+    ),
 )
 case(
     "cursor.tampered",
     "a cut cursor",
-    lambda s: s.all(query(Item).where(name="a").after(edited_cursor())),
+    lambda s: s.all(query(Item).where(name="a").after(edited_cursor(s.ctx.cursor_key))),
 )
 
 
-def edited_cursor() -> str:
-    cursor = encode_cursor("other", [None])
+def edited_cursor(key: bytes) -> str:
+    cursor = encode_cursor("other", [None], key)
     text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
     text = text.replace('"s":[null]', '"s":["done"]')
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")

@@ -1,0 +1,193 @@
+"""Key ranges on Number and Binary sort keys: two bounds make one exact key condition, no filter.
+
+DynamoDB's key condition takes one comparison or an inclusive BETWEEN on the sort key, and
+refuses a filter on a key attribute. An open end of a two-bound range is closed at the next
+value the key can hold; these tests check that the compiled key condition selects exactly the
+stored keys the conditions do, for every operator pair.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lsiorm import Entity, GlobalIndex, KeyAttribute, Projection, Table
+from lsiorm._conditions import Compare, ge, gt, le, lt
+from lsiorm._model.entity_meta import MAX_SORT_KEY_BYTES
+from lsiorm._model.number_text import adjacent_number, decimal_text
+from lsiorm._model.wire import to_wire
+from lsiorm._query.values import query
+from support.oracles import COMPARISONS, sort_key_selects
+from support.strategies import finite_floats, in_dynamo_range, in_range_decimals
+
+SCALES = Table(
+    "Scales",
+    "PK",
+    "SK",
+    global_indexes=[
+        GlobalIndex(
+            "ByMass", KeyAttribute("Room"), KeyAttribute("Mass", "N"), Projection.keys_only()
+        ),
+        GlobalIndex("ByExact", KeyAttribute("Room"), KeyAttribute("Exact", "N"), Projection.all()),
+        GlobalIndex("ByTag", KeyAttribute("Room"), KeyAttribute("Tag", "B"), Projection.all()),
+    ],
+)
+
+
+class Weight(
+    Entity,
+    table=SCALES,
+    keys={"PK": "W#{name}", "SK": "W", "Room": "{room}", "Mass": "{mass}"},
+):
+    name: str
+    room: str
+    mass: float
+
+
+class Measure(
+    Entity,
+    table=SCALES,
+    keys={"PK": "M#{name}", "SK": "M", "Room": "{room}", "Exact": "{exact}"},
+):
+    name: str
+    room: str
+    exact: Decimal
+
+
+class Tagged(
+    Entity,
+    table=SCALES,
+    keys={"PK": "T#{name}", "SK": "T", "Room": "{room}", "Tag": "{tag}"},
+):
+    name: str
+    room: str
+    tag: bytes
+
+
+LOWER = (gt, ge)
+UPPER = (lt, le)
+
+
+def _holds(op: Compare, value: Any) -> bool:
+    return bool(COMPARISONS[op.op](value, op.value))
+
+
+def _check(
+    cls: type[Entity],
+    field: str,
+    a: Any,
+    b: Any,
+    stored: list[Any],
+    low: Any,
+    high: Any,
+) -> None:
+    ops = [low(a), high(b)]
+    q = query(cls).where(room="r", **{field: ops[0]}).where(**{field: ops[1]})
+    plan = q.plan()
+    want = [v for v in stored if all(_holds(op, v) for op in ops)]
+    if plan.empty is not None:
+        assert want == []
+        return
+    params = q.compile()
+    assert "FilterExpression" not in params
+    got = [v for v in stored if sort_key_selects(params, to_wire(v))]
+    assert got == want, (ops, params["KeyConditionExpression"], params["ExpressionAttributeValues"])
+
+
+floats = finite_floats.filter(in_dynamo_range)
+
+
+@given(
+    a=floats,
+    b=floats,
+    stored=st.lists(floats, max_size=8),
+    low=st.sampled_from(LOWER),
+    high=st.sampled_from(UPPER),
+)
+def test_two_bounds_on_a_float_key_select_exactly(
+    a: float, b: float, stored: list[float], low: Any, high: Any
+) -> None:
+    # The bounds themselves and the floats next to them are where an open end matters.
+    near = [
+        v for x in (a, b) for v in (x, math.nextafter(x, math.inf), math.nextafter(x, -math.inf))
+    ]
+    _check(Weight, "mass", a, b, [*stored, *filter(in_dynamo_range, near)], low, high)
+
+
+@given(
+    a=in_range_decimals,
+    b=in_range_decimals,
+    stored=st.lists(in_range_decimals, max_size=8),
+    low=st.sampled_from(LOWER),
+    high=st.sampled_from(UPPER),
+)
+def test_two_bounds_on_a_decimal_key_select_exactly(
+    a: Decimal, b: Decimal, stored: list[Decimal], low: Any, high: Any
+) -> None:
+    near = [Decimal(t) for x in (a, b) for t in _neighbours(decimal_text(x))]
+    _check(Measure, "exact", a, b, [*stored, a, b, *near], low, high)
+
+
+def _neighbours(text: str) -> list[str]:
+    return [t for up in (True, False) if (t := adjacent_number(text, above=up)) is not None]
+
+
+short_bytes = st.binary(max_size=3)
+
+
+@given(
+    a=short_bytes,
+    b=short_bytes,
+    stored=st.lists(short_bytes, max_size=8),
+    low=st.sampled_from(LOWER),
+    high=st.sampled_from(UPPER),
+)
+def test_two_bounds_on_a_binary_key_select_exactly(
+    a: bytes, b: bytes, stored: list[bytes], low: Any, high: Any
+) -> None:
+    edges = [a + b"\x00", b[:-1], b + b"\xff", b"\xff" * MAX_SORT_KEY_BYTES]
+    _check(Tagged, "tag", a, b, [*stored, a, b, *edges], low, high)
+
+
+def test_open_ends_are_closed_at_the_next_storable_number() -> None:
+    q = query(Weight).where(room="r", mass=gt(1.0)).where(mass=lt(3.0))
+    params = q.compile()
+    assert params["IndexName"] == "ByMass"
+    assert params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2"
+    assert params["ExpressionAttributeValues"][":v1"] == {"N": "1." + "0" * 36 + "1"}
+    assert params["ExpressionAttributeValues"][":v2"] == {"N": "2." + "9" * 37}
+    assert "FilterExpression" not in params
+    assert "mass > 1.0 is read as mass >= 1.0000000000000000000000000000000000001" in str(
+        q.explain()
+    )
+    # A bound at the end of DynamoDB's range leaves nothing past it.
+    top = Decimal("9." + "9" * 37 + "E+125")
+    assert query(Measure).where(room="r", exact=gt(top)).where(exact=le(top)).plan().empty
+
+
+def test_adjacent_numbers_step_over_the_gap_below_1e_130() -> None:
+    assert adjacent_number("0", above=True) == "1E-130"
+    assert adjacent_number("0", above=False) == "-1E-130"
+    assert adjacent_number("1E-130", above=False) == "0"
+    assert adjacent_number("-1E-130", above=True) == "0"
+    assert adjacent_number("1E-130", above=True) == "1." + "0" * 36 + "1E-130"
+    assert adjacent_number("1000", above=False) == "999." + "9" * 35
+    assert adjacent_number("9." + "9" * 37 + "E+125", above=True) is None
+    assert adjacent_number("-9." + "9" * 37 + "E+125", above=False) is None
+
+
+@given(value=in_range_decimals, up=st.booleans())
+def test_an_adjacent_number_is_storable_and_steps_back(value: Decimal, up: bool) -> None:
+    text = decimal_text(value)
+    step = adjacent_number(text, above=up)
+    if step is None:
+        assert abs(value) == Decimal("9." + "9" * 37 + "E+125")
+        return
+    assert decimal_text(Decimal(step)) == step  # storable: in range, at most 38 digits
+    assert (Decimal(step) > value) == up
+    assert Decimal(step) != value
+    assert adjacent_number(step, above=not up) == text
