@@ -29,6 +29,13 @@ import lsiorm._session_methods as methods
 from lsiorm._io import fastjson
 from lsiorm._io.drivers import AsyncDriver, SyncDriver, no_botocore_retries
 from lsiorm._io.lifetime import Closing
+from lsiorm._io.telemetry import (
+    ClientTelemetry,
+    Telemetry,
+    start_operation,
+    traced_async_pages,
+    traced_pages,
+)
 from lsiorm._model.entity import Entity
 from lsiorm._ops import reads
 from lsiorm._ops.meter import CapacityMeter
@@ -51,9 +58,15 @@ def blocking(
     declared: Callable[Concatenate[SessionCore, P], Operation[R]],
 ) -> Callable[Concatenate[Session, P], R]:
     """Make a Session method of a declared one: it runs the operation to its end."""
+    name = f"Session.{declared.__name__}"
 
     def method(self: Session, *args: P.args, **kwargs: P.kwargs) -> R:
-        return self.driver.run(declared(self, *args, **kwargs))
+        telemetry = self.telemetry
+        trace = start_operation(telemetry, name, (*args, *kwargs.values())) if telemetry else None
+        if trace is None:
+            return self.driver.run(declared(self, *args, **kwargs))
+        with trace:
+            return self.driver.run(declared(self, *args, **kwargs))
 
     return cast("Callable[Concatenate[Session, P], R]", _facade(method, declared, "Session"))
 
@@ -62,9 +75,15 @@ def awaiting(
     declared: Callable[Concatenate[SessionCore, P], Operation[R]],
 ) -> Callable[Concatenate[AsyncSession, P], Coroutine[Any, Any, R]]:
     """Make an AsyncSession method of a declared one: a coroutine that awaits the operation."""
+    name = f"AsyncSession.{declared.__name__}"
 
     async def method(self: AsyncSession, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await self.driver.run(declared(self, *args, **kwargs))
+        telemetry = self.telemetry
+        trace = start_operation(telemetry, name, (*args, *kwargs.values())) if telemetry else None
+        if trace is None:
+            return await self.driver.run(declared(self, *args, **kwargs))
+        with trace:
+            return await self.driver.run(declared(self, *args, **kwargs))
 
     return cast(
         "Callable[Concatenate[AsyncSession, P], Coroutine[Any, Any, R]]",
@@ -127,6 +146,10 @@ def lean_lane_for(client: Any) -> Any:
     from lsiorm._io.lean import lean_lane_for as lane_for
 
     return lane_for(client)
+
+
+def _client_telemetry(telemetry: Telemetry | None, client: Any) -> ClientTelemetry | None:
+    return ClientTelemetry(telemetry, client) if telemetry is not None else None
 
 
 def _install_fast_json(client: Any) -> None:
@@ -201,7 +224,11 @@ class Session(SessionCore, Closing):
     consumed capacity and meters it in `session.capacity`.
     lsiorm's own data-plane requests take the lean request lane (botocore's signer and HTTP
     pool, without its validation, serializer and events; see docs/performance.md) whenever
-    nothing else watches the client's requests; `lean=False` keeps them all on botocore.
+    nothing else watches the client's requests (a wrapped `_make_api_call` included);
+    `lean=False` keeps them all on botocore. Spans and metrics of every request and operation
+    go to OpenTelemetry's global providers when `opentelemetry-api` is installed (see
+    docs/observability.md); `telemetry=False` turns them off, and a `Telemetry` names other
+    providers.
     """
 
     def __init__(
@@ -220,10 +247,17 @@ class Session(SessionCore, Closing):
         table_names: Callable[[str], str] | None = None,
         consumed_capacity: bool = False,
         lean: bool = True,
+        telemetry: bool | Telemetry = True,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
-            retry, hooks, watch_collections, table_prefix, table_names, consumed_capacity
+            retry,
+            hooks,
+            watch_collections,
+            table_prefix,
+            table_names,
+            consumed_capacity,
+            telemetry,
         )
         if client is None:
             import boto3
@@ -239,7 +273,12 @@ class Session(SessionCore, Closing):
             _install_fast_json(client)
         self.client = client
         self.driver = _MeteredSync(
-            SyncDriver(client, lean_lane_for(client) if lean else None), self.capacity
+            SyncDriver(
+                client,
+                lean_lane_for(client) if lean else None,
+                _client_telemetry(self.telemetry, client),
+            ),
+            self.capacity,
         )
 
     def close(self) -> None:
@@ -277,7 +316,10 @@ class Session(SessionCore, Closing):
 
     def pages(self, source: Query[E] | Scan[E]) -> Iterator[Page[E]]:
         """Yield the results page by page; only one page is held in memory."""
-        return self.driver.iterate(reads.pages(self.ctx, source))
+        pages = self.driver.iterate(reads.pages(self.ctx, source))
+        if self.telemetry is None:
+            return pages
+        return traced_pages(self.telemetry, "Session.pages", (source,), pages)
 
     def iterate(self, source: Query[E] | Scan[E]) -> Iterator[E]:
         """Yield the results one by one, lazily, a page at a time."""
@@ -294,7 +336,8 @@ class AsyncSession(SessionCore):
     `MissingDependencyError`. `aioboto3_session`, `profile_name`, `table_prefix` and
     `table_names` work as for `Session`. Used without `async with`, it opens its client on the
     first call; then `await session.close()` closes it.
-    `lean=False` keeps every request on aiobotocore's own path (see `Session`).
+    `lean=False` keeps every request on aiobotocore's own path, and `telemetry` works as
+    for `Session`.
     """
 
     def __init__(
@@ -313,10 +356,17 @@ class AsyncSession(SessionCore):
         table_names: Callable[[str], str] | None = None,
         consumed_capacity: bool = False,
         lean: bool = True,
+        telemetry: bool | Telemetry = True,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
-            retry, hooks, watch_collections, table_prefix, table_names, consumed_capacity
+            retry,
+            hooks,
+            watch_collections,
+            table_prefix,
+            table_names,
+            consumed_capacity,
+            telemetry,
         )
         if client is None and aioboto3_session is None:
             if importlib.util.find_spec("aioboto3") is None:
@@ -336,7 +386,12 @@ class AsyncSession(SessionCore):
             _install_fast_json(client)
         self.driver: _MeteredAsync | _OpeningDriver = (
             _MeteredAsync(
-                AsyncDriver(client, lean_lane_for(client) if lean else None), self.capacity
+                AsyncDriver(
+                    client,
+                    lean_lane_for(client) if lean else None,
+                    _client_telemetry(self.telemetry, client),
+                ),
+                self.capacity,
             )
             if client is not None
             else _OpeningDriver(self)
@@ -362,7 +417,8 @@ class AsyncSession(SessionCore):
             if self._fast_json:
                 fastjson.install(self.client)
             lane = lean_lane_for(self.client) if self._lean else None
-            self.driver = _MeteredAsync(AsyncDriver(self.client, lane), self.capacity)
+            driver = AsyncDriver(self.client, lane, _client_telemetry(self.telemetry, self.client))
+            self.driver = _MeteredAsync(driver, self.capacity)
         return self
 
     async def __aenter__(self) -> AsyncSession:
@@ -413,7 +469,10 @@ class AsyncSession(SessionCore):
 
     async def pages(self, source: Query[E] | Scan[E]) -> AsyncIterator[Page[E]]:
         """Yield the results page by page; only one page is held in memory."""
-        async for page in self.driver.iterate(reads.pages(self.ctx, source)):
+        pages = self.driver.iterate(reads.pages(self.ctx, source))
+        if self.telemetry is not None:
+            pages = traced_async_pages(self.telemetry, "AsyncSession.pages", (source,), pages)
+        async for page in pages:
             yield page
 
     async def iterate(self, source: Query[E] | Scan[E]) -> AsyncIterator[E]:

@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 from lsiorm._conditions import Condition
 from lsiorm._io.checkpoint import FileCheckpoint
 from lsiorm._io.jsonlines import JsonLinesFile
+from lsiorm._io.telemetry import Telemetry, telemetry_for
 from lsiorm._model.drift import DriftReport
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
@@ -66,7 +67,8 @@ T_co = TypeVar("T_co", covariant=True)
 
 class SessionCore:
     """What both sessions hold besides their client: the context every operation runs in (retry
-    policy, hooks, live table names), the item-collection watcher and the capacity meter.
+    policy, hooks, live table names), the item-collection watcher, the capacity meter and the
+    OpenTelemetry telemetry.
     """
 
     ctx: Context
@@ -79,7 +81,11 @@ class SessionCore:
         table_prefix: str = "",
         table_names: Callable[[str], str] | None = None,
         consumed_capacity: bool = False,
+        telemetry: bool | Telemetry = True,
     ) -> None:
+        #: Where spans and metrics go (docs/observability.md); None when off or when
+        #: opentelemetry-api is not installed.
+        self.telemetry = telemetry_for(telemetry)
         #: The item-collection watcher (on by default; see docs/collections.md), or None.
         self.collections = CollectionWatcher() if watch_collections else None
         #: The consumed-capacity meter (asks DynamoDB only when enabled; docs/capacity.md).

@@ -4,7 +4,10 @@
   guide, the key jobs' document in two releases, orders, goals, sensor readings, the shop,
   a TTL cache, and the entities that a unit file and an engine file of one feature share).
 - ``tables``: tables made for one test or one module and deleted after it.
-- ``fakes``: a stand-in for botocore's DynamoDB client that answers from a script.
+- ``fakes``: a stand-in for botocore's DynamoDB client that answers from a script, and the
+  ``ClientError`` of an error code.
+- ``otel``: OpenTelemetry's SDK with in-memory spans and metrics (``Recording``, the ``otel``
+  fixture) and a hook that counts the requests sent, for the telemetry tests.
 - ``faults``: the fault-injecting proxy in front of an engine, and its lost-answer hook.
 - ``jobs``: helpers of the key-job tests (a write log that can kill a job, reading a table back).
 - ``oracles``: what DynamoDB would answer, computed by hand.

@@ -4,6 +4,10 @@ Each driver does four things only: send a `Call` with the client and
 type any failure, sleep, run a `Gather` (one by one, or concurrently),
 and pass `Emit` values out. Resuming the operation after each step is
 `advance`, shared by both. Everything else lives in the operations.
+
+Sending has one hook for what watches requests: ``telemetry``, the session's
+OpenTelemetry spans and metrics (`lsiorm._io.telemetry`), wraps each request whichever lane
+sends it, at the cost of one attribute check when it is off.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
 from lsiorm._io.overlap import Stopped, gather_in_threads
+from lsiorm._io.telemetry import ClientTelemetry
 from lsiorm._ops.service_errors import (
     from_botocore_failure,
     from_error_response,
@@ -58,13 +63,24 @@ def no_botocore_retries() -> dict[str, Any]:
 class SyncDriver:
     """Runs operations with a boto3 DynamoDB client."""
 
-    def __init__(self, client: Any, lane: Any = None) -> None:
+    def __init__(
+        self, client: Any, lane: Any = None, telemetry: ClientTelemetry | None = None
+    ) -> None:
         self.client = client
         #: The lean request lane (lsiorm._io.lean), tried first; None sends all via botocore.
         self.lane = lane
+        #: The session's spans and metrics of each request; None when off.
+        self.telemetry = telemetry
 
     def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""
+        trace = self.telemetry.request(call) if self.telemetry is not None else None
+        if trace is None:
+            return self._send(call)
+        with trace:
+            return trace.done(self._send(call))
+
+    def _send(self, call: Call) -> dict[str, Any]:
         method = getattr(self.client, xform_name(call.operation))
         lane = self.lane if call.built else None
         try:
@@ -128,13 +144,24 @@ class SyncDriver:
 class AsyncDriver:
     """Runs operations with an aioboto3 (aiobotocore) DynamoDB client."""
 
-    def __init__(self, client: Any, lane: Any = None) -> None:
+    def __init__(
+        self, client: Any, lane: Any = None, telemetry: ClientTelemetry | None = None
+    ) -> None:
         self.client = client
         #: The lean request lane (lsiorm._io.lean), tried first; None sends all via aiobotocore.
         self.lane = lane
+        #: The session's spans and metrics of each request; None when off.
+        self.telemetry = telemetry
 
     async def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""
+        trace = self.telemetry.request(call) if self.telemetry is not None else None
+        if trace is None:
+            return await self._send(call)
+        with trace:
+            return trace.done(await self._send(call))
+
+    async def _send(self, call: Call) -> dict[str, Any]:
         method = getattr(self.client, xform_name(call.operation))
         lane = self.lane if call.built else None
         try:
