@@ -148,10 +148,6 @@ def lean_lane_for(client: Any) -> Any:
     return lane_for(client)
 
 
-def _client_telemetry(telemetry: Telemetry | None, client: Any) -> ClientTelemetry | None:
-    return ClientTelemetry(telemetry, client) if telemetry is not None else None
-
-
 def _install_fast_json(client: Any) -> None:
     """Give a botocore DynamoDB client the fast path; leave anything else (a test double) alone."""
     meta = getattr(client, "meta", None)
@@ -276,7 +272,7 @@ class Session(SessionCore, Closing):
             SyncDriver(
                 client,
                 lean_lane_for(client) if lean else None,
-                _client_telemetry(self.telemetry, client),
+                ClientTelemetry(self.telemetry, client),
             ),
             self.capacity,
         )
@@ -389,7 +385,7 @@ class AsyncSession(SessionCore):
                 AsyncDriver(
                     client,
                     lean_lane_for(client) if lean else None,
-                    _client_telemetry(self.telemetry, client),
+                    ClientTelemetry(self.telemetry, client),
                 ),
                 self.capacity,
             )
@@ -417,7 +413,7 @@ class AsyncSession(SessionCore):
             if self._fast_json:
                 fastjson.install(self.client)
             lane = lean_lane_for(self.client) if self._lean else None
-            driver = AsyncDriver(self.client, lane, _client_telemetry(self.telemetry, self.client))
+            driver = AsyncDriver(self.client, lane, ClientTelemetry(self.telemetry, self.client))
             self.driver = _MeteredAsync(driver, self.capacity)
         return self
 

@@ -18,6 +18,8 @@
 - ``audits``: item collections sized by hand, for the collection audit.
 - ``sweeps``: every public session method called once, for the public-error tests.
 - ``paths``: the repository's folders, for the checks that read docs, examples and sources.
+- ``apps``: running pytest on a user's app in a folder and a process of its own (the plugin's
+  sample shop, and ``tests/sample_app``: a notes app whose own tests break DynamoDB on purpose).
 
 The suite's fixtures (``backend``, ``endpoint_url``, ``session``, ...) are in ``conftest.py``,
 on top of lsiorm's own pytest plugin; it loads ``cli`` as a plugin for its fixtures.

@@ -6,8 +6,9 @@ and pass `Emit` values out. Resuming the operation after each step is
 `advance`, shared by both. Everything else lives in the operations.
 
 Sending has one hook for what watches requests: ``telemetry``, the session's
-OpenTelemetry spans and metrics (`lsiorm._io.telemetry`), wraps each request whichever lane
-sends it, at the cost of one attribute check when it is off.
+OpenTelemetry spans and metrics and the request log (`lsiorm._io.telemetry`), wraps each
+request whichever lane sends it, at the cost of one attribute check when it is off. Tests
+may step in between the driver and the lanes (`lsiorm._io.interception`: fault injection).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from botocore import xform_name
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
+from lsiorm._io import interception
 from lsiorm._io.overlap import Stopped, gather_in_threads
 from lsiorm._io.telemetry import ClientTelemetry
 from lsiorm._ops.service_errors import (
@@ -84,8 +86,14 @@ class SyncDriver:
         method = getattr(self.client, xform_name(call.operation))
         lane = self.lane if call.built else None
         try:
-            sent = lane.send(call.operation, call.params) if lane is not None else None
-            response: dict[str, Any] = sent if sent is not None else method(**call.params)
+            plan = interception.plan_for(call, self.client) if interception.active else None
+            params = call.params if plan is None else plan.before()
+            response: dict[str, Any] = {}  # what a request a plan answers itself gets
+            if params is not None:
+                sent = lane.send(call.operation, params) if lane is not None else None
+                response = sent if sent is not None else method(**params)
+            if plan is not None:
+                response = plan.after(response)
         except ClientError as exc:
             raise from_error_response(
                 exc.response, call.operation, call.params, call.tables
@@ -165,8 +173,14 @@ class AsyncDriver:
         method = getattr(self.client, xform_name(call.operation))
         lane = self.lane if call.built else None
         try:
-            sent = await lane.send(call.operation, call.params) if lane is not None else None
-            response: dict[str, Any] = sent if sent is not None else await method(**call.params)
+            plan = interception.plan_for(call, self.client) if interception.active else None
+            params = call.params if plan is None else plan.before()
+            response: dict[str, Any] = {}  # what a request a plan answers itself gets
+            if params is not None:
+                sent = await lane.send(call.operation, params) if lane is not None else None
+                response = sent if sent is not None else await method(**params)
+            if plan is not None:
+                response = plan.after(response)
         except ClientError as exc:
             raise from_error_response(
                 exc.response, call.operation, call.params, call.tables

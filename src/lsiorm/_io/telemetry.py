@@ -22,6 +22,7 @@ own (no SDK configured), nothing is recorded and each request pays for two looku
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
@@ -48,6 +49,9 @@ __all__ = [
     "traced_async_pages",
     "traced_pages",
 ]
+
+#: One DEBUG line per request sent (operation, tables, attempt, outcome, duration).
+requests_log = logging.getLogger("lsiorm.requests")
 
 #: The instrumentation scope of lsiorm's tracer and meter.
 SCOPE: Final = "lsiorm"
@@ -356,7 +360,7 @@ class OperationTrace:
                 attributes["lsiorm.index"] = ",".join(self.indexes)
         span.set_attributes(attributes)
         if error is not None:
-            _failed(self._api, span, error)
+            _failed(span, error)
         span.end()
 
 
@@ -515,7 +519,7 @@ def error_type(error: BaseException) -> str:
     return getattr(error, "code", "") or type(error).__name__
 
 
-def _failed(api: _Api, span: Any, error: BaseException) -> None:
+def _failed(span: Any, error: BaseException) -> None:
     from opentelemetry.trace import Status, StatusCode
 
     span.set_attribute("error.type", error_type(error))
@@ -524,9 +528,10 @@ def _failed(api: _Api, span: Any, error: BaseException) -> None:
 
 
 class ClientTelemetry:
-    """A session's telemetry for one client: what each of its requests' spans carries."""
+    """What watches one client's requests: the session's telemetry (None when off) and the
+    ``lsiorm.requests`` logger, and what each request's span carries."""
 
-    def __init__(self, telemetry: Telemetry, client: Any) -> None:
+    def __init__(self, telemetry: Telemetry | None, client: Any) -> None:
         self.telemetry = telemetry
         self.common: dict[str, Any] = {
             "rpc.system": "aws-api",
@@ -535,7 +540,7 @@ class ClientTelemetry:
         }
         meta = getattr(client, "meta", None)
         region = getattr(meta, "region_name", None)
-        if region:
+        if isinstance(region, str) and region:
             self.common["cloud.region"] = region
         url = getattr(meta, "endpoint_url", None)
         if isinstance(url, str):
@@ -546,16 +551,19 @@ class ClientTelemetry:
         self.watch: ApiCallWatch | None = ApiCallWatch(client) if meta is not None else None
 
     def request(self, call: Call) -> RequestTrace | None:
-        """Start tracing one request, or None when nothing records."""
-        recorder = recorder_of(self.telemetry)
-        if recorder is None:
+        """Start watching one request, or None when nothing records or logs it."""
+        telemetry = self.telemetry
+        recorder = recorder_of(telemetry) if telemetry is not None else None
+        logged = requests_log.isEnabledFor(logging.DEBUG)
+        if recorder is None and not logged:
             return None
         own_span = self.watch is None or not self.watch.traced_by_opentelemetry()
-        return RequestTrace(self.telemetry._api, recorder, self, call, own_span)
+        api = telemetry._api if telemetry is not None else None
+        return RequestTrace(api, recorder, self, call, own_span=own_span, logged=logged)
 
 
 class RequestTrace:
-    """The span and metrics of one request: a context manager around sending it.
+    """The span, metrics and log line of one request: a context manager around sending it.
 
     `done` hands the response over; leaving the block with an error records the failure.
     """
@@ -563,6 +571,7 @@ class RequestTrace:
     __slots__ = (
         "_api",
         "_call",
+        "_logged",
         "_operation",
         "_recorder",
         "_response",
@@ -572,16 +581,26 @@ class RequestTrace:
     )
 
     def __init__(
-        self, api: _Api, recorder: _Recorder, client: ClientTelemetry, call: Call, own_span: bool
+        self,
+        api: _Api | None,
+        recorder: _Recorder | None,
+        client: ClientTelemetry,
+        call: Call,
+        *,
+        own_span: bool,
+        logged: bool,
     ) -> None:
         self._api = api
         self._recorder = recorder
         self._call = call
-        self._operation: OperationTrace | None = api.context.get_value(api.operation_key)
+        self._logged = logged
+        self._operation: OperationTrace | None = (
+            api.context.get_value(api.operation_key) if api is not None else None
+        )
         self._response: Mapping[str, Any] | None = None
         self._token: Any = None
         self.span: Any = None
-        if own_span and recorder.tracer is not None:
+        if api is not None and recorder is not None and recorder.tracer is not None and own_span:
             self.span = recorder.tracer.start_span(
                 f"DynamoDB.{call.operation}",
                 kind=api.trace.SpanKind.CLIENT,
@@ -599,8 +618,8 @@ class RequestTrace:
         self._started = time.perf_counter()
 
     def __enter__(self) -> RequestTrace:
-        if self.span is not None:
-            api = self._api
+        api = self._api
+        if self.span is not None and api is not None:
             self._token = api.context.attach(api.trace.set_span_in_context(self.span))
         return self
 
@@ -611,19 +630,22 @@ class RequestTrace:
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         elapsed = time.perf_counter() - self._started
-        if self._token is not None:
-            self._api.context.detach(self._token)
+        api = self._api
+        if self._token is not None and api is not None:
+            api.context.detach(self._token)
         call = self._call
+        if self._logged:
+            _log_request(call, elapsed, exc)
         if self._operation is not None:
             self._operation.counted(call)
-        metrics = self._recorder.metrics
+        metrics = self._recorder.metrics if self._recorder is not None else None
         if metrics is not None:
             self._measure(metrics, elapsed, exc)
         span = self.span
         if span is None:
             return
         if exc is not None:
-            _failed(self._api, span, exc)
+            _failed(span, exc)
         elif self._response is not None:
             span.set_attributes(response_attributes(self._response))
         span.end()
@@ -647,6 +669,19 @@ class RequestTrace:
             _count_capacity(metrics, call.operation, entry)
         for table, gigabytes in _collection_sizes(call, response):
             metrics.collection(table, gigabytes)
+
+
+def _log_request(call: Call, elapsed: float, error: BaseException | None) -> None:
+    """One DEBUG line: the operation, its tables, the attempt and the outcome; no values."""
+    attempt = f" (attempt {call.retry.attempt})" if call.retry is not None else ""
+    requests_log.debug(
+        "%s %s%s: %s in %.1f ms",
+        call.operation,
+        ",".join(table_names(call.params)) or "-",
+        attempt,
+        "ok" if error is None else error_type(error),
+        elapsed * 1000,
+    )
 
 
 def _count_capacity(metrics: _Instruments, operation: str, entry: Mapping[str, Any]) -> None:
