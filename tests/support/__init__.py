@@ -8,7 +8,8 @@
   ``ClientError`` of an error code.
 - ``otel``: OpenTelemetry's SDK with in-memory spans and metrics (``Recording``, the ``otel``
   fixture) and a hook that counts the requests sent, for the telemetry tests.
-- ``faults``: the fault-injecting proxy in front of an engine, and its lost-answer hook.
+- ``faults``: the fault-injecting proxy in front of an engine, and a session whose first
+  answer is lost through lsiorm's public fault injection.
 - ``jobs``: helpers of the key-job tests (a write log that can kill a job, reading a table back).
 - ``oracles``: what DynamoDB would answer, computed by hand.
 - ``outcomes``: values compared with the type of every leaf, for differential tests.
