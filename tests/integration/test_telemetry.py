@@ -169,6 +169,42 @@ def test_pages_are_read_under_one_operation_span(endpoint_url: str, otel: Record
     assert all(otel.parent_of(s) == operation for s in otel.requests())
 
 
+def _check_job(otel: Recording, name: str) -> None:
+    (operation,) = otel.operations()
+    assert operation.name == name
+    scans = otel.requests()
+    # A DescribeTable to price the job first, then the pages of its segments, each under the job.
+    assert sum(s.name == "DynamoDB.Scan" for s in scans) >= 3
+    assert all(otel.parent_of(s) == operation for s in scans)
+    assert operation.attributes["lsiorm.request_count"] == len(scans)
+    assert operation.attributes["lsiorm.entity_types"] == ("Doc",)
+
+
+def test_a_key_job_s_segments_are_traced_under_the_job_from_worker_threads(
+    endpoint_url: str, otel: Recording
+) -> None:
+    with (
+        _table(endpoint_url) as (_table_declared, doc),
+        Session(endpoint_url=endpoint_url, telemetry=otel.telemetry) as session,
+    ):
+        session.batch_write(puts=[doc(owner=f"k{i}", n=i) for i in range(12)])  # type: ignore[call-arg]
+        otel.clear()
+        assert session.audit_keys(doc, segments=3, page_size=5).stale_items == 0
+    _check_job(otel, "Session.audit_keys")
+
+
+async def test_an_async_key_job_s_segments_are_traced_under_the_job(
+    endpoint_url: str, otel: Recording
+) -> None:
+    with _table(endpoint_url) as (_table_declared, doc):
+        async with AsyncSession(endpoint_url=endpoint_url, telemetry=otel.telemetry) as session:
+            await session.batch_write(puts=[doc(owner=f"k{i}", n=i) for i in range(12)])  # type: ignore[call-arg]
+            otel.clear()
+            report = await session.audit_keys(doc, segments=3, page_size=5)
+            assert report.stale_items == 0
+    _check_job(otel, "AsyncSession.audit_keys")
+
+
 # -- with OpenTelemetry's botocore instrumentation ---------------------------------------------
 
 
