@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 if TYPE_CHECKING:
     from lsiorm._model.schema import Table
 
 __all__ = [
+    "ITEM_OPERATIONS",
     "Call",
     "Done",
     "Emit",
@@ -38,6 +39,22 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: The DynamoDB operations that read or write items (every one accepts ReturnConsumedCapacity).
+ITEM_OPERATIONS: Final = frozenset(
+    {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Query",
+        "Scan",
+        "BatchGetItem",
+        "BatchWriteItem",
+        "TransactGetItems",
+        "TransactWriteItems",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

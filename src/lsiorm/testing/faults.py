@@ -46,7 +46,7 @@ from typing import Any, Final, Literal
 
 from lsiorm._io import interception
 from lsiorm._io.telemetry import table_names
-from lsiorm._ops.steps import Call
+from lsiorm._ops.steps import ITEM_OPERATIONS, Call
 
 __all__ = ["DATA_PLANE", "Fault", "FaultInjector", "FaultKind", "SentRequest"]
 
@@ -56,20 +56,7 @@ FaultKind = Literal[
 """What a fault does to a request (see the module)."""
 
 #: The operations a rule without one chooses from: every read and write of items.
-DATA_PLANE: Final = frozenset(
-    {
-        "GetItem",
-        "PutItem",
-        "UpdateItem",
-        "DeleteItem",
-        "Query",
-        "Scan",
-        "BatchGetItem",
-        "BatchWriteItem",
-        "TransactGetItems",
-        "TransactWriteItems",
-    }
-)
+DATA_PLANE: Final = ITEM_OPERATIONS
 _BATCHES: Final = frozenset({"BatchGetItem", "BatchWriteItem"})
 _TRANSACTIONS: Final = frozenset({"TransactGetItems", "TransactWriteItems"})
 _UNPROCESSED: Final = {"BatchWriteItem": "UnprocessedItems", "BatchGetItem": "UnprocessedKeys"}
