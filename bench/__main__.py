@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lsiorm.testing import DynamoDBLocal
 
-from . import report, workloads
+from . import report, tracing, workloads
 from .models import rows
 from .report import Target
 from .timing import machine, versions
@@ -35,6 +35,8 @@ PACKAGES = (
     "pydantic",
     "pydantic-core",
     "orjson",
+    "opentelemetry-api",
+    "opentelemetry-sdk",
 )
 
 
@@ -300,6 +302,12 @@ def main(argv: list[str] | None = None) -> int:
                 ("query", lambda: [workloads.full_query(engine, rows(page), query_rounds)]),
                 ("compile", lambda: [workloads.compile_and_choose(engine, query_rounds)]),
                 ("single", lambda: workloads.single_calls(engine, query_rounds)),
+                (
+                    "tracing",
+                    lambda: tracing.tracing(
+                        engine.url, workloads.REGION, rows(page, prefix="t"), query_rounds
+                    ),
+                ),
                 (
                     "write-cpu",
                     lambda: [

@@ -42,6 +42,7 @@ from lsiorm._io.fastjson import fast_path_of as fast_json_of
 from lsiorm._io.fastjson import install as install_fast_json
 from lsiorm._io.fastjson import uninstall as uninstall_fast_json
 from lsiorm._io.jsonlines import read_relief_file
+from lsiorm._io.telemetry import Telemetry
 from lsiorm._model.capacity import (
     CapacityUnits,
     ConsumedCapacity,
@@ -286,6 +287,7 @@ __all__ = [
     "Shard",
     "StaleVersionError",
     "Table",
+    "Telemetry",
     "ThrottledError",
     "TransactAction",
     "TransactWriteResult",

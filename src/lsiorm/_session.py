@@ -30,6 +30,13 @@ import lsiorm._session_methods as methods
 from lsiorm._io import environment, fastjson, integrity
 from lsiorm._io.drivers import AsyncDriver, SyncDriver
 from lsiorm._io.lifetime import Closing, LoopHeld
+from lsiorm._io.telemetry import (
+    ClientTelemetry,
+    Telemetry,
+    start_operation,
+    traced_async_pages,
+    traced_pages,
+)
 from lsiorm._model.entity import Entity
 from lsiorm._ops import reads
 from lsiorm._ops.meter import CapacityMeter
@@ -52,9 +59,15 @@ def blocking(
     declared: Callable[Concatenate[SessionCore, P], Operation[R]],
 ) -> Callable[Concatenate[Session, P], R]:
     """Make a Session method of a declared one: it runs the operation to its end."""
+    name = f"Session.{declared.__name__}"
 
     def method(self: Session, *args: P.args, **kwargs: P.kwargs) -> R:
-        return self.driver.run(declared(self, *args, **kwargs))
+        telemetry = self.telemetry
+        trace = start_operation(telemetry, name, (*args, *kwargs.values())) if telemetry else None
+        if trace is None:
+            return self.driver.run(declared(self, *args, **kwargs))
+        with trace:
+            return self.driver.run(declared(self, *args, **kwargs))
 
     return cast("Callable[Concatenate[Session, P], R]", _facade(method, declared, "Session"))
 
@@ -63,9 +76,15 @@ def awaiting(
     declared: Callable[Concatenate[SessionCore, P], Operation[R]],
 ) -> Callable[Concatenate[AsyncSession, P], Coroutine[Any, Any, R]]:
     """Make an AsyncSession method of a declared one: a coroutine that awaits the operation."""
+    name = f"AsyncSession.{declared.__name__}"
 
     async def method(self: AsyncSession, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await self.driver.run(declared(self, *args, **kwargs))
+        telemetry = self.telemetry
+        trace = start_operation(telemetry, name, (*args, *kwargs.values())) if telemetry else None
+        if trace is None:
+            return await self.driver.run(declared(self, *args, **kwargs))
+        with trace:
+            return await self.driver.run(declared(self, *args, **kwargs))
 
     return cast(
         "Callable[Concatenate[AsyncSession, P], Coroutine[Any, Any, R]]",
@@ -233,10 +252,13 @@ class Session(SessionCore, Closing):
     in `session.capacity`.
     lsiorm's own data-plane requests take the lean request lane (botocore's signer and HTTP
     pool, without its validation, serializer and events; see docs/performance.md) whenever
-    nothing else watches the client's requests; `lean=False` keeps them all on botocore.
-    Cursors are signed with a random key of this session, so only it reads them back; give
-    `cursor_secret` (or set `LSIORM_CURSOR_SECRET`) to read them in other sessions and
-    processes that have the same secret.
+    nothing else watches the client's requests (a wrapped `_make_api_call` included);
+    `lean=False` keeps them all on botocore. Spans and metrics of every request and operation
+    go to OpenTelemetry's global providers when `opentelemetry-api` is installed (see
+    docs/observability.md); `telemetry=False` turns them off, and a `Telemetry` names other
+    providers. Cursors are signed with a random key of this session, so only it reads them
+    back; give `cursor_secret` (or set `LSIORM_CURSOR_SECRET`) to read them in other sessions
+    and processes that have the same secret.
     """
 
     def __init__(
@@ -256,6 +278,7 @@ class Session(SessionCore, Closing):
         consumed_capacity: bool = False,
         lean: bool = True,
         cursor_secret: str | bytes | None = None,
+        telemetry: bool | Telemetry = True,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
@@ -266,6 +289,7 @@ class Session(SessionCore, Closing):
             table_names,
             consumed_capacity,
             cursor_secret,
+            telemetry,
         )
         if client is None:
             import boto3
@@ -280,7 +304,12 @@ class Session(SessionCore, Closing):
         _install_handlers(client, fast_json)
         self.client = client
         self.driver = _MeteredSync(
-            SyncDriver(client, lean_lane_for(client) if lean else None), self.capacity
+            SyncDriver(
+                client,
+                lean_lane_for(client) if lean else None,
+                ClientTelemetry(self.telemetry, client),
+            ),
+            self.capacity,
         )
 
     def close(self) -> None:
@@ -319,7 +348,10 @@ class Session(SessionCore, Closing):
 
     def pages(self, source: Query[E] | Scan[E]) -> Iterator[Page[E]]:
         """Yield the results page by page; only one page is held in memory."""
-        return self.driver.iterate(reads.pages(self.ctx, source))
+        pages = self.driver.iterate(reads.pages(self.ctx, source))
+        if self.telemetry is None:
+            return pages
+        return traced_pages(self.telemetry, "Session.pages", (source,), pages)
 
     def iterate(self, source: Query[E] | Scan[E]) -> Iterator[E]:
         """Yield the results one by one, lazily, a page at a time."""
@@ -337,8 +369,8 @@ class AsyncSession(SessionCore):
     `table_names` work as for `Session`. Used without `async with`, it opens its client on the
     first call; then `await session.close()` closes it (one never closed is closed on its
     event loop when it is garbage collected or the loop ends).
-    `lean=False` keeps every request on aiobotocore's own path, and `cursor_secret` signs
-    cursors, as for `Session`.
+    `lean=False` keeps every request on aiobotocore's own path, and `cursor_secret` and
+    `telemetry` work as for `Session`.
     """
 
     def __init__(
@@ -358,6 +390,7 @@ class AsyncSession(SessionCore):
         consumed_capacity: bool = False,
         lean: bool = True,
         cursor_secret: str | bytes | None = None,
+        telemetry: bool | Telemetry = True,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
@@ -368,6 +401,7 @@ class AsyncSession(SessionCore):
             table_names,
             consumed_capacity,
             cursor_secret,
+            telemetry,
         )
         if client is None and aioboto3_session is None:
             if importlib.util.find_spec("aioboto3") is None:
@@ -387,7 +421,12 @@ class AsyncSession(SessionCore):
             _install_handlers(client, fast_json)
         self.driver: _MeteredAsync | _OpeningDriver = (
             _MeteredAsync(
-                AsyncDriver(client, lean_lane_for(client) if lean else None), self.capacity
+                AsyncDriver(
+                    client,
+                    lean_lane_for(client) if lean else None,
+                    ClientTelemetry(self.telemetry, client),
+                ),
+                self.capacity,
             )
             if client is not None
             else _OpeningDriver(self)
@@ -412,7 +451,8 @@ class AsyncSession(SessionCore):
             await self._held.hold(stack, _forgets_client(weakref.ref(self)))
             _install_handlers(self.client, self._fast_json)
             lane = lean_lane_for(self.client) if self._lean else None
-            self.driver = _MeteredAsync(AsyncDriver(self.client, lane), self.capacity)
+            driver = AsyncDriver(self.client, lane, ClientTelemetry(self.telemetry, self.client))
+            self.driver = _MeteredAsync(driver, self.capacity)
         return self
 
     async def __aenter__(self) -> AsyncSession:
@@ -465,7 +505,10 @@ class AsyncSession(SessionCore):
 
     async def pages(self, source: Query[E] | Scan[E]) -> AsyncIterator[Page[E]]:
         """Yield the results page by page; only one page is held in memory."""
-        async for page in self.driver.iterate(reads.pages(self.ctx, source)):
+        pages = self.driver.iterate(reads.pages(self.ctx, source))
+        if self.telemetry is not None:
+            pages = traced_async_pages(self.telemetry, "AsyncSession.pages", (source,), pages)
+        async for page in pages:
             yield page
 
     async def iterate(self, source: Query[E] | Scan[E]) -> AsyncIterator[E]:

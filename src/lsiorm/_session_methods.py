@@ -21,6 +21,7 @@ from lsiorm._conditions import Condition
 from lsiorm._io import environment
 from lsiorm._io.checkpoint import FileCheckpoint
 from lsiorm._io.jsonlines import JsonLinesFile
+from lsiorm._io.telemetry import Telemetry, telemetry_for
 from lsiorm._model.drift import DriftReport
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
@@ -70,7 +71,8 @@ T_co = TypeVar("T_co", covariant=True)
 
 class SessionCore:
     """What both sessions hold besides their client: the context every operation runs in (retry
-    policy, hooks, live table names), the item-collection watcher and the capacity meter.
+    policy, hooks, live table names), the item-collection watcher, the capacity meter and the
+    OpenTelemetry telemetry.
     """
 
     ctx: Context
@@ -84,9 +86,13 @@ class SessionCore:
         table_names: Callable[[str], str] | None = None,
         consumed_capacity: bool = False,
         cursor_secret: str | bytes | None = None,
+        telemetry: bool | Telemetry = True,
     ) -> None:
         if table_prefix is None:  # neither given: the environment's prefix, if any
             table_prefix = "" if table_names is not None else environment.table_prefix()
+        #: Where spans and metrics go (docs/observability.md); None when off or when
+        #: opentelemetry-api is not installed.
+        self.telemetry = telemetry_for(telemetry)
         #: The item-collection watcher (on by default; see docs/collections.md), or None.
         self.collections = CollectionWatcher() if watch_collections else None
         names = _resolver(table_prefix, table_names)

@@ -28,6 +28,21 @@ machine that must never pass without its engines).
 Each engine starts once per test session. To run your own fixtures on the engines, take
 ``lsiorm_endpoints``: ``lsiorm_endpoints("dynamodb-local")`` is that engine's URL, started if
 needed, with the same skip or failure when it is missing.
+
+To break DynamoDB on purpose, take ``lsiorm_faults`` (a
+[`FaultInjector`][lsiorm.testing.FaultInjector] active for the test: throttle, fail, drop or
+lose the answer of chosen requests, and a record of every request sent)::
+
+    def test_saving_survives_throttling(lsiorm_session, lsiorm_faults):
+        lsiorm_faults.throttle("PutItem", times=2)
+        save_note(lsiorm_session, "hello")
+        assert lsiorm_faults.count("PutItem") == 3
+
+``lsiorm_collection_session`` is a session whose requests go through an
+``ItemCollectionProxy`` (``lsiorm_collection_proxy``):
+AWS's item-collection metrics and size limit, with a gigabyte scaled down to
+``lsiorm_collection_bytes_per_gb`` bytes (ini option; 100000 by default, so the 10 GB limit is
+1 MB).
 """
 
 from __future__ import annotations
@@ -44,6 +59,8 @@ from lsiorm.testing import (
     ENGINES,
     EngineNotInstalledError,
     EngineRegistry,
+    FaultInjector,
+    ItemCollectionProxy,
     created_tables,
     default_engine,
     local_credentials,
@@ -55,15 +72,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "lsiorm_async_session",
+    "lsiorm_collection_proxy",
+    "lsiorm_collection_session",
     "lsiorm_endpoint_url",
     "lsiorm_endpoints",
     "lsiorm_engine",
+    "lsiorm_faults",
     "lsiorm_session",
     "lsiorm_table_prefix",
     "lsiorm_tables",
 ]
 
 _REGION = "us-east-1"
+#: The collection proxy's bytes per "GB" by default: the 10 GB limit is 1 MB.
+_BYTES_PER_GB = 100_000
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -96,6 +118,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "lsiorm_tables",
         "tables the lsiorm fixtures create for each test, as module:attribute",
         type="linelist",
+    )
+    parser.addini(
+        "lsiorm_collection_bytes_per_gb",
+        f"bytes per GB of lsiorm_collection_proxy (default {_BYTES_PER_GB}: 10 GB is 1 MB)",
+        default=str(_BYTES_PER_GB),
     )
 
 
@@ -215,6 +242,42 @@ def lsiorm_session(_lsiorm_live_tables: dict[str, Any]) -> Iterator[Session]:
     from lsiorm._session import Session
 
     with Session(**_lsiorm_live_tables) as session:
+        yield session
+
+
+@pytest.fixture
+def lsiorm_faults() -> Iterator[FaultInjector]:
+    """Inject faults into the requests of this test, and record every request it sends.
+
+    A [`FaultInjector`][lsiorm.testing.FaultInjector], active for the whole test and for every
+    session (yours too); its rules start empty, so nothing fails until the test adds one.
+    """
+    with FaultInjector() as faults:
+        yield faults
+
+
+@pytest.fixture
+def lsiorm_collection_proxy(
+    request: pytest.FixtureRequest, lsiorm_endpoint_url: str
+) -> Iterator[ItemCollectionProxy]:
+    """An ``lsiorm.testing.ItemCollectionProxy`` in front of the engine.
+
+    Its gigabyte is ``lsiorm_collection_bytes_per_gb`` bytes (ini option; 100000 by default).
+    """
+    raw = request.config.getini("lsiorm_collection_bytes_per_gb") or _BYTES_PER_GB
+    with ItemCollectionProxy(lsiorm_endpoint_url, bytes_per_gb=int(raw)) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def lsiorm_collection_session(
+    _lsiorm_live_tables: dict[str, Any], lsiorm_collection_proxy: ItemCollectionProxy
+) -> Iterator[Session]:
+    """A Session like lsiorm_session whose requests go through ``lsiorm_collection_proxy``."""
+    from lsiorm._session import Session
+
+    kwargs = {**_lsiorm_live_tables, "endpoint_url": lsiorm_collection_proxy.endpoint_url}
+    with Session(**kwargs) as session:
         yield session
 
 

@@ -3,7 +3,8 @@
 The proxy (tests/support/faults.py) sits on loopback in front of the engine and answers a share of
 requests with throttling, a 500, a dropped connection, a response lost after the write was
 applied, or a partial UnprocessedItems / UnprocessedKeys answer. Afterwards the table is read
-directly from the engine, not through the proxy.
+directly from the engine, not through the proxy. A single lost answer is lsiorm's public fault
+injection (lsiorm.testing.FaultInjector).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from lsiorm._ops.batch import batch_get, batch_write
 from lsiorm._ops.transactions import transact_write
 from lsiorm._requests.transactions import Put, Update
 from lsiorm.errors import BatchWriteIncompleteError
-from support.faults import FaultProxy, lost_once
+from lsiorm.testing import FaultInjector
+from support.faults import ErrorLog, FaultProxy
 from support.tables import created
 
 # Enough attempts that 30% faults never exhaust them (0.3**25 per chunk), small sleeps.
@@ -195,17 +197,17 @@ async def test_a_transaction_whose_answer_was_lost_applies_once(
         Update(cls, {"group": 1, "n": 1}, add={"hits": 1}),
         Put(cls(group=1, n=2, body="new"), create_only=True),
     ]
-    proxy, hook = lost_once(endpoint_url, seed=7)
-    with proxy:
-        url = proxy.endpoint_url
+    hook = ErrorLog()
+    with FaultInjector() as faults:  # lsiorm's public fault injection: applied, answer lost
+        faults.lose_answer("TransactWriteItems")
         if mode == "sync":
-            with Session(endpoint_url=url, region_name="us-east-1", hooks=[hook]) as session:
+            with Session(endpoint_url=endpoint_url, hooks=[hook]) as session:
                 session.run(transact_write(session.ctx, actions))
         else:
-            async with AsyncSession(endpoint_url=url, region_name="us-east-1", hooks=[hook]) as s:
+            async with AsyncSession(endpoint_url=endpoint_url, hooks=[hook]) as s:
                 await s.run(transact_write(s.ctx, actions))
-        stats = dict(proxy.stats)
-    assert stats["lost-response"] == 1
+        stats = dict(faults.stats)
+    assert stats["lost-answer"] == 1
     assert stats["forwarded"] == 2  # applied, answer lost; re-sent with the same token
     assert len(hook.errors) == 1
     assert direct.get(cls, group=1, n=1, consistent=True) == cls(group=1, n=1, body="x", hits=1)

@@ -364,7 +364,7 @@ def test_a_conditional_nested_update_whose_answer_was_lost_reports_success(
 ) -> None:
     did = uuid.uuid4().hex
     world.put(DOC(did=did, title="t", address=Address(city="Rome")))
-    with session_losing_first_answer(endpoint_url, seed=5) as (session, proxy, hook):
+    with session_losing_first_answer(endpoint_url) as (session, faults, hook):
         got = session.update(
             DOC,
             did=did,
@@ -374,7 +374,7 @@ def test_a_conditional_nested_update_whose_answer_was_lost_reports_success(
             condition=where(title="t"),  # false once the first attempt is applied
         )
     assert hook.errors  # the first answer was lost, and the update was sent again
-    assert proxy.stats["forwarded"] == 2
+    assert faults.stats["forwarded"] == 2
     assert got.address == Address(city="Oslo")
     assert got.labels == {"x"}
     assert world.get(DOC, did=did, consistent=True) == got
@@ -386,11 +386,11 @@ def test_an_append_whose_answer_was_lost_is_never_applied_twice(
     did = uuid.uuid4().hex
     world.put(DOC(did=did, title="t"))
     with (
-        session_losing_first_answer(endpoint_url, seed=5) as (session, proxy, _hook),
+        session_losing_first_answer(endpoint_url) as (session, faults, _hook),
         pytest.raises(OutcomeUnknownError),
     ):
         session.update(DOC, did=did, append={"history": ["once"]})
-    assert proxy.stats["forwarded"] == 1  # never re-sent
+    assert faults.stats["forwarded"] == 1  # never re-sent
     stored = world.get(DOC, did=did, consistent=True)
     assert stored is not None
     assert stored.history == ["once"]
@@ -400,7 +400,7 @@ def test_an_upsert_whose_answer_was_lost_creates_one_item(
     world: Session, endpoint_url: str
 ) -> None:
     did = uuid.uuid4().hex
-    with session_losing_first_answer(endpoint_url, seed=5) as (session, _proxy, hook):
+    with session_losing_first_answer(endpoint_url) as (session, _faults, hook):
         got = session.update(
             DOC, did=did, set={"title": "u"}, if_not_exists={"views": 3}, upsert=True
         )

@@ -241,10 +241,10 @@ def test_create_only_put_whose_answer_was_lost_succeeds(
     direct: Session, endpoint_url: str, fresh: tuple[Table, type[Any], type[Any]]
 ) -> None:
     _table, doc, _vdoc = fresh
-    with session_losing_first_answer(endpoint_url) as (session, proxy, hook):
+    with session_losing_first_answer(endpoint_url) as (session, faults, hook):
         stored = session.put(doc(did="b", body="new"), create_only=True)
     assert isinstance(hook.errors[0], TransportError)
-    assert proxy.stats["lost-response"] == 1
+    assert faults.stats["lost-answer"] == 1
     assert direct.get(doc, did="b", consistent=True) == stored
 
 
@@ -254,7 +254,7 @@ def test_create_only_put_of_someone_elses_item_still_fails(
     _table, doc, _vdoc = fresh
     direct.put(doc(did="b", body="theirs"))
     with (
-        session_losing_first_answer(endpoint_url) as (session, _proxy, _hook),
+        session_losing_first_answer(endpoint_url) as (session, _faults, _hook),
         pytest.raises(ConditionFailedError),
     ):
         session.put(doc(did="b", body="mine"), create_only=True)
@@ -265,7 +265,7 @@ def test_versioned_update_whose_answer_was_lost_succeeds(
 ) -> None:
     _table, _doc, vdoc = fresh
     stored = direct.put(vdoc(did="v", body="old"))
-    with session_losing_first_answer(endpoint_url) as (session, _proxy, _hook):
+    with session_losing_first_answer(endpoint_url) as (session, _faults, _hook):
         updated = session.update(stored, set={"body": "new"})
     assert updated.rev == stored.rev + 1
     assert updated.body == "new"
@@ -278,12 +278,12 @@ def test_add_whose_answer_was_lost_is_never_applied_twice(
     _table, doc, _vdoc = fresh
     direct.put(doc(did="a"))
     with (
-        session_losing_first_answer(endpoint_url) as (session, proxy, _hook),
+        session_losing_first_answer(endpoint_url) as (session, faults, _hook),
         pytest.raises(OutcomeUnknownError) as caught,
     ):
         session.update(doc, did="a", add={"hits": 1})
     assert caught.value.request["operation"] == "UpdateItem"
-    assert proxy.stats["forwarded"] == 1  # never re-sent
+    assert faults.stats["forwarded"] == 1  # never re-sent
     assert direct.get(doc, did="a", consistent=True).hits == 1
 
 
@@ -294,7 +294,7 @@ def test_transactional_add_whose_answer_was_lost_applies_once(
         pytest.skip("moto ignores ClientRequestToken, so a re-sent transaction applies twice")
     _table, doc, _vdoc = fresh
     direct.put(doc(did="a"))
-    with session_losing_first_answer(endpoint_url) as (session, _proxy, hook):
+    with session_losing_first_answer(endpoint_url) as (session, _faults, hook):
         result = session.update(doc, did="a", add={"hits": 1}, idempotency="transaction")
     assert result.hits == 1
     assert isinstance(hook.errors[0], TransportError)
@@ -307,11 +307,12 @@ def test_delete_whose_answer_was_lost_does_not_claim_nothing_was_deleted(
     _table, doc, _vdoc = fresh
     direct.put(doc(did="a"))
     direct.put(doc(did="b"))
-    with session_losing_first_answer(endpoint_url) as (session, proxy, hook):
+    with session_losing_first_answer(endpoint_url) as (session, faults, hook):
         result = session.delete_result(doc, did="a")
         assert result.deleted is None
         assert result.item is None
-        proxy.rate, hook.errors = 1.0, []
+        faults.lose_answer()
+        hook.errors = []
         with pytest.raises(OutcomeUnknownError):
             session.delete(doc, did="b")
         # Without a lost answer: the deleted item, and a clear "nothing deleted".

@@ -17,6 +17,7 @@ DEFERRED = {
     "tenacity": "the first retried request",
     "orjson": "the fast JSON path, when a client gets it",
     "tqdm": "a key job's progress bar, when it first draws",
+    "opentelemetry": "a session, to send its spans and metrics",
 }
 
 

@@ -9,15 +9,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import subprocess
-import sys
 import textwrap
-from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
 from lsiorm.testing import DYNAMODB_LOCAL_DIR_ENV, ENDPOINT_URL_ENV
+from support.apps import run_app
 from support.paths import REPO
 
 MODELS = """
@@ -154,10 +152,6 @@ filterwarnings = error
 """
 
 
-def _needs_explicit_plugin() -> bool:
-    return not any(ep.name == "lsiorm" for ep in entry_points(group="pytest11"))
-
-
 def write_app(root: Path) -> Path:
     app = root / "shop-app"
     (app / "shopapp").mkdir(parents=True)
@@ -168,22 +162,6 @@ def write_app(root: Path) -> Path:
     (app / "tests" / "test_shop.py").write_text(textwrap.dedent(TESTS))
     (app / "pytest.ini").write_text(PYTEST_INI)
     return app
-
-
-def run_app(
-    app: Path, *args: str, env: dict[str, str] | None = None, external: bool = False
-) -> tuple[int, str]:
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", *args]
-    if _needs_explicit_plugin():  # an install without the entry point (plain PYTHONPATH)
-        command[3:3] = ["-p", "lsiorm.pytest_plugin"]
-    environ = dict(env if env is not None else os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join([str(app), str(REPO / "src")])
-    if not external:
-        environ.pop(ENDPOINT_URL_ENV, None)
-    done = subprocess.run(
-        command, cwd=app, env=environ, capture_output=True, text=True, timeout=600, check=False
-    )
-    return done.returncode, done.stdout + done.stderr
 
 
 @pytest.fixture

@@ -4,8 +4,12 @@
   guide, the key jobs' document in two releases, orders, goals, sensor readings, the shop,
   a TTL cache, and the entities that a unit file and an engine file of one feature share).
 - ``tables``: tables made for one test or one module and deleted after it.
-- ``fakes``: a stand-in for botocore's DynamoDB client that answers from a script.
-- ``faults``: the fault-injecting proxy in front of an engine, and its lost-answer hook.
+- ``fakes``: a stand-in for botocore's DynamoDB client that answers from a script, and the
+  ``ClientError`` of an error code.
+- ``otel``: OpenTelemetry's SDK with in-memory spans and metrics (``Recording``, the ``otel``
+  fixture) and a hook that counts the requests sent, for the telemetry tests.
+- ``faults``: the fault-injecting proxy in front of an engine, and a session whose first
+  answer is lost through lsiorm's public fault injection.
 - ``jobs``: helpers of the key-job tests (a write log that can kill a job, reading a table back).
 - ``oracles``: what DynamoDB would answer, computed by hand.
 - ``hooks``: a session hook that records every request with its response.
@@ -16,6 +20,8 @@
 - ``audits``: item collections sized by hand, for the collection audit.
 - ``sweeps``: every public session method called once, for the public-error tests.
 - ``paths``: the repository's folders, for the checks that read docs, examples and sources.
+- ``apps``: running pytest on a user's app in a folder and a process of its own (the plugin's
+  sample shop, and ``tests/sample_app``: a notes app whose own tests break DynamoDB on purpose).
 
 The suite's fixtures (``backend``, ``endpoint_url``, ``session``, ...) are in ``conftest.py``,
 on top of lsiorm's own pytest plugin; it loads ``cli`` as a plugin for its fixtures.

@@ -12,11 +12,24 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["AsyncScriptedClient", "ScriptedClient", "operation_name"]
+__all__ = ["AsyncScriptedClient", "ScriptedClient", "client_error", "operation_name"]
 
 # Captured at import: a test may replace asyncio.sleep to record the driver's own sleeps.
 _REAL_SLEEP = asyncio.sleep
 _UNSCRIPTED = object()
+
+
+def client_error(code: str, status: int = 400, operation: str = "PutItem") -> Any:
+    """The ``ClientError`` botocore raises for DynamoDB's error ``code`` with HTTP ``status``."""
+    from botocore.exceptions import ClientError
+
+    return ClientError(
+        {
+            "Error": {"Code": code, "Message": f"{code} (fake)"},
+            "ResponseMetadata": {"HTTPStatusCode": status},
+        },
+        operation,
+    )
 
 
 def operation_name(method: str) -> str:

@@ -24,8 +24,9 @@ in one of these ways instead, chosen at random among ``kinds``:
 
 Bounded: at most ``max_connections`` client connections are served at once, idle connections
 time out, and every upstream request has a timeout. Counters in ``stats`` let tests check that
-faults really happened. :class:`LoseFirstAnswer` is the session hook of the tests of a single
-lost answer: it turns the faults off after the first failed attempt.
+faults really happened. The proxy puts real HTTP answers on the wire, so it also tests how each
+lane reads them; a test of what lsiorm does after a failure (one lost answer) uses lsiorm's
+public fault injection instead (`session_losing_first_answer`).
 """
 
 from __future__ import annotations
@@ -44,14 +45,14 @@ from urllib.parse import urlsplit
 from zlib import crc32
 
 from lsiorm import Session
+from lsiorm.testing import FaultInjector
 from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer
 
 __all__ = [
     "KINDS",
     "WRITE_KINDS",
+    "ErrorLog",
     "FaultProxy",
-    "LoseFirstAnswer",
-    "lost_once",
     "session_losing_first_answer",
 ]
 
@@ -307,29 +308,29 @@ class FaultProxy:
             connection.close()
 
 
-class LoseFirstAnswer:
-    """Session hook: after the first failed attempt, stop injecting faults."""
+class ErrorLog:
+    """Session hook: every failed attempt's error, in order."""
 
-    def __init__(self, proxy: FaultProxy) -> None:
-        self.proxy = proxy
+    def __init__(self) -> None:
         self.errors: list[BaseException] = []
 
     def error(self, request: Any, error: BaseException) -> None:
         self.errors.append(error)
-        self.proxy.rate = 0.0
-
-
-def lost_once(endpoint_url: str, *, seed: int = 3) -> tuple[FaultProxy, LoseFirstAnswer]:
-    """A proxy that loses the answer of the first request (applied upstream), and its hook."""
-    proxy = FaultProxy(endpoint_url, rate=1.0, kinds=("lost-response",), seed=seed)
-    return proxy, LoseFirstAnswer(proxy)
 
 
 @contextlib.contextmanager
 def session_losing_first_answer(
-    endpoint_url: str, *, seed: int = 3
-) -> Iterator[tuple[Session, FaultProxy, LoseFirstAnswer]]:
-    """A Session through :func:`lost_once`'s proxy: its first answer is lost, none after."""
-    proxy, hook = lost_once(endpoint_url, seed=seed)
-    with proxy, Session(endpoint_url=proxy.endpoint_url, hooks=[hook]) as session:
-        yield session, proxy, hook
+    endpoint_url: str,
+) -> Iterator[tuple[Session, FaultInjector, ErrorLog]]:
+    """A Session whose first request is applied and its answer lost, none after.
+
+    The loss is lsiorm's public fault injection (``FaultInjector.lose_answer``), limited to
+    this session; the hook logs each failed attempt.
+    """
+    hook = ErrorLog()
+    with (
+        Session(endpoint_url=endpoint_url, hooks=[hook]) as session,
+        FaultInjector(session=session) as faults,
+    ):
+        faults.lose_answer()
+        yield session, faults, hook

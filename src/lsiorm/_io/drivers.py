@@ -4,6 +4,11 @@ Each driver does four things only: send a `Call` with the client and
 type any failure, sleep, run a `Gather` (one by one, or concurrently),
 and pass `Emit` values out. Resuming the operation after each step is
 `advance`, shared by both. Everything else lives in the operations.
+
+Sending has one hook for what watches requests: ``telemetry``, the session's
+OpenTelemetry spans and metrics and the request log (`lsiorm._io.telemetry`), wraps each
+request whichever lane sends it, at the cost of one attribute check when it is off. Tests
+may step in between the driver and the lanes (`lsiorm._io.interception`: fault injection).
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from botocore import xform_name
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
+from lsiorm._io import interception
 from lsiorm._io.overlap import Stopped, gather_in_threads
+from lsiorm._io.telemetry import ClientTelemetry
 from lsiorm._ops.service_errors import (
     from_botocore_failure,
     from_error_response,
@@ -53,18 +60,35 @@ def _async_transport() -> tuple[type[BaseException], ...]:
 class SyncDriver:
     """Runs operations with a boto3 DynamoDB client."""
 
-    def __init__(self, client: Any, lane: Any = None) -> None:
+    def __init__(
+        self, client: Any, lane: Any = None, telemetry: ClientTelemetry | None = None
+    ) -> None:
         self.client = client
         #: The lean request lane (lsiorm._io.lean), tried first; None sends all via botocore.
         self.lane = lane
+        #: The session's spans and metrics of each request; None when off.
+        self.telemetry = telemetry
 
     def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""
+        trace = self.telemetry.request(call) if self.telemetry is not None else None
+        if trace is None:
+            return self._send(call)
+        with trace:
+            return trace.done(self._send(call))
+
+    def _send(self, call: Call) -> dict[str, Any]:
         method = getattr(self.client, xform_name(call.operation))
         lane = self.lane if call.built else None
         try:
-            sent = lane.send(call.operation, call.params) if lane is not None else None
-            response: dict[str, Any] = sent if sent is not None else method(**call.params)
+            plan = interception.plan_for(call, self.client) if interception.active else None
+            params = call.params if plan is None else plan.before()
+            response: dict[str, Any] = {}  # what a request a plan answers itself gets
+            if params is not None:
+                sent = lane.send(call.operation, params) if lane is not None else None
+                response = sent if sent is not None else method(**params)
+            if plan is not None:
+                response = plan.after(response)
         except ClientError as exc:
             raise from_error_response(
                 exc.response, call.operation, call.params, call.tables
@@ -123,18 +147,35 @@ class SyncDriver:
 class AsyncDriver:
     """Runs operations with an aioboto3 (aiobotocore) DynamoDB client."""
 
-    def __init__(self, client: Any, lane: Any = None) -> None:
+    def __init__(
+        self, client: Any, lane: Any = None, telemetry: ClientTelemetry | None = None
+    ) -> None:
         self.client = client
         #: The lean request lane (lsiorm._io.lean), tried first; None sends all via aiobotocore.
         self.lane = lane
+        #: The session's spans and metrics of each request; None when off.
+        self.telemetry = telemetry
 
     async def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""
+        trace = self.telemetry.request(call) if self.telemetry is not None else None
+        if trace is None:
+            return await self._send(call)
+        with trace:
+            return trace.done(await self._send(call))
+
+    async def _send(self, call: Call) -> dict[str, Any]:
         method = getattr(self.client, xform_name(call.operation))
         lane = self.lane if call.built else None
         try:
-            sent = await lane.send(call.operation, call.params) if lane is not None else None
-            response: dict[str, Any] = sent if sent is not None else await method(**call.params)
+            plan = interception.plan_for(call, self.client) if interception.active else None
+            params = call.params if plan is None else plan.before()
+            response: dict[str, Any] = {}  # what a request a plan answers itself gets
+            if params is not None:
+                sent = await lane.send(call.operation, params) if lane is not None else None
+                response = sent if sent is not None else await method(**params)
+            if plan is not None:
+                response = plan.after(response)
         except ClientError as exc:
             raise from_error_response(
                 exc.response, call.operation, call.params, call.tables

@@ -24,6 +24,10 @@ Safety comes first. The lane is only used when nothing else can be watching the 
 requests; otherwise the request goes to botocore as before (see `LeanLane.usable`):
 
 * moto's in-process ``mock_aws`` is active (checked on every request);
+* the client's ``_make_api_call`` is wrapped (checked on every request): OpenTelemetry's
+  botocore instrumentation, the X-Ray SDK and ddtrace trace botocore there, and a test may
+  patch it; every such call goes through botocore, so each wrapper sees what it saw before
+  (`lsiorm._io.api_call_wrappers`);
 * any handler on the client's events that botocore does not install itself: botocore's
   ``Stubber``, a user's ``before-send``, ``before-call``, ``before-parameter-build`` (and so on)
   handlers, moto's handler when its mock is on (checked again whenever a handler is added or
@@ -54,6 +58,7 @@ from typing import Any, Final
 import orjson
 
 from lsiorm._io import fastjson, integrity
+from lsiorm._io.api_call_wrappers import ApiCallWatch
 
 __all__ = ["DISABLE_ENV", "OPERATIONS", "AsyncLeanLane", "LeanLane", "SigV4Signer", "lean_lane_for"]
 
@@ -259,6 +264,7 @@ class LeanLane:
         self._to_response_dict = convert_to_response_dict
         self._seen: object = None
         self._verdicts: dict[str, bool] = {}
+        self._api_call = ApiCallWatch(client)
         #: How many requests took the lane, and how many went to botocore instead.
         self.sent = 0
         self.declined = 0
@@ -268,7 +274,7 @@ class LeanLane:
 
     def usable(self, operation: str) -> bool:
         """True when ``operation`` may take the lane right now (see the module)."""
-        if operation not in OPERATIONS or _moto_mock_active():
+        if operation not in OPERATIONS or _moto_mock_active() or self._api_call.wrapped():
             return False
         cache = self._emitter._lookup_cache
         if cache is not self._seen:  # a handler was added or removed since the last look

@@ -197,6 +197,7 @@ def backfill(
         store=store,
         identity=_identity(spec, entity),
         saved=_saved,
+        name=f"backfill of {table.name}",
     )
     data = ledger.resume(table, "backfill.checkpoint")
     if data is not None:

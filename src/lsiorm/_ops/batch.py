@@ -205,7 +205,7 @@ def _run_chunk(
         return outcome.left
 
     try:
-        yield from retried(ctx.retry, attempt, retry_result=bool)
+        yield from retried(ctx.retry, attempt, retry_result=bool, what=operation)
     except DynamoError as exc:
         # Also a request that failed for good: its items are reported, never dropped.
         outcome.error = exc

@@ -470,6 +470,7 @@ def audit_keys(
         total=total,
         progress=progress,
         clock=clock,
+        name=f"key audit of {table.name}",
     )
     yield from scan_items(ctx, spec, visit, ledger)
     report.elapsed = ledger.elapsed

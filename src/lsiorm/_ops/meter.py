@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
 from lsiorm._model.capacity import ConsumedCapacity
-from lsiorm._ops.steps import Call, Done, Emit, Gather, Operation, Step, advance
+from lsiorm._ops.steps import ITEM_OPERATIONS, Call, Done, Emit, Gather, Operation, Step, advance
 from lsiorm.errors import LsiormError
 
 __all__ = ["CAPACITY_OPERATIONS", "CapacityMeter", "consumed_of"]
@@ -30,21 +30,8 @@ _RECORDING = threading.Lock()
 
 T = TypeVar("T")
 
-#: The API operations that accept ReturnConsumedCapacity.
-CAPACITY_OPERATIONS: Final = frozenset(
-    {
-        "GetItem",
-        "PutItem",
-        "UpdateItem",
-        "DeleteItem",
-        "Query",
-        "Scan",
-        "BatchGetItem",
-        "BatchWriteItem",
-        "TransactGetItems",
-        "TransactWriteItems",
-    }
-)
+#: The API operations that accept ReturnConsumedCapacity: all that read or write items.
+CAPACITY_OPERATIONS: Final = ITEM_OPERATIONS
 
 
 def consumed_of(

@@ -106,6 +106,7 @@ def call(
             ctx.retry,
             lambda: send_once(ctx, operation, params, tables, on_error=on_error, built=built),
             retry_if=retry_if,
+            what=operation,
         )
     )
 
@@ -116,6 +117,7 @@ def retried(
     *,
     retry_if: Callable[[BaseException], bool] = is_retryable,
     retry_result: Callable[[T], bool] | None = None,
+    what: str = "request",
 ) -> Operation[T]:
     """`run_with_retries`, with the first attempt made before it.
 
@@ -157,5 +159,6 @@ def retried(
             again,
             retry_if=retry_if,
             retry_result=retry_result,
+            what=what,
         )
     )

@@ -206,6 +206,7 @@ def relieve_collection(
             "counts": {n: getattr(whole, n) for n in _COUNTERS},
             "failed": [[key, why] for key, why in whole.failed],
         },
+        name=f"relief of {table.name}",
     )
     data = ledger.resume(table, "relief.checkpoint")
     if data is not None:

@@ -18,6 +18,7 @@ share only what this module holds:
 from __future__ import annotations
 
 import base64
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -44,6 +45,9 @@ __all__ = [
     "plain_key",
     "unchanged_condition",
 ]
+
+#: One INFO line per job step: a page of a segment done (counts only, never keys or items).
+log = logging.getLogger("lsiorm.jobs")
 
 #: A segment's position: the start key of its next page, None to start, or DONE.
 DONE = "done"
@@ -139,7 +143,8 @@ class Ledger(Generic[R, P]):
     to the report, and ``changed(report)`` gives the count a progress callback sees besides
     the items read.
     ``saved(report)`` gives what the checkpoint keeps of the report besides ``identity`` (what
-    the job is) and the positions; `resume` restores it.
+    the job is) and the positions; `resume` restores it. ``name`` names the job and its table
+    in the log line of each page (``"backfill of Orders"``).
     """
 
     def __init__(
@@ -156,7 +161,9 @@ class Ledger(Generic[R, P]):
         store: CheckpointStore | None = None,
         identity: Mapping[str, Any] | None = None,
         saved: Callable[[R], Mapping[str, Any]] | None = None,
+        name: str = "job",
     ) -> None:
+        self.name = name
         self.report = report
         self.new_part = new_part
         self._merge = merge
@@ -203,8 +210,22 @@ class Ledger(Generic[R, P]):
             self.positions[segment] = position
             if self._store is not None:
                 self._store.save(self._checkpoint())
+            state = self._state()
+            log.info(
+                "%s: segment %d read a page of %d items%s; %d items, %d changed, "
+                "%d of %d segments done%s",
+                self.name,
+                segment,
+                read,
+                " (its last)" if position == DONE else "",
+                state.items,
+                state.changed,
+                state.segments_done,
+                state.segments,
+                ", checkpoint saved" if self._store is not None else "",
+            )
             if self._progress is not None:
-                self._progress(self._state())
+                self._progress(state)
 
     def _checkpoint(self) -> dict[str, Any]:
         return {

@@ -12,23 +12,34 @@ botocore has a retry loop of its own. Sessions built by lsiorm turn it off
 (``max_attempts=1``), so the attempts of one request are exactly those of this policy. A client
 you pass in keeps its own configuration: then each lsiorm attempt may itself be retried by
 botocore, and the worst case is the product of both limits.
+
+Each retry is told twice: one INFO line on the ``lsiorm.retry`` logger (the operation, the
+error code and the wait; never the request's values), and a `RetryNote` on the requests the
+retried attempt sends, which the drivers put on the request's span and count as a metric.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from lsiorm._ops.steps import Operation, Sleep
-from lsiorm.errors import DynamoError
+from lsiorm._ops.steps import Call, Done, Operation, RetryNote, Sleep, advance
+from lsiorm.errors import DynamoError, LsiormError
 
 if TYPE_CHECKING:
     import tenacity
 
 __all__ = ["RetryPolicy", "is_retryable", "run_with_retries"]
 
+log = logging.getLogger("lsiorm.retry")
+
 T = TypeVar("T")
+
+#: The reason of a retry that re-sends what a batch got back unprocessed.
+UNPROCESSED = "unprocessed"
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -81,31 +92,77 @@ def run_with_retries(
     *,
     retry_if: Callable[[BaseException], bool] = is_retryable,
     retry_result: Callable[[T], bool] | None = None,
+    what: str = "request",
 ) -> Operation[T]:
     """Run ``attempt()`` until it succeeds, or the policy stops; yields the backoff sleeps.
 
     Each attempt is a fresh sub-operation. A failed attempt is retried when ``retry_if`` says
     so (by default `is_retryable`); the error itself is never changed. With
     ``retry_result``, a result for which it returns True is retried too, and the last such
-    result is returned when the policy stops.
+    result is returned when the policy stops. ``what`` names the request in the log line of
+    each retry (the API operation).
     """
     from tenacity import DoAttempt, DoSleep, RetryCallState
 
     retrying = policy.retrying(retry_exception=retry_if, retry_result=retry_result)
     retrying.begin()
     state = RetryCallState(retrying, fn=None, args=(), kwargs={})
+    note: RetryNote | None = None
     while True:
         action = retrying.iter(state)
         if isinstance(action, DoAttempt):
             try:
-                result = yield from attempt()
+                sent = attempt() if note is None else noted(attempt(), note)
+                result = yield from sent
             except DynamoError as exc:
                 state.set_exception((type(exc), exc, exc.__traceback__))
             else:
                 state.set_result(result)
         elif isinstance(action, DoSleep):
+            note = _note(state.outcome, state.attempt_number + 1, float(action))
+            _log_retry(what, note, policy)
             state.prepare_for_next_attempt()
-            yield Sleep(float(action))
+            yield Sleep(note.delay)
         else:
             final: T = action
             return final
+
+
+def _note(outcome: Any, attempt: int, delay: float) -> RetryNote:
+    """The note of the attempt about to be made, from the outcome of the one that failed."""
+    error = outcome.exception() if outcome is not None and outcome.failed else None
+    if error is None:
+        return RetryNote(attempt, UNPROCESSED, delay)
+    reason = getattr(error, "code", "") or type(error).__name__
+    return RetryNote(attempt, reason, delay)
+
+
+def _log_retry(what: str, note: RetryNote, policy: RetryPolicy) -> None:
+    log.info(
+        "%s: attempt %d failed (%s); attempt %d of at most %d in %.3f s",
+        what,
+        note.attempt - 1,
+        note.reason,
+        note.attempt,
+        policy.max_attempts,
+        note.delay,
+    )
+
+
+def noted(op: Operation[T], note: RetryNote) -> Operation[T]:
+    """Run ``op`` with each request it sends marked as the retry ``note`` describes."""
+    try:
+        step = advance(op)
+        while not isinstance(step, Done):
+            if isinstance(step, Call):
+                step = dataclasses.replace(step, retry=note)
+            try:
+                result = yield step
+            except LsiormError as exc:
+                step = advance(op, error=exc)
+                continue
+            step = advance(op, result)
+        value: T = step.value
+        return value
+    finally:
+        op.close()

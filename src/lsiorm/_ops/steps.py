@@ -20,14 +20,54 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 if TYPE_CHECKING:
     from lsiorm._model.schema import Table
 
-__all__ = ["Call", "Done", "Emit", "Gather", "Operation", "Sleep", "Step", "advance"]
+__all__ = [
+    "ITEM_OPERATIONS",
+    "Call",
+    "Done",
+    "Emit",
+    "Gather",
+    "Operation",
+    "RetryNote",
+    "Sleep",
+    "Step",
+    "advance",
+]
 
 T = TypeVar("T")
+
+#: The DynamoDB operations that read or write items (every one accepts ReturnConsumedCapacity).
+ITEM_OPERATIONS: Final = frozenset(
+    {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Query",
+        "Scan",
+        "BatchGetItem",
+        "BatchWriteItem",
+        "TransactGetItems",
+        "TransactWriteItems",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryNote:
+    """Why a request is sent again: which attempt it is, what the last one met, after what wait.
+
+    ``reason`` is the error code of the failed attempt (``"ThrottlingException"``), or
+    ``"unprocessed"`` for the remainder a batch got back. Drivers put it on the request's span.
+    """
+
+    attempt: int
+    reason: str
+    delay: float
 
 
 @dataclass(frozen=True)
@@ -40,6 +80,8 @@ class Call:
     #: True when lsiorm built and checked the params itself (they may skip botocore's checks in
     #: the lean request lane); False for a raw request a user wrote (``Session.call``).
     built: bool = field(default=True, compare=False)
+    #: Set when the request is a retry of an earlier attempt (see `RetryNote`).
+    retry: RetryNote | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

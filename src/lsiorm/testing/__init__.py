@@ -16,11 +16,15 @@ A test that takes ``threads_session`` gets a [`Session`][lsiorm.Session] on an e
 declared table exists and is empty. Engines start once per test run and stop at its end. An
 engine that is not installed skips the test with a message saying how to install it.
 
+[`FaultInjector`][lsiorm.testing.FaultInjector] breaks DynamoDB on purpose: it throttles,
+fails, drops or loses the answer of chosen requests, and records every request sent (the
+plugin's ``lsiorm_faults`` fixture is one).
+
 Every name is importable from here; the modules inside say what each part owns:
 ``engines`` (the engine processes), ``endpoints`` (engines by name, started once),
-``fixtures`` (``table_fixture``, ``created_tables``), ``collection_proxy`` (AWS's
-item-collection rules in front of a local engine) and ``loopback`` (the small HTTP server such
-proxies are built on).
+``fixtures`` (``table_fixture``, ``created_tables``), ``faults`` (fault injection and the record
+of requests), ``collection_proxy`` (AWS's item-collection rules in front of a local engine) and
+``loopback`` (the small HTTP server such proxies are built on).
 """
 
 from lsiorm.testing.collection_proxy import ItemCollectionProxy
@@ -42,6 +46,7 @@ from lsiorm.testing.engines import (
     dynamodb_local_install_command,
     free_port,
 )
+from lsiorm.testing.faults import Fault, FaultInjector, FaultKind, SentRequest
 from lsiorm.testing.fixtures import created_tables, table_fixture
 
 __all__ = [
@@ -51,8 +56,12 @@ __all__ = [
     "DynamoDBLocal",
     "EngineNotInstalledError",
     "EngineRegistry",
+    "Fault",
+    "FaultInjector",
+    "FaultKind",
     "ItemCollectionProxy",
     "MotoServer",
+    "SentRequest",
     "created_tables",
     "default_engine",
     "dynamodb_local_cache",
