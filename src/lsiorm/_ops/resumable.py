@@ -70,6 +70,8 @@ class JobProgress:
     total: int | None
     segments_done: int
     segments: int
+    #: The job's run in the ledger (``lsiorm jobs show ID``), when it has one.
+    job: str | None = None
 
     @property
     def rate(self) -> float:
@@ -255,6 +257,15 @@ class WriteBudget:
         self.last = clock()
         self.spent = 0.0
         self._lock = threading.Lock()
+
+    def set_rate(self, units_per_second: float | None) -> None:
+        """Change the rate (the job's shared rate moved); what is in the bucket stays."""
+        with self._lock:
+            if units_per_second is not None and self.rate is None:
+                self.available, self.last = 0.0, self.clock()
+            self.rate = units_per_second
+            if units_per_second is not None:
+                self.available = min(self.available, units_per_second)
 
     def take(self, units: float) -> Operation[None]:
         """Wait (with Sleep steps) until ``units`` are available, then spend them."""
