@@ -77,7 +77,6 @@ def test_relief_under_faults(direct: Session, faulty: Any, table_name: str, tmp_
             match=lambda r: r.day < date(2024, 3, 1),
             to_table=archive,
             page_size=5,
-            checkpoint=tmp_path / "t.json",
         )
         rest = session.relieve_collection(
             table, "S#s", to_file=tmp_path / "rest.jsonl", page_size=5

@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from lsiorm import HookRequest, Session
+from lsiorm._ops.ledger import NAMESPACE
 
 
 class Killed(BaseException):
@@ -15,6 +16,8 @@ class Killed(BaseException):
 
 class WriteLog:
     """Counts each successful rewrite per stored sort key; kills the job past ``limit`` writes.
+
+    The ledger's own writes are neither counted nor limited.
 
     Segments run in threads: the count and the limit are kept under a lock, and a write is
     let through only while fewer than ``limit`` have been let through.
@@ -27,7 +30,7 @@ class WriteLog:
         self.lock = threading.Lock()
 
     def before(self, request: HookRequest) -> None:
-        if request.operation not in ("UpdateItem", "TransactWriteItems"):
+        if request.operation not in ("UpdateItem", "TransactWriteItems") or on_ledger(request):
             return
         with self.lock:
             if self.limit is not None and self.sent >= self.limit:
@@ -35,6 +38,8 @@ class WriteLog:
             self.sent += 1
 
     def after(self, request: HookRequest, response: dict[str, Any]) -> None:
+        if on_ledger(request):
+            return
         with self.lock:
             if request.operation == "UpdateItem":
                 self.writes[request.params["Key"]["SK"]["S"]] += 1
@@ -43,18 +48,30 @@ class WriteLog:
                 self.writes[delete["Key"]["SK"]["S"]] += 1
 
 
+def on_ledger(request: HookRequest) -> bool:
+    """Whether a request writes the jobs' ledger (its reserved partition), not the items."""
+    keys = [request.params.get("Key")] + [
+        next(iter(action.values())).get("Key") for action in request.params.get("TransactItems", ())
+    ]
+    return any(key is not None and key.get("PK") == {"S": NAMESPACE} for key in keys)
+
+
 def session_on(endpoint_url: str, *hooks: object) -> Session:
     """A Session on the engine with these hooks (a job's sessions differ only in their hooks)."""
     return Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=hooks)
 
 
-def everything(session: Session, name: str) -> list[dict[str, Any]]:
-    """Every stored item of a table (wire form), read consistently."""
+def everything(session: Session, name: str, *, ledger: bool = False) -> list[dict[str, Any]]:
+    """Every stored item of a table (wire form), read consistently.
+
+    The key jobs keep their ledger in the table's reserved partition (``~lsiorm#jobs``); its
+    items are left out unless ``ledger`` is true.
+    """
     items: list[dict[str, Any]] = []
     params: dict[str, Any] = {"TableName": name, "ConsistentRead": True}
     while True:
         page = session.call("Scan", params)
-        items += page["Items"]
+        items += [i for i in page["Items"] if ledger or i.get("PK") != {"S": NAMESPACE}]
         if "LastEvaluatedKey" not in page:
             return items
         params["ExclusiveStartKey"] = page["LastEvaluatedKey"]

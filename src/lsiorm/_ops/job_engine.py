@@ -154,6 +154,14 @@ def scan_pages(spec: ScanSpec, *, skip: Mapping[str, Any] | None = None) -> Page
     operation = "Query" if spec.partition is not None else "Scan"
     base = spec.params()
     pk = table.partition_key.name
+    if skip is not None and "FilterExpression" in base:
+        # Let the ledger's items through the filter, to leave them out of the items read too.
+        base["FilterExpression"] = f"({base['FilterExpression']}) OR #ledger_pk = :ledger_pk"
+        base["ExpressionAttributeNames"] = {**base["ExpressionAttributeNames"], "#ledger_pk": pk}
+        base["ExpressionAttributeValues"] = {
+            **base["ExpressionAttributeValues"],
+            ":ledger_pk": dict(skip),
+        }
 
     def page(ctx: Context, unit: Unit, position: Position) -> Operation[PageRead]:
         assert isinstance(unit, ScanUnit)
@@ -164,10 +172,12 @@ def scan_pages(spec: ScanSpec, *, skip: Mapping[str, Any] | None = None) -> Page
             params["ExclusiveStartKey"] = dict(position)
         response = yield from call(ctx, operation, params, (table,))
         items = list(response.get("Items") or ())
-        if skip is not None:
-            items = [i for i in items if i.get(pk) != skip]
-        last = response.get("LastEvaluatedKey")
         scanned = int(response.get("ScannedCount", len(items)))
+        if skip is not None:
+            kept = [i for i in items if i.get(pk) != skip]
+            scanned -= len(items) - len(kept)
+            items = kept
+        last = response.get("LastEvaluatedKey")
         size = sum(item_size(i) for i in items)
         return PageRead(
             items, dict(last) if last else DONE, scanned, read_units(size, consistent=False)
@@ -290,12 +300,18 @@ def run_unit(
             if page.units:
                 yield from budget.take_read(page.units)
     except LeaseLost:
+        _let_go(tally, unit)
         return "lost"
-    finally:
-        if tally is not None:
-            with tally.lock:
-                tally.held.pop(unit.id, None)
+    # On any other exit (an error, a stop) the claim stays registered: the coordinator
+    # releases it.
+    _let_go(tally, unit)
     return "done"
+
+
+def _let_go(tally: Tally | None, unit: Unit) -> None:
+    if tally is not None:
+        with tally.lock:
+            tally.held.pop(unit.id, None)
 
 
 # -- the coordinator --------------------------------------------------------------------------

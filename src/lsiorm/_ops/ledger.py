@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
 import uuid
@@ -35,6 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from lsiorm._model.schema import Table
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.resumable import from_json_av, json_av
 from lsiorm._ops.steps import Operation
@@ -53,6 +55,7 @@ __all__ = [
     "UnitClaim",
     "UnitRecord",
     "fingerprint",
+    "ledger_table",
 ]
 
 NAMESPACE = "~lsiorm#jobs"
@@ -77,6 +80,12 @@ class LedgerLocation:
     def key(self, sort: str) -> dict[str, Any]:
         """The primary key (wire) of the ledger item ``sort``."""
         return {self.partition_key: {"S": self.namespace}, self.sort_key: {"S": sort}}
+
+
+def ledger_table(name: str) -> Table:
+    """The declaration of a table that holds only job ledgers (``ledger=name``): create it once
+    with ``session.create_table(ledger_table(name))``."""
+    return Table(name, "PK", "SK")
 
 
 def fingerprint(declaration: Mapping[str, Any]) -> str:
@@ -212,6 +221,10 @@ def _job_record(item: Mapping[str, Any], units: Iterable[UnitRecord] = ()) -> Jo
     )
 
 
+def _names(*names: str) -> dict[str, str]:
+    return {f"#{name}": name for name in names}
+
+
 # -- the ledger in DynamoDB -----------------------------------------------------------------
 
 
@@ -266,16 +279,17 @@ class JobLedger:
         expression: str,
         values: Mapping[str, Any],
         condition: str | None = None,
-        names: Mapping[str, str] | None = None,
         returns: bool = False,
     ) -> Operation[dict[str, Any]]:
-        params: dict[str, Any] = {
-            "Key": self.location.key(sort),
-            "UpdateExpression": expression,
-            "ExpressionAttributeNames": {"#state": "state", **(names or {})},
-        }
+        text = f"{expression} {condition or ''}"
+        # Every attribute is written #name (many of them are reserved words: state, position).
+        used = {f"#{name}": name for name in re.findall(r"#(\w+)", text)}
+        params: dict[str, Any] = {"Key": self.location.key(sort), "UpdateExpression": expression}
+        if used:
+            params["ExpressionAttributeNames"] = used
         if values:
-            params["ExpressionAttributeValues"] = dict(values)
+            tokens = set(re.findall(r":\w+", text))
+            params["ExpressionAttributeValues"] = {k: v for k, v in values.items() if k in tokens}
         if condition:
             params["ConditionExpression"] = condition
         if returns:
@@ -315,7 +329,6 @@ class JobLedger:
                     "SET #current = :new",
                     {":new": _s(job_id), **({":old": _s(current)} if current else {})},
                     "#current = :old" if current else "attribute_not_exists(#current)",
-                    names={"#current": "current"},
                 )
             except ConditionFailedError:
                 continue  # another process moved the pointer first: join its run
@@ -407,7 +420,7 @@ class JobLedger:
             values.update({f":f{i}": _s(s) for i, s in enumerate(allowed)})
         try:
             yield from self._update(
-                f"job#{job_id}", "SET #state = :s, updated = :now", values, condition
+                f"job#{job_id}", "SET #state = :s, #updated = :now", values, condition
             )
         except ConditionFailedError:
             return False
@@ -422,8 +435,8 @@ class JobLedger:
         try:
             item = yield from self._update(
                 f"unit#{job_id}#{unit.id}",
-                "SET #owner = :me, lease = :until, #state = :running, "
-                "runs = if_not_exists(runs, :zero) + :one",
+                "SET #owner = :me, #lease = :until, #state = :running, "
+                "#runs = if_not_exists(#runs, :zero) + :one",
                 {
                     ":me": _s(owner),
                     ":until": _n(now + self.lease_seconds),
@@ -434,13 +447,12 @@ class JobLedger:
                     ":one": _n(1),
                 },
                 "attribute_exists(#state) AND #state <> :done AND "
-                "(attribute_not_exists(#owner) OR lease < :now)",
-                names={"#owner": "owner"},
+                "(attribute_not_exists(#owner) OR #lease < :now)",
                 returns=True,
             )
         except ConditionFailedError:
             return None
-        yield from self._update(f"job#{job_id}", "ADD running :one", {":one": _n(1)})
+        yield from self._update(f"job#{job_id}", "ADD #running :one", {":one": _n(1)})
         return UnitClaim(
             unit,
             owner,
@@ -469,7 +481,7 @@ class JobLedger:
         """
         now = self.clock()
         condition, values = self._held(claim)
-        sets = "position = :p, counts = :c, notes = :n, lease = :until"
+        sets = "#position = :p, #counts = :c, #notes = :n, #lease = :until"
         values.update(
             {
                 ":p": _json(claim.position),
@@ -479,18 +491,17 @@ class JobLedger:
             }
         )
         if claim.intent is not None:
-            sets += ", intent = :i"
+            sets += ", #intent = :i"
             values[":i"] = _json(claim.intent)
             expression = f"SET {sets}"
         else:
-            expression = f"SET {sets} REMOVE intent"
+            expression = f"SET {sets} REMOVE #intent"
         try:
             yield from self._update(
                 f"unit#{job_id}#{claim.unit.id}",
                 expression,
                 values,
                 condition,
-                names={"#owner": "owner"},
             )
         except ConditionFailedError as exc:
             raise LeaseLost(claim.unit.id) from exc
@@ -498,9 +509,8 @@ class JobLedger:
         if items or changed:
             yield from self._update(
                 f"job#{job_id}",
-                "ADD #items :i, changed :c SET updated = :now",
+                "ADD #items :i, #changed :c SET #updated = :now",
                 {":i": _n(items), ":c": _n(changed), ":now": _n(now)},
-                names={"#items": "items"},
             )
 
     def finish(self, job_id: str, claim: UnitClaim) -> Operation[bool]:
@@ -520,10 +530,20 @@ class JobLedger:
                             "Update": {
                                 "TableName": loc.table,
                                 "Key": loc.key(f"unit#{job_id}#{claim.unit.id}"),
-                                "UpdateExpression": "SET #state = :done, counts = :c, notes = :n, "
-                                "finished = :now REMOVE #owner, lease, intent, position",
+                                "UpdateExpression": "SET #state = :done, #counts = :c, "
+                                "#notes = :n, #finished = :now "
+                                "REMOVE #owner, #lease, #intent, #position",
                                 "ConditionExpression": condition,
-                                "ExpressionAttributeNames": {"#state": "state", "#owner": "owner"},
+                                "ExpressionAttributeNames": _names(
+                                    "state",
+                                    "counts",
+                                    "notes",
+                                    "finished",
+                                    "owner",
+                                    "lease",
+                                    "intent",
+                                    "position",
+                                ),
                                 "ExpressionAttributeValues": values,
                             }
                         },
@@ -531,8 +551,9 @@ class JobLedger:
                             "Update": {
                                 "TableName": loc.table,
                                 "Key": loc.key(f"job#{job_id}"),
-                                "UpdateExpression": "ADD done :one, running :minus "
-                                "SET updated = :now",
+                                "UpdateExpression": "ADD #done :one, #running :minus "
+                                "SET #updated = :now",
+                                "ExpressionAttributeNames": _names("done", "running", "updated"),
                                 "ExpressionAttributeValues": {
                                     ":one": _n(1),
                                     ":minus": _n(-1),
@@ -568,14 +589,13 @@ class JobLedger:
         try:
             yield from self._update(
                 f"unit#{job_id}#{claim.unit.id}",
-                "SET #state = :pending REMOVE #owner, lease",
+                "SET #state = :pending REMOVE #owner, #lease",
                 values,
                 condition,
-                names={"#owner": "owner"},
             )
         except ConditionFailedError:
             return
-        yield from self._update(f"job#{job_id}", "ADD running :minus", {":minus": _n(-1)})
+        yield from self._update(f"job#{job_id}", "ADD #running :minus", {":minus": _n(-1)})
 
     # the shared rate ----------------------------------------------------------------------
 
@@ -599,14 +619,14 @@ class JobLedger:
         try:
             yield from self._update(
                 f"job#{job_id}",
-                "SET rate = :new, rate_at = :now",
+                "SET #rate = :new, #rate_at = :now",
                 {
                     ":new": _json(dict(new)),
                     ":old": _json(dict(old)),
                     ":since": _n(not_since),
                     ":now": _n(now),
                 },
-                "rate = :old AND rate_at <= :since",
+                "#rate = :old AND #rate_at <= :since",
             )
         except ConditionFailedError:
             return False
