@@ -49,11 +49,17 @@ class WriteLog:
 
 
 def on_ledger(request: HookRequest) -> bool:
-    """Whether a request writes the jobs' ledger (its reserved partition), not the items."""
-    keys = [request.params.get("Key")] + [
-        next(iter(action.values())).get("Key") for action in request.params.get("TransactItems", ())
+    """Whether a request reads or writes the jobs' ledger (its reserved partition)."""
+    params = request.params
+    keys = [params.get("Key")] + [
+        next(iter(action.values())).get("Key") for action in params.get("TransactItems", ())
     ]
-    return any(key is not None and key.get("PK") == {"S": NAMESPACE} for key in keys)
+    ledger = {"S": NAMESPACE}
+    if any(key is not None and key.get("PK") == ledger for key in keys):
+        return True
+    return ledger in (params.get("ExpressionAttributeValues") or {}).values() and (
+        request.operation == "Query"
+    )
 
 
 def session_on(endpoint_url: str, *hooks: object) -> Session:
