@@ -50,6 +50,7 @@ from lsiorm.errors import ConditionFailedError, TransactionCanceledError, Valida
 __all__ = [
     "MAX_EXPRESSION_BYTES",
     "BackfillKind",
+    "BackfillPart",
     "BackfillReport",
     "WriteBudget",
     "backfill",
@@ -165,7 +166,7 @@ def _new_item(item: Mapping[str, Any], check: ItemKeyCheck) -> WireItem:
 
 
 @dataclass
-class _Part:
+class BackfillPart:
     """One page's counts, failures and priced writes."""
 
     counts: dict[str, int] = field(default_factory=dict)
@@ -209,8 +210,8 @@ class BackfillKind:
 
     # the engine's side ---------------------------------------------------------------------
 
-    def new_part(self) -> _Part:
-        return _Part(estimate=WriteEstimate(self.table.name, 0.0))
+    def new_part(self) -> BackfillPart:
+        return BackfillPart(estimate=WriteEstimate(self.table.name, 0.0))
 
     def intent(self, items: Sequence[WireItem]) -> dict[str, Any]:
         """What this page will write: per stale item, the digest of what it becomes."""
@@ -229,7 +230,7 @@ class BackfillKind:
             planned[digest(self._key(item))] = {"i": digest(new), "m": moved_to}
         return planned
 
-    def counts(self, part: _Part) -> dict[str, int]:
+    def counts(self, part: BackfillPart) -> dict[str, int]:
         counts = dict(part.counts)
         if part.estimate is not None and part.estimate.total:
             counts["units:"] = round(part.estimate.table_units * _MILLI)
@@ -237,7 +238,7 @@ class BackfillKind:
                 counts[f"units:{name}"] = round(units * _MILLI)
         return counts
 
-    def notes(self, part: _Part) -> dict[str, list[Any]]:
+    def notes(self, part: BackfillPart) -> dict[str, list[Any]]:
         return {"failed": part.failed} if part.failed else {}
 
     def changed(self, counts: Mapping[str, int]) -> int:
@@ -251,7 +252,7 @@ class BackfillKind:
     def restore(self, carry: Mapping[str, Any]) -> None:
         self.local_arrivals = {str(k): str(p) for k, p in carry.get("arrived", ())}
 
-    def end_page(self, part: _Part) -> Operation[None]:
+    def end_page(self, part: BackfillPart) -> Operation[None]:
         # Arrivals in partitions the scan has left cannot be read again by this unit.
         if self.partition is not None:
             self.local_arrivals = {
@@ -260,7 +261,7 @@ class BackfillKind:
         return
         yield  # a generator: nothing is sent at the end of a page
 
-    def settle(self, part: _Part, recovered: dict[str, Any]) -> Operation[None]:
+    def settle(self, part: BackfillPart, recovered: dict[str, Any]) -> Operation[None]:
         """Resolve the moves of a page cut short whose originals this page did not read."""
         for old, entry in list(recovered.items()):
             if entry.get("m") is None:
@@ -350,7 +351,7 @@ class BackfillKind:
             table, item, None, transactional=True
         )
 
-    def _done(self, part: _Part, check: ItemKeyCheck, units: WriteEstimate) -> None:
+    def _done(self, part: BackfillPart, check: ItemKeyCheck, units: WriteEstimate) -> None:
         assert part.estimate is not None
         part.estimate = part.estimate + units
         part.add("rewritten")
@@ -358,10 +359,12 @@ class BackfillKind:
             part.add("moved")
             self._arrive({k: check.expected[k] for k in self.names})
 
-    def _fail(self, part: _Part, key: Mapping[str, Any], why: str) -> None:
+    def _fail(self, part: BackfillPart, key: Mapping[str, Any], why: str) -> None:
         part.failed.append([{k: from_wire(v) for k, v in key.items()}, why])
 
-    def visit(self, part: _Part, item: WireItem, recovered: dict[str, Any]) -> Operation[bool]:
+    def visit(
+        self, part: BackfillPart, item: WireItem, recovered: dict[str, Any]
+    ) -> Operation[bool]:
         table = self.table
         self.partition = digest({self.names[0]: item[self.names[0]]})
         if self.arrived and digest(self._key(item)) in self.arrived:

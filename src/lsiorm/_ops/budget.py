@@ -29,7 +29,7 @@ from lsiorm._ops.steps import Operation
 from lsiorm.errors import ThrottledError, TransactionCanceledError, ValidationError
 
 if TYPE_CHECKING:
-    from lsiorm._ops.ledger import Ledger
+    from lsiorm._ops.memory_ledger import Ledger
 
 __all__ = ["RateBudget", "ThrottleWatch", "initial_rate"]
 

@@ -35,7 +35,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from lsiorm._model.capacity import read_units
 from lsiorm._model.wire import item_size
 from lsiorm._ops.budget import RateBudget, ThrottleWatch
-from lsiorm._ops.ledger import RESUMABLE, JobRecord, LeaseLost, Ledger, UnitClaim
+from lsiorm._ops.ledger import RESUMABLE, JobRecord, LeaseLost, UnitClaim
+from lsiorm._ops.memory_ledger import Ledger
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.resumable import DONE, JobProgress, Position, WireItem, json_av
 from lsiorm._ops.scans import ScanSpec

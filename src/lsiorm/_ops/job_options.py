@@ -16,7 +16,8 @@ from typing import Any
 from lsiorm._model.schema import Table
 from lsiorm._ops.budget import initial_rate
 from lsiorm._ops.job_engine import PageSource
-from lsiorm._ops.ledger import NAMESPACE, JobLedger, Ledger, LedgerLocation, MemoryLedger
+from lsiorm._ops.ledger import NAMESPACE, JobLedger, LedgerLocation
+from lsiorm._ops.memory_ledger import Ledger, MemoryLedger
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.scans import ScanSpec
 from lsiorm._ops.units import ExportUnit, ScanUnit, Unit, scan_units
