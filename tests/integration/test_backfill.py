@@ -247,3 +247,61 @@ def test_items_moved_ahead_of_the_scan_are_not_counted_again(
         assert session.audit_keys(new_note).clean
     finally:
         session.delete_table(old_table)
+
+
+def test_the_same_backfill_after_a_stale_writer_rewrites_what_is_stale_now(
+    session: Session, table_name: str
+) -> None:
+    """Rollout step 3: audit, find items a writer on the old release wrote, backfill again."""
+    table, doc = seed(session, table_name)
+    _, old_doc = declare_doc(table_name, lsi3=False)
+    try:
+        first = session.backfill(doc, segments=2)
+        assert first.rewritten == STALE
+        session.batch_write(  # a writer still on the old release
+            [old_doc(user="u9", n=n, title="late") for n in range(100, 107)]
+        )
+        assert session.audit_keys(doc).stale_items == 7
+        again = session.backfill(doc, segments=2)
+        assert not again.resumed
+        assert again.job != first.job
+        assert (again.rewritten, again.current) == (7, STALE + CURRENT)
+        assert session.audit_keys(doc).clean
+    finally:
+        session.delete_table(table)
+
+
+@pytest.mark.parametrize(("prefix", "limit"), [("Z#", 9), ("Z#", 23), ("0#", 14)])
+def test_a_resumed_rekey_counts_each_item_once(
+    session: Session, endpoint_url: str, table_name: str, prefix: str, limit: int
+) -> None:
+    """Moves ahead of the scan (Z#) and behind it (0#), killed mid-run and resumed."""
+
+    def declared(sort_prefix: str) -> tuple[Table, type[Entity]]:
+        table = Table(table_name, "PK", "SK")
+
+        class Note(Entity, table=table, keys={"PK": "U#{user}", "SK": sort_prefix + "{n:04d}"}):
+            user: str
+            n: int
+
+        return table, Note
+
+    old_table, old_note = declared("M#")
+    session.create_table(old_table)
+    try:
+        session.batch_write([old_note(user=f"u{n % 3}", n=n) for n in range(60)])
+        _table, new_note = declared(prefix)
+        log = WriteLog(limit)
+        with session_on(endpoint_url, log) as doomed, pytest.raises(Killed):
+            doomed.backfill(new_note, page_size=4, segments=2)
+        log.limit = None
+        with session_on(endpoint_url, log) as resumed:
+            report = resumed.backfill(new_note, page_size=4, segments=2)
+        assert report.resumed
+        assert (report.scanned, report.rewritten, report.moved) == (60, 60, 60)
+        assert (report.current, report.retried, report.gone, report.failed) == (0, 0, 0, [])
+        assert set(log.writes.values()) == {1}
+        assert len(log.writes) == 60
+        assert session.audit_keys(new_note).clean
+    finally:
+        session.delete_table(old_table)
