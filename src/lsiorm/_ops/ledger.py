@@ -86,9 +86,14 @@ def ledger_table(name: str) -> Table:
     return Table(name, "PK", "SK")
 
 
+#: What a declaration may change between a run and its resume: how it reads and retries.
+TUNING = frozenset({"page_size", "max_attempts", "examples"})
+
+
 def fingerprint(declaration: Mapping[str, Any]) -> str:
-    """A short digest of a job's declaration (canonical JSON)."""
-    text = json.dumps(declaration, sort_keys=True, separators=(",", ":"), default=str)
+    """A short digest of what a job is (canonical JSON of its declaration, without `TUNING`)."""
+    what = {k: v for k, v in declaration.items() if k not in TUNING}
+    text = json.dumps(what, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
