@@ -335,6 +335,7 @@ def audit_keys(
     ledger: str | None = None,
     read_budget: float | None = None,
     export: str | None = None,
+    lease_seconds: float = 60.0,
 ) -> Operation[KeyAuditReport]:
     """Check every item's stored keys against its declaration (read-only; priced first).
 
@@ -351,6 +352,7 @@ def audit_keys(
         read_budget=read_budget,
         export=export,
         in_memory=executor is None and ledger is None,
+        lease_seconds=lease_seconds,
     )
     job = partial(
         key_audit.audit_keys,
@@ -381,6 +383,7 @@ def backfill(
     read_budget: float | None = None,
     export: str | None = None,
     concurrency: int = 8,
+    lease_seconds: float = 60.0,
 ) -> Operation[BackfillReport]:
     """Rewrite the stale derived keys of an entity's items, each only if unchanged.
 
@@ -389,7 +392,8 @@ def backfill(
     `ledger`, so a run that stopped resumes from any process, and running it again once it is
     done starts a new run. `write_budget` and `read_budget` are units per second shared by
     every worker, lowered on throttling. `export` reads a DynamoDB export (a folder or an
-    `s3://` URL) instead of scanning. `progress` is called with a JobProgress after each page;
+    `s3://` URL) instead of scanning. A unit whose worker died is taken over once its lease
+    of `lease_seconds` runs out. `progress` is called with a JobProgress after each page;
     True draws a progress bar (items, rate, ETA from an estimated total) on stderr.
     """
     options = _options(
@@ -400,6 +404,7 @@ def backfill(
         read_budget=read_budget,
         export=export,
         concurrency=concurrency,
+        lease_seconds=lease_seconds,
     )
     job = partial(
         backfill_job.backfill,
@@ -507,6 +512,7 @@ def _options(
     export: str | None = None,
     concurrency: int = 8,
     in_memory: bool = False,
+    lease_seconds: float = 60.0,
 ) -> JobOptions:
     """How a key job runs, from a session method's keywords."""
     return JobOptions(
@@ -518,6 +524,7 @@ def _options(
         read_budget=read_budget,
         export=None if export is None else open_export(os.fspath(export)),
         concurrency=concurrency,
+        lease_seconds=lease_seconds,
     )
 
 

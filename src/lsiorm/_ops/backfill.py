@@ -67,6 +67,16 @@ def _watched_attributes(entity: type[Entity]) -> frozenset[str]:
     return frozenset({*meta.attributes.values(), *table.key_attributes, table.type_attribute})
 
 
+class Attempts:
+    """A request hook that counts the attempts of the one request it watches."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def before(self, request: object) -> None:
+        self.sent += 1
+
+
 # -- the report -----------------------------------------------------------------------------
 
 
@@ -194,6 +204,7 @@ class BackfillKind:
         dry_run: bool = False,
         max_attempts: int = 10,
         arrived: set[str] | None = None,
+        exported: bool = False,
     ) -> None:
         meta = meta_of(entity)
         self.ctx = ctx
@@ -207,6 +218,7 @@ class BackfillKind:
         self.watched = _watched_attributes(entity)
         self.names = _key_names(self.table)
         self.partition: str | None = None
+        self.exported = exported
 
     # the engine's side ---------------------------------------------------------------------
 
@@ -292,8 +304,9 @@ class BackfillKind:
         found: WireItem | None = response.get("Item")
         return found
 
-    def _rewrite(self, item: WireItem, check: ItemKeyCheck) -> Operation[None]:
+    def _rewrite(self, item: WireItem, check: ItemKeyCheck, attempts: Attempts) -> Operation[None]:
         table = self.table
+        ctx = self.ctx.with_hooks((*self.ctx.hooks, attempts))
         condition, names, values = unchanged_condition(item, self.watched)
         if not check.moves:
             sets = [p.attribute for p in check.problems if p.kind != "extra"]
@@ -316,7 +329,7 @@ class BackfillKind:
                 "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": values,
             }
-            yield from call(self.ctx, "UpdateItem", params, (table,))
+            yield from call(ctx, "UpdateItem", params, (table,))
             return
         delete: dict[str, Any] = {
             "TableName": table.name,
@@ -333,7 +346,7 @@ class BackfillKind:
             "ExpressionAttributeNames": {"#pk": table.partition_key.name},
         }
         yield from call(
-            self.ctx,
+            ctx,
             "TransactWriteItems",
             {
                 "TransactItems": [{"Put": put}, {"Delete": delete}],
@@ -341,6 +354,16 @@ class BackfillKind:
             },
             (table,),
         )
+
+    def _maybe_mine(self, attempts: Attempts) -> bool:
+        """Whether a refused rewrite may have been refused because of itself (its answer lost).
+
+        An item read by a scan was as read a moment before: refused, and then found exactly as
+        this rewrite makes it, it was this rewrite whose answer was lost. An item read from an
+        export may have been rewritten long before (by an earlier run): only a request that was
+        actually sent more than once can have been refused because of its own first attempt.
+        """
+        return attempts.sent > 1 or not self.exported
 
     def _cost(self, item: WireItem, check: ItemKeyCheck) -> WriteEstimate:
         table = self.table
@@ -399,8 +422,9 @@ class BackfillKind:
             if self.budget is not None:
                 yield from self.budget.take_write(units.total)
             new = _new_item(current, check)
+            attempts = Attempts()
             try:
-                yield from self._rewrite(current, check)
+                yield from self._rewrite(current, check, attempts)
             except ValidationError as exc:  # raised before any request: nothing was written
                 self._fail(part, check.stored_key, str(exc))
                 return False
@@ -411,12 +435,13 @@ class BackfillKind:
                 # throttled): its original gone and its new key holding exactly this move's item.
                 gone = yield from self._reread(check.stored_key)
                 new_key = {k: check.expected[k] for k in self.names}
-                there = (yield from self._reread(new_key)) if gone is None else None
-                if gone is None and there is not None and same_item(there, new):
+                resent = self._maybe_mine(attempts)
+                there = (yield from self._reread(new_key)) if gone is None and resent else None
+                if there is not None and same_item(there, new):
                     self._done(part, check, units)
                     return True
                 reasons = exc.reasons
-                if reasons and reasons[0].code == "ConditionalCheckFailed":
+                if gone is not None and reasons and reasons[0].code == "ConditionalCheckFailed":
                     key = {k: from_wire(v) for k, v in new_key.items()}
                     self._fail(
                         part, check.stored_key, f"an item already exists under the new key {key}"
@@ -424,19 +449,20 @@ class BackfillKind:
                     return False
                 part.add("retried")
                 current = gone
-                entry = {"i": digest(new)}
+                entry = {"i": digest(new)} if resent else entry
                 continue
             else:
                 self._done(part, check, units)
                 return True
             current = yield from self._reread(check.stored_key)
-            # A rewrite whose answer was lost and whose resend found the item changed: the
-            # change may be this rewrite itself.
-            entry = {"i": digest(new)}
-            if current is not None and same_item(current, new):
-                part.counts["retried"] -= 1
-                self._done(part, check, units)
-                return True
+            if self._maybe_mine(attempts):
+                # A rewrite whose answer was lost and whose resend found the item changed:
+                # the change may be this rewrite itself.
+                entry = {"i": digest(new)}
+                if current is not None and same_item(current, new):
+                    part.counts["retried"] -= 1
+                    self._done(part, check, units)
+                    return True
         self._fail(part, self._key(item), f"changed on each of {self.max_attempts} attempts")
         return False
 
@@ -462,14 +488,21 @@ def backfill_declaration(
 
 
 def kind_factory(
-    entity: type[Entity], *, dry_run: bool, max_attempts: int
+    entity: type[Entity], *, dry_run: bool, max_attempts: int, exported: bool = False
 ) -> Callable[[Context, RateBudget], BackfillKind]:
-    """Make each unit's kind; every unit of the run in this process shares its arrivals."""
+    """Make each unit's kind; every unit of the run in this process shares its arrivals.
+    ``exported``: the items are read from an export (they may be older than the table's)."""
     arrived: set[str] = set()
 
     def kind_for(ctx: Context, budget: RateBudget) -> BackfillKind:
         return BackfillKind(
-            ctx, entity, budget, dry_run=dry_run, max_attempts=max_attempts, arrived=arrived
+            ctx,
+            entity,
+            budget,
+            dry_run=dry_run,
+            max_attempts=max_attempts,
+            arrived=arrived,
+            exported=exported,
         )
 
     return kind_for
@@ -521,7 +554,12 @@ def backfill(
     run = JobRun(
         declaration,
         units,
-        kind_factory(entity, dry_run=dry_run, max_attempts=max_attempts),
+        kind_factory(
+            entity,
+            dry_run=dry_run,
+            max_attempts=max_attempts,
+            exported=options.export is not None,
+        ),
         pages,
         options.rate(),
         total,

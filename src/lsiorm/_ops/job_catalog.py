@@ -58,6 +58,7 @@ def _kind_and_table(
             entity,
             dry_run=bool(declaration.get("dry_run")),
             max_attempts=int(declaration.get("max_attempts", 10)),
+            exported=declaration.get("input", "scan") != "scan",
         )
         return factory, meta_of(entity).table, entity
     if kind == "audit":
