@@ -3,11 +3,13 @@ same job, and a Dask cluster with a worker killed mid-job while writers keep wri
 
 The units find their entity classes by module path, so the app is a module written to a
 folder on every process's path. The Dask tests are ``slow``: ``LSIORM_SCALE`` sets their size
-(1 is the full size: 20,000 items; the default, for CI, is a twentieth of it).
+(1 is the full size: 20,000 items; the default, for CI, is a fiftieth of it: 400 items, ten
+per partition).
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -19,14 +21,14 @@ from typing import Any
 
 import pytest
 
-from lsiorm import RetryPolicy, Session
+from lsiorm import RetryPolicy, Session, unit_from_json, unit_to_json
 from lsiorm._model.wire import item_from_wire
 from lsiorm._ops.key_audit import check_item_keys
 from support.faults import FaultProxy
 from support.jobs import everything, worker_apps
 from support.writers import ConcurrentWriters
 
-SCALE = float(os.environ.get("LSIORM_SCALE", "0.05"))
+SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
 PARTITIONS = 40
 
 
@@ -65,6 +67,31 @@ def test_a_backfill_runs_its_units_in_a_process_pool(
     record = session.job(new.table, report.job)
     assert record.state == "done"
     assert [u.runs for u in record.units] == [1] * 6
+    assert session.audit_keys(new.Item).clean
+
+
+def test_a_detached_run_is_run_unit_by_unit_as_a_map_state_would(
+    session: Session, apps: tuple[Any, Any]
+) -> None:
+    """Open the run, pass each unit on as JSON, run each with run_unit (one twice)."""
+    old, new = apps
+    seed(session, old, 90)
+    opened = session.backfill(new.Item, segments=3, detach=True)
+    assert opened.scanned == 0
+    record = session.job(new.table, opened.job)
+    assert record.state == "running"
+    assert session.audit_keys(new.Item).stale_items == 90  # nothing ran yet
+    payloads = [json.dumps(unit_to_json(u.unit)) for u in record.units]
+    results = [
+        session.run_unit(new.table, opened.job, unit_from_json(json.loads(p))) for p in payloads
+    ]
+    assert results == ["done"] * 3
+    again = session.run_unit(new.table, opened.job, unit_from_json(json.loads(payloads[0])))
+    assert again == "done"  # a retried map item: its unit is done, nothing is read again
+    record = session.job(new.table, opened.job)
+    assert record.state == "done"
+    assert [u.runs for u in record.units] == [1, 1, 1]
+    assert (record.counts()["scanned"], record.counts()["rewritten"]) == (90, 90)
     assert session.audit_keys(new.Item).clean
 
 

@@ -573,6 +573,7 @@ def backfill(
         concurrency=options.concurrency,
         progress=progress,
         clock=options.clock,
+        detach=options.detach,
     )
     backfill_report(report, record.counts(), (u.notes for u in record.units))
     report.job, report.resumed = record.id, resumed

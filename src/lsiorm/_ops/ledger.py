@@ -436,6 +436,11 @@ class JobLedger:
 
     # units ------------------------------------------------------------------------------
 
+    def unit_record(self, job_id: str, unit: Unit) -> Operation[UnitRecord | None]:
+        """One unit of a run as the ledger has it (None if the run has no such unit)."""
+        item = yield from self._get(f"unit#{job_id}#{unit.id}")
+        return None if item is None else _unit_record(item)
+
     def claim(self, job_id: str, unit: Unit) -> Operation[UnitClaim | None]:
         """Take ``unit``'s lease; None when it is done or another worker holds it."""
         owner = uuid.uuid4().hex
