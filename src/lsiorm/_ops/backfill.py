@@ -355,6 +355,35 @@ class BackfillKind:
             (table,),
         )
 
+    def _cancelled_move(
+        self,
+        part: BackfillPart,
+        check: ItemKeyCheck,
+        new: WireItem,
+        attempts: Attempts,
+        exc: TransactionCanceledError,
+    ) -> Operation[tuple[str, WireItem | None]]:
+        """After a move's transaction was cancelled: ``"moved"`` when it applied after all,
+        ``"failed"`` (noted) when an item is in the way, else ``"retry"`` with the original as
+        it is now (None: gone).
+
+        The move may have been applied (its answer lost, its resend refused or throttled): its
+        original gone and its new key holding exactly this move's item.
+        """
+        gone = yield from self._reread(check.stored_key)
+        new_key = {k: check.expected[k] for k in self.names}
+        if gone is None and self._maybe_mine(attempts):
+            there = yield from self._reread(new_key)
+            if there is not None and same_item(there, new):
+                return "moved", None
+        reasons = exc.reasons
+        if gone is not None and reasons and reasons[0].code == "ConditionalCheckFailed":
+            key = {k: from_wire(v) for k, v in new_key.items()}
+            self._fail(part, check.stored_key, f"an item already exists under the new key {key}")
+            return "failed", None
+        part.add("retried")
+        return "retry", gone
+
     def _maybe_mine(self, attempts: Attempts) -> bool:
         """Whether a refused rewrite may have been refused because of itself (its answer lost).
 
@@ -431,25 +460,13 @@ class BackfillKind:
             except ConditionFailedError:
                 part.add("retried")
             except TransactionCanceledError as exc:
-                # The move may have been applied (its answer lost, its resend refused or
-                # throttled): its original gone and its new key holding exactly this move's item.
-                gone = yield from self._reread(check.stored_key)
-                new_key = {k: check.expected[k] for k in self.names}
-                resent = self._maybe_mine(attempts)
-                there = (yield from self._reread(new_key)) if gone is None and resent else None
-                if there is not None and same_item(there, new):
+                outcome, current = yield from self._cancelled_move(part, check, new, attempts, exc)
+                if outcome == "moved":
                     self._done(part, check, units)
                     return True
-                reasons = exc.reasons
-                if gone is not None and reasons and reasons[0].code == "ConditionalCheckFailed":
-                    key = {k: from_wire(v) for k, v in new_key.items()}
-                    self._fail(
-                        part, check.stored_key, f"an item already exists under the new key {key}"
-                    )
+                if outcome == "failed":
                     return False
-                part.add("retried")
-                current = gone
-                entry = {"i": digest(new)} if resent else entry
+                entry = {"i": digest(new)} if self._maybe_mine(attempts) else entry
                 continue
             else:
                 self._done(part, check, units)
