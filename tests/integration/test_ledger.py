@@ -78,8 +78,11 @@ def test_an_expired_lease_is_taken_over_and_its_old_holder_stops(
 
 
 def test_many_workers_racing_for_a_unit_give_it_to_one(
-    session: Session, ledgers: tuple[Any, Clock]
+    session: Session, backend: str, ledgers: tuple[Any, Clock]
 ) -> None:
+    if backend == "moto":
+        # moto checks a condition and then writes, without a lock: two racers can both win.
+        pytest.skip("moto's conditional writes are not atomic under concurrent requests")
     worker, _ = ledgers
     job, _ = session.run(worker().open({"kind": "race"}, UNITS, {}))
     start = threading.Barrier(8)
@@ -123,7 +126,7 @@ def test_processes_opening_a_job_at_once_join_one_run(
 def test_a_done_run_is_never_resumed_and_a_paused_one_is(
     session: Session, ledgers: tuple[Any, Clock]
 ) -> None:
-    worker, _ = ledgers
+    worker, clock = ledgers
     ledger = worker()
     first, _ = session.run(ledger.open({"kind": "again"}, UNITS[:1], {}))
     session.run(ledger.set_state(first.id, "paused"))
@@ -132,6 +135,7 @@ def test_a_done_run_is_never_resumed_and_a_paused_one_is(
     assert session.run(ledger.job(first.id)).state == "running"
     claim = session.run(ledger.claim(first.id, UNITS[0]))
     assert session.run(ledger.finish(first.id, claim))
+    clock.now += 1.0  # runs are listed newest first, by when they were opened
     second, was = session.run(ledger.open({"kind": "again"}, UNITS[:1], {}))
     assert second.id != first.id
     assert not was
