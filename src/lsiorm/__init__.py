@@ -103,6 +103,7 @@ from lsiorm._ops.key_audit import (
     KeyProblem,
     ProblemKind,
 )
+from lsiorm._ops.ledger import JobRecord, UnitRecord, ledger_table
 from lsiorm._ops.meter import CapacityMeter, Measurement
 from lsiorm._ops.reads import Page
 from lsiorm._ops.relief import ReliefReport
@@ -110,6 +111,7 @@ from lsiorm._ops.resumable import JobProgress
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import TransactWriteResult
+from lsiorm._ops.units import ExportUnit, ScanUnit, Unit, unit_from_json, unit_to_json
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.explain import Explanation
 from lsiorm._query.plan import (
@@ -131,6 +133,7 @@ from lsiorm._requests.transactions import ConditionCheck, Delete, Get, Put, Tran
 from lsiorm._requests.update_effect import dry_run_update
 from lsiorm._requests.update_plan import UpdateSpec
 from lsiorm._session import AsyncSession, Session
+from lsiorm._session_methods import SessionConfig
 from lsiorm.errors import (
     BatchGetIncompleteError,
     BatchWriteIncompleteError,
@@ -220,6 +223,7 @@ __all__ = [
     "EpochSeconds",
     "Exists",
     "Explanation",
+    "ExportUnit",
     "FastPathStats",
     "FetchRule",
     "FieldCondition",
@@ -239,6 +243,7 @@ __all__ = [
     "ItemKeyCheck",
     "ItemTooLargeError",
     "JobProgress",
+    "JobRecord",
     "KeyAttribute",
     "KeyAuditReport",
     "KeyEncodingError",
@@ -281,9 +286,11 @@ __all__ = [
     "RetryableError",
     "Scan",
     "ScanProgress",
+    "ScanUnit",
     "Select",
     "ServiceValidationError",
     "Session",
+    "SessionConfig",
     "Shard",
     "StaleVersionError",
     "Table",
@@ -294,6 +301,8 @@ __all__ = [
     "TransactionCanceledError",
     "TransactionConflictError",
     "TransportError",
+    "Unit",
+    "UnitRecord",
     "Update",
     "UpdateSpec",
     "ValidationError",
@@ -330,6 +339,7 @@ __all__ = [
     "key_layout",
     "key_templates",
     "le",
+    "ledger_table",
     "lt",
     "missing_fields",
     "ne",
@@ -340,6 +350,8 @@ __all__ = [
     "scan",
     "shard_value",
     "uninstall_fast_json",
+    "unit_from_json",
+    "unit_to_json",
     "where",
     "write_units",
 ]

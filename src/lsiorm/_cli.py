@@ -1,5 +1,5 @@
 """The `lsiorm` command line: create-table, check, explain, collections, get, query,
-delete-table, adopt, and the key jobs audit-keys, backfill and relieve.
+delete-table, adopt, the key jobs audit-keys, backfill and relieve, and jobs (their ledger).
 
 Each command is a `cmd_*` function here; its options, the text it reads and the lines it prints
 are in `_cli_text`.
@@ -10,7 +10,8 @@ query value), plus `--endpoint-url`, `--region`, `--profile` and `--table-prefix
 Exit codes: 0 success; 1 the command ran and found a problem (drift or a missing table, a
 collection over the threshold, no item for `get`, items `adopt` cannot account for); 2 bad
 usage or input (unimportable target, not a Table, bad condition); 3 DynamoDB or the connection
-failed.
+failed; 130 stopped by Ctrl-C or SIGTERM (a key job's positions are saved; the same command
+resumes it).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ from lsiorm.errors import LsiormError, ValidationError
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_SERVICE = 0, 1, 2, 3
+#: Stopped by Ctrl-C or SIGTERM (the shell's convention for SIGINT).
+EXIT_STOPPED = 130
 
 
 def load_target(spec: str) -> Any:
@@ -359,15 +362,47 @@ def load_job_target(spec: str, entity: str | None) -> Any:
 
 
 @contextlib.contextmanager
-def _job_progress(progress: Progress, label: str) -> Iterator[Callable[[Any], object] | None]:
-    """A job's progress on stderr: a bar (items, rate, ETA)."""
+def _job_progress(
+    args: argparse.Namespace, progress: Progress, label: str
+) -> Iterator[Callable[[Any], object]]:
+    """A job's progress: the run's id kept for the stop message, and a bar on stderr (items,
+    rate, ETA) when progress is shown."""
+
+    def seen(state: Any) -> None:
+        args.job_id = state.job
+
     if not progress.enabled:
-        yield None
+        yield seen
         return
     from lsiorm._io.progress_bar import ProgressBar
 
     with ProgressBar(label, progress.stream) as bar:
-        yield bar
+
+        def shown(state: Any) -> None:
+            seen(state)
+            bar(state)
+
+        yield shown
+
+
+@contextlib.contextmanager
+def _executor(args: argparse.Namespace) -> Iterator[Any]:
+    """The executor the job's units run on: threads here (None), processes, or a Dask cluster."""
+    if getattr(args, "dask", None):
+        try:
+            distributed: Any = importlib.import_module("distributed")
+        except ImportError as exc:
+            raise UsageError('--dask needs the dask extra: pip install "lsiorm[dask]"') from exc
+        with distributed.Client(args.dask) as client:
+            yield client.get_executor()
+        return
+    if getattr(args, "processes", None):
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.processes) as pool:
+            yield pool
+        return
+    yield None
 
 
 def cmd_audit_keys(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
@@ -384,8 +419,16 @@ def cmd_audit_keys(args: argparse.Namespace, out: TextIO, progress: Progress) ->
             if args.dry_run:
                 out.write(f"{priced}\n")
                 return EXIT_OK
-        with _job_progress(progress, "audit-keys") as shown:
-            report = session.audit_keys(target, **_scan_options(args), progress=shown)
+        with _job_progress(args, progress, "audit-keys") as shown, _executor(args) as executor:
+            report = session.audit_keys(
+                target,
+                **_scan_options(args),
+                progress=shown,
+                executor=executor,
+                ledger=args.ledger,
+                read_budget=args.read_budget,
+                export=args.export,
+            )
     return _reported(out, report, report.clean)
 
 
@@ -399,7 +442,7 @@ def cmd_adopt(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
         if args.dry_run:
             out.write(f"{priced}\n")
             return EXIT_OK
-        with _job_progress(progress, "adopt") as shown:
+        with _job_progress(args, progress, "adopt") as shown:
             report = session.adopt(target, progress=shown, **options)
     return _reported(out, report, report.accounted)
 
@@ -412,20 +455,23 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> i
     if isinstance(target, Table):
         known = known_entities(target)
         raise UsageError(f"Name the entity to backfill with --entity (entities: {known}).")
-    meta = meta_of(target)
-    with cli_session(args) as session:
-        # Named after the live table: each table prefix has a checkpoint of its own.
-        live = session.table_name(meta.table)
-        checkpoint = _checkpoint(args, out, f"lsiorm-backfill-{live}-{meta.type_name}")
-        with _job_progress(progress, "backfill") as shown:
-            report = session.backfill(
-                target,
-                **_scan_options(args),
-                write_budget=args.budget,
-                checkpoint=checkpoint,
-                dry_run=args.dry_run,
-                progress=shown,
-            )
+    meta_of(target)  # an entity class of a declared table
+    with (
+        cli_session(args) as session,
+        _job_progress(args, progress, "backfill") as shown,
+        _executor(args) as executor,
+    ):
+        report = session.backfill(
+            target,
+            **_scan_options(args),
+            write_budget=args.budget,
+            read_budget=args.read_budget,
+            dry_run=args.dry_run,
+            progress=shown,
+            executor=executor,
+            ledger=args.ledger,
+            export=args.export,
+        )
     return _reported(out, report, report.complete)
 
 
@@ -451,23 +497,20 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
             return bool(getattr(item, name) < cutoff)
 
     to_table = load_table(args.to_table) if args.to_table else None
-    with cli_session(args) as session:
-        live = session.table_name(table)
-        checkpoint = _checkpoint(args, out, f"lsiorm-relieve-{live}")
-        with _job_progress(progress, "relief") as shown:
-            report = session.relieve_collection(
-                table,
-                args.partition,
-                entity=entity,
-                match=match,
-                to_table=to_table,
-                to_file=args.to_file,
-                write_budget=args.budget,
-                checkpoint=checkpoint,
-                dry_run=args.dry_run,
-                page_size=args.page_size or 100,
-                progress=shown,
-            )
+    with cli_session(args) as session, _job_progress(args, progress, "relief") as shown:
+        report = session.relieve_collection(
+            table,
+            args.partition,
+            entity=entity,
+            match=match,
+            to_table=to_table,
+            to_file=args.to_file,
+            write_budget=args.budget,
+            dry_run=args.dry_run,
+            page_size=args.page_size or 100,
+            progress=shown,
+            ledger=args.ledger,
+        )
     return _reported(out, report, not report.failed)
 
 
@@ -476,13 +519,40 @@ def _scan_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"partition": args.partition, "segments": args.segments, "page_size": args.page_size}
 
 
-def _checkpoint(args: argparse.Namespace, out: TextIO, default: str) -> str:
-    """A job's checkpoint file (`--checkpoint`, or `default`.json), told before a real run."""
-    checkpoint: str = args.checkpoint or f"{default}.json"
-    if not args.dry_run:
-        out.write(f"checkpoint: {checkpoint} (run the same command again to resume)\n")
-        out.flush()
-    return checkpoint
+def cmd_jobs(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """List the runs of key jobs in a table's ledger; show one, or cancel one."""
+    obj = load_job_target(args.target, None)
+    from lsiorm._model.entity_meta import meta_of
+
+    table = obj if isinstance(obj, Table) else meta_of(obj).table
+    action = args.action or "list"
+    if action != "list" and not args.job:
+        raise UsageError(f"lsiorm jobs ... {action} needs the job's id.")
+    with cli_session(args) as session:
+        if action == "list":
+            records = session.jobs(table, ledger=args.ledger)
+            if not records:
+                out.write(f"No jobs in the ledger of table {table.name!r}.\n")
+            for record in records:
+                out.write(f"{record}\n")
+            return EXIT_OK
+        if action == "cancel":
+            cancelled = session.cancel_job(table, args.job, ledger=args.ledger)
+            out.write(
+                f"Cancelled job {args.job}: its workers stop at their next page.\n"
+                if cancelled
+                else f"Job {args.job} had already ended; nothing to cancel.\n"
+            )
+            return EXIT_OK if cancelled else EXIT_FOUND
+        record = session.job(table, args.job, ledger=args.ledger)
+    out.write(f"{record}\n")
+    for unit in record.units:
+        counts = ", ".join(f"{k}={v}" for k, v in sorted(unit.counts.items()) if ":" not in k)
+        holder = f", held until {unit.lease:.0f}" if unit.owner else ""
+        out.write(f"  {unit.unit.id}: {unit.state}, runs {unit.runs}{holder}; {counts}\n")
+    total = ", ".join(f"{k}={v}" for k, v in sorted(record.counts().items()) if ":" not in k)
+    out.write(f"  counts: {total}\n")
+    return EXIT_OK
 
 
 def _reported(out: TextIO, report: object, ok: bool) -> int:
@@ -503,6 +573,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
     "adopt": cmd_adopt,
     "backfill": cmd_backfill,
     "relieve": cmd_relieve,
+    "jobs": cmd_jobs,
 }
 
 
@@ -513,7 +584,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     args = parser.parse_args(argv)
     progress = Progress(sys.stderr, args.progress or sys.stderr.isatty())
     try:
-        code = COMMANDS[args.command](args, stdout, progress)
+        with _terminated_as_interrupt():
+            code = COMMANDS[args.command](args, stdout, progress)
         for session in getattr(args, "metered_sessions", ()):
             write_capacity(stdout, session.capacity, functools.partial(_live_name, session))
         return code
@@ -521,6 +593,37 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         return _failed(args.command, exc, EXIT_USAGE)
     except LsiormError as exc:  # DynamoDB refused (a DynamoError), or could not be reached
         return _failed(args.command, exc, EXIT_SERVICE)
+    except KeyboardInterrupt:
+        job = getattr(args, "job_id", None)
+        where = f" (job {job})" if job else ""
+        return _failed(
+            args.command,
+            Exception(
+                f"stopped{where}; positions are saved: run the same command again to resume."
+            ),
+            EXIT_STOPPED,
+        )
+
+
+@contextlib.contextmanager
+def _terminated_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops a command as Ctrl-C does (a job then releases its leases), in the main
+    thread only: elsewhere the handler is left as it is."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _failed(command: str, exc: Exception, code: int) -> int:

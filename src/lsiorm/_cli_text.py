@@ -176,13 +176,20 @@ def _query_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the audit-keys, adopt, backfill and relieve subcommands."""
+    """Add the audit-keys, adopt, backfill, relieve and jobs subcommands."""
     jobs = argparse.ArgumentParser(add_help=False)
     jobs.add_argument("--entity", help="entity type name, for a Table target")
     jobs.add_argument("--partition", help="read only this partition key value")
     jobs.add_argument("--segments", type=int, default=4, help="parallel scan segments")
     jobs.add_argument("--page-size", type=int, default=None, help="items per page")
     jobs.add_argument("--dry-run", action="store_true", help="price the job, change nothing")
+    jobs.add_argument(
+        "--ledger", help="table of the job's ledger (default: the table's reserved partition)"
+    )
+    jobs.add_argument("--read-budget", type=float, default=None, help="read units per second")
+    jobs.add_argument("--export", help="read a DynamoDB export (folder or s3:// URL), not a scan")
+    jobs.add_argument("--processes", type=int, help="run the units in this many processes")
+    jobs.add_argument("--dask", help="run the units on the Dask scheduler at this address")
     sub.add_parser(
         "audit-keys",
         parents=[common, jobs],
@@ -210,7 +217,6 @@ def _job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         description="target: module:attribute of an entity class, or of a Table with --entity.",
     )
     fill.add_argument("--budget", type=float, default=None, help="write units per second")
-    fill.add_argument("--checkpoint", help="checkpoint file (default: lsiorm-backfill-*.json)")
     relieve = sub.add_parser(
         "relieve",
         parents=[common],
@@ -223,9 +229,20 @@ def _job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     relieve.add_argument("--to-table", help="module:attribute of the destination Table")
     relieve.add_argument("--to-file", help="JSON Lines file to append the items to")
     relieve.add_argument("--budget", type=float, default=None, help="write units per second")
-    relieve.add_argument("--checkpoint", help="checkpoint file (default: lsiorm-relieve-*.json)")
+    relieve.add_argument("--ledger", help="table of the job's ledger")
     relieve.add_argument("--page-size", type=int, default=None, help="items per page")
     relieve.add_argument("--dry-run", action="store_true", help="report, change nothing")
+    listing = sub.add_parser(
+        "jobs",
+        parents=[common],
+        help="list the key jobs in a table's ledger; show or cancel one",
+        description="target: module:attribute of a Table or an entity class. "
+        "lsiorm jobs TARGET lists the runs; lsiorm jobs TARGET show ID shows one with its "
+        "units; lsiorm jobs TARGET cancel ID cancels one.",
+    )
+    listing.add_argument("action", nargs="?", choices=("list", "show", "cancel"))
+    listing.add_argument("job", nargs="?", help="the job's id")
+    listing.add_argument("--ledger", help="table of the ledger (default: the target's table)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,6 +23,7 @@ import inspect
 import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
+from functools import partial
 from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
@@ -39,12 +40,14 @@ from lsiorm._io.telemetry import (
 )
 from lsiorm._model.entity import Entity
 from lsiorm._ops import reads
+from lsiorm._ops.ledger import LedgerLocation
 from lsiorm._ops.meter import CapacityMeter
 from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
+from lsiorm._ops.units import Unit
 from lsiorm._query.values import Query, Scan
-from lsiorm._session_methods import SessionCore
+from lsiorm._session_methods import SessionConfig, SessionCore
 from lsiorm.errors import ConfigurationError, MissingDependencyError
 
 __all__ = ["AsyncSession", "Session"]
@@ -299,6 +302,18 @@ class Session(SessionCore, Closing):
                 factory.client,
                 _client_kwargs(endpoint_url, region_name, client_kwargs),
             )
+            if boto3_session is None and table_names is None:
+                self.config = SessionConfig(
+                    endpoint_url,
+                    region_name,
+                    profile_name,
+                    environment.table_prefix() if table_prefix is None else table_prefix,
+                    retry,
+                    watch_collections,
+                    fast_json,
+                    lean,
+                )
+                self.unit_worker = partial(run_unit_task, self.config)
         elif boto3_session is not None or profile_name is not None:
             raise TypeError("Give a client, or boto3_session/profile_name to build one; not both.")
         _install_handlers(client, fast_json)
@@ -337,6 +352,10 @@ class Session(SessionCore, Closing):
     adopt = blocking(methods.adopt)
     backfill = blocking(methods.backfill)
     relieve_collection = blocking(methods.relieve_collection)
+    jobs = blocking(methods.jobs)
+    job = blocking(methods.job)
+    cancel_job = blocking(methods.cancel_job)
+    run_unit = blocking(methods.run_unit)
     batch_write = blocking(methods.batch_write)
     batch_get = blocking(methods.batch_get)
     transact_write = blocking(methods.transact_write)
@@ -494,6 +513,10 @@ class AsyncSession(SessionCore):
     adopt = awaiting(methods.adopt)
     backfill = awaiting(methods.backfill)
     relieve_collection = awaiting(methods.relieve_collection)
+    jobs = awaiting(methods.jobs)
+    job = awaiting(methods.job)
+    cancel_job = awaiting(methods.cancel_job)
+    run_unit = awaiting(methods.run_unit)
     batch_write = awaiting(methods.batch_write)
     batch_get = awaiting(methods.batch_get)
     transact_write = awaiting(methods.transact_write)
@@ -546,3 +569,27 @@ class _OpeningDriver:
         await self._session._open()
         async for value in self._session.driver.iterate(op):
             yield value
+
+
+#: The sessions of this process's workers, one per configuration (a worker runs many units).
+_WORKER_SESSIONS: dict[SessionConfig, Session] = {}
+
+
+def run_unit_task(
+    config: SessionConfig, location: LedgerLocation, lease_seconds: float, job_id: str, unit: Unit
+) -> str:
+    """Run one unit of a job in this process: what an executor's worker is handed.
+
+    Module-level, so that pickle sends it by name; the worker builds (once) a session from
+    ``config`` and runs the unit as the job's declaration in the ledger says.
+    """
+    from lsiorm._io.exports import open_export
+    from lsiorm._ops.job_catalog import run_declared_unit
+
+    session = _WORKER_SESSIONS.get(config)
+    if session is None:
+        session = _WORKER_SESSIONS[config] = Session(**config.kwargs())
+    result: str = session.run(
+        run_declared_unit(session.ctx, location, lease_seconds, job_id, unit, open_export)
+    )
+    return result

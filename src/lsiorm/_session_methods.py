@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from lsiorm._conditions import Condition
 from lsiorm._io import environment
-from lsiorm._io.checkpoint import FileCheckpoint
+from lsiorm._io.exports import open_export
 from lsiorm._io.jsonlines import JsonLinesFile
 from lsiorm._io.telemetry import Telemetry, telemetry_for
 from lsiorm._model.drift import DriftReport
@@ -45,7 +47,10 @@ from lsiorm._ops.backfill import BackfillReport
 from lsiorm._ops.batch import BatchWriteResult
 from lsiorm._ops.collection_guard import CollectionWatcher
 from lsiorm._ops.items import DeleteResult, Idempotency
+from lsiorm._ops.job_catalog import run_declared_unit
+from lsiorm._ops.job_options import JobOptions, ledger_location
 from lsiorm._ops.key_audit import KeyAuditReport
+from lsiorm._ops.ledger import JobLedger, JobRecord
 from lsiorm._ops.meter import CapacityMeter
 from lsiorm._ops.naming import TableNames, prefixed
 from lsiorm._ops.pipeline import Context
@@ -55,6 +60,7 @@ from lsiorm._ops.resumable import JobProgress
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import TransactWriteResult
+from lsiorm._ops.units import Unit
 from lsiorm._query.cursor import cursor_key
 from lsiorm._query.values import Query, Scan
 from lsiorm._requests.batch import DeleteTarget, GetKey
@@ -62,11 +68,33 @@ from lsiorm._requests.items import key_values
 from lsiorm._requests.transactions import Get, TransactAction
 from lsiorm._requests.update_plan import update_spec
 
-__all__ = ["SessionCore"]
+__all__ = ["SessionConfig", "SessionCore"]
 
 E = TypeVar("E", bound=Entity)
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """What a worker process needs to build a session like this one: a plain, picklable value.
+
+    A session built from parameters (not from a client) has one in ``session.config``; a key
+    job sends it with each unit to an executor's workers, which build their own sessions.
+    """
+
+    endpoint_url: str | None = None
+    region_name: str | None = None
+    profile_name: str | None = None
+    table_prefix: str = ""
+    retry: RetryPolicy | None = None
+    watch_collections: bool = True
+    fast_json: bool = True
+    lean: bool = True
+
+    def kwargs(self) -> dict[str, Any]:
+        """The keywords of `Session` that build such a session."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
 class SessionCore:
@@ -76,6 +104,10 @@ class SessionCore:
     """
 
     ctx: Context
+    #: How to build a session like this one in another process (None: built from a client).
+    config: SessionConfig | None = None
+    #: What an executor's worker runs per unit (set by `Session` when it has a config).
+    unit_worker: Callable[..., Any] | None = None
 
     def __init__(
         self,
@@ -315,16 +347,38 @@ def audit_keys(
     dry_run: bool = False,
     page_size: int | None = None,
     progress: Callable[[JobProgress], object] | bool | None = None,
+    executor: Executor | None = None,
+    ledger: str | None = None,
+    read_budget: float | None = None,
+    export: str | None = None,
+    lease_seconds: float = 60.0,
+    detach: bool = False,
 ) -> Operation[KeyAuditReport]:
     """Check every item's stored keys against its declaration (read-only; priced first).
 
     `progress` is called with a JobProgress after each page; True draws a progress bar
-    (items, rate, ETA from an estimated total) on stderr.
+    (items, rate, ETA from an estimated total) on stderr. The units (scan segments, or the
+    files of a DynamoDB export given as `export`, a folder or an `s3://` URL) run in threads
+    here, or on `executor` (any `concurrent.futures.Executor`, a Dask client's executor
+    included); then the job keeps its ledger in the table (or in the table named `ledger`).
+    `detach` only opens the run in the ledger and returns at once (`report.job` names it):
+    its units are then run anywhere with `run_unit`, one call each.
     """
+    options = _options(
+        session,
+        executor=executor,
+        ledger=ledger,
+        read_budget=read_budget,
+        export=export,
+        in_memory=executor is None and ledger is None and not detach,
+        lease_seconds=lease_seconds,
+        detach=detach,
+    )
     job = partial(
         key_audit.audit_keys,
         session.ctx,
         target,
+        options,
         partition=partition,
         segments=segments,
         dry_run=dry_run,
@@ -372,24 +426,49 @@ def backfill(
     partition: Any = None,
     segments: int = 4,
     write_budget: float | None = None,
-    checkpoint: str | os.PathLike[str] | None = None,
     dry_run: bool = False,
     page_size: int | None = None,
     progress: Callable[[JobProgress], object] | bool | None = None,
+    executor: Executor | None = None,
+    ledger: str | None = None,
+    read_budget: float | None = None,
+    export: str | None = None,
+    concurrency: int = 8,
+    lease_seconds: float = 60.0,
+    detach: bool = False,
 ) -> Operation[BackfillReport]:
     """Rewrite the stale derived keys of an entity's items, each only if unchanged.
 
-    `progress` is called with a JobProgress after each page; True draws a progress bar
-    (items, rate, ETA from an estimated total) on stderr.
+    The job's units run in threads here (`concurrency` at once) or on `executor`; its ledger
+    (positions, counts, leases) is in the table's reserved partition, or in the table named
+    `ledger`, so a run that stopped resumes from any process, and running it again once it is
+    done starts a new run. `write_budget` and `read_budget` are units per second shared by
+    every worker, lowered on throttling. `export` reads a DynamoDB export (a folder or an
+    `s3://` URL) instead of scanning. A unit whose worker died is taken over once its lease
+    of `lease_seconds` runs out. `detach` only opens the run in the ledger and returns at once
+    (`report.job` names it; nothing is counted yet): its units are then run anywhere with
+    `run_unit`, one call each (a Step Functions map, Ray tasks). `progress` is called with a
+    JobProgress after each page; True draws a progress bar (items, rate, ETA from an estimated
+    total) on stderr.
     """
+    options = _options(
+        session,
+        executor=executor,
+        ledger=ledger,
+        write_budget=write_budget,
+        read_budget=read_budget,
+        export=export,
+        concurrency=concurrency,
+        lease_seconds=lease_seconds,
+        detach=detach,
+    )
     job = partial(
         backfill_job.backfill,
         session.ctx,
         entity,
+        options,
         partition=partition,
         segments=segments,
-        write_budget=write_budget,
-        checkpoint=_checkpoint(checkpoint),
         dry_run=dry_run,
         page_size=page_size,
     )
@@ -407,31 +486,106 @@ def relieve_collection(
     to_table: Table | None = None,
     to_file: str | os.PathLike[str] | None = None,
     write_budget: float | None = None,
-    checkpoint: str | os.PathLike[str] | None = None,
     dry_run: bool = False,
     page_size: int | None = 100,
     progress: Callable[[JobProgress], object] | bool | None = None,
+    ledger: str | None = None,
 ) -> Operation[ReliefReport]:
     """Move a collection's matching items to a table or file: copy, verify, then delete.
 
-    `progress` is called with a JobProgress after each page; True draws a progress bar
-    (items, rate, ETA from an estimated total) on stderr.
+    Its ledger is in the table's reserved partition (or in the table named `ledger`): a run
+    that stopped resumes. `progress` is called with a JobProgress after each page; True draws a
+    progress bar (items, rate, ETA from an estimated total) on stderr.
     """
+    options = _options(session, ledger=ledger, write_budget=write_budget)
     job = partial(
         relief.relieve_collection,
         session.ctx,
         table,
         partition,
+        options,
         entity=entity,
         match=match,
         to_table=to_table,
         to_file=None if to_file is None else JsonLinesFile(to_file),
-        write_budget=write_budget,
-        checkpoint=_checkpoint(checkpoint),
         dry_run=dry_run,
         page_size=page_size,
     )
     return _reporting(job, progress, "relief")
+
+
+def jobs(
+    session: SessionCore, /, table: Table, *, ledger: str | None = None
+) -> Operation[list[JobRecord]]:
+    """The runs of key jobs in the table's ledger (or the table named `ledger`), newest first."""
+    return _ledger(session, table, ledger).jobs()
+
+
+def job(
+    session: SessionCore, /, table: Table, job_id: str, *, ledger: str | None = None
+) -> Operation[JobRecord]:
+    """One run with its units, their counts and leases (`record.counts()` adds them up)."""
+    return _ledger(session, table, ledger).job(job_id)
+
+
+def cancel_job(
+    session: SessionCore, /, table: Table, job_id: str, *, ledger: str | None = None
+) -> Operation[bool]:
+    """Cancel a run: its workers stop at their next page; return False if it had ended."""
+    return _ledger(session, table, ledger).set_state(
+        job_id, "cancelled", only_from=("running", "paused")
+    )
+
+
+def run_unit(
+    session: SessionCore,
+    /,
+    table: Table,
+    job_id: str,
+    unit: Unit,
+    *,
+    ledger: str | None = None,
+    lease_seconds: float = 60.0,
+) -> Operation[str]:
+    """Run one unit of a job as its ledger declares it (a worker's entry point: a Step
+    Functions map state or a Ray task calls it); return ``"done"`` (also for a unit done
+    before), ``"held"`` (another worker holds its lease: try again after it expires) or
+    ``"lost"`` (its lease was taken over, or the run was stopped or cancelled).
+    """
+    location = ledger_location(session.ctx, table, ledger)
+    return run_declared_unit(session.ctx, location, lease_seconds, job_id, unit, open_export)
+
+
+def _ledger(session: SessionCore, table: Table, ledger: str | None) -> JobLedger:
+    return JobLedger(session.ctx, ledger_location(session.ctx, table, ledger))
+
+
+def _options(
+    session: SessionCore,
+    *,
+    executor: Executor | None = None,
+    ledger: str | None = None,
+    write_budget: float | None = None,
+    read_budget: float | None = None,
+    export: str | None = None,
+    concurrency: int = 8,
+    in_memory: bool = False,
+    lease_seconds: float = 60.0,
+    detach: bool = False,
+) -> JobOptions:
+    """How a key job runs, from a session method's keywords."""
+    return JobOptions(
+        ledger=ledger,
+        in_memory=in_memory,
+        executor=executor,
+        worker=session.unit_worker,
+        write_budget=write_budget,
+        read_budget=read_budget,
+        export=None if export is None else open_export(os.fspath(export)),
+        concurrency=concurrency,
+        lease_seconds=lease_seconds,
+        detach=detach,
+    )
 
 
 class _Job(Protocol[T_co]):
@@ -458,10 +612,6 @@ def _closing(op: Operation[T], bar: Any) -> Operation[T]:
         return (yield from op)
     finally:
         bar.close()
-
-
-def _checkpoint(path: str | os.PathLike[str] | None) -> FileCheckpoint | None:
-    return None if path is None else FileCheckpoint(path)
 
 
 # -- batches and transactions ---------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from lsiorm import AsyncSession, Entity, Session, Table, between, query
+from lsiorm._ops.ledger import NAMESPACE
 from lsiorm._ops.resumable import JobProgress
 from support.jobs import Killed, WriteLog, session_on
 from support.models import declare_doc
@@ -62,9 +63,7 @@ def test_backfill_rewrites_only_stale_items(
         log = WriteLog()
         seen: list[JobProgress] = []
         with session_on(endpoint_url, log) as logged:
-            report = logged.backfill(
-                doc, segments=3, checkpoint=tmp_path / "cp.json", progress=seen.append
-            )
+            report = logged.backfill(doc, segments=3, progress=seen.append)
         assert report.rewritten == STALE
         assert report.current == CURRENT
         assert report.failed == []
@@ -76,10 +75,11 @@ def test_backfill_rewrites_only_stale_items(
         assert len(lsi3_items(session, doc)) == STALE + CURRENT
         again = session.backfill(doc)
         assert (again.rewritten, again.current) == (0, STALE + CURRENT)
-        # A finished checkpoint reads nothing more.
-        done = session.backfill(doc, segments=3, checkpoint=tmp_path / "cp.json")
-        assert done.resumed
-        assert done.rewritten == STALE
+        # A finished run is never resumed: the same job again is a new run over everything.
+        done = session.backfill(doc, segments=3)
+        assert not done.resumed
+        assert done.job != report.job
+        assert (done.scanned, done.rewritten, done.current) == (STALE + CURRENT, 0, STALE + CURRENT)
     finally:
         session.delete_table(table)
 
@@ -89,19 +89,23 @@ def test_an_interrupted_backfill_resumes_and_rewrites_each_stale_item_once(
     session: Session, endpoint_url: str, table_name: str, tmp_path: Path, seed_value: int
 ) -> None:
     table, doc = seed(session, table_name)
-    checkpoint = tmp_path / "cp.json"
     limit = random.Random(seed_value).randrange(1, STALE)
     log = WriteLog(limit)
     try:
         with session_on(endpoint_url, log) as doomed, pytest.raises(Killed):
-            doomed.backfill(doc, segments=2, checkpoint=checkpoint, page_size=4)
+            doomed.backfill(doc, segments=2, page_size=4)
         assert sum(log.writes.values()) == limit
         log.limit = None
         log.sent = 0
-        stored = checkpoint.exists()  # once a page is done (segments run in parallel)
         with session_on(endpoint_url, log) as resumed:
-            report = resumed.backfill(doc, segments=2, checkpoint=checkpoint, page_size=4)
-        assert report.resumed == stored
+            report = resumed.backfill(doc, segments=2, page_size=4)
+        assert report.resumed  # from the ledger, in the table itself
+        # Each item is counted once across both runs: rewritten, whoever rewrote it.
+        assert (report.scanned, report.rewritten, report.current) == (
+            STALE + CURRENT,
+            STALE,
+            CURRENT,
+        )
         assert set(log.writes) == {sk(n) for n in range(STALE)}  # current items untouched
         assert set(log.writes.values()) == {1}  # every stale item exactly once
         assert session.audit_keys(doc).clean
@@ -157,7 +161,7 @@ def test_a_rekey_to_a_wider_number_keeps_range_queries_exact(
     new_ns = rng.sample(sorted(set(range(20_000)) - set(old_ns)), 10)
     session.batch_write([new_doc(user="u", n=n, title="t") for n in new_ns])
     try:
-        report = session.backfill(new_doc, checkpoint=tmp_path / "rekey.json")
+        report = session.backfill(new_doc)
         assert (report.rewritten, report.moved, report.current) == (40, 40, 10)
         assert session.audit_keys(new_doc).clean
         every = set(old_ns) | set(new_ns)
@@ -167,8 +171,13 @@ def test_a_rekey_to_a_wider_number_keeps_range_queries_exact(
             found = [d.n for d in session.all(query(new_doc).where(user="u", n=between(low, high)))]  # type: ignore[attr-defined]
             assert found == sorted(n for n in every if low <= n <= high)
         # Nothing is left under the old keys.
-        raw = session.call(
-            "Scan", {"TableName": table_name, "FilterExpression": "attribute_exists(PK)"}
+        raw = session.call(  # the items, without the ledger's partition
+            "Scan",
+            {
+                "TableName": table_name,
+                "FilterExpression": "attribute_exists(PK) AND PK <> :ledger",
+                "ExpressionAttributeValues": {":ledger": {"S": NAMESPACE}},
+            },
         )
         assert sorted(i["SK"]["S"] for i in raw["Items"]) == sorted(f"DOC#{n:06d}" for n in every)
     finally:
@@ -235,6 +244,64 @@ def test_items_moved_ahead_of_the_scan_are_not_counted_again(
         _table, new_note = declared("Z#")
         report = session.backfill(new_note, partition="U#u", page_size=4, segments=1)
         assert (report.scanned, report.rewritten, report.moved, report.current) == (25, 25, 25, 0)
+        assert session.audit_keys(new_note).clean
+    finally:
+        session.delete_table(old_table)
+
+
+def test_the_same_backfill_after_a_stale_writer_rewrites_what_is_stale_now(
+    session: Session, table_name: str
+) -> None:
+    """Rollout step 3: audit, find items a writer on the old release wrote, backfill again."""
+    table, doc = seed(session, table_name)
+    _, old_doc = declare_doc(table_name, lsi3=False)
+    try:
+        first = session.backfill(doc, segments=2)
+        assert first.rewritten == STALE
+        session.batch_write(  # a writer still on the old release
+            [old_doc(user="u9", n=n, title="late") for n in range(100, 107)]
+        )
+        assert session.audit_keys(doc).stale_items == 7
+        again = session.backfill(doc, segments=2)
+        assert not again.resumed
+        assert again.job != first.job
+        assert (again.rewritten, again.current) == (7, STALE + CURRENT)
+        assert session.audit_keys(doc).clean
+    finally:
+        session.delete_table(table)
+
+
+@pytest.mark.parametrize(("prefix", "limit"), [("Z#", 9), ("Z#", 23), ("0#", 14)])
+def test_a_resumed_rekey_counts_each_item_once(
+    session: Session, endpoint_url: str, table_name: str, prefix: str, limit: int
+) -> None:
+    """Moves ahead of the scan (Z#) and behind it (0#), killed mid-run and resumed."""
+
+    def declared(sort_prefix: str) -> tuple[Table, type[Entity]]:
+        table = Table(table_name, "PK", "SK")
+
+        class Note(Entity, table=table, keys={"PK": "U#{user}", "SK": sort_prefix + "{n:04d}"}):
+            user: str
+            n: int
+
+        return table, Note
+
+    old_table, old_note = declared("M#")
+    session.create_table(old_table)
+    try:
+        session.batch_write([old_note(user=f"u{n % 3}", n=n) for n in range(60)])
+        _table, new_note = declared(prefix)
+        log = WriteLog(limit)
+        with session_on(endpoint_url, log) as doomed, pytest.raises(Killed):
+            doomed.backfill(new_note, page_size=4, segments=2)
+        log.limit = None
+        with session_on(endpoint_url, log) as resumed:
+            report = resumed.backfill(new_note, page_size=4, segments=2)
+        assert report.resumed
+        assert (report.scanned, report.rewritten, report.moved) == (60, 60, 60)
+        assert (report.current, report.retried, report.gone, report.failed) == (0, 0, 0, [])
+        assert set(log.writes.values()) == {1}
+        assert len(log.writes) == 60
         assert session.audit_keys(new_note).clean
     finally:
         session.delete_table(old_table)

@@ -93,9 +93,15 @@ def test_audit_then_backfill_then_audit(
             "--progress",
         )
         assert code == EXIT_OK, out
-        assert "checkpoint: lsiorm-backfill-" in out
         assert "rewritten: 25" in out
-        assert (tmp_path / out.split("checkpoint: ")[1].split(" ")[0]).is_file()
+        job = out.split("job: ")[1].split()[0]
+        code, listed = run("jobs", f"{new}:Task", *url)
+        assert code == EXIT_OK
+        assert job in listed
+        assert "done" in listed
+        code, shown = run("jobs", f"{new}:app", "show", job, *url)
+        assert code == EXIT_OK, shown
+        assert "rewritten=25" in shown
         err = capsys.readouterr().err
         assert "backfill:" in err  # the progress bar, on stderr
         assert "items/s" in err

@@ -50,7 +50,11 @@ def test_backfill_and_rekey_under_faults(direct: Session, faulty: Any, table_nam
         _, doc = declare_dated_doc(table_name, width=6, lsi3=True)
         report = session.backfill(doc, segments=2, page_size=7)
         assert proxy.stats["faults"] > 0
+        assert proxy.stats["lost-response"] > 0
         assert report.failed == []
+        # Exact counts: with no other writer, an answer lost and resent is still one move.
+        assert (report.scanned, report.rewritten, report.moved) == (40, 40, 40)
+        assert (report.current, report.retried, report.gone) == (0, 0, 0)
         stored = [item_from_wire(i) for i in everything(direct, table_name)]
         assert len(stored) == len(docs)  # none lost, none duplicated
         assert sorted(i["SK"] for i in stored) == sorted(f"DOC#{n:06d}" for n in ns)
@@ -77,7 +81,6 @@ def test_relief_under_faults(direct: Session, faulty: Any, table_name: str, tmp_
             match=lambda r: r.day < date(2024, 3, 1),
             to_table=archive,
             page_size=5,
-            checkpoint=tmp_path / "t.json",
         )
         rest = session.relieve_collection(
             table, "S#s", to_file=tmp_path / "rest.jsonl", page_size=5
@@ -95,3 +98,26 @@ def test_relief_under_faults(direct: Session, faulty: Any, table_name: str, tmp_
     finally:
         direct.delete_table(table)
         direct.delete_table(archive)
+
+
+def test_a_slot_backfill_under_faults_counts_exactly(
+    direct: Session, faulty: Any, table_name: str
+) -> None:
+    session, proxy = faulty
+    old_table, old_doc = declare_dated_doc(table_name, width=4, lsi3=False)
+    direct.create_table(old_table)
+    docs = [old_doc(user=f"u{n % 5}", n=n, day=date(2024, 2, 1 + n % 28)) for n in range(120)]
+    direct.batch_write(docs)
+    try:
+        _, doc = declare_dated_doc(table_name, width=4, lsi3=True)
+        report = session.backfill(doc, segments=3, page_size=9)
+        assert proxy.stats["lost-response"] > 0
+        assert (report.scanned, report.rewritten, report.current) == (120, 120, 0)
+        assert (report.retried, report.gone, report.moved, report.failed) == (0, 0, 0, [])
+        again = session.backfill(doc, segments=3, page_size=9)
+        assert (again.scanned, again.rewritten, again.current) == (120, 0, 120)
+        stored = [item_from_wire(i) for i in everything(direct, table_name)]
+        expected = {canon(d.to_item()) for d in (doc(**o.model_dump()) for o in docs)}
+        assert {canon(i) for i in stored} == expected
+    finally:
+        direct.delete_table(old_table)

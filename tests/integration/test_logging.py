@@ -120,7 +120,8 @@ def test_logs_name_requests_retries_and_job_steps_but_no_secret_or_content(
             lane = session.driver.inner.lane
             assert (lane is not None and lane.sent > 0) is lean
             # A key job: it reads the table's description (through botocore) and scans it.
-            assert session.audit_keys(secret, segments=2, page_size=10).scanned == 30
+            audit = session.audit_keys(secret, segments=2, page_size=10)
+            assert audit.scanned == 30
         finally:
             session.delete_table(table, wait=False)
 
@@ -153,4 +154,4 @@ def test_logs_name_requests_retries_and_job_steps_but_no_secret_or_content(
     steps = capture.of("lsiorm.jobs")
     assert len(steps) >= 3  # 30 items in pages of 10, in two segments
     assert all(r.levelno == logging.INFO for r in steps)
-    assert all(f"key audit of {table.name}" in r.getMessage() for r in steps)
+    assert all(f"job {audit.job}" in r.getMessage() for r in steps)

@@ -3,7 +3,7 @@
 The segments of an audit or a backfill run in threads under ``Session``. These tests prove the
 overlap (a hook holds each segment's first request until every segment has sent one: run one
 after another, the first would wait for ever, so the hook times out and the test fails), and
-that the reports and checkpoints stay exact: every count equals a brute-force count over the
+that the reports and the ledger stay exact: every count equals a brute-force count over the
 stored items, and a job killed at a random point and resumed rewrites each stale item once.
 """
 
@@ -170,26 +170,25 @@ def test_a_parallel_backfill_killed_at_a_random_point_resumes_exactly(
     rng = random.Random(seed)
     table, doc = seed_random(session, table_name, rng)
     segments, page_size = rng.randrange(2, 5), rng.randrange(1, 6)
-    checkpoint = tmp_path / "cp.json"
     try:
         expected = brute_force(table, everything(session, table_name))
         stale = expected["stale_keys"]
         limit = rng.randrange(1, max(2, len(stale)))
         log = WriteLog(limit)
         with session_on(endpoint_url, log) as doomed, pytest.raises(Killed):
-            doomed.backfill(doc, segments=segments, checkpoint=checkpoint, page_size=page_size)
+            doomed.backfill(doc, segments=segments, page_size=page_size)
         assert log.sent == limit
         log.limit = None
         with session_on(endpoint_url, log) as resumed:
-            report = resumed.backfill(
-                doc, segments=segments, checkpoint=checkpoint, page_size=page_size
-            )
+            report = resumed.backfill(doc, segments=segments, page_size=page_size)
         assert set(log.writes) == stale  # current items untouched
         assert set(log.writes.values()) == {1}  # every stale item exactly once
-        # The checkpoint counted only whole pages, so each item is counted once across runs:
-        # rewritten in a page cut short, it is found current when that page is read again.
+        # The ledger counted only whole pages, and each page's intent, so each item is counted
+        # once across runs: rewritten in a page cut short, it is still counted as rewritten.
         assert report.scanned == expected["items"]
         assert report.rewritten + report.current == expected["items"]
+        assert report.rewritten == len(stale)
+        assert report.current == expected["current"]
         assert report.failed == []
         assert session.audit_keys(table).stale_items == 0
     finally:

@@ -188,7 +188,7 @@ FILE_AND_NETWORK = frozenset({"open", "os", "pathlib", "socket", "shutil", "temp
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "_ops").glob("*.py")), ids=lambda p: p.name)
 def test_operations_touch_no_files_or_sockets(path: Path) -> None:
-    """An operation yields steps; files (checkpoints, relief files) are given to it by _io."""
+    """An operation yields steps; files (exports, relief files) are given to it by _io."""
     tree = ast.parse(path.read_text())
     used = set()
     for node in ast.walk(tree):

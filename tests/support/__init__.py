@@ -10,7 +10,11 @@
   fixture) and a hook that counts the requests sent, for the telemetry tests.
 - ``faults``: the fault-injecting proxy in front of an engine, and a session whose first
   answer is lost through lsiorm's public fault injection.
-- ``jobs``: helpers of the key-job tests (a write log that can kill a job, reading a table back).
+- ``jobs``: helpers of the key-job tests (a write log that can kill a job, reading a table back,
+  an app module that workers in other processes import).
+- ``writers``: concurrent writers that set, add, remove, delete and re-create items while a
+  job runs, with a model of what the table must hold after it.
+- ``exports``: DynamoDB exports to S3 written by hand from a table (a folder, or a bucket).
 - ``oracles``: what DynamoDB would answer, computed by hand.
 - ``hooks``: a session hook that records every request with its response.
 - ``outcomes``: values compared with the type of every leaf, for differential tests.

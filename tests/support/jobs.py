@@ -1,12 +1,17 @@
-"""Helpers of the key-job tests: a write log that can kill a job, and reading a table back."""
+"""Helpers of the key-job tests: a write log that can kill a job, reading a table back, and
+an app whose classes workers in other processes can import."""
 
 from __future__ import annotations
 
+import importlib
 import threading
+import uuid
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from lsiorm import HookRequest, Session
+from lsiorm._ops.ledger import NAMESPACE
 
 
 class Killed(BaseException):
@@ -15,6 +20,8 @@ class Killed(BaseException):
 
 class WriteLog:
     """Counts each successful rewrite per stored sort key; kills the job past ``limit`` writes.
+
+    The ledger's own writes are neither counted nor limited.
 
     Segments run in threads: the count and the limit are kept under a lock, and a write is
     let through only while fewer than ``limit`` have been let through.
@@ -27,7 +34,7 @@ class WriteLog:
         self.lock = threading.Lock()
 
     def before(self, request: HookRequest) -> None:
-        if request.operation not in ("UpdateItem", "TransactWriteItems"):
+        if request.operation not in ("UpdateItem", "TransactWriteItems") or on_ledger(request):
             return
         with self.lock:
             if self.limit is not None and self.sent >= self.limit:
@@ -35,6 +42,8 @@ class WriteLog:
             self.sent += 1
 
     def after(self, request: HookRequest, response: dict[str, Any]) -> None:
+        if on_ledger(request):
+            return
         with self.lock:
             if request.operation == "UpdateItem":
                 self.writes[request.params["Key"]["SK"]["S"]] += 1
@@ -43,18 +52,68 @@ class WriteLog:
                 self.writes[delete["Key"]["SK"]["S"]] += 1
 
 
+def on_ledger(request: HookRequest) -> bool:
+    """Whether a request reads or writes the jobs' ledger (its reserved partition)."""
+    params = request.params
+    keys = [params.get("Key")] + [
+        next(iter(action.values())).get("Key") for action in params.get("TransactItems", ())
+    ]
+    ledger = {"S": NAMESPACE}
+    if any(key is not None and key.get("PK") == ledger for key in keys):
+        return True
+    return ledger in (params.get("ExpressionAttributeValues") or {}).values() and (
+        request.operation == "Query"
+    )
+
+
 def session_on(endpoint_url: str, *hooks: object) -> Session:
     """A Session on the engine with these hooks (a job's sessions differ only in their hooks)."""
     return Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=hooks)
 
 
-def everything(session: Session, name: str) -> list[dict[str, Any]]:
-    """Every stored item of a table (wire form), read consistently."""
+def everything(session: Session, name: str, *, ledger: bool = False) -> list[dict[str, Any]]:
+    """Every stored item of a table (wire form), read consistently.
+
+    The key jobs keep their ledger in the table's reserved partition (``~lsiorm#jobs``); its
+    items are left out unless ``ledger`` is true.
+    """
     items: list[dict[str, Any]] = []
     params: dict[str, Any] = {"TableName": name, "ConsistentRead": True}
     while True:
         page = session.call("Scan", params)
-        items += page["Items"]
+        items += [i for i in page["Items"] if ledger or i.get("PK") != {"S": NAMESPACE}]
         if "LastEvaluatedKey" not in page:
             return items
         params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+#: An app for jobs run by other processes: its classes must be importable there by module path.
+#: ``{name}`` is the table's name; ``{slot}`` adds the new release's LSI3 key (or nothing).
+WORKER_APP = """
+from lsiorm import Entity, Table
+
+table = Table.with_reserved_lsi_slots({name!r}, "PK", "SK")
+
+
+class Item(
+    Entity,
+    table=table,
+    keys={{"PK": "P#{{p:03d}}", "SK": "I#{{n:06d}}", "LSI1SK": "T#{{title}}"{slot}}},
+    type_name="Item",
+):
+    p: int
+    n: int
+    title: str
+    hits: int = 0
+    note: str | None = None
+"""
+NEW_SLOT = ', "LSI3SK": "T#{title}#{n:06d}"'
+
+
+def worker_apps(folder: Path, name: str) -> tuple[Any, Any]:
+    """Write the old and the new release of :data:`WORKER_APP` to ``folder`` (which must be on
+    ``sys.path``, and on the workers'), import both and return them."""
+    old, new = f"jobs_old_{uuid.uuid4().hex[:8]}", f"jobs_new_{uuid.uuid4().hex[:8]}"
+    (folder / f"{old}.py").write_text(WORKER_APP.format(name=name, slot=""))
+    (folder / f"{new}.py").write_text(WORKER_APP.format(name=name, slot=NEW_SLOT))
+    return importlib.import_module(old), importlib.import_module(new)

@@ -114,7 +114,11 @@ class SyncDriver:
     def _next(self, op: Operation[Any], step: Step) -> Step | Done:
         try:
             result = self._result(step)
-        except LsiormError as exc:
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            # An interrupt (Ctrl-C, SIGTERM turned into one, a kill from a hook) goes into the
+            # operation too, so that a key job can release its leases before it ends.
             return advance(op, error=exc)
         return advance(op, result)
 

@@ -22,7 +22,6 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from lsiorm._model.number_text import float_text
 from lsiorm.errors import NumberPrecisionError
 
 __all__ = [
@@ -63,7 +62,7 @@ def exact_float(text: str, path: str) -> float:
     value = float(text)
     if len(text) <= _SHORT and "E" not in text and "e" not in text:
         return value
-    if Decimal(float_text(value)) != Decimal(text):
+    if not _is_number(value, Decimal(text)):
         raise _inexact(path, text, value)
     return value
 
@@ -92,8 +91,15 @@ def check_float(value: Any, path: str) -> None:
     elif type(value) is not int or -(2**53) <= value <= 2**53:
         return  # a float, a small int, or not a number at all
     rounded = float(value)
-    if Decimal(float_text(rounded)) != value:
+    if not _is_number(rounded, Decimal(value)):
         raise _inexact(path, str(value), rounded)
+
+
+def _is_number(rounded: float, number: Decimal) -> bool:
+    """Whether the float is exactly the number: its shortest text (Python's repr, which reads
+    back as the same float) is the same number. A float may round past DynamoDB's largest
+    number, so no DynamoDB number text is made of it."""
+    return Decimal(repr(rounded)) == number
 
 
 def check_int(value: Any, path: str) -> None:

@@ -8,8 +8,8 @@ from them. Only then do gets, queries and writes agree with what is stored. Item
 declaration claims, and items several untyped declarations claim, are counted apart, with
 examples and the reason.
 
-The scan is the key jobs' (`scan_items` with a `Ledger`): priced first, in parallel
-segments, with the same progress reports; it only reads.
+The scan is priced first like the key jobs' (`price_scan`), then read in parallel segments
+(`tally_scan`), with the same progress reports; it only reads, so it keeps no ledger.
 """
 
 from __future__ import annotations
@@ -25,16 +25,12 @@ from lsiorm._model.entity_meta import EntityMeta, EntityModel, meta_of
 from lsiorm._model.item_types import item_types, parses_keys, untyped_entities
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, from_wire
-from lsiorm._ops.key_audit import (
-    ScanSpec,
-    check_item_keys,
-    price_scan,
-    scan_items,
-    target_of,
-)
+from lsiorm._ops.key_audit import check_item_keys
 from lsiorm._ops.pipeline import Context
-from lsiorm._ops.resumable import JobProgress, Ledger, plain_key
+from lsiorm._ops.resumable import JobProgress, plain_key
+from lsiorm._ops.scans import ScanSpec, price_scan, target_of
 from lsiorm._ops.steps import Operation
+from lsiorm._ops.tally_scan import ScanTally, scan_items
 from lsiorm.errors import KeyEncodingError, ValidationError
 
 __all__ = ["AdoptionExample", "AdoptionReport", "EntityAdoption", "adopt", "classify_item"]
@@ -300,7 +296,7 @@ def adopt(
         return
         yield  # a generator that yields nothing: sorting an item sends no request
 
-    ledger: Ledger[AdoptionReport, AdoptionReport] = Ledger(
+    tally: ScanTally[AdoptionReport, AdoptionReport] = ScanTally(
         report,
         new_part=lambda: AdoptionReport(table.name, estimate),
         merge=lambda whole, part: whole.add(part, examples),
@@ -309,7 +305,8 @@ def adopt(
         total=total,
         progress=progress,
         clock=clock,
+        name=f"adoption of {table.name}",
     )
-    yield from scan_items(ctx, spec, visit, ledger)
-    report.elapsed = ledger.elapsed
+    yield from scan_items(ctx, spec, visit, tally)
+    report.elapsed = tally.elapsed
     return report

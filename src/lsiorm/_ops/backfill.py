@@ -1,9 +1,9 @@
 """Backfill and re-key: rewrite the derived key attributes of stale items, and only those.
 
-The job reads a partition or the whole table (parallel scan segments) and checks each item of
-one entity type with `check_item_keys`. A stale item is rewritten
-on the condition that it is unchanged since it was read, so a concurrent writer's update is
-never overwritten; a rewrite whose condition fails re-reads the item and tries again.
+The job reads a partition or the whole table in work units (scan segments, or the files of an
+export) and checks each item of one entity type with `check_item_keys`. A stale item is
+rewritten on the condition that it is unchanged since it was read, so a concurrent writer's
+update is never overwritten; a rewrite whose condition fails re-reads the item and tries again.
 
 * Only index slots or the type attribute differ: one UpdateItem that sets the derived values
   and removes the slots the declaration no longer derives.
@@ -11,16 +11,18 @@ never overwritten; a rewrite whose condition fails re-reads the item and tries a
   item under its new key, create-only, and delete the old one on the condition that it is
   unchanged.
 
-The job writes a checkpoint file after every page, so a run that stops (crash, Ctrl-C, an
-error) resumes from where its segments were. Writes are paced to a budget of write units per
-second, priced by the capacity model (LSI and GSI write amplification included); a dry run
-reads the items and prices the rewrites without writing.
+The units run on the job engine (`lsiorm._ops.job_engine`), which keeps the job's positions
+and counts in the ledger, so a run that stops resumes from any process. Before a page's
+rewrites are sent, the page's intent (which items become which) is committed; a worker that
+reads the page again recognizes its predecessor's rewrites and counts them as rewritten, not
+as current. Writes are paced to the job's rate budget, priced by the capacity model (LSI and
+GSI write amplification included); a dry run reads the items and prices the rewrites without
+writing.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,35 +31,52 @@ from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, from_wire, same_item
-from lsiorm._ops.key_audit import ItemKeyCheck, ScanSpec, check_item_keys, price_scan, scan_items
+from lsiorm._ops.budget import RateBudget
+from lsiorm._ops.job_engine import JobRun, PageSource, digest, run_units, scan_pages
+from lsiorm._ops.job_options import JobOptions
+from lsiorm._ops.key_audit import ItemKeyCheck, check_item_keys
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.rekeying import move_request, moved_item, watched_attributes
 from lsiorm._ops.resumable import (
     MAX_EXPRESSION_BYTES,
-    CheckpointStore,
     JobProgress,
-    Ledger,
     WriteBudget,
     unchanged_condition,
 )
+from lsiorm._ops.scans import ScanSpec, price_scan
 from lsiorm._ops.steps import Operation
 from lsiorm.errors import ConditionFailedError, TransactionCanceledError, ValidationError
 
 __all__ = [
     "MAX_EXPRESSION_BYTES",
+    "BackfillKind",
+    "BackfillPart",
     "BackfillReport",
     "WriteBudget",
     "backfill",
+    "backfill_declaration",
+    "backfill_report",
+    "kind_factory",
     "unchanged_condition",
 ]
 
 
-# -- the report and the checkpoint ----------------------------------------------------------
+class Attempts:
+    """A request hook that counts the attempts of the one request it watches."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def before(self, request: object) -> None:
+        self.sent += 1
+
+
+# -- the report -----------------------------------------------------------------------------
 
 
 @dataclass
 class BackfillReport:
-    """What a backfill did.
+    """What one run of a backfill did.
 
     ``rewritten`` items had stale keys and were rewritten in place, ``moved`` of them by a move
     to a new primary key; ``current`` items needed nothing; ``retried`` counts rewrites skipped
@@ -65,9 +84,9 @@ class BackfillReport:
     items were deleted (or, during a re-keying, moved by a write) by someone else before they
     could be rewritten; ``failed`` lists the
     stored keys (and why) of items given up on. A ``dry_run`` writes nothing: ``rewritten``
-    then counts the items that would be rewritten and ``estimate`` prices them. Counts include
-    the runs a checkpoint resumes; items rewritten in a page that was cut short count as
-    ``current`` when the resumed run reads them again. An item this run moved to a key the scan
+    then counts the items that would be rewritten and ``estimate`` prices them. Counts are those
+    of the run ``job``, across every worker and every resume: each item is counted once, an
+    item rewritten before a resume as rewritten, and an item this run moved to a key the scan
     reaches later is not counted again when it is read there.
     """
 
@@ -86,7 +105,7 @@ class BackfillReport:
     failed: list[tuple[dict[str, Any], str]] = field(default_factory=list)
     units_spent: float = 0.0
     elapsed: float = 0.0
-    checkpoint: str | None = None
+    job: str | None = None
     resumed: bool = False
 
     @property
@@ -110,111 +129,171 @@ class BackfillReport:
             f"  failed: {len(self.failed)}",
         ]
         lines.extend(f"    {key}: {why}" for key, why in self.failed[:10])
-        if self.checkpoint is not None:
-            lines.append(f"  checkpoint: {self.checkpoint}")
+        if self.job is not None and not self.dry_run:
+            lines.append(f"  job: {self.job}")
         return "\n".join(lines)
 
 
 _COUNTERS = ("scanned", "rewritten", "moved", "current", "retried", "gone", "other")
+#: Capacity units go to the ledger as whole thousandths.
+_MILLI = 1000
 
 
-def _identity(spec: ScanSpec, entity: type[Entity]) -> dict[str, Any]:
-    partition = spec.partition
-    return {
-        "table": spec.table.name,
-        "entity": meta_of(entity).type_name,
-        "segments": spec.parallel,
-        "partition": None if partition is None else repr(partition),
-    }
-
-
-def _add(report: BackfillReport, part: BackfillReport) -> None:
+def backfill_report(
+    report: BackfillReport, counts: Mapping[str, int], notes: Iterable[Mapping[str, Any]]
+) -> BackfillReport:
+    """Fill ``report`` with a run's counts (added up over its units) and its units' notes."""
     for name in _COUNTERS:
-        setattr(report, name, getattr(report, name) + getattr(part, name))
-    report.failed.extend(part.failed)
-    report.estimate = report.estimate + part.estimate
-
-
-def _saved(report: BackfillReport) -> dict[str, Any]:
-    return {
-        "counts": {name: getattr(report, name) for name in _COUNTERS},
-        "failed": [[key, why] for key, why in report.failed],
+        setattr(report, name, int(counts.get(name, 0)))
+    per_index = {
+        name[len("units:") :]: value / _MILLI
+        for name, value in counts.items()
+        if name.startswith("units:") and name != "units:"
     }
-
-
-def _restore(report: BackfillReport, data: Mapping[str, Any]) -> None:
-    for name in _COUNTERS:
-        setattr(report, name, int(data.get("counts", {}).get(name, 0)))
-    report.failed = [(dict(key), str(why)) for key, why in data.get("failed", [])]
-    report.resumed = True
+    report.estimate = WriteEstimate(
+        report.table, counts.get("units:", 0) / _MILLI, {k: v for k, v in per_index.items() if v}
+    )
+    for note in notes:
+        report.failed.extend((dict(key), str(why)) for key, why in note.get("failed", ()))
+    return report
 
 
 # -- the job --------------------------------------------------------------------------------
 
 
-def backfill(
-    ctx: Context,
-    entity: type[Entity],
-    *,
-    partition: Any = None,
-    segments: int = 4,
-    write_budget: float | None = None,
-    checkpoint: CheckpointStore | None = None,
-    dry_run: bool = False,
-    max_attempts: int = 10,
-    page_size: int | None = None,
-    progress: Callable[[JobProgress], object] | None = None,
-    clock: Callable[[], float] = time.monotonic,
-) -> Operation[BackfillReport]:
-    """Rewrite the stale key attributes of ``entity``'s items; see the module docstring.
+@dataclass
+class BackfillPart:
+    """One page's counts, failures and priced writes."""
 
-    ``write_budget`` is in write units per second (None: unpaced). ``checkpoint`` is where
-    the job stores its position after each page, and resumes from when it holds one; a
-    finished job leaves it with every segment done, so running it again reads nothing.
-    ``page_size`` caps the items read per page. A dry run neither reads nor stores it.
+    counts: dict[str, int] = field(default_factory=dict)
+    failed: list[list[Any]] = field(default_factory=list)
+    estimate: WriteEstimate | None = None
+
+    def add(self, name: str, value: int = 1) -> None:
+        self.counts[name] = self.counts.get(name, 0) + value
+
+
+class BackfillKind:
+    """What a backfill does with each item of a page (the engine does the rest).
+
+    ``arrived`` is shared by every unit of the run in this process: the keys it moved items
+    to, so that an item read again at its new key is not counted twice. A unit also carries
+    the arrivals in its current partition in the ledger, for the worker that resumes it.
     """
-    meta = meta_of(entity)
-    table: Table = meta.table
-    spec = ScanSpec(table, entity, partition, segments, page_size=page_size)
-    read_estimate, total = yield from price_scan(ctx, spec)
-    report = BackfillReport(
-        table.name, meta.type_name, read_estimate, WriteEstimate(table.name, 0.0), dry_run
-    )
-    store = checkpoint if not dry_run else None
-    if checkpoint is not None:
-        report.checkpoint = str(checkpoint)
-    ledger: Ledger[BackfillReport, BackfillReport] = Ledger(
-        report,
-        new_part=lambda: BackfillReport(
-            table.name, meta.type_name, read_estimate, WriteEstimate(table.name, 0.0), dry_run
-        ),
-        merge=_add,
-        changed=lambda whole: whole.rewritten,
-        segments=spec.parallel,
-        total=total,
-        progress=progress,
-        clock=clock,
-        store=store,
-        identity=_identity(spec, entity),
-        saved=_saved,
-        name=f"backfill of {table.name}",
-    )
-    data = ledger.resume(table, "backfill.checkpoint")
-    if data is not None:
-        _restore(report, data)
-    budget = WriteBudget(write_budget, clock)
-    watched = watched_attributes(entity)
-    only = (entity,)
 
-    def reread(key: WireItem) -> Operation[WireItem | None]:
-        response = yield from call(
-            ctx, "GetItem", {"TableName": table.name, "Key": key, "ConsistentRead": True}, (table,)
-        )
+    def __init__(
+        self,
+        ctx: Context,
+        entity: type[Entity],
+        budget: RateBudget | None,
+        *,
+        dry_run: bool = False,
+        max_attempts: int = 10,
+        arrived: set[str] | None = None,
+        exported: bool = False,
+    ) -> None:
+        meta = meta_of(entity)
+        self.ctx = ctx
+        self.table: Table = meta.table
+        self.entity = entity
+        self.budget = budget
+        self.dry_run = dry_run
+        self.max_attempts = max_attempts
+        self.arrived: set[str] = arrived if arrived is not None else set()
+        self.local_arrivals: dict[str, str] = {}  # key digest -> partition digest
+        self.watched = watched_attributes(entity)
+        self.names = _key_names(self.table)
+        self.partition: str | None = None
+        self.exported = exported
+
+    # the engine's side ---------------------------------------------------------------------
+
+    def new_part(self) -> BackfillPart:
+        return BackfillPart(estimate=WriteEstimate(self.table.name, 0.0))
+
+    def intent(self, items: Sequence[WireItem]) -> dict[str, Any]:
+        """What this page will write: per stale item, the digest of what it becomes."""
+        if self.dry_run:
+            return {}
+        planned: dict[str, Any] = {}
+        for item in items:
+            try:
+                check = check_item_keys(self.table, item, (self.entity,))
+            except ValidationError:
+                continue
+            if check is None or check.current:
+                continue
+            new = moved_item(item, check)
+            moved_to = {k: new[k] for k in self.names} if check.moves else None
+            planned[digest(self._key(item))] = {"i": digest(new), "m": moved_to}
+        return planned
+
+    def counts(self, part: BackfillPart) -> dict[str, int]:
+        counts = dict(part.counts)
+        if part.estimate is not None and part.estimate.total:
+            counts["units:"] = round(part.estimate.table_units * _MILLI)
+            for name, units in part.estimate.per_index.items():
+                counts[f"units:{name}"] = round(units * _MILLI)
+        return counts
+
+    def notes(self, part: BackfillPart) -> dict[str, list[Any]]:
+        return {"failed": part.failed} if part.failed else {}
+
+    def changed(self, counts: Mapping[str, int]) -> int:
+        return int(counts.get("rewritten", 0))
+
+    def carry(self) -> dict[str, Any]:
+        if not self.local_arrivals:
+            return {}
+        return {"arrived": sorted(self.local_arrivals.items())}
+
+    def restore(self, carry: Mapping[str, Any]) -> None:
+        self.local_arrivals = {str(k): str(p) for k, p in carry.get("arrived", ())}
+
+    def end_page(self, part: BackfillPart) -> Operation[None]:
+        # Arrivals in partitions the scan has left cannot be read again by this unit.
+        if self.partition is not None:
+            self.local_arrivals = {
+                k: p for k, p in self.local_arrivals.items() if p == self.partition
+            }
+        return
+        yield  # a generator: nothing is sent at the end of a page
+
+    def settle(self, part: BackfillPart, recovered: dict[str, Any]) -> Operation[None]:
+        """Resolve the moves of a page cut short whose originals this page did not read."""
+        for old, entry in list(recovered.items()):
+            if entry.get("m") is None:
+                continue  # an in-place rewrite: its item is recognized whenever it is read
+            del recovered[old]
+            there = yield from self._reread(entry["m"])
+            if there is not None:
+                part.add("scanned")
+                part.add("rewritten")
+                part.add("moved")
+                self._arrive(entry["m"])
+                continue
+            # The move did not happen: the original is read (and counted) when its page is.
+
+    # the items -----------------------------------------------------------------------------
+
+    def _key(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: item[k] for k in self.names if k in item}
+
+    def _arrive(self, key: Mapping[str, Any]) -> None:
+        name = digest(dict(key))
+        self.arrived.add(name)
+        self.local_arrivals[name] = digest({self.names[0]: key[self.names[0]]})
+
+    def _reread(self, key: Mapping[str, Any]) -> Operation[WireItem | None]:
+        params = {"TableName": self.table.name, "Key": dict(key), "ConsistentRead": True}
+        response = yield from call(self.ctx, "GetItem", params, (self.table,))
         found: WireItem | None = response.get("Item")
         return found
 
-    def rewrite(item: WireItem, check: ItemKeyCheck) -> Operation[None]:
-        condition, names, values = unchanged_condition(item, watched)
+    def _rewrite(self, item: WireItem, check: ItemKeyCheck, attempts: Attempts) -> Operation[None]:
+        table = self.table
+        ctx = self.ctx.with_hooks((*self.ctx.hooks, attempts))
+        condition, names, values = unchanged_condition(item, self.watched)
         if not check.moves:
             sets = [p.attribute for p in check.problems if p.kind != "extra"]
             removes = [p.attribute for p in check.problems if p.kind == "extra"]
@@ -240,7 +319,47 @@ def backfill(
             return
         yield from call(ctx, "TransactWriteItems", move_request(item, check), (table,))
 
-    def cost(item: WireItem, check: ItemKeyCheck) -> WriteEstimate:
+    def _cancelled_move(
+        self,
+        part: BackfillPart,
+        check: ItemKeyCheck,
+        new: WireItem,
+        attempts: Attempts,
+        exc: TransactionCanceledError,
+    ) -> Operation[tuple[str, WireItem | None]]:
+        """After a move's transaction was cancelled: ``"moved"`` when it applied after all,
+        ``"failed"`` (noted) when an item is in the way, else ``"retry"`` with the original as
+        it is now (None: gone).
+
+        The move may have been applied (its answer lost, its resend refused or throttled): its
+        original gone and its new key holding exactly this move's item.
+        """
+        gone = yield from self._reread(check.stored_key)
+        new_key = {k: check.expected[k] for k in self.names}
+        if gone is None and self._maybe_mine(attempts):
+            there = yield from self._reread(new_key)
+            if there is not None and same_item(there, new):
+                return "moved", None
+        reasons = exc.reasons
+        if gone is not None and reasons and reasons[0].code == "ConditionalCheckFailed":
+            key = {k: from_wire(v) for k, v in new_key.items()}
+            self._fail(part, check.stored_key, f"an item already exists under the new key {key}")
+            return "failed", None
+        part.add("retried")
+        return "retry", gone
+
+    def _maybe_mine(self, attempts: Attempts) -> bool:
+        """Whether a refused rewrite may have been refused because of itself (its answer lost).
+
+        An item read by a scan was as read a moment before: refused, and then found exactly as
+        this rewrite makes it, it was this rewrite whose answer was lost. An item read from an
+        export may have been rewritten long before (by an earlier run): only a request that was
+        actually sent more than once can have been refused because of its own first attempt.
+        """
+        return attempts.sent > 1 or not self.exported
+
+    def _cost(self, item: WireItem, check: ItemKeyCheck) -> WriteEstimate:
+        table = self.table
         new = moved_item(item, check)
         if not check.moves:
             return estimate_write(table, item, new)
@@ -248,108 +367,197 @@ def backfill(
             table, item, None, transactional=True
         )
 
-    # Keys this run moved items to: a scan that reaches them later reads the same items again.
-    arrived: set[tuple[Any, ...]] = set()
+    def _done(self, part: BackfillPart, check: ItemKeyCheck, units: WriteEstimate) -> None:
+        assert part.estimate is not None
+        part.estimate = part.estimate + units
+        part.add("rewritten")
+        if check.moves:
+            part.add("moved")
+            self._arrive({k: check.expected[k] for k in self.names})
 
-    def moved_to(check: ItemKeyCheck) -> None:
-        arrived.add(_key_identity({k: check.expected[k] for k in _key_names(table)}))
+    def _fail(self, part: BackfillPart, key: Mapping[str, Any], why: str) -> None:
+        part.failed.append([{k: from_wire(v) for k, v in key.items()}, why])
 
-    def visit(part: BackfillReport, item: WireItem) -> Operation[bool]:
-        if arrived and _key_identity(item, _key_names(table)) in arrived:
+    def visit(
+        self, part: BackfillPart, item: WireItem, recovered: dict[str, Any]
+    ) -> Operation[bool]:
+        table = self.table
+        self.partition = digest({self.names[0]: item[self.names[0]]})
+        if self.arrived and digest(self._key(item)) in self.arrived:
             return False  # moved here by this run: counted already
-        part.scanned += 1
+        if self.local_arrivals and digest(self._key(item)) in self.local_arrivals:
+            return False
+        part.add("scanned")
+        entry = recovered.pop(digest(self._key(item)), None) if recovered else None
         current: WireItem | None = item
-        for _attempt in range(max_attempts):
+        for _attempt in range(self.max_attempts):
             if current is None:
-                part.gone += 1
+                part.add("gone")
                 return False
             try:
-                check = check_item_keys(table, current, only)
+                check = check_item_keys(table, current, (self.entity,))
             except ValidationError as exc:
-                part.failed.append(
-                    ({k: from_wire(current[k]) for k in _key_names(table)}, str(exc))
-                )
+                self._fail(part, self._key(current), str(exc))
                 return False
             if check is None:
-                part.other += 1
+                part.add("other")
                 return False
             if check.current:
-                part.current += 1
-                return False
-            units = cost(current, check)
-            if dry_run:
-                part.estimate = part.estimate + units
-                part.rewritten += 1
-                part.moved += check.moves
+                # Rewritten by this run before a resume (or an answer lost): its intent said
+                # it would become exactly this.
+                mine = entry is not None and entry["i"] == digest(current)
+                part.add("rewritten" if mine else "current")
+                return mine
+            units = self._cost(current, check)
+            if self.dry_run:
+                self._done(part, check, units)
                 return True
-            yield from budget.take(units.total)
+            if self.budget is not None:
+                yield from self.budget.take_write(units.total)
+            new = moved_item(current, check)
+            attempts = Attempts()
             try:
-                yield from rewrite(current, check)
+                yield from self._rewrite(current, check, attempts)
             except ValidationError as exc:  # raised before any request: nothing was written
-                part.failed.append(
-                    ({k: from_wire(v) for k, v in check.stored_key.items()}, str(exc))
-                )
+                self._fail(part, check.stored_key, str(exc))
                 return False
             except ConditionFailedError:
-                part.retried += 1
+                part.add("retried")
             except TransactionCanceledError as exc:
-                reasons = exc.reasons
-                if reasons and reasons[0].code == "ConditionalCheckFailed":
-                    new_key = {k: v for k, v in check.expected.items() if k in _key_names(table)}
-                    # A retry of a move whose first response was lost finds its own work done:
-                    # the old item gone and the new one exactly what this move put.
-                    gone = yield from reread(check.stored_key)
-                    there = yield from reread(new_key)
-                    if (
-                        gone is None
-                        and there is not None
-                        and same_item(there, moved_item(current, check))
-                    ):
-                        part.estimate = part.estimate + units
-                        part.rewritten += 1
-                        part.moved += 1
-                        moved_to(check)
-                        return True
-                    if gone is None:
-                        # Someone else moved it (a write during a re-keying) or deleted it.
-                        part.gone += 1
-                        return False
-                    key = {k: from_wire(v) for k, v in new_key.items()}
-                    part.failed.append(
-                        (
-                            {k: from_wire(v) for k, v in check.stored_key.items()},
-                            f"an item already exists under the new key {key}",
-                        )
-                    )
+                outcome, current = yield from self._cancelled_move(part, check, new, attempts, exc)
+                if outcome == "moved":
+                    self._done(part, check, units)
+                    return True
+                if outcome == "failed":
                     return False
-                part.retried += 1
+                entry = {"i": digest(new)} if self._maybe_mine(attempts) else entry
+                continue
             else:
-                part.estimate = part.estimate + units
-                part.rewritten += 1
-                part.moved += check.moves
-                if check.moves:
-                    moved_to(check)
+                self._done(part, check, units)
                 return True
-            current = yield from reread(check.stored_key)
-        part.failed.append(
-            (
-                {k: from_wire(v) for k, v in item.items() if k in _key_names(table)},
-                f"changed on each of {max_attempts} attempts",
-            )
-        )
+            current = yield from self._reread(check.stored_key)
+            if self._maybe_mine(attempts):
+                # A rewrite whose answer was lost and whose resend found the item changed:
+                # the change may be this rewrite itself.
+                entry = {"i": digest(new)}
+                if current is not None and same_item(current, new):
+                    part.counts["retried"] -= 1
+                    self._done(part, check, units)
+                    return True
+        self._fail(part, self._key(item), f"changed on each of {self.max_attempts} attempts")
         return False
-
-    yield from scan_items(ctx, spec, visit, ledger)
-    report.units_spent = budget.spent
-    report.elapsed = ledger.elapsed
-    return report
-
-
-def _key_identity(item: Mapping[str, Any], names: Iterable[str] | None = None) -> tuple[Any, ...]:
-    """A hashable identity of a primary key in wire form (attribute, type tag, value)."""
-    keys = item if names is None else {k: item[k] for k in names if k in item}
-    return tuple(sorted((k, *next(iter(v.items()))) for k, v in keys.items()))
 
 
 def _key_names(table: Table) -> tuple[str, ...]:
     return (table.partition_key.name, *([table.sort_key.name] if table.sort_key else []))
+
+
+def backfill_declaration(
+    entity: type[Entity], live_table: str, options: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What a backfill is, for its fingerprint and for workers elsewhere: the entity (by
+    import path), its key templates, the live table, and the options that change its work."""
+    meta = meta_of(entity)
+    return {
+        "kind": "backfill",
+        "table": live_table,
+        "entity": f"{entity.__module__}:{entity.__qualname__}",
+        "type": meta.type_name,
+        "templates": {name: t.source for name, t in sorted(meta.templates.items())},
+        **dict(options),
+    }
+
+
+def kind_factory(
+    entity: type[Entity], *, dry_run: bool, max_attempts: int, exported: bool = False
+) -> Callable[[Context, RateBudget], BackfillKind]:
+    """Make each unit's kind; every unit of the run in this process shares its arrivals.
+    ``exported``: the items are read from an export (they may be older than the table's)."""
+    arrived: set[str] = set()
+
+    def kind_for(ctx: Context, budget: RateBudget) -> BackfillKind:
+        return BackfillKind(
+            ctx,
+            entity,
+            budget,
+            dry_run=dry_run,
+            max_attempts=max_attempts,
+            arrived=arrived,
+            exported=exported,
+        )
+
+    return kind_for
+
+
+def backfill(
+    ctx: Context,
+    entity: type[Entity],
+    options: JobOptions,
+    *,
+    partition: Any = None,
+    segments: int = 4,
+    dry_run: bool = False,
+    max_attempts: int = 10,
+    page_size: int | None = None,
+    progress: Callable[[JobProgress], object] | None = None,
+) -> Operation[BackfillReport]:
+    """Rewrite the stale key attributes of ``entity``'s items; see the module docstring.
+
+    ``options`` says where the ledger is, how units run (threads here or an executor), the
+    rate budget, and the export to read instead of scanning. Running it again after a run is
+    done starts a new run over what is stale now; a run that stopped is resumed.
+    """
+    meta = meta_of(entity)
+    table: Table = meta.table
+    spec = ScanSpec(table, entity, partition, segments, page_size=page_size)
+    if options.export is not None:
+        read_estimate, total = ReadEstimate(table.name, 0.0), options.export.items
+        units: Sequence[Any] = options.export.units
+        pages: PageSource = options.export.pages
+    else:
+        read_estimate, total = yield from price_scan(ctx, spec)
+        units, pages = options.units(spec), scan_pages(spec, skip=options.skip(table))
+    report = BackfillReport(
+        table.name, meta.type_name, read_estimate, WriteEstimate(table.name, 0.0), dry_run
+    )
+    declaration = backfill_declaration(
+        entity,
+        ctx.live_name(table),
+        {
+            "partition": None if spec.partition is None else repr(spec.partition),
+            "segments": spec.parallel,
+            "page_size": page_size,
+            "dry_run": dry_run,
+            "max_attempts": max_attempts,
+            **options.declared(),
+        },
+    )
+    run = JobRun(
+        declaration,
+        units,
+        kind_factory(
+            entity,
+            dry_run=dry_run,
+            max_attempts=max_attempts,
+            exported=options.export is not None,
+        ),
+        pages,
+        options.rate(),
+        total,
+    )
+    ledger = options.ledger_for(ctx, table, writes=not dry_run)
+    record, resumed = yield from run_units(
+        ctx,
+        ledger,
+        run,
+        submit=options.submitter(ledger),
+        concurrency=options.concurrency,
+        progress=progress,
+        clock=options.clock,
+        detach=options.detach,
+    )
+    backfill_report(report, record.counts(), (u.notes for u in record.units))
+    report.job, report.resumed = record.id, resumed
+    report.elapsed = record.elapsed
+    report.units_spent = report.estimate.total if not dry_run else 0.0
+    return report

@@ -7,49 +7,54 @@ the declaration derives today, attribute by attribute: the primary key, every LS
 attribute, and the type attribute. `audit_keys` does it for a partition or a whole table,
 in parallel scan segments, read-only, priced first by the capacity model.
 
-The scanning machinery (`scan_items`) is shared with the backfill and relief jobs.
+The audit runs on the job engine (`lsiorm._ops.job_engine`) like every key job: in units,
+here or on an executor; read-only, it keeps its ledger in this process unless it runs on an
+executor or is given a ledger table.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
-from lsiorm._model.capacity import ReadEstimate, read_units
+from lsiorm._model.capacity import ReadEstimate
 from lsiorm._model.entity import Entity, decode_stored
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.item_encoding import build_item
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import AttributeValue, WireItem, from_wire, to_wire
-from lsiorm._ops.audit import measure_collection
-from lsiorm._ops.pipeline import Context, call
-from lsiorm._ops.resumable import DONE, JobProgress, Ledger, Position
-from lsiorm._ops.steps import Gather, Operation
+from lsiorm._ops.job_engine import JobRun, run_units, scan_pages
+from lsiorm._ops.pipeline import Context
+from lsiorm._ops.resumable import JobProgress
+from lsiorm._ops.scans import ScanSpec, price_scan, target_of
+from lsiorm._ops.steps import Operation
 from lsiorm.errors import LsiormError, ValidationError
 
+if TYPE_CHECKING:
+    from lsiorm._ops.budget import RateBudget
+    from lsiorm._ops.job_options import JobOptions
+
 __all__ = [
-    "DONE",
     "AttributeTally",
+    "AuditKind",
     "EntityKeyAudit",
     "ItemKeyCheck",
     "JobProgress",
     "KeyAuditReport",
     "KeyProblem",
-    "Position",
     "ScanSpec",
     "WireItem",
     "audit_keys",
+    "audit_report",
     "check_item_keys",
     "derived_keys",
     "price_scan",
-    "scan_items",
+    "target_of",
 ]
 
 ProblemKind = Literal["stale", "missing", "extra"]
 """How a stored key attribute differs: another value, absent, or present but not derived."""
-P = TypeVar("P")
 
 
 @dataclass(frozen=True)
@@ -155,152 +160,6 @@ def _in_old_form(entity: Entity, problems: Iterable[KeyProblem]) -> bool:
     return all(p.stored is not None and derived.get(p.attribute) == p.stored for p in problems)
 
 
-# -- scanning -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ScanSpec:
-    """What to read: a whole table in ``segments`` parallel segments, or one partition.
-
-    ``entity`` narrows the read to one entity type (a filter on the type attribute; the read
-    still costs what it scans). ``partition`` is a partition key value (Python or wire).
-    """
-
-    table: Table
-    entity: type[Entity] | None = None
-    partition: Any = None
-    segments: int = 1
-    consistent: bool = False
-    page_size: int | None = None
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.segments <= 1_000_000:
-            raise ValidationError(
-                "scan.segments",
-                f"segments is {self.segments}; a scan has 1 to 1,000,000 segments.",
-                table=self.table.name,
-            )
-
-    @property
-    def parallel(self) -> int:
-        """The number of segments actually read (a partition is one query)."""
-        return 1 if self.partition is not None else self.segments
-
-    def params(self) -> dict[str, Any]:
-        """The Query or Scan parameters, without the segment."""
-        table = self.table
-        params: dict[str, Any] = {"TableName": table.name}
-        names: dict[str, str] = {}
-        values: dict[str, AttributeValue] = {}
-        if self.partition is not None:
-            pk = table.partition_key
-            av: AttributeValue = (
-                dict(self.partition)
-                if isinstance(self.partition, Mapping)
-                else to_wire(self.partition)
-            )
-            if list(av) != [pk.type]:
-                raise ValidationError(
-                    "audit.key-type",
-                    f"The partition key {pk.name!r} of table {table.name!r} has type {pk.type}, "
-                    f"but the job was given {self.partition!r}.",
-                    table=table.name,
-                )
-            params["KeyConditionExpression"] = "#pk = :pk"
-            names["#pk"], values[":pk"] = pk.name, av
-        if self.entity is not None:
-            names["#type"] = table.type_attribute
-            meta = meta_of(self.entity)
-            if meta.typed:
-                params["FilterExpression"] = "#type = :type"
-                values[":type"] = {"S": meta.type_name}
-            else:  # its keys tell its items from other untyped types' (see check_item_keys)
-                params["FilterExpression"] = "attribute_not_exists(#type)"
-        if names:
-            params["ExpressionAttributeNames"] = names
-        if values:
-            params["ExpressionAttributeValues"] = values
-        if self.consistent:
-            params["ConsistentRead"] = True
-        if self.page_size is not None:
-            params["Limit"] = self.page_size
-        return params
-
-
-def scan_items(
-    ctx: Context,
-    spec: ScanSpec,
-    visit: Callable[[P, WireItem], Operation[object]],
-    ledger: Ledger[Any, P],
-    *,
-    concurrency: int = 8,
-) -> Operation[None]:
-    """Read every item of ``spec`` and run ``visit(part, item)`` on each; segments in parallel.
-
-    Each segment resumes from ``ledger.positions``; it counts a page into a part of its own
-    (``ledger.new_part()``) and hands the part to ``ledger.page_done`` once every item of the
-    page has been visited. The segments share nothing else, so the sync driver runs them in
-    threads (and the async one interleaves them).
-    """
-    operation = "Query" if spec.partition is not None else "Scan"
-    base = spec.params()
-    start = dict(ledger.positions)
-
-    def segment(number: int) -> Operation[None]:
-        position = start.get(number)
-        if position == DONE:
-            return
-        params = dict(base)
-        if spec.parallel > 1:
-            params["Segment"], params["TotalSegments"] = number, spec.parallel
-        if isinstance(position, Mapping):
-            params["ExclusiveStartKey"] = dict(position)
-        while True:
-            response = yield from call(ctx, operation, params, (spec.table,))
-            part = ledger.new_part()
-            items = response.get("Items") or ()
-            for item in items:
-                yield from visit(part, item)
-            last = response.get("LastEvaluatedKey")
-            read = int(response.get("ScannedCount", len(items)))
-            ledger.page_done(number, dict(last) if last else DONE, part, read)
-            if not last:
-                return
-            params = {**params, "ExclusiveStartKey": last}
-
-    segments = tuple(segment(n) for n in range(spec.parallel))
-    yield Gather(segments, limit=concurrency, threads=True)
-
-
-def price_scan(ctx: Context, spec: ScanSpec) -> Operation[tuple[ReadEstimate, int | None]]:
-    """Price reading ``spec`` with the capacity model; return the price and an item count.
-
-    A whole table is priced from DescribeTable, without reading it: TableSizeBytes rounded up
-    to 4 KB, halved unless consistent, and ItemCount (DynamoDB refreshes both about every six
-    hours, so the price is an estimate). A partition is a query that reads only its item
-    collection, which DescribeTable says nothing about: it is measured by reading it once, in
-    the job's own pages, so its price (and its item count) is exact, and costs what it says.
-    """
-    if spec.partition is not None:
-        size, price = yield from measure_collection(
-            ctx, spec.table, spec.partition, page_size=spec.page_size, consistent=spec.consistent
-        )
-        return price, size.items
-    described = yield from call(ctx, "DescribeTable", {"TableName": spec.table.name}, (spec.table,))
-    live = described.get("Table") or {}
-    size_bytes = int(live.get("TableSizeBytes") or 0)
-    count = live.get("ItemCount")
-    units = read_units(size_bytes, consistent=spec.consistent)
-    return ReadEstimate(spec.table.name, units), (int(count) if count is not None else None)
-
-
-def target_of(target: Table | type[Entity]) -> tuple[type[Entity] | None, Table]:
-    """Split a job's target into (entity class or None, table)."""
-    if isinstance(target, Table):
-        return None, target
-    return target, meta_of(target).table
-
-
 # -- the audit ------------------------------------------------------------------------------
 
 
@@ -353,6 +212,8 @@ class KeyAuditReport:
     undecodable: int = 0
     entities: dict[str, EntityKeyAudit] = field(default_factory=dict)
     elapsed: float = 0.0
+    #: The run in the ledger that read it.
+    job: str | None = None
 
     @property
     def stale_items(self) -> int:
@@ -409,35 +270,26 @@ class KeyAuditReport:
         return "\n".join(lines)
 
 
-def audit_keys(
-    ctx: Context,
-    target: Table | type[Entity],
-    *,
-    partition: Any = None,
-    segments: int = 4,
-    examples: int = 3,
-    dry_run: bool = False,
-    page_size: int | None = None,
-    progress: Callable[[JobProgress], object] | None = None,
-    clock: Callable[[], float] = time.monotonic,
-) -> Operation[KeyAuditReport]:
-    """Read a partition or the whole table and compare every item's keys with its declaration.
+class AuditKind:
+    """What the audit does with each item of a page: check it, count it (no request)."""
 
-    ``target`` is a table (every declared type) or one entity class. The read is priced first
-    (``report.estimate``); ``dry_run`` stops there. Read-only.
-    """
-    entity, table = target_of(target)
-    spec = ScanSpec(table, entity, partition, segments, page_size=page_size)
-    estimate, total = yield from price_scan(ctx, spec)
-    report = KeyAuditReport(table.name, estimate, dry_run=dry_run)
-    if dry_run:
-        return report
-    only = (entity,) if entity is not None else None
+    def __init__(self, table: Table, entity: type[Entity] | None, examples: int) -> None:
+        self.table = table
+        self.only = (entity,) if entity is not None else None
+        self.examples = examples
 
-    def visit(part: KeyAuditReport, item: WireItem) -> Operation[bool]:
+    def new_part(self) -> KeyAuditReport:
+        return KeyAuditReport(self.table.name, ReadEstimate(self.table.name, 0.0))
+
+    def intent(self, items: Sequence[WireItem]) -> dict[str, Any]:
+        return {}  # read-only
+
+    def visit(
+        self, part: KeyAuditReport, item: WireItem, recovered: dict[str, Any]
+    ) -> Operation[bool]:
         part.scanned += 1
         try:
-            check = check_item_keys(table, item, only)
+            check = check_item_keys(self.table, item, self.only)
         except ValidationError:
             part.undecodable += 1
             return False
@@ -456,22 +308,161 @@ def audit_keys(
         for problem in check.problems:
             tally = audit.attributes.setdefault(problem.attribute, AttributeTally())
             setattr(tally, problem.kind, getattr(tally, problem.kind) + 1)
-        if len(audit.examples) < examples:
+        if len(audit.examples) < self.examples:
             audit.examples.append(check)
         return True
         yield  # a generator that yields nothing: auditing an item sends no request
 
-    ledger: Ledger[KeyAuditReport, KeyAuditReport] = Ledger(
-        report,
-        new_part=lambda: KeyAuditReport(table.name, estimate),
-        merge=lambda whole, part: whole.add(part, examples),
-        changed=lambda whole: whole.stale_items,
-        segments=spec.parallel,
-        total=total,
-        progress=progress,
-        clock=clock,
-        name=f"key audit of {table.name}",
+    def end_page(self, part: KeyAuditReport) -> Operation[None]:
+        return
+        yield  # nothing is sent at the end of a page
+
+    def settle(self, part: KeyAuditReport, recovered: dict[str, Any]) -> Operation[None]:
+        return
+        yield  # nothing was written, so nothing is left to settle
+
+    def counts(self, part: KeyAuditReport) -> dict[str, int]:
+        counts = {"scanned": part.scanned, "other": part.other, "undecodable": part.undecodable}
+        for name, audit in part.entities.items():
+            counts[f"items:{name}"] = audit.items
+            counts[f"current:{name}"] = audit.current
+            for attribute, tally in audit.attributes.items():
+                for kind in ("stale", "missing", "extra"):
+                    if getattr(tally, kind):
+                        counts[f"{kind}:{name}:{attribute}"] = getattr(tally, kind)
+        return counts
+
+    def notes(self, part: KeyAuditReport) -> dict[str, list[Any]]:
+        examples = [
+            [
+                name,
+                check.stored_key,
+                [[p.attribute, p.kind, _wire(p.stored), _wire(p.expected)] for p in check.problems],
+            ]
+            for name, audit in part.entities.items()
+            for check in audit.examples
+        ]
+        return {"examples": examples} if examples else {}
+
+    def changed(self, counts: Mapping[str, int]) -> int:
+        return sum(v for k, v in counts.items() if k.startswith("items:")) - sum(
+            v for k, v in counts.items() if k.startswith("current:")
+        )
+
+    def carry(self) -> dict[str, Any]:
+        return {}
+
+    def restore(self, carry: Mapping[str, Any]) -> None:
+        pass
+
+
+def _wire(value: Any) -> Any:
+    return None if value is None else to_wire(value)
+
+
+def audit_report(
+    report: KeyAuditReport,
+    table: Table,
+    counts: Mapping[str, int],
+    notes: Iterable[Mapping[str, Any]],
+    examples: int,
+) -> KeyAuditReport:
+    """Fill ``report`` with a run's counts and the examples its units kept."""
+    report.scanned = counts.get("scanned", 0)
+    report.other = counts.get("other", 0)
+    report.undecodable = counts.get("undecodable", 0)
+    for key, value in sorted(counts.items()):
+        what, _, rest = key.partition(":")
+        if what in ("items", "current"):
+            audit = report.entities.setdefault(rest, EntityKeyAudit(rest))
+            setattr(audit, what, value)
+        elif what in ("stale", "missing", "extra"):
+            name, _, attribute = rest.partition(":")
+            audit = report.entities.setdefault(name, EntityKeyAudit(name))
+            tally = audit.attributes.setdefault(attribute, AttributeTally())
+            setattr(tally, what, value)
+    for note in notes:
+        for name, stored_key, problems in note.get("examples", ()):
+            seen = report.entities.get(name)
+            entity = table.entities.get(name)
+            if seen is None or entity is None or len(seen.examples) >= examples:
+                continue
+            found = tuple(
+                KeyProblem(
+                    a, k, None if s is None else from_wire(s), None if e is None else from_wire(e)
+                )
+                for a, k, s, e in problems
+            )
+            seen.examples.append(ItemKeyCheck(entity, dict(stored_key), {}, found))
+    return report
+
+
+def audit_keys(
+    ctx: Context,
+    target: Table | type[Entity],
+    options: JobOptions,
+    *,
+    partition: Any = None,
+    segments: int = 4,
+    examples: int = 3,
+    dry_run: bool = False,
+    page_size: int | None = None,
+    progress: Callable[[JobProgress], object] | None = None,
+) -> Operation[KeyAuditReport]:
+    """Read a partition or the whole table and compare every item's keys with its declaration.
+
+    ``target`` is a table (every declared type) or one entity class. The read is priced first
+    (``report.estimate``); ``dry_run`` stops there. Read-only: its ledger is in this process
+    unless ``options`` name an executor or a ledger table.
+    """
+    entity, table = target_of(target)
+    spec = ScanSpec(table, entity, partition, segments, page_size=page_size)
+    estimate, total = yield from price_scan(ctx, spec)
+    report = KeyAuditReport(table.name, estimate, dry_run=dry_run)
+    if dry_run:
+        return report
+
+    def kind_for(ctx: Context, budget: RateBudget) -> AuditKind:
+        return AuditKind(table, entity, examples)
+
+    units = options.export.units if options.export is not None else options.units(spec)
+    pages = (
+        options.export.pages
+        if options.export is not None
+        else scan_pages(spec, skip=options.skip(table))
     )
-    yield from scan_items(ctx, spec, visit, ledger)
-    report.elapsed = ledger.elapsed
+    declaration = {
+        "kind": "audit",
+        "table": ctx.live_name(table),
+        "entity": None if entity is None else f"{entity.__module__}:{entity.__qualname__}",
+        "entities": sorted(
+            f"{cls.__module__}:{cls.__qualname__}" for cls in table.entities.values()
+        ),
+        "templates": {
+            name: {a: t.source for a, t in sorted(meta_of(cls).templates.items())}
+            for name, cls in sorted(table.entities.items())
+        },
+        "partition": None if spec.partition is None else repr(spec.partition),
+        "segments": spec.parallel,
+        "page_size": page_size,
+        "examples": examples,
+        **options.declared(),
+    }
+    run = JobRun(declaration, units, kind_for, pages, options.rate(), total)
+    ledger = options.ledger_for(
+        ctx, table, writes=options.executor is not None or options.ledger is not None
+    )
+    record, _ = yield from run_units(
+        ctx,
+        ledger,
+        run,
+        submit=options.submitter(ledger),
+        concurrency=options.concurrency,
+        progress=progress,
+        clock=options.clock,
+        detach=options.detach,
+    )
+    audit_report(report, table, record.counts(), (u.notes for u in record.units), examples)
+    report.elapsed = record.elapsed
+    report.job = record.id
     return report

@@ -12,17 +12,17 @@ to a JSON Lines file, crash-safely and page by page:
    original that changed meanwhile is read again and, if it still matches, copied again (the
    newer copy replaces the older one; in a file, the last line of a key wins).
 
-A checkpoint file stores the position after each page, so a stopped run resumes; writes are
-paced to a budget of write units per second. The report says how much the collection shrank,
-by the audit's size model, measured before and after.
+The job runs on the job engine (`lsiorm._ops.job_engine`) as one unit, the query of the
+collection: its position and counts are committed to the ledger after each page, so a stopped
+run resumes from any process; writes are paced to the job's rate budget. The report says how
+much the collection shrank, by the audit's size model, measured before and after.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -31,20 +31,12 @@ from lsiorm._model.entity import Entity, decode_stored
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, same_item
 from lsiorm._ops.audit import audit_collection, collection_size, measure_collection
-from lsiorm._ops.key_audit import ScanSpec
+from lsiorm._ops.budget import RateBudget
+from lsiorm._ops.job_engine import JobRun, run_units, scan_pages
+from lsiorm._ops.job_options import JobOptions
 from lsiorm._ops.pipeline import Context, call
-from lsiorm._ops.resumable import (
-    DONE,
-    CheckpointStore,
-    JobProgress,
-    Ledger,
-    Position,
-    WriteBudget,
-    json_av,
-    key_of,
-    plain_key,
-    unchanged_condition,
-)
+from lsiorm._ops.resumable import JobProgress, json_av, key_of, plain_key, unchanged_condition
+from lsiorm._ops.scans import ScanSpec
 from lsiorm._ops.steps import Operation
 from lsiorm.errors import ConditionFailedError, ValidationError
 
@@ -79,7 +71,7 @@ class ReliefReport:
     estimate: WriteEstimate | None = None
     read_estimate: ReadEstimate | None = None
     elapsed: float = 0.0
-    checkpoint: str | None = None
+    job: str | None = None
     resumed: bool = False
 
     @property
@@ -105,8 +97,8 @@ class ReliefReport:
         if self.estimate is not None:
             lines.append(f"  writes priced at {self.estimate} ({self.estimate.total:g} units)")
         lines.extend(f"    {key}: {why}" for key, why in self.failed[:10])
-        if self.checkpoint is not None:
-            lines.append(f"  checkpoint: {self.checkpoint}")
+        if self.job is not None and not self.dry_run:
+            lines.append(f"  job: {self.job}")
         return "\n".join(lines)
 
 
@@ -136,25 +128,22 @@ def relieve_collection(
     ctx: Context,
     table: Table,
     partition: Any,
+    options: JobOptions,
     *,
     entity: type[Entity] | None = None,
     match: Callable[[Entity], bool] | None = None,
     to_table: Table | None = None,
     to_file: ItemFile | None = None,
-    write_budget: float | None = None,
-    checkpoint: CheckpointStore | None = None,
     dry_run: bool = False,
     page_size: int | None = 100,
     max_attempts: int = 10,
     progress: Callable[[JobProgress], object] | None = None,
-    clock: Callable[[], float] = time.monotonic,
 ) -> Operation[ReliefReport]:
     """Move the items of one collection that match to ``to_table`` or ``to_file``.
 
     An item matches when it is of ``entity`` (if given) and ``match(item)`` is true (if given;
     it receives the decoded entity). With neither, every item of the collection moves. The
-    destination table must have the same primary key attributes. ``checkpoint`` is where the
-    job stores its position after each page (and resumes from). The collection is measured
+    destination table must have the same primary key attributes. The collection is measured
     first, in the job's own pages, so ``report.read_estimate`` prices the job's read of it.
     """
     if (to_table is None) == (to_file is None):
@@ -180,262 +169,341 @@ def relieve_collection(
     report = ReliefReport(
         table.name, before.key, destination, dry_run, bytes_before=before.total_bytes
     )
-    report.estimate = WriteEstimate(table.name, 0.0)
     report.read_estimate = read_estimate
-    if checkpoint is not None:
-        report.checkpoint = str(checkpoint)
-    # One collection, one segment: its counts go straight to the report; the ledger stores the
-    # position and the counts once a page's items are copied, verified and deleted.
-    ledger: Ledger[ReliefReport, None] = Ledger(
-        report,
-        new_part=lambda: None,
-        merge=lambda whole, part: None,
-        changed=lambda whole: whole.moved,
-        segments=1,
-        total=before.items,
-        progress=progress,
-        clock=clock,
-        store=checkpoint if not dry_run else None,
-        identity={
-            "job": "relief",
-            "table": table.name,
-            "partition": repr(before.key),
-            "destination": destination,
-        },
-        saved=lambda whole: {
-            "counts": {n: getattr(whole, n) for n in _COUNTERS},
-            "failed": [[key, why] for key, why in whole.failed],
-        },
-        name=f"relief of {table.name}",
-    )
-    data = ledger.resume(table, "relief.checkpoint")
-    if data is not None:
-        for name in _COUNTERS:
-            setattr(report, name, int(data.get("counts", {}).get(name, 0)))
-        report.failed = [(dict(k), str(w)) for k, w in data.get("failed", [])]
-        report.resumed = True
-    in_file: dict[str, WireItem] = {}
-    if to_file is not None and not dry_run:
-        for item in to_file.read():
-            in_file[_key_text(key_of(table, item))] = item
-    budget = WriteBudget(write_budget, clock)
-    matched_sizes: list[WireItem] = []
+    matched: list[WireItem] = []
 
-    def matches(item: WireItem) -> bool:
+    def kind_for(unit_ctx: Context, budget: RateBudget) -> ReliefKind:
+        return ReliefKind(
+            unit_ctx,
+            table,
+            budget,
+            entity=entity,
+            match=match,
+            to_table=to_table,
+            to_file=to_file,
+            dry_run=dry_run,
+            max_attempts=max_attempts,
+            matched=matched,
+        )
+
+    declaration = {
+        "kind": "relief",
+        "table": ctx.live_name(table),
+        "partition": repr(before.key),
+        "destination": destination,
+        "entity": None if entity is None else f"{entity.__module__}:{entity.__qualname__}",
+        "match": None if match is None else f"{match.__module__}:{match.__qualname__}",
+        "page_size": page_size,
+        "dry_run": dry_run,
+    }
+    run = JobRun(
+        declaration,
+        options.units(spec),
+        kind_for,
+        scan_pages(spec, skip=options.skip(table)),
+        options.rate(),
+        before.items,
+    )
+    ledger = options.ledger_for(ctx, table, writes=not dry_run)
+    record, resumed = yield from run_units(
+        ctx,
+        ledger,
+        run,
+        submit=options.submitter(ledger),
+        concurrency=1,
+        progress=progress,
+        clock=options.clock,
+    )
+    counts = record.counts()
+    for name in _COUNTERS:
+        setattr(report, name, counts.get(name, 0))
+    for unit in record.units:
+        report.failed.extend((dict(k), str(w)) for k, w in unit.notes.get("failed", ()))
+    report.estimate = WriteEstimate(
+        table.name,
+        counts.get("units:", 0) / 1000,
+        {k[6:]: v / 1000 for k, v in counts.items() if k.startswith("units:") and k != "units:"},
+    )
+    report.job, report.resumed = record.id, resumed
+    if dry_run:
+        gone = collection_size(table, before.key, matched)
+        report.bytes_after = report.bytes_before - gone.total_bytes
+    else:
+        after = yield from audit_collection(ctx, table, partition)
+        report.bytes_after = after.total_bytes
+    report.elapsed = record.elapsed
+    return report
+
+
+@dataclass
+class _Part:
+    """One page of a relief: its items to move, its counts, failures and priced writes."""
+
+    page: list[WireItem] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    failed: list[list[Any]] = field(default_factory=list)
+    estimate: WriteEstimate | None = None
+
+    def add(self, name: str, value: int = 1) -> None:
+        self.counts[name] = self.counts.get(name, 0) + value
+
+    def fail(self, table: Table, item: Mapping[str, Any], why: str) -> None:
+        self.failed.append([plain_key(table, item), why])
+
+
+class ReliefKind:
+    """What a relief does with a page: pick the matching items, then copy, verify, delete."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        table: Table,
+        budget: RateBudget,
+        *,
+        entity: type[Entity] | None,
+        match: Callable[[Entity], bool] | None,
+        to_table: Table | None,
+        to_file: ItemFile | None,
+        dry_run: bool,
+        max_attempts: int,
+        matched: list[WireItem],
+    ) -> None:
+        self.ctx = ctx
+        self.table = table
+        self.budget = budget
+        self.entity = entity
+        self.match = match
+        self.to_table = to_table
+        self.to_file = to_file
+        self.dry_run = dry_run
+        self.max_attempts = max_attempts
+        self.matched = matched
+        self.in_file: dict[str, WireItem] = {}
+        if to_file is not None and not dry_run:
+            for item in to_file.read():
+                self.in_file[_key_text(key_of(table, item))] = item
+
+    def new_part(self) -> _Part:
+        return _Part(estimate=WriteEstimate(self.table.name, 0.0))
+
+    def intent(self, items: Sequence[WireItem]) -> dict[str, Any]:
+        return {}
+
+    def settle(self, part: _Part, recovered: dict[str, Any]) -> Operation[None]:
+        return
+        yield  # relief recognizes its own earlier copies by comparing them
+
+    def counts(self, part: _Part) -> dict[str, int]:
+        counts = dict(part.counts)
+        if part.estimate is not None and part.estimate.total:
+            counts["units:"] = round(part.estimate.table_units * 1000)
+            for name, units in part.estimate.per_index.items():
+                counts[f"units:{name}"] = round(units * 1000)
+        return counts
+
+    def notes(self, part: _Part) -> dict[str, list[Any]]:
+        return {"failed": part.failed} if part.failed else {}
+
+    def changed(self, counts: Mapping[str, int]) -> int:
+        return int(counts.get("moved", 0))
+
+    def carry(self) -> dict[str, Any]:
+        return {}
+
+    def restore(self, carry: Mapping[str, Any]) -> None:
+        pass
+
+    def matches(self, item: WireItem) -> bool:
+        entity, match = self.entity, self.match
         if entity is None and match is None:
             return True
         try:
-            decoded = decode_stored(table, item, (entity,) if entity is not None else None)
+            decoded = decode_stored(self.table, item, (entity,) if entity is not None else None)
         except Exception:  # an undecodable item matches no condition on its type or fields
             return False
         if decoded is None:
             return False
         return match is None or bool(match(decoded))
 
-    def copy_to_table(item: WireItem, previous: WireItem | None) -> Operation[None]:
-        assert to_table is not None
+    def visit(self, part: _Part, item: WireItem, recovered: dict[str, Any]) -> Operation[bool]:
+        part.add("scanned")
+        if not self.matches(item):
+            part.add("kept")
+            return False
+        if self.dry_run:
+            part.add("moved")
+            self.matched.append(item)
+            assert part.estimate is not None
+            part.estimate = part.estimate + _move_units(self.table, self.to_table, item)
+            return True
+        try:  # an item whose delete condition cannot be built is never copied
+            unchanged_condition(item, frozenset())
+        except ValidationError as exc:
+            part.fail(self.table, item, str(exc))
+            return False
+        part.page.append(item)
+        return True
+        yield  # a generator: the writes run per page, in end_page
+
+    def end_page(self, part: _Part) -> Operation[None]:
+        if part.page:
+            yield from self.move_page(part, list(part.page))
+            part.page.clear()
+
+    def copy_to_table(self, item: WireItem, previous: WireItem | None) -> Operation[None]:
+        assert self.to_table is not None
         if previous is None:  # create-only, or an identical copy from an earlier run
             same, names, values = unchanged_condition(item, frozenset())
             params: dict[str, Any] = {
-                "TableName": to_table.name,
+                "TableName": self.to_table.name,
                 "Item": item,
                 "ConditionExpression": f"attribute_not_exists(#pk) OR ({same})",
-                "ExpressionAttributeNames": {"#pk": to_table.partition_key.name, **names},
+                "ExpressionAttributeNames": {"#pk": self.to_table.partition_key.name, **names},
                 "ExpressionAttributeValues": values,
             }
         else:  # replace our own older copy, and only that
             same, names, values = unchanged_condition(previous, frozenset())
             params = {
-                "TableName": to_table.name,
+                "TableName": self.to_table.name,
                 "Item": item,
                 "ConditionExpression": same,
                 "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": values,
             }
-        yield from call(ctx, "PutItem", params, (to_table,))
+        yield from call(self.ctx, "PutItem", params, (self.to_table,))
 
-    def verify_table(items: list[WireItem]) -> Operation[list[bool]]:
-        assert to_table is not None
+    def verify_table(self, items: list[WireItem]) -> Operation[list[bool]]:
+        assert self.to_table is not None
         found: list[bool] = []
         for item in items:
             response = yield from call(
-                ctx,
+                self.ctx,
                 "GetItem",
-                {"TableName": to_table.name, "Key": key_of(table, item), "ConsistentRead": True},
-                (to_table,),
+                {
+                    "TableName": self.to_table.name,
+                    "Key": key_of(self.table, item),
+                    "ConsistentRead": True,
+                },
+                (self.to_table,),
             )
             copy = response.get("Item")
             found.append(copy is not None and same_item(copy, item))
         return found
 
-    def write_file(items: list[WireItem]) -> list[bool]:
-        assert to_file is not None
-        fresh = [i for i in items if not _same_copy(in_file.get(_key_text(key_of(table, i))), i)]
+    def write_file(self, items: list[WireItem]) -> list[bool]:
+        assert self.to_file is not None
+        fresh = [
+            i
+            for i in items
+            if not _same_copy(self.in_file.get(_key_text(key_of(self.table, i))), i)
+        ]
         if fresh:
-            to_file.append(fresh)
+            self.to_file.append(fresh)
         # Verify: read the file back, the last line of each key wins.
-        back = {_key_text(key_of(table, i)): i for i in to_file.read()}
-        in_file.update(back)
-        return [same_item(back.get(_key_text(key_of(table, i)), {}), i) for i in items]
+        back = {_key_text(key_of(self.table, i)): i for i in self.to_file.read()}
+        self.in_file.update(back)
+        return [same_item(back.get(_key_text(key_of(self.table, i)), {}), i) for i in items]
 
-    def delete_original(item: WireItem) -> Operation[None]:
+    def delete_original(self, item: WireItem) -> Operation[None]:
         condition, names, values = unchanged_condition(item, frozenset())
-        yield from budget.take(estimate_write(table, item, None).total)
+        yield from self.budget.take_write(estimate_write(self.table, item, None).total)
         yield from call(
-            ctx,
+            self.ctx,
             "DeleteItem",
             {
-                "TableName": table.name,
-                "Key": key_of(table, item),
+                "TableName": self.table.name,
+                "Key": key_of(self.table, item),
                 "ConditionExpression": condition,
                 "ExpressionAttributeNames": names,
                 "ExpressionAttributeValues": values,
             },
-            (table,),
+            (self.table,),
         )
 
-    def move_page(items: list[WireItem]) -> Operation[None]:
+    def move_page(self, part: _Part, items: list[WireItem]) -> Operation[None]:
         pending: list[tuple[WireItem, WireItem | None]] = [(i, None) for i in items]
-        for _attempt in range(max_attempts):
+        for _attempt in range(self.max_attempts):
             if not pending:
                 return
             # 1. copy
             current = [item for item, _ in pending]
-            if to_table is not None:
+            if self.to_table is not None:
                 for item, previous in pending:
-                    yield from budget.take(_put_units(to_table, item))
+                    yield from self.budget.take_write(_put_units(self.to_table, item))
                     try:
-                        yield from copy_to_table(item, previous)
+                        yield from self.copy_to_table(item, previous)
                     except ValidationError as exc:
-                        report.failed.append((plain_key(table, item), str(exc)))
+                        part.fail(self.table, item, str(exc))
                         current.remove(item)
                         continue
                     except ConditionFailedError:
-                        report.failed.append(
-                            (plain_key(table, item), "the destination holds another item")
-                        )
+                        part.fail(self.table, item, "the destination holds another item")
                         current.remove(item)
-                verified = yield from verify_table(current)
+                verified = yield from self.verify_table(current)
             else:
-                verified = write_file(current)
+                verified = self.write_file(current)
             # 2. verify
             ready = []
             for item, ok in zip(current, verified, strict=True):
                 if ok:
                     ready.append(item)
                 else:
-                    report.failed.append((plain_key(table, item), "the copy did not verify"))
+                    part.fail(self.table, item, "the copy did not verify")
             # 3. delete the originals that are unchanged
             again: list[tuple[WireItem, WireItem | None]] = []
             for item in ready:
                 try:
-                    yield from delete_original(item)
+                    yield from self.delete_original(item)
                 except ValidationError as exc:  # the condition is too long: nothing was sent
-                    report.failed.append((plain_key(table, item), str(exc)))
+                    part.fail(self.table, item, str(exc))
                     continue
                 except ConditionFailedError:
                     response = yield from call(
-                        ctx,
+                        self.ctx,
                         "GetItem",
                         {
-                            "TableName": table.name,
-                            "Key": key_of(table, item),
+                            "TableName": self.table.name,
+                            "Key": key_of(self.table, item),
                             "ConsistentRead": True,
                         },
-                        (table,),
+                        (self.table,),
                     )
                     newer = response.get("Item")
                     if newer is None:
                         # Gone: this delete's lost response was retried, or another writer
                         # deleted it. Either way the original is gone and its copy is kept.
-                        report.moved += 1
+                        part.add("moved")
                         continue
-                    report.retried += 1
-                    if matches(newer):
+                    part.add("retried")
+                    if self.matches(newer):
                         again.append((newer, item))
                         continue
-                    report.kept += 1
-                    if to_table is not None:  # it stays: withdraw this run's copy of it
+                    part.add("kept")
+                    if self.to_table is not None:  # it stays: withdraw this run's copy of it
                         same, names, values = unchanged_condition(item, frozenset())
                         with contextlib.suppress(ConditionFailedError):
                             yield from call(
-                                ctx,
+                                self.ctx,
                                 "DeleteItem",
                                 {
-                                    "TableName": to_table.name,
-                                    "Key": key_of(table, item),
+                                    "TableName": self.to_table.name,
+                                    "Key": key_of(self.table, item),
                                     "ConditionExpression": same,
                                     "ExpressionAttributeNames": names,
                                     "ExpressionAttributeValues": values,
                                 },
-                                (to_table,),
+                                (self.to_table,),
                             )
                     else:
-                        report.stale_copies += 1
+                        part.add("stale_copies")
                     continue
-                report.moved += 1
+                part.add("moved")
             pending = again
         for item, _ in pending:
-            report.failed.append(
-                (plain_key(table, item), f"changed on each of {max_attempts} attempts")
-            )
-
-    page: list[WireItem] = []
-
-    def visit(item: WireItem) -> Operation[bool]:
-        report.scanned += 1
-        if not matches(item):
-            report.kept += 1
-            return False
-        if dry_run:
-            report.moved += 1
-            matched_sizes.append(item)
-            assert report.estimate is not None
-            report.estimate = report.estimate + _move_units(table, to_table, item)
-            return True
-        try:  # an item whose delete condition cannot be built is never copied
-            unchanged_condition(item, frozenset())
-        except ValidationError as exc:
-            report.failed.append((plain_key(table, item), str(exc)))
-            return False
-        page.append(item)
-        return True
-        yield  # pragma: no cover - a generator: the writes run per page, in on_page's turn
-
-    def pages() -> Operation[None]:
-        position: Position = ledger.positions.get(0)
-        if position == DONE:
-            return
-        params = spec.params()
-        if isinstance(position, Mapping):
-            params["ExclusiveStartKey"] = dict(position)
-        while True:
-            response = yield from call(ctx, "Query", params, (table,))
-            for item in response.get("Items") or ():
-                yield from visit(item)
-            if page:
-                yield from move_page(list(page))
-                page.clear()
-            last = response.get("LastEvaluatedKey")
-            ledger.page_done(
-                0, dict(last) if last else DONE, None, len(response.get("Items") or ())
-            )
-            if not last:
-                return
-            params = {**params, "ExclusiveStartKey": last}
-
-    yield from pages()
-    if dry_run:
-        gone = collection_size(table, before.key, matched_sizes)
-        report.bytes_after = report.bytes_before - gone.total_bytes
-    else:
-        after = yield from audit_collection(ctx, table, partition)
-        report.bytes_after = after.total_bytes
-    report.elapsed = ledger.elapsed
-    return report
+            part.fail(self.table, item, f"changed on each of {self.max_attempts} attempts")
 
 
-_COUNTERS = ("scanned", "moved", "kept", "retried")
+_COUNTERS = ("scanned", "moved", "kept", "retried", "stale_copies")
 
 
 def _same_copy(copy: Mapping[str, Any] | None, item: Mapping[str, Any]) -> bool:

@@ -1,29 +1,21 @@
-"""What the key jobs share to run resumably, paced, and in parallel segments without a race.
+"""The small things every key job shares: progress, positions, pacing, and conditions.
 
-The audit, the backfill and the relief each read items page by page, in one or more segments
-that may run at the same time (tasks under ``AsyncSession``, threads under ``Session``). They
-share only what this module holds:
-
-* `Ledger`: the one place segments meet. Each segment counts a page into a part of its
-  own; when the page is done it hands the part over, and the ledger adds it to the report,
-  records where the segment resumes, stores the checkpoint and reports progress, all under one
-  lock. A checkpoint therefore never counts half a page, and two segments never write it at
-  once.
-* `CheckpointStore`: where the ledger stores its checkpoint. The session layer passes a
-  file (`lsiorm._io.checkpoint`); the jobs themselves do no file I/O for it.
-* `WriteBudget`: a token bucket of write units per second, shared by every segment.
+* `JobProgress`: what a progress callback receives after each page.
+* `Position`: where a unit's next page starts (None to start, DONE at the end), and its JSON
+  form (`json_av`, `from_json_av`: bytes become base64) as the ledger stores it.
+* `WriteBudget`: a token bucket of units per second (a worker's share of its job's rate,
+  `lsiorm._ops.budget`).
 * `unchanged_condition`: the condition that an item is exactly as it was read.
 """
 
 from __future__ import annotations
 
 import base64
-import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, from_wire
@@ -33,9 +25,7 @@ from lsiorm.errors import ValidationError
 __all__ = [
     "DONE",
     "MAX_EXPRESSION_BYTES",
-    "CheckpointStore",
     "JobProgress",
-    "Ledger",
     "Position",
     "WireItem",
     "WriteBudget",
@@ -46,12 +36,9 @@ __all__ = [
     "unchanged_condition",
 ]
 
-#: One INFO line per job step: a page of a segment done (counts only, never keys or items).
-log = logging.getLogger("lsiorm.jobs")
-
-#: A segment's position: the start key of its next page, None to start, or DONE.
+#: A unit's position: where its next page starts (a key, a line), None to start, or DONE.
 DONE = "done"
-Position = WireItem | str | None
+Position = WireItem | int | str | None
 
 
 # -- progress -------------------------------------------------------------------------------
@@ -74,6 +61,8 @@ class JobProgress:
     total: int | None
     segments_done: int
     segments: int
+    #: The job's run in the ledger (``lsiorm jobs show ID``), when it has one.
+    job: str | None = None
 
     @property
     def rate(self) -> float:
@@ -97,17 +86,7 @@ class JobProgress:
         )
 
 
-# -- checkpoints ----------------------------------------------------------------------------
-
-
-class CheckpointStore(Protocol):
-    """Where a job keeps its checkpoint: a JSON-able mapping, replaced whole on each save."""
-
-    def load(self) -> dict[str, Any] | None:
-        """The stored checkpoint, or None when there is none yet."""
-
-    def save(self, data: Mapping[str, Any]) -> None:
-        """Replace the stored checkpoint (a crash must leave the old one or the new one)."""
+# -- positions as JSON ----------------------------------------------------------------------
 
 
 def json_av(value: Any) -> Any:
@@ -130,125 +109,6 @@ def from_json_av(value: Any) -> Any:
     if isinstance(value, list):
         return [from_json_av(v) for v in value]
     return value
-
-
-R = TypeVar("R")
-P = TypeVar("P")
-
-
-class Ledger(Generic[R, P]):
-    """The report, positions and checkpoint of one job, shared by its segments under one lock.
-
-    ``new_part`` makes an empty per-page part, ``merge(report, part)`` adds a done page's part
-    to the report, and ``changed(report)`` gives the count a progress callback sees besides
-    the items read.
-    ``saved(report)`` gives what the checkpoint keeps of the report besides ``identity`` (what
-    the job is) and the positions; `resume` restores it. ``name`` names the job and its table
-    in the log line of each page (``"backfill of Orders"``).
-    """
-
-    def __init__(
-        self,
-        report: R,
-        *,
-        new_part: Callable[[], P],
-        merge: Callable[[R, P], None],
-        changed: Callable[[R], int],
-        segments: int,
-        total: int | None = None,
-        progress: Callable[[JobProgress], object] | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        store: CheckpointStore | None = None,
-        identity: Mapping[str, Any] | None = None,
-        saved: Callable[[R], Mapping[str, Any]] | None = None,
-        name: str = "job",
-    ) -> None:
-        self.name = name
-        self.report = report
-        self.new_part = new_part
-        self._merge = merge
-        self._changed = changed
-        #: Items read by the pages done (this run only).
-        self.read = 0
-        self.segments = segments
-        self.total = total
-        self._progress = progress
-        self._clock = clock
-        self._store = store
-        self.identity = dict(identity or {})
-        self._saved = saved
-        self.positions: dict[int, Position] = {}
-        self.started = clock()
-        self._lock = threading.Lock()
-
-    def resume(self, table: Table, rule: str) -> dict[str, Any] | None:
-        """Load the stored checkpoint, if any; check it is this job's; restore the positions.
-
-        Returns the stored data (for the job to restore its counts), or None when there is
-        no checkpoint. Raises ValidationError(``rule``) when it belongs to another job.
-        """
-        data = self._store.load() if self._store is not None else None
-        if data is None:
-            return None
-        for name, value in self.identity.items():
-            if data.get(name) != value:
-                raise ValidationError(
-                    rule,
-                    f"The checkpoint is for {name} {data.get(name)!r}, not {value!r}; remove it "
-                    "or run the job it belongs to.",
-                    table=table.name,
-                )
-        self.positions = {int(n): from_json_av(p) for n, p in (data.get("positions") or {}).items()}
-        return data
-
-    def page_done(self, segment: int, position: Position, part: P, read: int) -> None:
-        """A segment finished a page of ``read`` items: add its part, move it on, store and
-        report. Thread-safe."""
-        with self._lock:
-            self._merge(self.report, part)
-            self.read += read
-            self.positions[segment] = position
-            if self._store is not None:
-                self._store.save(self._checkpoint())
-            state = self._state()
-            log.info(
-                "%s: segment %d read a page of %d items%s; %d items, %d changed, "
-                "%d of %d segments done%s",
-                self.name,
-                segment,
-                read,
-                " (its last)" if position == DONE else "",
-                state.items,
-                state.changed,
-                state.segments_done,
-                state.segments,
-                ", checkpoint saved" if self._store is not None else "",
-            )
-            if self._progress is not None:
-                self._progress(state)
-
-    def _checkpoint(self) -> dict[str, Any]:
-        return {
-            **self.identity,
-            "positions": {str(n): json_av(p) for n, p in sorted(self.positions.items())},
-            **(self._saved(self.report) if self._saved is not None else {}),
-        }
-
-    def _state(self) -> JobProgress:
-        done = sum(1 for p in self.positions.values() if p == DONE)
-        return JobProgress(
-            self.read,
-            self._changed(self.report),
-            self._clock() - self.started,
-            self.total,
-            done,
-            self.segments,
-        )
-
-    @property
-    def elapsed(self) -> float:
-        """Seconds since the ledger was opened."""
-        return self._clock() - self.started
 
 
 # -- pacing ---------------------------------------------------------------------------------
@@ -276,6 +136,15 @@ class WriteBudget:
         self.last = clock()
         self.spent = 0.0
         self._lock = threading.Lock()
+
+    def set_rate(self, units_per_second: float | None) -> None:
+        """Change the rate (the job's shared rate moved); what is in the bucket stays."""
+        with self._lock:
+            if units_per_second is not None and self.rate is None:
+                self.available, self.last = 0.0, self.clock()
+            self.rate = units_per_second
+            if units_per_second is not None:
+                self.available = min(self.available, units_per_second)
 
     def take(self, units: float) -> Operation[None]:
         """Wait (with Sleep steps) until ``units`` are available, then spend them."""

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, model_validator
 from lsiorm import Entity, LossyFloat, Table, decode_item, gt
 from lsiorm._conditions import Placeholders, where
 from lsiorm._model.entity_meta import meta_of
-from lsiorm._model.number_text import decimal_text, float_text
+from lsiorm._model.number_text import decimal_text
 from lsiorm._model.wire import number_to_wire, to_wire
 from lsiorm._query.decode import decode, missing_fields
 from lsiorm._query.values import query
@@ -78,7 +78,9 @@ def _same_number(value: Any, text: str) -> bool:
 
 
 def _fits_float(text: str) -> bool:
-    return Decimal(float_text(float(Decimal(text)))) == Decimal(text)
+    """Python's own shortest text of the nearest float is the same number (a float can round
+    past DynamoDB's largest number, so no lsiorm number text is used here)."""
+    return Decimal(repr(float(Decimal(text)))) == Decimal(text)
 
 
 def _outcome(cls: type[Entity], attribute: str, wire: Any) -> Entity | NumberPrecisionError:

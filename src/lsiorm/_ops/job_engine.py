@@ -1,0 +1,433 @@
+"""The job engine: run a job's units, here in threads or on any executor, through the ledger.
+
+A job is a declaration (what it is: kind, table, entity, options), a set of units
+(`lsiorm._ops.units`) and a `JobKind`: what it does with each item of a page. The engine does
+everything else, the same for every kind (audit, backfill, relief, and later a table copy):
+
+* `run_unit` claims a unit in the ledger, reads it page by page from its resume position until
+  the source says there is no more (a filtered or empty page is not the end), hands each item
+  to the kind, and commits the position with the page's counts; at the end it marks the unit
+  done. A page whose items the kind will write is announced first (its *intent*, committed
+  before any write), so that a worker that reads the page again after a crash or a takeover
+  can tell its predecessor's writes from items that were current all along, and counts each
+  item once.
+* `run_units` is the coordinator: it opens the run (or resumes it), runs the units not done,
+  in threads of this driver (a `Gather`) or by submitting them to an executor, waits for units
+  that other workers hold, and returns the run as the ledger has it, with exact counts.
+
+A stop (Ctrl-C, SIGTERM, a kill of this process's caller) pauses the run in the ledger, so
+every worker stops at its next page; the units this process held are released; the next
+`run_units` of the same declaration resumes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any, Generic, Protocol, TypeVar
+
+from lsiorm._model.capacity import read_units
+from lsiorm._model.wire import item_size
+from lsiorm._ops.budget import RateBudget, ThrottleWatch
+from lsiorm._ops.ledger import RESUMABLE, JobRecord, LeaseLost, UnitClaim
+from lsiorm._ops.memory_ledger import Ledger
+from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.resumable import DONE, JobProgress, Position, WireItem, json_av
+from lsiorm._ops.scans import ScanSpec
+from lsiorm._ops.steps import Gather, Operation, Sleep
+from lsiorm._ops.units import ScanUnit, Unit
+from lsiorm.errors import LsiormError
+
+#: One INFO line per job step: a page of a unit done (counts only, never keys or items).
+log = logging.getLogger("lsiorm.jobs")
+
+__all__ = [
+    "JobKind",
+    "JobRun",
+    "PageRead",
+    "PageSource",
+    "digest",
+    "run_unit",
+    "run_units",
+    "scan_pages",
+]
+
+P = TypeVar("P")
+#: The most notes (failed keys, examples) a unit keeps in the ledger, per kind of note.
+MAX_NOTES = 20
+
+
+@dataclass(frozen=True)
+class PageRead:
+    """One page of a unit: its items, the position after it (DONE at the end), the items read
+    (those a filter left out included) and the read units it cost."""
+
+    items: Sequence[WireItem]
+    position: Position
+    read: int
+    units: float = 0.0
+
+
+class PageSource(Protocol):
+    """Reads a unit's page from a position, sending its requests through ``ctx``."""
+
+    def __call__(self, ctx: Context, unit: Unit, position: Position) -> Operation[PageRead]: ...
+
+
+class JobKind(Protocol[P]):
+    """What one kind of job does with the items of a page; the engine does the rest.
+
+    ``part`` collects one page's counts and notes. ``intent(items)`` is what the page will
+    write, committed before the writes (an empty mapping when it writes nothing); after a
+    resume, ``recovered`` holds the intent of the page that was cut short, for ``visit`` to
+    recognize items its predecessor rewrote, and ``settle`` resolves the entries no item of
+    the page matched (an item moved away, say). ``carry`` is what the kind keeps from page to
+    page of a unit (committed with the position; ``restore`` gets it back on a resume).
+    """
+
+    def new_part(self) -> P: ...
+
+    def intent(self, items: Sequence[WireItem]) -> dict[str, Any]: ...
+
+    def visit(self, part: P, item: WireItem, recovered: dict[str, Any]) -> Operation[object]: ...
+
+    def end_page(self, part: P) -> Operation[None]: ...
+
+    def settle(self, part: P, recovered: dict[str, Any]) -> Operation[None]: ...
+
+    def counts(self, part: P) -> dict[str, int]: ...
+
+    def notes(self, part: P) -> dict[str, list[Any]]: ...
+
+    def changed(self, counts: Mapping[str, int]) -> int: ...
+
+    def carry(self) -> dict[str, Any]: ...
+
+    def restore(self, carry: Mapping[str, Any]) -> None: ...
+
+
+def digest(item: Mapping[str, Any]) -> str:
+    """A short digest of a wire item or key: how intents name items.
+
+    Two items that `same_item` finds equal have the same digest: numbers are compared as
+    numbers and sets in any order.
+    """
+    text = json.dumps(_canonical(item), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        if len(value) == 1:
+            ((tag, inner),) = value.items()
+            if tag == "N" and isinstance(inner, str):
+                return {"N": _number(inner)}
+            if tag == "NS" and isinstance(inner, list):
+                return {"NS": sorted(_number(v) for v in inner)}
+            if tag in ("SS", "BS") and isinstance(inner, list):
+                return {tag: sorted(json_av(list(inner)), key=str)}
+        return {k: _canonical(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return json_av(value)
+
+
+def _number(text: str) -> str:
+    try:
+        return str(Decimal(text).normalize())
+    except InvalidOperation:
+        return text
+
+
+# -- reading a unit ---------------------------------------------------------------------------
+
+
+def scan_pages(spec: ScanSpec, *, skip: Mapping[str, Any] | None = None) -> PageSource:
+    """The pages of scan units of ``spec`` (a Query for a partition unit).
+
+    ``skip`` is the partition key value of the ledger's namespace when the ledger lives in
+    the same table: its items are neither handed to the job nor counted.
+    """
+    table = spec.table
+    operation = "Query" if spec.partition is not None else "Scan"
+    base = spec.params()
+    pk = table.partition_key.name
+    if spec.partition is not None:
+        skip = None  # one partition's query never reaches the ledger's partition
+    if skip is not None and "FilterExpression" in base:
+        # Let the ledger's items through the filter, to leave them out of the items read too.
+        base["FilterExpression"] = f"({base['FilterExpression']}) OR #ledger_pk = :ledger_pk"
+        base["ExpressionAttributeNames"] = {**base["ExpressionAttributeNames"], "#ledger_pk": pk}
+        base["ExpressionAttributeValues"] = {
+            **base["ExpressionAttributeValues"],
+            ":ledger_pk": dict(skip),
+        }
+
+    def page(ctx: Context, unit: Unit, position: Position) -> Operation[PageRead]:
+        assert isinstance(unit, ScanUnit)
+        params = dict(base)
+        if unit.total_segments > 1:
+            params["Segment"], params["TotalSegments"] = unit.segment, unit.total_segments
+        if isinstance(position, Mapping):
+            params["ExclusiveStartKey"] = dict(position)
+        response = yield from call(ctx, operation, params, (table,))
+        items = list(response.get("Items") or ())
+        scanned = int(response.get("ScannedCount", len(items)))
+        if skip is not None:
+            kept = [i for i in items if i.get(pk) != skip]
+            scanned -= len(items) - len(kept)
+            items = kept
+        last = response.get("LastEvaluatedKey")
+        size = sum(item_size(i) for i in items)
+        return PageRead(
+            items, dict(last) if last else DONE, scanned, read_units(size, consistent=False)
+        )
+
+    return page
+
+
+# -- one unit ---------------------------------------------------------------------------------
+
+
+class Tally:
+    """What this process's units did so far, for the progress callback; and the claims held."""
+
+    def __init__(
+        self,
+        job: JobRecord,
+        progress: Callable[[JobProgress], object] | None,
+        clock: Callable[[], float],
+        total: int | None,
+    ) -> None:
+        self.job = job
+        self.items = 0
+        self.changed = 0
+        self.done = job.units_done
+        self.progress = progress
+        self.clock = clock
+        self.started = clock()
+        self.total = total
+        self.held: dict[str, tuple[UnitClaim, Ledger]] = {}
+        self.lock = threading.Lock()
+
+    def page(self, items: int, changed: int, done: bool) -> None:
+        with self.lock:
+            self.items += items
+            self.changed += changed
+            self.done += done
+            if self.progress is not None:
+                self.progress(self.state())
+
+    def state(self) -> JobProgress:
+        return JobProgress(
+            self.items,
+            self.changed,
+            self.clock() - self.started,
+            self.total,
+            self.done,
+            self.job.units_total,
+            self.job.id,
+        )
+
+
+def _merge_notes(kept: dict[str, Any], new: Mapping[str, list[Any]]) -> None:
+    for name, values in new.items():
+        mine = kept.setdefault(name, [])
+        mine.extend(values[: max(0, MAX_NOTES - len(mine))])
+        if name == "failed":
+            kept["failed_count"] = kept.get("failed_count", 0) + len(values)
+
+
+def run_unit(
+    ctx: Context,
+    kind_for: Callable[[Context, RateBudget], JobKind[P]],
+    pages: PageSource,
+    ledger: Ledger,
+    job_id: str,
+    unit: Unit,
+    *,
+    tally: Tally | None = None,
+) -> Operation[str]:
+    """Run one unit to its end; return ``"done"``, ``"held"`` (another worker has it) or
+    ``"lost"`` (its lease was taken over, or the run stopped).
+
+    ``kind_for(ctx, budget)`` makes the kind for this unit: its requests go through ``ctx``,
+    whose hooks tell the unit's share of the rate budget about throttling.
+    """
+    claim = yield from ledger.claim(job_id, unit)
+    if claim is None:
+        return "held"
+    if tally is not None:
+        with tally.lock:
+            tally.held[unit.id] = (claim, ledger)
+    budget = RateBudget(ledger, job_id)
+    ctx = ctx.with_hooks((*ctx.hooks, ThrottleWatch(budget)))
+    kind = kind_for(ctx, budget)
+    try:
+        yield from budget.sync(force=True)
+        recovered: dict[str, Any] = dict((claim.intent or {}).get("entries", {}))
+        kind.restore((claim.intent or {}).get("carry", {}))
+        first = bool(recovered)
+        position = claim.position
+        while position != DONE:
+            page = yield from pages(ctx, unit, position)
+            part = kind.new_part()
+            planned = kind.intent(page.items)
+            if planned:
+                claim.intent = {"entries": {**recovered, **planned}, "carry": kind.carry()}
+                yield from ledger.commit(job_id, claim)
+            for item in page.items:
+                yield from kind.visit(part, item, recovered)
+            yield from kind.end_page(part)
+            if first:
+                yield from kind.settle(part, recovered)
+                first = False
+            counts = kind.counts(part)
+            for name, value in counts.items():
+                claim.counts[name] = claim.counts.get(name, 0) + value
+            _merge_notes(claim.notes, kind.notes(part))
+            claim.position = position = page.position
+            carry = kind.carry()
+            claim.intent = {"entries": recovered, "carry": carry} if recovered or carry else None
+            changed = kind.changed(counts)
+            if position == DONE:
+                yield from ledger.commit(job_id, claim, items=page.read, changed=changed)
+                yield from ledger.finish(job_id, claim)
+            else:
+                yield from ledger.commit(job_id, claim, items=page.read, changed=changed)
+            log.info(
+                "job %s, unit %s: a page of %d items%s; %d changed",
+                job_id,
+                unit.id,
+                page.read,
+                " (its last)" if position == DONE else "",
+                changed,
+            )
+            if tally is not None:
+                tally.page(page.read, changed, position == DONE)
+            if page.units and position != DONE:  # spent by the next read; none after the last
+                yield from budget.take_read(page.units)
+    except LeaseLost:
+        _let_go(tally, unit)
+        return "lost"
+    # On any other exit (an error, a stop) the claim stays registered: the coordinator
+    # releases it.
+    _let_go(tally, unit)
+    return "done"
+
+
+def _let_go(tally: Tally | None, unit: Unit) -> None:
+    if tally is not None:
+        with tally.lock:
+            tally.held.pop(unit.id, None)
+
+
+# -- the coordinator --------------------------------------------------------------------------
+
+
+@dataclass
+class JobRun(Generic[P]):
+    """What `run_units` needs to run a job here, or to have it run elsewhere."""
+
+    declaration: Mapping[str, Any]
+    units: Sequence[Unit]
+    kind_for: Callable[[Context, RateBudget], JobKind[P]]
+    pages: PageSource
+    rate: Mapping[str, float]
+    total: int | None = None
+
+
+def run_units(
+    ctx: Context,
+    ledger: Ledger,
+    run: JobRun[P],
+    *,
+    submit: Callable[[str, Unit], Future[Any]] | None = None,
+    concurrency: int = 8,
+    progress: Callable[[JobProgress], object] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    poll: float = 0.5,
+    detach: bool = False,
+) -> Operation[tuple[JobRecord, bool]]:
+    """Open (or resume) the run of ``run.declaration`` and run it until every unit is done.
+
+    Units run in threads of this driver, at most ``concurrency`` at once, or, with ``submit``,
+    wherever ``submit(job_id, unit)`` sends them (an executor's future per unit). Units another
+    worker holds are waited for, and taken over when their lease expires. Returns the run, read
+    from the ledger with its units, and whether it was resumed. ``detach`` opens (or resumes)
+    the run and returns it at once, its units left for workers elsewhere to run (`run_unit`).
+    """
+    job, resumed = yield from ledger.open(run.declaration, run.units, run.rate)
+    if detach:
+        return (yield from ledger.job(job.id)), resumed
+    tally = Tally(job, progress, clock, run.total)
+    futures: dict[str, Future[Any]] = {}
+    try:
+        while True:
+            record = yield from ledger.job(job.id)
+            if record.state not in RESUMABLE:
+                return record, resumed
+            waiting = [u for u in record.units if u.state != "done"]
+            if not waiting:
+                return record, resumed
+            now = ledger.clock()
+            free = [u.unit for u in waiting if u.owner is None or (u.lease or 0) < now]
+            if submit is not None:
+                yield from _submitted(submit, job.id, free, futures)
+                yield Sleep(poll)
+                yield from _report_remote(ledger, job.id, tally)
+                continue
+            if free:
+                ops = tuple(
+                    run_unit(ctx, run.kind_for, run.pages, ledger, job.id, unit, tally=tally)
+                    for unit in free
+                )
+                yield Gather(ops, limit=concurrency, threads=True)
+            else:
+                yield Sleep(poll)
+    except BaseException:
+        # Ctrl-C, SIGTERM, a kill or an error: stop every worker of the run at its next page,
+        # and give up the leases this process holds (their last commits stay).
+        yield from ledger.set_state(job.id, "paused", only_from=("running",))
+        for held_claim, held_ledger in list(tally.held.values()):
+            yield from held_ledger.release(job.id, held_claim)
+        for future in futures.values():
+            future.cancel()
+        raise
+
+
+def _submitted(
+    submit: Callable[[str, Unit], Future[Any]],
+    job_id: str,
+    free: Sequence[Unit],
+    futures: dict[str, Future[Any]],
+) -> Operation[None]:
+    """Submit the free units that have no live future; raise what a finished future raised."""
+    for unit in free:
+        future = futures.get(unit.id)
+        if future is not None and not future.done():
+            continue
+        if future is not None and future.exception() is not None:
+            error = future.exception()
+            if isinstance(error, LsiormError):
+                raise error
+        futures[unit.id] = submit(job_id, unit)
+    return
+    yield  # a generator: submitting is not a request
+
+
+def _report_remote(ledger: Ledger, job_id: str, tally: Tally) -> Operation[None]:
+    """Progress of units run elsewhere, from the ledger's counters."""
+    if tally.progress is None:
+        return
+    record = yield from ledger.job(job_id, units=False)
+    with tally.lock:
+        tally.items, tally.changed, tally.done = record.items, record.changed, record.units_done
+        tally.progress(tally.state())

@@ -1,0 +1,121 @@
+"""What a key job reads: a whole table in parallel segments, or one partition; and its price.
+
+`ScanSpec` is the read as a value (its Scan or Query parameters, without the segment);
+`price_scan` prices it with the capacity model before anything is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lsiorm._model.capacity import ReadEstimate, read_units
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.schema import Table
+from lsiorm._model.wire import AttributeValue, to_wire
+from lsiorm._ops.audit import measure_collection
+from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.steps import Operation
+from lsiorm.errors import ValidationError
+
+__all__ = ["ScanSpec", "price_scan", "target_of"]
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """What to read: a whole table in ``segments`` parallel segments, or one partition.
+
+    ``entity`` narrows the read to one entity type (a filter on the type attribute; the read
+    still costs what it scans). ``partition`` is a partition key value (Python or wire).
+    """
+
+    table: Table
+    entity: type[Entity] | None = None
+    partition: Any = None
+    segments: int = 1
+    consistent: bool = False
+    page_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.segments <= 1_000_000:
+            raise ValidationError(
+                "scan.segments",
+                f"segments is {self.segments}; a scan has 1 to 1,000,000 segments.",
+                table=self.table.name,
+            )
+
+    @property
+    def parallel(self) -> int:
+        """The number of segments actually read (a partition is one query)."""
+        return 1 if self.partition is not None else self.segments
+
+    def params(self) -> dict[str, Any]:
+        """The Query or Scan parameters, without the segment."""
+        table = self.table
+        params: dict[str, Any] = {"TableName": table.name}
+        names: dict[str, str] = {}
+        values: dict[str, AttributeValue] = {}
+        if self.partition is not None:
+            pk = table.partition_key
+            av: AttributeValue = (
+                dict(self.partition)
+                if isinstance(self.partition, Mapping)
+                else to_wire(self.partition)
+            )
+            if list(av) != [pk.type]:
+                raise ValidationError(
+                    "audit.key-type",
+                    f"The partition key {pk.name!r} of table {table.name!r} has type {pk.type}, "
+                    f"but the job was given {self.partition!r}.",
+                    table=table.name,
+                )
+            params["KeyConditionExpression"] = "#pk = :pk"
+            names["#pk"], values[":pk"] = pk.name, av
+        if self.entity is not None:
+            names["#type"] = table.type_attribute
+            meta = meta_of(self.entity)
+            if meta.typed:
+                params["FilterExpression"] = "#type = :type"
+                values[":type"] = {"S": meta.type_name}
+            else:  # its keys tell its items from other untyped types' (see check_item_keys)
+                params["FilterExpression"] = "attribute_not_exists(#type)"
+        if names:
+            params["ExpressionAttributeNames"] = names
+        if values:
+            params["ExpressionAttributeValues"] = values
+        if self.consistent:
+            params["ConsistentRead"] = True
+        if self.page_size is not None:
+            params["Limit"] = self.page_size
+        return params
+
+
+def price_scan(ctx: Context, spec: ScanSpec) -> Operation[tuple[ReadEstimate, int | None]]:
+    """Price reading ``spec`` with the capacity model; return the price and an item count.
+
+    A whole table is priced from DescribeTable, without reading it: TableSizeBytes rounded up
+    to 4 KB, halved unless consistent, and ItemCount (DynamoDB refreshes both about every six
+    hours, so the price is an estimate). A partition is a query that reads only its item
+    collection, which DescribeTable says nothing about: it is measured by reading it once, in
+    the job's own pages, so its price (and its item count) is exact, and costs what it says.
+    """
+    if spec.partition is not None:
+        size, price = yield from measure_collection(
+            ctx, spec.table, spec.partition, page_size=spec.page_size, consistent=spec.consistent
+        )
+        return price, size.items
+    described = yield from call(ctx, "DescribeTable", {"TableName": spec.table.name}, (spec.table,))
+    live = described.get("Table") or {}
+    size_bytes = int(live.get("TableSizeBytes") or 0)
+    count = live.get("ItemCount")
+    units = read_units(size_bytes, consistent=spec.consistent)
+    return ReadEstimate(spec.table.name, units), (int(count) if count is not None else None)
+
+
+def target_of(target: Table | type[Entity]) -> tuple[type[Entity] | None, Table]:
+    """Split a job's target into (entity class or None, table)."""
+    if isinstance(target, Table):
+        return None, target
+    return target, meta_of(target).table

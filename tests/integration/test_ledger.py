@@ -1,0 +1,142 @@
+"""The ledger in DynamoDB under contention: one holder per unit, leases that expire and are
+taken over, one run per declaration however many processes open it at once."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from lsiorm import Session, ledger_table
+from lsiorm._ops.ledger import JobLedger, LeaseLost, LedgerLocation
+from lsiorm._ops.units import ScanUnit
+
+UNITS = [ScanUnit(n, 3) for n in range(3)]
+
+
+class Clock:
+    """Wall-clock seconds that only move when a test moves them."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def ledgers(session: Session, table_name: str) -> Iterator[tuple[Any, Clock]]:
+    session.create_table(ledger_table(table_name))
+    clock = Clock()
+    location = LedgerLocation(table_name, "PK", "SK")
+
+    def worker() -> JobLedger:
+        return JobLedger(session.ctx, location, lease_seconds=30.0, clock=clock)
+
+    try:
+        yield worker, clock
+    finally:
+        session.delete_table(ledger_table(table_name))
+
+
+def test_an_expired_lease_is_taken_over_and_its_old_holder_stops(
+    session: Session, ledgers: tuple[Any, Clock]
+) -> None:
+    worker, clock = ledgers
+    a, b = worker(), worker()
+    job, resumed = session.run(a.open({"kind": "test"}, UNITS, {}))
+    assert not resumed
+    held = session.run(a.claim(job.id, UNITS[0]))
+    assert held is not None
+    assert session.run(b.claim(job.id, UNITS[0])) is None  # leased to a
+    clock.now += 20.0
+    held.position, held.counts = {"PK": {"S": "x"}, "SK": {"S": "1"}}, {"scanned": 5}
+    session.run(a.commit(job.id, held, items=5))  # renews the lease for 30 s from now
+    clock.now += 20.0
+    assert session.run(b.claim(job.id, UNITS[0])) is None  # renewed: still a's
+    clock.now += 11.0
+    taken = session.run(b.claim(job.id, UNITS[0]))  # expired: b takes it over
+    assert taken is not None
+    assert (taken.position, taken.counts, taken.runs) == (held.position, {"scanned": 5}, 2)
+    held.counts = {"scanned": 99}
+    with pytest.raises(LeaseLost):
+        session.run(a.commit(job.id, held))
+    with pytest.raises(LeaseLost):
+        session.run(a.finish(job.id, held))
+    taken.counts["scanned"] += 2
+    assert not session.run(b.finish(job.id, taken))
+    for unit in UNITS[1:]:
+        claim = session.run(b.claim(job.id, unit))
+        done = session.run(b.finish(job.id, claim))
+    assert done
+    record = session.run(b.job(job.id))
+    assert record.state == "done"
+    assert record.counts() == {"scanned": 7}  # a's lost page counted nowhere
+    assert [u.runs for u in record.units] == [2, 1, 1]
+
+
+def test_many_workers_racing_for_a_unit_give_it_to_one(
+    session: Session, backend: str, ledgers: tuple[Any, Clock]
+) -> None:
+    if backend == "moto":
+        # moto checks a condition and then writes, without a lock: two racers can both win.
+        pytest.skip("moto's conditional writes are not atomic under concurrent requests")
+    worker, _ = ledgers
+    job, _ = session.run(worker().open({"kind": "race"}, UNITS, {}))
+    start = threading.Barrier(8)
+    won: list[Any] = []
+
+    def race() -> None:
+        start.wait()
+        claim = session.run(worker().claim(job.id, UNITS[1]))
+        if claim is not None:
+            won.append(claim)
+
+    threads = [threading.Thread(target=race) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(won) == 1
+
+
+def test_processes_opening_a_job_at_once_join_one_run(
+    session: Session, ledgers: tuple[Any, Clock]
+) -> None:
+    worker, _ = ledgers
+    start = threading.Barrier(6)
+    opened: list[tuple[str, bool]] = []
+
+    def open_job() -> None:
+        start.wait()
+        record, resumed = session.run(worker().open({"kind": "together"}, UNITS, {}))
+        opened.append((record.id, resumed))
+
+    threads = [threading.Thread(target=open_job) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len({job for job, _ in opened}) == 1
+    assert sorted(resumed for _, resumed in opened) == [False] + [True] * 5
+
+
+def test_a_done_run_is_never_resumed_and_a_paused_one_is(
+    session: Session, ledgers: tuple[Any, Clock]
+) -> None:
+    worker, clock = ledgers
+    ledger = worker()
+    first, _ = session.run(ledger.open({"kind": "again"}, UNITS[:1], {}))
+    session.run(ledger.set_state(first.id, "paused"))
+    resumed, was = session.run(ledger.open({"kind": "again"}, UNITS[:1], {}))
+    assert (resumed.id, was) == (first.id, True)
+    assert session.run(ledger.job(first.id)).state == "running"
+    claim = session.run(ledger.claim(first.id, UNITS[0]))
+    assert session.run(ledger.finish(first.id, claim))
+    clock.now += 1.0  # runs are listed newest first, by when they were opened
+    second, was = session.run(ledger.open({"kind": "again"}, UNITS[:1], {}))
+    assert second.id != first.id
+    assert not was
+    assert [j.id for j in session.run(ledger.jobs())][:2] == [second.id, first.id]
