@@ -368,10 +368,13 @@ class BackfillKind:
                 if there is not None and mine is not None and digest(there) == mine:
                     yield from self._withdraw(new_key, there)  # a predecessor's older copy
                     return "changed"
+                original = yield from self._reread(check.stored_key)
+                if original is None or not same_item(original, item):
+                    return "changed"  # its own condition failed too: read it again
                 return "taken"
         removal = yield from delete_unchanged(self.ctx, table, check.stored_key, item, self.watched)
         if removal.deleted:
-            yield from give_attributes(self.ctx, table, new_key, removal.added)
+            yield from give_attributes(self.ctx, table, new_key, new, removal.added)
             return "moved"
         original = yield from self._reread(check.stored_key)
         if original is None and removal.unsure:

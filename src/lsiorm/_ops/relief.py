@@ -464,7 +464,9 @@ class ReliefKind:
         """Give the copy of ``item`` the attributes a writer added to the original between
         its read and its delete (a file gets the whole item again: its last line wins)."""
         if self.to_table is not None:
-            yield from give_attributes(self.ctx, self.to_table, key_of(self.table, item), added)
+            yield from give_attributes(
+                self.ctx, self.to_table, key_of(self.table, item), item, added
+            )
             return
         assert self.to_file is not None
         whole = {**item, **added}

@@ -16,13 +16,21 @@ two halves, and every job (backfill, re-key, relief, the table copy) uses both:
   and `delete_unchanged` reports the attributes it had beyond those read. The job then gives
   them to the copy, so an attribute added between the read and the delete survives the move.
 
-The one case no answer can settle: a delete whose answer was lost (the connection dropped
-after DynamoDB applied it) has no image; the resend finds the item gone. `Removal.unsure` says
-so, and the job keeps its copy as it was read (the delete was most likely its own).
+Two instants remain that no condition can close, and both are documented: a delete whose
+answer was lost has no image (`Removal.unsure`); and a writer that writes the *copy* in the
+instant between the delete of the original and the hand-over of added attributes keeps its
+write, but an attribute it removes there that was added to the original just before the delete
+comes back, and a number it adds to there that was created on the original just before keeps
+the copy's value (`give_attributes`).
+
+A delete whose answer was lost (the connection dropped after DynamoDB applied it) has no
+image: its resend finds the item gone. `Removal.unsure` says so, and the job keeps its copy as
+it was read (the delete was most likely its own).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,29 +153,51 @@ def delete_unchanged(
 
 
 def give_attributes(
-    ctx: Context, table: Table, key: Mapping[str, Any], added: Mapping[str, Any]
+    ctx: Context,
+    table: Table,
+    key: Mapping[str, Any],
+    copy: Mapping[str, Any],
+    added: Mapping[str, Any],
 ) -> Operation[None]:
-    """Set ``added`` on the item at ``key`` (a copy), if it exists: the attributes a writer
-    added to the original between a job's read and its delete."""
+    """Give ``added`` (the attributes a writer added to the original between a job's read and
+    its delete) to the job's ``copy`` of the item at ``key``.
+
+    On the condition that the copy is as the job wrote it, the attributes are set. A copy that a
+    writer changed since (in the instant after the original was deleted) gets those of them it
+    still lacks; a copy a writer deleted since stays deleted.
+    """
     if not added:
         return
-    names = {"#k": table.partition_key.name}
-    values: dict[str, Any] = {}
+    condition, names, values = unchanged_condition(copy, frozenset(added))
     sets = []
     for i, (name, value) in enumerate(sorted(added.items())):
         names[f"#a{i}"] = name
         values[f":a{i}"] = value
         sets.append(f"#a{i} = :a{i}")
-    yield from call(
-        ctx,
-        "UpdateItem",
-        {
-            "TableName": table.name,
-            "Key": dict(key),
-            "UpdateExpression": "SET " + ", ".join(sets),
-            "ConditionExpression": "attribute_exists(#k)",
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-        },
-        (table,),
+    params: dict[str, Any] = {
+        "TableName": table.name,
+        "Key": dict(key),
+        "UpdateExpression": "SET " + ", ".join(sets),
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+    try:
+        yield from call(ctx, "UpdateItem", params, (table,))
+        return
+    except ConditionFailedError:
+        pass
+    lacking = {
+        "#k": table.partition_key.name,
+        **{f"#a{i}": name for i, name in enumerate(sorted(added))},
+    }
+    params["UpdateExpression"] = "SET " + ", ".join(
+        f"#a{i} = if_not_exists(#a{i}, :a{i})" for i in range(len(added))
     )
+    params["ConditionExpression"] = "attribute_exists(#k)"
+    params["ExpressionAttributeNames"] = lacking
+    params["ExpressionAttributeValues"] = {
+        f":a{i}": value for i, (_, value) in enumerate(sorted(added.items()))
+    }
+    with contextlib.suppress(ConditionFailedError):
+        yield from call(ctx, "UpdateItem", params, (table,))
