@@ -335,6 +335,8 @@ def audit_keys(
     ledger: str | None = None,
     read_budget: float | None = None,
     export: str | None = None,
+    lease_seconds: float = 60.0,
+    detach: bool = False,
 ) -> Operation[KeyAuditReport]:
     """Check every item's stored keys against its declaration (read-only; priced first).
 
@@ -343,6 +345,8 @@ def audit_keys(
     files of a DynamoDB export given as `export`, a folder or an `s3://` URL) run in threads
     here, or on `executor` (any `concurrent.futures.Executor`, a Dask client's executor
     included); then the job keeps its ledger in the table (or in the table named `ledger`).
+    `detach` only opens the run in the ledger and returns at once (`report.job` names it):
+    its units are then run anywhere with `run_unit`, one call each.
     """
     options = _options(
         session,
@@ -350,7 +354,9 @@ def audit_keys(
         ledger=ledger,
         read_budget=read_budget,
         export=export,
-        in_memory=executor is None and ledger is None,
+        in_memory=executor is None and ledger is None and not detach,
+        lease_seconds=lease_seconds,
+        detach=detach,
     )
     job = partial(
         key_audit.audit_keys,
@@ -381,6 +387,8 @@ def backfill(
     read_budget: float | None = None,
     export: str | None = None,
     concurrency: int = 8,
+    lease_seconds: float = 60.0,
+    detach: bool = False,
 ) -> Operation[BackfillReport]:
     """Rewrite the stale derived keys of an entity's items, each only if unchanged.
 
@@ -389,8 +397,12 @@ def backfill(
     `ledger`, so a run that stopped resumes from any process, and running it again once it is
     done starts a new run. `write_budget` and `read_budget` are units per second shared by
     every worker, lowered on throttling. `export` reads a DynamoDB export (a folder or an
-    `s3://` URL) instead of scanning. `progress` is called with a JobProgress after each page;
-    True draws a progress bar (items, rate, ETA from an estimated total) on stderr.
+    `s3://` URL) instead of scanning. A unit whose worker died is taken over once its lease
+    of `lease_seconds` runs out. `detach` only opens the run in the ledger and returns at once
+    (`report.job` names it; nothing is counted yet): its units are then run anywhere with
+    `run_unit`, one call each (a Step Functions map, Ray tasks). `progress` is called with a
+    JobProgress after each page; True draws a progress bar (items, rate, ETA from an estimated
+    total) on stderr.
     """
     options = _options(
         session,
@@ -400,6 +412,8 @@ def backfill(
         read_budget=read_budget,
         export=export,
         concurrency=concurrency,
+        lease_seconds=lease_seconds,
+        detach=detach,
     )
     job = partial(
         backfill_job.backfill,
@@ -487,7 +501,9 @@ def run_unit(
     lease_seconds: float = 60.0,
 ) -> Operation[str]:
     """Run one unit of a job as its ledger declares it (a worker's entry point: a Step
-    Functions map state or a Ray task calls it); return ``"done"``, ``"held"`` or ``"lost"``.
+    Functions map state or a Ray task calls it); return ``"done"`` (also for a unit done
+    before), ``"held"`` (another worker holds its lease: try again after it expires) or
+    ``"lost"`` (its lease was taken over, or the run was stopped or cancelled).
     """
     location = ledger_location(session.ctx, table, ledger)
     return run_declared_unit(session.ctx, location, lease_seconds, job_id, unit, open_export)
@@ -507,6 +523,8 @@ def _options(
     export: str | None = None,
     concurrency: int = 8,
     in_memory: bool = False,
+    lease_seconds: float = 60.0,
+    detach: bool = False,
 ) -> JobOptions:
     """How a key job runs, from a session method's keywords."""
     return JobOptions(
@@ -518,6 +536,8 @@ def _options(
         read_budget=read_budget,
         export=None if export is None else open_export(os.fspath(export)),
         concurrency=concurrency,
+        lease_seconds=lease_seconds,
+        detach=detach,
     )
 
 

@@ -14,6 +14,7 @@ one documented window: see `lsiorm._ops.unchanged`.)
 from __future__ import annotations
 
 import random
+import uuid
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,7 @@ def relief_case(
             field="note",
             number="visits",
             # A file keeps the lines of items deleted while they moved (stale copies).
-            operations=OPERATIONS if file is None else ("set", "add", "remove", "add-new"),
+            operations=OPERATIONS if file is None else ("set", "add", "remove", "new-attribute"),
         )
         with session_on(endpoint_url, writer) as job:
             report = job.relieve_collection(
@@ -182,5 +183,5 @@ def test_relief_to_a_file_loses_no_concurrent_write(
     session: Session, endpoint_url: str, table_name: str, tmp_path: Path, seed: int
 ) -> None:
     rng = random.Random(seed)
-    target = tmp_path / f"{rng.randrange(10**9)}.jsonl"
+    target = tmp_path / f"{uuid.uuid4().hex}.jsonl"  # a new file for each example
     relief_case(session, endpoint_url, f"{table_name}_f{rng.randrange(10**6)}", rng, target)

@@ -6,7 +6,11 @@
 - ``tables``: tables made for one test or one module and deleted after it.
 - ``fakes``: a stand-in for botocore's DynamoDB client that answers from a script.
 - ``faults``: the fault-injecting proxy in front of an engine, and its lost-answer hook.
-- ``jobs``: helpers of the key-job tests (a write log that can kill a job, reading a table back).
+- ``jobs``: helpers of the key-job tests (a write log that can kill a job, reading a table back,
+  an app module that workers in other processes import).
+- ``writers``: concurrent writers that set, add, remove, delete and re-create items while a
+  job runs, with a model of what the table must hold after it.
+- ``exports``: DynamoDB exports to S3 written by hand from a table (a folder, or a bucket).
 - ``oracles``: what DynamoDB would answer, computed by hand.
 - ``outcomes``: values compared with the type of every leaf, for differential tests.
 - ``strategies``: hypothesis strategies for stored values, and the lowest key texts.

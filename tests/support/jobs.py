@@ -1,9 +1,13 @@
-"""Helpers of the key-job tests: a write log that can kill a job, and reading a table back."""
+"""Helpers of the key-job tests: a write log that can kill a job, reading a table back, and
+an app whose classes workers in other processes can import."""
 
 from __future__ import annotations
 
+import importlib
 import threading
+import uuid
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from lsiorm import HookRequest, Session
@@ -82,3 +86,35 @@ def everything(session: Session, name: str, *, ledger: bool = False) -> list[dic
         if "LastEvaluatedKey" not in page:
             return items
         params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+#: An app for jobs run by other processes: its classes must be importable there by module path.
+#: ``{name}`` is the table's name; ``{slot}`` adds the new release's LSI3 key (or nothing).
+WORKER_APP = """
+from lsiorm import Entity, Table
+
+table = Table.with_reserved_lsi_slots({name!r}, "PK", "SK")
+
+
+class Item(
+    Entity,
+    table=table,
+    keys={{"PK": "P#{{p:03d}}", "SK": "I#{{n:06d}}", "LSI1SK": "T#{{title}}"{slot}}},
+    type_name="Item",
+):
+    p: int
+    n: int
+    title: str
+    hits: int = 0
+    note: str | None = None
+"""
+NEW_SLOT = ', "LSI3SK": "T#{title}#{n:06d}"'
+
+
+def worker_apps(folder: Path, name: str) -> tuple[Any, Any]:
+    """Write the old and the new release of :data:`WORKER_APP` to ``folder`` (which must be on
+    ``sys.path``, and on the workers'), import both and return them."""
+    old, new = f"jobs_old_{uuid.uuid4().hex[:8]}", f"jobs_new_{uuid.uuid4().hex[:8]}"
+    (folder / f"{old}.py").write_text(WORKER_APP.format(name=name, slot=""))
+    (folder / f"{new}.py").write_text(WORKER_APP.format(name=name, slot=NEW_SLOT))
+    return importlib.import_module(old), importlib.import_module(new)

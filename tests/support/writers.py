@@ -1,20 +1,18 @@
-"""A random concurrent writer for the key jobs' tests, and the brute-force model of its writes.
+"""Concurrent writers for job tests, with a model of what the table must hold after the job.
 
-`RandomWriter` is a session hook: before each of a job's requests (the ledger's left out) it
-makes a few random writes of its own through another session, so that they land between the
-job's read of an item and the job's write of it, where a lost write would hide. Its writes:
+Both kinds make the same writes (`OPERATIONS`): set a declared field, add to a number, remove
+an attribute, set an attribute no model declares (only the check after a job's write can catch
+that one), delete an item, re-create a deleted one. Each write that DynamoDB applied is
+recorded in the model; after the job, every stored item must be the model's item: nothing a
+writer wrote lost, nothing deleted brought back.
 
-* ``set``: set a field the model declares (the job's condition must catch it);
-* ``add``: add 1 to a number;
-* ``remove``: remove an attribute;
-* ``add-new``: set an attribute no model declares (only the check after the job's write can
-  catch that one);
-* ``delete`` and ``re-put``: delete the item, or put a deleted item back.
-
-Every write is conditional on the item existing (a re-put on it not existing), tried at each
-key the item may be stored under, and applied to the model only when DynamoDB applied it. After
-the job, `RandomWriter.check` compares every stored item, attribute by attribute, with the
-model: an item lost, resurrected, duplicated or stale fails it.
+* `ConcurrentWriters`: writer threads beside a running job, each through its own session.
+* `RandomWriter`: a session hook. Before each of a job's requests (the ledger's left out) it
+  makes a few writes through another session, half of them to an item the request is about,
+  so that they land between the job's read of an item and its write, where a lost write would
+  hide. Its writes are conditional on the item existing (a re-create on it not existing), and
+  `RandomWriter.check` compares the stored items with the model attribute by attribute: an
+  item lost, resurrected, duplicated or stale fails it.
 """
 
 from __future__ import annotations
@@ -27,12 +25,121 @@ from typing import Any
 
 from lsiorm import HookRequest, Session
 from lsiorm._model.wire import item_from_wire
-from lsiorm.errors import ConditionFailedError
+from lsiorm.errors import ConditionFailedError, NotFoundError
 from support.jobs import on_ledger
 
-__all__ = ["OPERATIONS", "RandomWriter"]
+__all__ = ["OPERATIONS", "ConcurrentWriters", "RandomWriter"]
 
-OPERATIONS = ("set", "add", "remove", "add-new", "delete", "re-put")
+OPERATIONS = ("set", "add", "remove", "new-attribute", "delete", "re-create")
+
+
+class ConcurrentWriters:
+    """``threads`` writers over ``items`` (n -> field values) of ``entity`` (the new release).
+
+    ``model`` maps each n to its expected fields (``extra`` for the new attribute), or None
+    once deleted. Each n is written by one thread only, so the model needs no ordering.
+    """
+
+    def __init__(
+        self,
+        endpoint_url: str,
+        entity: type[Any],
+        items: dict[int, dict[str, Any]],
+        *,
+        threads: int = 2,
+        seed: int = 0,
+        pause: float = 0.002,
+    ) -> None:
+        self.endpoint_url = endpoint_url
+        self.entity = entity
+        self.model: dict[int, dict[str, Any] | None] = {n: dict(f) for n, f in items.items()}
+        self.threads = threads
+        self.seed = seed
+        self.pause = pause
+        self.done: dict[str, int] = dict.fromkeys(OPERATIONS, 0)
+        self.touched: set[int] = set()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._workers: list[threading.Thread] = []
+        self.errors: list[BaseException] = []
+
+    def __enter__(self) -> ConcurrentWriters:
+        for number in range(self.threads):
+            thread = threading.Thread(target=self._run, args=(number,), daemon=True)
+            thread.start()
+            self._workers.append(thread)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop the writers and wait for them; re-raise what one of them raised."""
+        self._stop.set()
+        for thread in self._workers:
+            thread.join(timeout=120)
+        if self.errors:
+            raise self.errors[0]
+
+    def _run(self, number: int) -> None:
+        rng = random.Random(self.seed * 100 + number)
+        mine = [n for n in sorted(self.model) if n % self.threads == number]
+        try:
+            with Session(endpoint_url=self.endpoint_url, region_name="us-east-1") as session:
+                while not self._stop.wait(self.pause):
+                    n = rng.choice(mine)
+                    self._write(session, rng, n)
+        except BaseException as exc:
+            self.errors.append(exc)
+
+    def _write(self, session: Session, rng: random.Random, n: int) -> None:
+        fields = self.model[n]
+        operation = "re-create" if fields is None else rng.choice(OPERATIONS[:-1])
+        entity = self.entity
+        key = {"p": n % 40, "n": n}
+        try:
+            if operation == "set":
+                title = f"t{rng.randrange(1000)}"
+                session.update(entity, key, set={"title": title})
+                assert fields is not None
+                fields["title"] = title
+            elif operation == "add":
+                session.update(entity, key, add={"hits": 1})
+                assert fields is not None
+                fields["hits"] += 1
+            elif operation == "remove":
+                note = None if fields and fields.get("note") else f"note{n}"
+                session.update(entity, key, set={"note": note})
+                assert fields is not None
+                fields["note"] = note
+            elif operation == "new-attribute":
+                value = rng.randrange(10**6)
+                session.call(
+                    "UpdateItem",
+                    {
+                        "TableName": session.table_name(entity.__lsiorm__.table),
+                        "Key": {"PK": {"S": f"P#{n % 40:03d}"}, "SK": {"S": f"I#{n:06d}"}},
+                        "UpdateExpression": "SET extra = :x",
+                        "ConditionExpression": "attribute_exists(PK)",
+                        "ExpressionAttributeValues": {":x": {"N": str(value)}},
+                    },
+                )
+                assert fields is not None
+                fields["extra"] = value
+            elif operation == "delete":
+                session.delete(entity, key)
+                self.model[n] = None
+            else:
+                fresh = {"p": n % 40, "n": n, "title": f"r{rng.randrange(1000)}", "hits": 0}
+                session.put(entity(**fresh), create_only=True)
+                self.model[n] = {**fresh, "note": None}
+        except (ConditionFailedError, NotFoundError):
+            return
+        with self._lock:
+            self.done[operation] += 1
+            self.touched.add(n)
+
+
 _JOB_REQUESTS = frozenset(
     {"GetItem", "Query", "Scan", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"}
 )
@@ -79,6 +186,7 @@ class RandomWriter:
         self.active = True
         self.new_names = 0
         self.errors: list[Exception] = []
+        self.log: list[tuple[Any, ...]] = []  # the writes applied, in order
         self.by_key = {_key_text(key): i for i in items for key in keys(i)}
 
     def plain(self, item: Mapping[str, Any]) -> dict[str, Any]:
@@ -119,7 +227,7 @@ class RandomWriter:
             i = self.rng.choice(sorted(self.model))
         operation = self.rng.choice(self.operations)
         state = self.model[i]
-        if operation == "re-put":
+        if operation == "re-create":
             if state is None:
                 self._put(i)
             return
@@ -146,7 +254,8 @@ class RandomWriter:
         except ConditionFailedError:
             return
         self.model[i] = self.plain(item)
-        self.applied["re-put"] += 1
+        self.applied["re-create"] += 1
+        self.log.append(("re-create", i))
 
     def _apply(self, operation: str, i: int, key: Mapping[str, Any]) -> None:
         state = self.model[i]
@@ -160,6 +269,7 @@ class RandomWriter:
             self.session.call("DeleteItem", params)
             self.model[i] = None
             self.applied[operation] += 1
+            self.log.append((operation, i))
             return
         if operation == "set":
             name, value = self.field, f"v{self.rng.randrange(1000)}"
@@ -172,7 +282,7 @@ class RandomWriter:
         elif operation == "remove":
             name = self.rng.choice([self.field, self.number, *_extras(state)])
             params["UpdateExpression"] = "REMOVE #a"
-        else:  # add-new
+        else:  # new-attribute
             self.new_names += 1
             name, value = f"late{self.new_names}", f"x{self.rng.randrange(1000)}"
             params["UpdateExpression"] = "SET #a = :v"
@@ -184,6 +294,7 @@ class RandomWriter:
         else:
             state[name] = value
         self.applied[operation] += 1
+        self.log.append((operation, i, name))
 
     # the check ---------------------------------------------------------------------------
 
@@ -204,7 +315,7 @@ class RandomWriter:
             for i, state in self.model.items()
             if state is not None and i in found and found[i][0] != state
         ]
-        assert (lost, resurrected, duplicated, stale) == ([], [], [], []), self.applied
+        assert (lost, resurrected, duplicated, stale) == ([], [], [], []), (self.applied, self.log)
 
 
 def _key_text(item: Mapping[str, Any]) -> str:

@@ -136,8 +136,10 @@ class ExportFolder:
         """A page of a data file from line ``position`` (no request: the file is read)."""
         assert isinstance(unit, ExportUnit)
         start = position if isinstance(position, int) else 0
-        at, lines = self._reading.pop(unit.id, (0, iter(())))
-        if at != start:  # a resume, or a page read again: open the file again
+        reading = self._reading.pop(unit.id, None)
+        if reading is not None and reading[0] == start:
+            lines = reading[1]
+        else:  # the first page, a resume, or a page read again: open the file
             lines = self.lines(unit)
             for _ in islice(lines, start):  # skip the lines done
                 pass

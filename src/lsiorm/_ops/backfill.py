@@ -63,6 +63,16 @@ __all__ = [
 ]
 
 
+class Attempts:
+    """A request hook that counts the attempts of the one request it watches."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def before(self, request: object) -> None:
+        self.sent += 1
+
+
 # -- the report -----------------------------------------------------------------------------
 
 
@@ -190,6 +200,7 @@ class BackfillKind:
         dry_run: bool = False,
         max_attempts: int = 10,
         arrived: set[str] | None = None,
+        exported: bool = False,
     ) -> None:
         meta = meta_of(entity)
         self.ctx = ctx
@@ -203,6 +214,7 @@ class BackfillKind:
         self.watched = watched_attributes(self.table, (entity,))
         self.names = _key_names(self.table)
         self.partition: str | None = None
+        self.exported = exported
 
     # the engine's side ---------------------------------------------------------------------
 
@@ -288,9 +300,10 @@ class BackfillKind:
         found: WireItem | None = response.get("Item")
         return found
 
-    def _update(self, item: WireItem, check: ItemKeyCheck) -> Operation[None]:
+    def _update(self, item: WireItem, check: ItemKeyCheck, attempts: Attempts) -> Operation[None]:
         """Rewrite the derived attributes in place, on the condition that the item is unchanged
-        (an UpdateItem keeps whatever an unwatched writer added meanwhile)."""
+        (an UpdateItem keeps whatever an unwatched writer added meanwhile); ``attempts``
+        counts the attempts sent."""
         condition, names, values = unchanged_condition(item, self.watched)
         sets = [p.attribute for p in check.problems if p.kind != "extra"]
         removes = [p.attribute for p in check.problems if p.kind == "extra"]
@@ -312,7 +325,8 @@ class BackfillKind:
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
-        yield from call(self.ctx, "UpdateItem", params, (self.table,))
+        ctx = self.ctx.with_hooks((*self.ctx.hooks, attempts))
+        yield from call(ctx, "UpdateItem", params, (self.table,))
 
     def _move(
         self, item: WireItem, check: ItemKeyCheck, new: WireItem, mine: str | None
@@ -399,6 +413,16 @@ class BackfillKind:
                 (self.table,),
             )
 
+    def _maybe_mine(self, attempts: Attempts) -> bool:
+        """Whether a refused rewrite may have been refused because of itself (its answer lost).
+
+        An item read by a scan was as read a moment before: refused, and then found exactly as
+        this rewrite makes it, it was this rewrite whose answer was lost. An item read from an
+        export may have been rewritten long before (by an earlier run): only a request that was
+        actually sent more than once can have been refused because of its own first attempt.
+        """
+        return attempts.sent > 1 or not self.exported
+
     def _cost(self, item: WireItem, check: ItemKeyCheck) -> WriteEstimate:
         table = self.table
         new = _new_item(item, check)
@@ -477,8 +501,9 @@ class BackfillKind:
                 entry = None
                 current = None if outcome == "gone" else (yield from self._reread(check.stored_key))
                 continue
+            attempts = Attempts()
             try:
-                yield from self._update(current, check)
+                yield from self._update(current, check, attempts)
             except ValidationError as exc:  # raised before any request: nothing was written
                 self._fail(part, check.stored_key, str(exc))
                 return False
@@ -488,13 +513,14 @@ class BackfillKind:
                 self._done(part, check, units)
                 return True
             current = yield from self._reread(check.stored_key)
-            # A rewrite whose answer was lost and whose resend found the item changed: the
-            # change may be this rewrite itself.
-            entry = {"i": digest(new)}
-            if current is not None and same_item(current, new):
-                part.counts["retried"] -= 1
-                self._done(part, check, units)
-                return True
+            if self._maybe_mine(attempts):
+                # A rewrite whose answer was lost and whose resend found the item changed:
+                # the change may be this rewrite itself.
+                entry = {"i": digest(new)}
+                if current is not None and same_item(current, new):
+                    part.counts["retried"] -= 1
+                    self._done(part, check, units)
+                    return True
         self._fail(part, self._key(item), f"changed on each of {self.max_attempts} attempts")
         return False
 
@@ -520,14 +546,21 @@ def backfill_declaration(
 
 
 def kind_factory(
-    entity: type[Entity], *, dry_run: bool, max_attempts: int
+    entity: type[Entity], *, dry_run: bool, max_attempts: int, exported: bool = False
 ) -> Callable[[Context, RateBudget], BackfillKind]:
-    """Make each unit's kind; every unit of the run in this process shares its arrivals."""
+    """Make each unit's kind; every unit of the run in this process shares its arrivals.
+    ``exported``: the items are read from an export (they may be older than the table's)."""
     arrived: set[str] = set()
 
     def kind_for(ctx: Context, budget: RateBudget) -> BackfillKind:
         return BackfillKind(
-            ctx, entity, budget, dry_run=dry_run, max_attempts=max_attempts, arrived=arrived
+            ctx,
+            entity,
+            budget,
+            dry_run=dry_run,
+            max_attempts=max_attempts,
+            arrived=arrived,
+            exported=exported,
         )
 
     return kind_for
@@ -579,7 +612,12 @@ def backfill(
     run = JobRun(
         declaration,
         units,
-        kind_factory(entity, dry_run=dry_run, max_attempts=max_attempts),
+        kind_factory(
+            entity,
+            dry_run=dry_run,
+            max_attempts=max_attempts,
+            exported=options.export is not None,
+        ),
         pages,
         options.rate(),
         total,
@@ -593,6 +631,7 @@ def backfill(
         concurrency=options.concurrency,
         progress=progress,
         clock=options.clock,
+        detach=options.detach,
     )
     backfill_report(report, record.counts(), (u.notes for u in record.units))
     report.job, report.resumed = record.id, resumed

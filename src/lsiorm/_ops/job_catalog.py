@@ -58,6 +58,7 @@ def _kind_and_table(
             entity,
             dry_run=bool(declaration.get("dry_run")),
             max_attempts=int(declaration.get("max_attempts", 10)),
+            exported=declaration.get("input", "scan") != "scan",
         )
         return factory, meta_of(entity).table, entity
     if kind == "audit":
@@ -107,4 +108,9 @@ def run_declared_unit(
             spec = ScanSpec(table, entity, unit.partition, unit.total_segments, page_size=page_size)
             return (yield from scan_pages(spec, skip=skip)(ctx, unit, position))
 
-    return (yield from run_unit(ctx, kind_for, pages, ledger, job_id, unit))
+    result = yield from run_unit(ctx, kind_for, pages, ledger, job_id, unit)
+    if result == "held":  # a unit done already is done, not held (a map item run again)
+        held = yield from ledger.unit_record(job_id, unit)
+        if held is not None and held.state == "done":
+            return "done"
+    return result

@@ -300,7 +300,7 @@ def run_unit(
                 yield from ledger.commit(job_id, claim, items=page.read, changed=changed)
             if tally is not None:
                 tally.page(page.read, changed, position == DONE)
-            if page.units:
+            if page.units and position != DONE:  # spent by the next read; none after the last
                 yield from budget.take_read(page.units)
     except LeaseLost:
         _let_go(tally, unit)
@@ -342,15 +342,19 @@ def run_units(
     progress: Callable[[JobProgress], object] | None = None,
     clock: Callable[[], float] = time.monotonic,
     poll: float = 0.5,
+    detach: bool = False,
 ) -> Operation[tuple[JobRecord, bool]]:
     """Open (or resume) the run of ``run.declaration`` and run it until every unit is done.
 
     Units run in threads of this driver, at most ``concurrency`` at once, or, with ``submit``,
     wherever ``submit(job_id, unit)`` sends them (an executor's future per unit). Units another
     worker holds are waited for, and taken over when their lease expires. Returns the run, read
-    from the ledger with its units, and whether it was resumed.
+    from the ledger with its units, and whether it was resumed. ``detach`` opens (or resumes)
+    the run and returns it at once, its units left for workers elsewhere to run (`run_unit`).
     """
     job, resumed = yield from ledger.open(run.declaration, run.units, run.rate)
+    if detach:
+        return (yield from ledger.job(job.id)), resumed
     tally = Tally(job, progress, clock, run.total)
     futures: dict[str, Future[Any]] = {}
     try:

@@ -62,7 +62,8 @@ class JobOptions:
     ``ledger`` is the declared name of a ledger table, or None for the job's own table.
     ``in_memory`` keeps the ledger in this process (a read-only audit, a dry run).
     ``worker(location, lease_seconds, job_id, unit)`` is what an ``executor`` runs per unit,
-    in whatever process it chooses.
+    in whatever process it chooses. ``detach`` only opens the run: its units are run
+    elsewhere, one call of `Session.run_unit` each.
     """
 
     ledger: str | None = None
@@ -74,6 +75,7 @@ class JobOptions:
     export: ExportInput | None = None
     concurrency: int = 8
     lease_seconds: float = 60.0
+    detach: bool = False
     clock: Callable[[], float] = field(default=time.monotonic, compare=False)
     ledger_clock: Callable[[], float] = field(default=time.time, compare=False)
 

@@ -441,6 +441,7 @@ def audit_keys(
         concurrency=options.concurrency,
         progress=progress,
         clock=options.clock,
+        detach=options.detach,
     )
     audit_report(report, table, record.counts(), (u.notes for u in record.units), examples)
     report.elapsed = record.elapsed

@@ -138,6 +138,14 @@ class JobRecord:
         """The aggregated rate of every worker, items read per second."""
         return self.items / self.elapsed if self.elapsed > 0 else 0.0
 
+    @property
+    def eta(self) -> float | None:
+        """Seconds left at the pace so far, by units done; None once the run ended, or before
+        its first unit is done."""
+        if self.state not in RESUMABLE or not self.units_done or self.elapsed <= 0:
+            return None
+        return self.elapsed * (self.units_total - self.units_done) / self.units_done
+
     def counts(self) -> dict[str, int]:
         """The exact counts of the run: every unit's counts added up."""
         total: dict[str, int] = {}
@@ -148,6 +156,8 @@ class JobRecord:
 
     def __str__(self) -> str:
         rate = f", {self.items_per_second:.0f} items/s" if self.items else ""
+        if self.eta is not None:
+            rate += f", ETA {self.eta:.0f} s"
         return (
             f"{self.id}  {self.kind:<10} {self.state:<9} units {self.units_done}/"
             f"{self.units_total}, {self.items} items, {self.changed} changed{rate}"
@@ -435,6 +445,11 @@ class JobLedger:
         return True
 
     # units ------------------------------------------------------------------------------
+
+    def unit_record(self, job_id: str, unit: Unit) -> Operation[UnitRecord | None]:
+        """One unit of a run as the ledger has it (None if the run has no such unit)."""
+        item = yield from self._get(f"unit#{job_id}#{unit.id}")
+        return None if item is None else _unit_record(item)
 
     def claim(self, job_id: str, unit: Unit) -> Operation[UnitClaim | None]:
         """Take ``unit``'s lease; None when it is done or another worker holds it."""

@@ -14,8 +14,13 @@ from lsiorm._ops.backfill import BackfillKind
 from lsiorm._ops.job_engine import digest
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.retry import RetryPolicy
-from lsiorm._ops.steps import Call, Done, advance
-from lsiorm.errors import CancellationReason, ConditionFailedError, TransactionCanceledError
+from lsiorm._ops.steps import Call, Done, Sleep, advance
+from lsiorm.errors import (
+    CancellationReason,
+    ConditionFailedError,
+    InternalServerError,
+    TransactionCanceledError,
+)
 from support.models import declare_doc
 
 ONCE = Context(RetryPolicy(max_attempts=1))
@@ -107,3 +112,60 @@ def test_the_intent_names_each_stale_item_and_what_it_becomes() -> None:
     rewritten = stored(new, user="u", n=1, title="t", size=3)
     assert intent == {digest(key): {"i": digest(rewritten), "m": None}}
     assert BackfillKind(ONCE, new, None, dry_run=True).intent([stale]) == {}
+
+
+def drive_with_sleeps(op: Any, answer: Any) -> list[Call]:
+    """`drive`, letting the retry policy's sleeps pass."""
+    calls: list[Call] = []
+    step = advance(op)
+    while not isinstance(step, Done):
+        if isinstance(step, Sleep):
+            step = advance(op, None)
+            continue
+        assert isinstance(step, Call), step
+        calls.append(step)
+        result = answer(step)
+        step = advance(op, error=result) if isinstance(result, Exception) else advance(op, result)
+    return calls
+
+
+def test_an_exported_item_rewritten_by_an_earlier_run_counts_as_current() -> None:
+    """Refused at its first attempt, a rewrite from an export is not this run's own."""
+    _, old = declare_doc("Docs", lsi3=False)
+    _, new = declare_doc("Docs", lsi3=True)
+    exported = stored(old, user="u", n=1, title="t", size=3)
+    rewritten = stored(new, user="u", n=1, title="t", size=3)
+    kind = BackfillKind(ONCE, new, None, exported=True)
+    part = kind.new_part()
+
+    def answer(call: Call) -> Any:
+        if call.operation == "UpdateItem":
+            return ConditionFailedError("changed", code="ConditionalCheckFailedException")
+        return {"Item": rewritten}
+
+    _, calls = drive(kind.visit(part, exported, {}), answer)
+    assert [c.operation for c in calls] == ["UpdateItem", "GetItem"]
+    assert part.counts == {"scanned": 1, "retried": 1, "current": 1}
+
+
+def test_an_exported_item_whose_resend_found_it_applied_counts_as_rewritten() -> None:
+    _, old = declare_doc("Docs", lsi3=False)
+    _, new = declare_doc("Docs", lsi3=True)
+    exported = stored(old, user="u", n=1, title="t", size=3)
+    rewritten = stored(new, user="u", n=1, title="t", size=3)
+    twice = Context(RetryPolicy(max_attempts=2, initial=0.0, maximum=0.0))
+    kind = BackfillKind(twice, new, None, exported=True)
+    part = kind.new_part()
+    updates = iter(
+        [
+            InternalServerError("answer lost", code="InternalServerError"),
+            ConditionFailedError("changed", code="ConditionalCheckFailedException"),
+        ]
+    )
+
+    def answer(call: Call) -> Any:
+        return next(updates) if call.operation == "UpdateItem" else {"Item": rewritten}
+
+    calls = drive_with_sleeps(kind.visit(part, exported, {}), answer)
+    assert [c.operation for c in calls] == ["UpdateItem", "UpdateItem", "GetItem"]
+    assert part.counts == {"scanned": 1, "rewritten": 1, "retried": 0}

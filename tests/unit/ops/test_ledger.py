@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lsiorm._ops.ledger import LeaseLost, fingerprint
+from lsiorm._ops.ledger import JobRecord, LeaseLost, fingerprint
 from lsiorm._ops.memory_ledger import MemoryLedger
 from lsiorm._ops.steps import Done, advance
 from lsiorm._ops.units import ScanUnit
@@ -56,3 +56,17 @@ def test_a_released_unit_resumes_where_its_last_commit_left_it() -> None:
 def test_a_fingerprint_is_the_declaration_in_any_key_order() -> None:
     assert fingerprint({"a": 1, "b": [1, 2]}) == fingerprint({"b": [1, 2], "a": 1})
     assert fingerprint({"a": 1}) != fingerprint({"a": 2})
+
+
+def test_a_running_job_shows_its_rate_and_the_time_left_by_units_done() -> None:
+    running = JobRecord(
+        "backfill-1", "backfill", "running", {}, "f", 100.0, 160.0, 8, 2, items=600, changed=3
+    )
+    assert running.items_per_second == 10.0
+    assert running.eta == 180.0  # 2 of 8 units in 60 s: 6 more take 180 s
+    assert "10 items/s, ETA 180 s" in str(running)
+    done = JobRecord("backfill-1", "backfill", "done", {}, "f", 100.0, 160.0, 8, 8, items=2400)
+    assert done.eta is None
+    assert "ETA" not in str(done)
+    starting = JobRecord("backfill-2", "backfill", "running", {}, "f", 100.0, 101.0, 8, 0)
+    assert starting.eta is None

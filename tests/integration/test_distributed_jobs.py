@@ -1,0 +1,221 @@
+"""Key jobs whose units run in other processes: a process pool, two processes started on the
+same job, and a Dask cluster with a worker killed mid-job while writers keep writing.
+
+The units find their entity classes by module path, so the app is a module written to a
+folder on every process's path. The Dask tests are ``slow``: ``LSIORM_SCALE`` sets their size
+(1 is the full size: 20,000 items; the default, for CI, is a fiftieth of it: 400 items, ten
+per partition).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lsiorm import RetryPolicy, Session, unit_from_json, unit_to_json
+from lsiorm._model.wire import item_from_wire
+from lsiorm._ops.key_audit import check_item_keys
+from support.faults import FaultProxy
+from support.jobs import everything, worker_apps
+from support.writers import ConcurrentWriters
+
+SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
+PARTITIONS = 40
+
+
+@pytest.fixture
+def apps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, session: Session, table_name: str
+) -> Iterator[tuple[Any, Any]]:
+    """The old and new release of the workers' app, its table created (deleted after)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    old, new = worker_apps(tmp_path, table_name)
+    session.create_table(old.table)
+    try:
+        yield old, new
+    finally:
+        session.delete_table(old.table)
+
+
+def seed(session: Session, old: Any, count: int) -> dict[int, dict[str, Any]]:
+    items = {
+        n: {"p": n % PARTITIONS, "n": n, "title": f"t{n % 97}", "hits": 0, "note": None}
+        for n in range(count)
+    }
+    session.batch_write([old.Item(**fields) for fields in items.values()])
+    return items
+
+
+def test_a_backfill_runs_its_units_in_a_process_pool(
+    session: Session, endpoint_url: str, apps: tuple[Any, Any]
+) -> None:
+    old, new = apps
+    seed(session, old, 240)
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        report = session.backfill(new.Item, segments=6, executor=pool)
+    assert (report.scanned, report.rewritten, report.current, report.failed) == (240, 240, 0, [])
+    record = session.job(new.table, report.job)
+    assert record.state == "done"
+    assert [u.runs for u in record.units] == [1] * 6
+    assert session.audit_keys(new.Item).clean
+
+
+def test_a_detached_run_is_run_unit_by_unit_as_a_map_state_would(
+    session: Session, apps: tuple[Any, Any]
+) -> None:
+    """Open the run, pass each unit on as JSON, run each with run_unit (one twice)."""
+    old, new = apps
+    seed(session, old, 90)
+    opened = session.backfill(new.Item, segments=3, detach=True)
+    assert opened.scanned == 0
+    record = session.job(new.table, opened.job)
+    assert record.state == "running"
+    assert session.audit_keys(new.Item).stale_items == 90  # nothing ran yet
+    payloads = [json.dumps(unit_to_json(u.unit)) for u in record.units]
+    results = [
+        session.run_unit(new.table, opened.job, unit_from_json(json.loads(p))) for p in payloads
+    ]
+    assert results == ["done"] * 3
+    again = session.run_unit(new.table, opened.job, unit_from_json(json.loads(payloads[0])))
+    assert again == "done"  # a retried map item: its unit is done, nothing is read again
+    record = session.job(new.table, opened.job)
+    assert record.state == "done"
+    assert [u.runs for u in record.units] == [1, 1, 1]
+    assert (record.counts()["scanned"], record.counts()["rewritten"]) == (90, 90)
+    assert session.audit_keys(new.Item).clean
+
+
+def _backfill_in_a_process(endpoint_url: str, folder: str, module: str, out: Any) -> None:
+    import importlib
+    import sys
+
+    sys.path.insert(0, folder)
+    app = importlib.import_module(module)
+    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as own:
+        report = own.backfill(app.Item, segments=8, page_size=7, lease_seconds=20)
+    out.put((report.job, report.resumed, report.rewritten))
+
+
+def test_two_processes_started_on_one_job_run_each_unit_once(
+    session: Session, endpoint_url: str, apps: tuple[Any, Any], tmp_path: Path
+) -> None:
+    old, new = apps
+    seed(session, old, 300)
+    spawn = multiprocessing.get_context("spawn")
+    out = spawn.Queue()
+    args = (endpoint_url, str(tmp_path), new.__name__, out)
+    processes = [spawn.Process(target=_backfill_in_a_process, args=args) for _ in range(2)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=300)
+        assert process.exitcode == 0
+    results = [out.get(timeout=5) for _ in processes]
+    assert len({job for job, _, _ in results}) == 1  # one run, joined by both
+    record = session.job(new.table, results[0][0])
+    assert record.state == "done"
+    assert [u.runs for u in record.units] == [1] * 8  # each unit ran once
+    assert record.counts()["rewritten"] == 300
+    assert record.counts()["scanned"] == 300
+    assert session.audit_keys(new.Item).clean
+
+
+# -- Dask ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dask_client() -> Iterator[Any]:
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=3, threads_per_worker=2, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client
+
+
+def _kill_a_worker_once_started(client: Any, session: Session, table: Any) -> int:
+    """SIGKILL one worker process once the job has committed some pages; return its pid."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        jobs = session.jobs(table)
+        if jobs and jobs[0].items > 0 and jobs[0].units_done < jobs[0].units_total // 2:
+            pids: dict[str, int] = client.run(os.getpid)
+            victim = sorted(pids.values())[0]
+            os.kill(victim, signal.SIGKILL)
+            return victim
+        time.sleep(0.1)
+    raise AssertionError("the job never started")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault_rate", [0.0, 0.3], ids=["clean", "faults-30"])
+def test_a_backfill_on_a_dask_cluster_survives_a_killed_worker_and_concurrent_writers(
+    session: Session,
+    endpoint_url: str,
+    apps: tuple[Any, Any],
+    dask_client: Any,
+    fault_rate: float,
+) -> None:
+    old, new = apps
+    count = max(400, int(20_000 * SCALE))
+    items = seed(session, old, count)
+    retry = RetryPolicy(max_attempts=30, initial=0.0, maximum=0.01)
+    kinds = ("throttle", "error500", "drop", "lost-response")
+    with (
+        FaultProxy(endpoint_url, rate=fault_rate, kinds=kinds, seed=24) as proxy,
+        Session(endpoint_url=proxy.endpoint_url, region_name="us-east-1", retry=retry) as jobs,
+        ConcurrentWriters(endpoint_url, new.Item, items, seed=int(fault_rate * 10)) as writers,
+    ):
+        import threading
+
+        killed: list[int] = []
+        killer = threading.Thread(
+            target=lambda: killed.append(
+                _kill_a_worker_once_started(dask_client, session, new.table)
+            )
+        )
+        killer.start()
+        report = jobs.backfill(
+            new.Item,
+            segments=PARTITIONS,
+            executor=dask_client.get_executor(),
+            lease_seconds=10,
+            page_size=50,
+        )
+        killer.join()
+        writers.stop()
+    assert killed
+    if fault_rate:
+        assert proxy.stats["faults"] > 0
+    assert report.failed == []
+    record = session.job(new.table, report.job)
+    assert record.state == "done"
+    assert sum(u.runs for u in record.units) > PARTITIONS  # the killed worker's unit ran again
+    # Exact counts: every item read once is exactly one of these.
+    assert report.scanned == report.rewritten + report.current + report.gone
+    untouched = {n for n in items if n not in writers.touched}
+    assert report.rewritten >= len(untouched)  # no writer made those current
+    assert report.rewritten <= count
+    # Against brute force: the table holds what the writers left, each item with its keys.
+    stored = {int(i["SK"]["S"][2:]): i for i in everything(session, new.table.name)}
+    expected = {n: f for n, f in writers.model.items() if f is not None}
+    assert sorted(stored) == sorted(expected)  # 0 lost, 0 duplicated, none resurrected
+    for n, item in stored.items():
+        check = check_item_keys(new.table, item)
+        assert check is not None, n
+        assert check.current, (n, check)  # 0 wrong keys
+        plain = item_from_wire(item)
+        for name, value in expected[n].items():
+            assert plain.get(name) == value, (n, name)
