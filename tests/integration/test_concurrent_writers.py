@@ -19,6 +19,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,17 +44,6 @@ def wire(entity: Any) -> dict[str, Any]:
 
 def ident(item: dict[str, Any]) -> int:
     return int(item["n"])
-
-
-class Names:
-    """A fresh table name per example."""
-
-    def __init__(self, base: str) -> None:
-        self.base, self.count = base, 0
-
-    def next(self) -> str:
-        self.count += 1
-        return f"{self.base}_{self.count}"
 
 
 def key_job(session: Session, endpoint_url: str, name: str, rng: random.Random, width: int) -> None:
@@ -95,22 +85,14 @@ def key_job(session: Session, endpoint_url: str, name: str, rng: random.Random, 
         session.delete_table(old_table)
 
 
+@pytest.mark.parametrize("width", [4, 6], ids=["backfill", "rekey"])
 @EXAMPLES
 @given(seed=st.integers(0, 2**32))
-def test_backfill_loses_no_concurrent_write(
-    session: Session, endpoint_url: str, table_name: str, seed: int
+def test_backfill_and_rekey_lose_no_concurrent_write(
+    session: Session, endpoint_url: str, table_name: str, width: int, seed: int
 ) -> None:
     rng = random.Random(seed)
-    key_job(session, endpoint_url, f"{table_name}_b{rng.randrange(10**6)}", rng, width=4)
-
-
-@EXAMPLES
-@given(seed=st.integers(0, 2**32))
-def test_rekey_loses_no_concurrent_write(
-    session: Session, endpoint_url: str, table_name: str, seed: int
-) -> None:
-    rng = random.Random(seed)
-    key_job(session, endpoint_url, f"{table_name}_k{rng.randrange(10**6)}", rng, width=6)
+    key_job(session, endpoint_url, f"{table_name}_{width}_{rng.randrange(10**6)}", rng, width)
 
 
 def relief_case(
@@ -168,20 +150,12 @@ def relief_case(
             session.delete_table(archive)
 
 
+@pytest.mark.parametrize("to", ["table", "file"])
 @EXAMPLES
 @given(seed=st.integers(0, 2**32))
-def test_relief_to_a_table_loses_no_concurrent_write(
-    session: Session, endpoint_url: str, table_name: str, seed: int
+def test_relief_loses_no_concurrent_write(
+    session: Session, endpoint_url: str, table_name: str, tmp_path: Path, to: str, seed: int
 ) -> None:
     rng = random.Random(seed)
-    relief_case(session, endpoint_url, f"{table_name}_r{rng.randrange(10**6)}", rng, None)
-
-
-@EXAMPLES
-@given(seed=st.integers(0, 2**32))
-def test_relief_to_a_file_loses_no_concurrent_write(
-    session: Session, endpoint_url: str, table_name: str, tmp_path: Path, seed: int
-) -> None:
-    rng = random.Random(seed)
-    target = tmp_path / f"{uuid.uuid4().hex}.jsonl"  # a new file for each example
-    relief_case(session, endpoint_url, f"{table_name}_f{rng.randrange(10**6)}", rng, target)
+    target = tmp_path / f"{uuid.uuid4().hex}.jsonl" if to == "file" else None
+    relief_case(session, endpoint_url, f"{table_name}_{to}_{rng.randrange(10**6)}", rng, target)

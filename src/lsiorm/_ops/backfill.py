@@ -24,7 +24,6 @@ writing.
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +47,7 @@ from lsiorm._ops.unchanged import (
     give_attributes,
     unchanged_condition,
     watched_attributes,
+    withdraw_copy,
 )
 from lsiorm.errors import ConditionFailedError, TransactionCanceledError, ValidationError
 
@@ -380,7 +380,9 @@ class BackfillKind:
                 if not (reasons and reasons[0].code == "ConditionalCheckFailed"):
                     return "changed"
                 if there is not None and mine is not None and digest(there) == mine:
-                    yield from self._withdraw(new_key, there)  # a predecessor's older copy
+                    yield from withdraw_copy(
+                        self.ctx, table, new_key, there
+                    )  # a predecessor's older copy
                     return "changed"
                 original = yield from self._reread(check.stored_key)
                 if original is None or not same_item(original, item):
@@ -393,25 +395,8 @@ class BackfillKind:
         original = yield from self._reread(check.stored_key)
         if original is None and removal.unsure:
             return "moved"  # most likely deleted by this move's own delete, its answer lost
-        yield from self._withdraw(new_key, new)
+        yield from withdraw_copy(self.ctx, table, new_key, new)
         return "changed" if original is not None else "gone"
-
-    def _withdraw(self, key: Mapping[str, Any], copy: WireItem) -> Operation[None]:
-        """Delete this job's copy at ``key``, if it is still exactly ``copy``."""
-        condition, names, values = unchanged_condition(copy, frozenset())
-        with contextlib.suppress(ConditionFailedError):
-            yield from call(
-                self.ctx,
-                "DeleteItem",
-                {
-                    "TableName": self.table.name,
-                    "Key": dict(key),
-                    "ConditionExpression": condition,
-                    "ExpressionAttributeNames": names,
-                    "ExpressionAttributeValues": values,
-                },
-                (self.table,),
-            )
 
     def _maybe_mine(self, attempts: Attempts) -> bool:
         """Whether a refused rewrite may have been refused because of itself (its answer lost).

@@ -26,7 +26,6 @@ after.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ from lsiorm._ops.unchanged import (
     give_attributes,
     unchanged_condition,
     watched_attributes,
+    withdraw_copy,
 )
 from lsiorm.errors import ConditionFailedError, ValidationError
 
@@ -473,26 +473,6 @@ class ReliefKind:
         self.to_file.append([whole])
         self.in_file[_key_text(key_of(self.table, item))] = whole
 
-    def withdraw_copy(self, item: WireItem) -> Operation[None]:
-        """Delete this run's copy of ``item`` from the destination table, if it is unchanged
-        (a file keeps its line: a stale copy)."""
-        if self.to_table is None:
-            return
-        same, names, values = unchanged_condition(item, frozenset())
-        with contextlib.suppress(ConditionFailedError):
-            yield from call(
-                self.ctx,
-                "DeleteItem",
-                {
-                    "TableName": self.to_table.name,
-                    "Key": key_of(self.table, item),
-                    "ConditionExpression": same,
-                    "ExpressionAttributeNames": names,
-                    "ExpressionAttributeValues": values,
-                },
-                (self.to_table,),
-            )
-
     def move_page(self, part: _Part, items: list[WireItem]) -> Operation[None]:
         pending: list[tuple[WireItem, WireItem | None]] = [(i, None) for i in items]
         for _attempt in range(self.max_attempts):
@@ -558,7 +538,8 @@ class ReliefKind:
                 # Another writer deleted it, or changed it so that it stays: withdraw the copy.
                 part.add("gone" if newer is None else "kept")
                 if self.to_table is not None:
-                    yield from self.withdraw_copy(item)
+                    key = key_of(self.table, item)
+                    yield from withdraw_copy(self.ctx, self.to_table, key, item)
                 else:
                     part.add("stale_copies")
             pending = again

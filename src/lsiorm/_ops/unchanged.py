@@ -51,6 +51,7 @@ __all__ = [
     "give_attributes",
     "unchanged_condition",
     "watched_attributes",
+    "withdraw_copy",
 ]
 
 
@@ -201,3 +202,24 @@ def give_attributes(
     }
     with contextlib.suppress(ConditionFailedError):
         yield from call(ctx, "UpdateItem", params, (table,))
+
+
+def withdraw_copy(
+    ctx: Context, table: Table, key: Mapping[str, Any], copy: Mapping[str, Any]
+) -> Operation[None]:
+    """Delete a job's copy at ``key``, if it is still exactly ``copy`` (the original it was
+    made from changed or was deleted; a copy someone changed since is theirs, and stays)."""
+    condition, names, values = unchanged_condition(copy, frozenset())
+    with contextlib.suppress(ConditionFailedError):
+        yield from call(
+            ctx,
+            "DeleteItem",
+            {
+                "TableName": table.name,
+                "Key": dict(key),
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+            },
+            (table,),
+        )
