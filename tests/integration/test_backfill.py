@@ -200,8 +200,8 @@ def test_async_backfill(session: Session, endpoint_url: str, table_name: str) ->
 
 
 def test_an_item_too_wide_for_a_condition_fails_alone(session: Session, table_name: str) -> None:
-    from lsiorm._ops.backfill import MAX_EXPRESSION_BYTES
-    from lsiorm._ops.resumable import unchanged_condition
+    from lsiorm._ops.unchanged import unchanged_condition
+    from lsiorm._requests.limits import MAX_EXPRESSION_BYTES
     from lsiorm.errors import ValidationError
 
     wide = {f"extra_attribute_{i:03d}": {"S": "x"} for i in range(300)}

@@ -148,6 +148,8 @@ def test_relief_to_a_file_stopped_and_resumed_moves_each_item_once(
                 table, "DEV#d1", entity=event, to_file=target, page_size=4
             )
         assert report.resumed  # the stopped run, from the ledger in the table
+        # Every item counted once, those the cut-short page moved before the stop included.
+        assert (report.scanned, report.moved, report.kept) == (len(events) + 1, len(events), 1)
         assert set(hook.seen.values()) == {1}  # every original deleted exactly once
         assert len(hook.seen) == len(events)
         lines = read_relief_file(target)
@@ -270,4 +272,73 @@ def test_async_relief_matches_the_sync_one(
         assert report.moved == sum(1 for e in events if e.day < CUTOFF)
         assert len(read_relief_file(tmp_path / "a.jsonl")) == report.moved
     finally:
+        session.delete_table(table)
+
+
+class LateWriter:
+    """Before relief deletes an original, another writer sets attributes on it (once each)."""
+
+    def __init__(self, session: Session, table: str, updates: dict[str, Any]) -> None:
+        self.session, self.table, self.updates = session, table, updates
+        self.done: set[str] = set()
+
+    def before(self, request: HookRequest) -> None:
+        params = request.params
+        if request.operation != "DeleteItem" or params["TableName"] != self.table:
+            return
+        sk = params["Key"]["SK"]["S"]
+        if not sk.startswith("EV#") or sk in self.done:
+            return
+        self.done.add(sk)
+        names = {f"#a{i}": name for i, name in enumerate(self.updates)}
+        values = {f":a{i}": {"S": v} for i, v in enumerate(self.updates.values())}
+        self.session.call(
+            "UpdateItem",
+            {
+                "TableName": self.table,
+                "Key": params["Key"],
+                "UpdateExpression": "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(names))),
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+            },
+        )
+
+
+@pytest.mark.parametrize("late", [{"body": "late"}, {"note": "late"}, {"note": "a", "body": "b"}])
+@pytest.mark.parametrize("to", ["table", "file"])
+def test_an_attribute_set_between_read_and_delete_is_moved_with_the_item(
+    session: Session, endpoint_url: str, table_name: str, tmp_path: Path, late: Any, to: str
+) -> None:
+    """``body`` is a field of the model, ``note`` an attribute no model declares."""
+    table, event, _, events = seed(session, table_name, count=12)
+    archive = Table(f"{table_name}_archive", "PK", "SK")
+    target = tmp_path / "moved.jsonl"
+    if to == "table":
+        session.create_table(archive)
+    hook = LateWriter(session, table.name, late)
+    try:
+        with Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=[hook]) as job:
+            report = job.relieve_collection(
+                table,
+                "DEV#d1",
+                entity=event,
+                to_table=archive if to == "table" else None,
+                to_file=target if to == "file" else None,
+                page_size=5,
+            )
+        assert (report.moved, report.failed) == (len(events), [])
+        assert len(hook.done) == len(events)  # every original was written to before its delete
+        if to == "table":
+            moved = stored(session, archive, "DEV#d1")
+        else:
+            moved = list(
+                {i["SK"]["S"]: item_from_wire(i) for i in read_relief_file(target)}.values()
+            )
+        assert len(moved) == len(events)
+        for item in moved:
+            assert {k: item.get(k) for k in late} == late, item  # no late write lost
+        assert [i["SK"] for i in stored(session, table, "DEV#d1")] == ["SET#mode"]
+    finally:
+        if to == "table":
+            session.delete_table(archive)
         session.delete_table(table)

@@ -48,8 +48,9 @@ class WriteLog:
             if request.operation == "UpdateItem":
                 self.writes[request.params["Key"]["SK"]["S"]] += 1
             elif request.operation == "TransactWriteItems":
-                delete = request.params["TransactItems"][1]["Delete"]
-                self.writes[delete["Key"]["SK"]["S"]] += 1
+                # A move: its second action guards (or deletes) the original.
+                original = next(iter(request.params["TransactItems"][1].values()))
+                self.writes[original["Key"]["SK"]["S"]] += 1
 
 
 def on_ledger(request: HookRequest) -> bool:

@@ -2,14 +2,16 @@
 
 The job reads a partition or the whole table in work units (scan segments, or the files of an
 export) and checks each item of one entity type with `check_item_keys`. A stale item is
-rewritten on the condition that it is unchanged since it was read, so a concurrent writer's
-update is never overwritten; a rewrite whose condition fails re-reads the item and tries again.
+rewritten on the condition that it is unchanged since it was read (`lsiorm._ops.unchanged`:
+every attribute equal, no attribute added), so a concurrent writer's update is never
+overwritten nor lost; a rewrite whose condition fails re-reads the item and tries again.
 
 * Only index slots or the type attribute differ: one UpdateItem that sets the derived values
   and removes the slots the declaration no longer derives.
-* The primary key differs (a new sort key format, say): a move, in one transaction: put the
-  item under its new key, create-only, and delete the old one on the condition that it is
-  unchanged.
+* The primary key differs (a new sort key format, say): a move. One transaction puts the item
+  under its new key, create-only, on the condition that the original is unchanged; then the
+  original is deleted on that condition, and what a writer added to it meanwhile is given to
+  the new item (see `BackfillKind._move`).
 
 The units run on the job engine (`lsiorm._ops.job_engine`), which keeps the job's positions
 and counts in the ledger, so a run that stops resumes from any process. Before a page's
@@ -22,6 +24,7 @@ writing.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,19 +39,20 @@ from lsiorm._ops.job_engine import JobRun, PageSource, digest, run_units, scan_p
 from lsiorm._ops.job_options import JobOptions
 from lsiorm._ops.key_audit import ItemKeyCheck, check_item_keys
 from lsiorm._ops.pipeline import Context, call
-from lsiorm._ops.rekeying import move_request, moved_item, watched_attributes
-from lsiorm._ops.resumable import (
-    MAX_EXPRESSION_BYTES,
-    JobProgress,
-    WriteBudget,
-    unchanged_condition,
-)
+from lsiorm._ops.rekeying import moved_item
+from lsiorm._ops.resumable import JobProgress, WriteBudget
 from lsiorm._ops.scans import ScanSpec, price_scan
 from lsiorm._ops.steps import Operation
+from lsiorm._ops.unchanged import (
+    delete_unchanged,
+    give_attributes,
+    unchanged_condition,
+    watched_attributes,
+    withdraw_copy,
+)
 from lsiorm.errors import ConditionFailedError, TransactionCanceledError, ValidationError
 
 __all__ = [
-    "MAX_EXPRESSION_BYTES",
     "BackfillKind",
     "BackfillPart",
     "BackfillReport",
@@ -57,7 +61,6 @@ __all__ = [
     "backfill_declaration",
     "backfill_report",
     "kind_factory",
-    "unchanged_condition",
 ]
 
 
@@ -201,7 +204,7 @@ class BackfillKind:
         self.max_attempts = max_attempts
         self.arrived: set[str] = arrived if arrived is not None else set()
         self.local_arrivals: dict[str, str] = {}  # key digest -> partition digest
-        self.watched = watched_attributes(entity)
+        self.watched = watched_attributes(self.table, (entity,))
         self.names = _key_names(self.table)
         self.partition: str | None = None
         self.exported = exported
@@ -290,63 +293,103 @@ class BackfillKind:
         found: WireItem | None = response.get("Item")
         return found
 
-    def _rewrite(self, item: WireItem, check: ItemKeyCheck, attempts: Attempts) -> Operation[None]:
-        table = self.table
-        ctx = self.ctx.with_hooks((*self.ctx.hooks, attempts))
+    def _update(self, item: WireItem, check: ItemKeyCheck, attempts: Attempts) -> Operation[None]:
+        """Rewrite the derived attributes in place, on the condition that the item is unchanged
+        (an UpdateItem keeps whatever an unwatched writer added meanwhile); ``attempts``
+        counts the attempts sent."""
         condition, names, values = unchanged_condition(item, self.watched)
-        if not check.moves:
-            sets = [p.attribute for p in check.problems if p.kind != "extra"]
-            removes = [p.attribute for p in check.problems if p.kind == "extra"]
-            for i, name in enumerate(sets):
-                names[f"#s{i}"] = name
-                values[f":s{i}"] = check.expected[name]
-            for i, name in enumerate(removes):
-                names[f"#r{i}"] = name
-            clauses = []
-            if sets:
-                clauses.append("SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(sets))))
-            if removes:
-                clauses.append("REMOVE " + ", ".join(f"#r{i}" for i in range(len(removes))))
-            params: dict[str, Any] = {
-                "TableName": table.name,
-                "Key": check.stored_key,
-                "UpdateExpression": " ".join(clauses),
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-            }
-            yield from call(ctx, "UpdateItem", params, (table,))
-            return
-        yield from call(ctx, "TransactWriteItems", move_request(item, check), (table,))
+        sets = [p.attribute for p in check.problems if p.kind != "extra"]
+        removes = [p.attribute for p in check.problems if p.kind == "extra"]
+        for i, name in enumerate(sets):
+            names[f"#s{i}"] = name
+            values[f":s{i}"] = check.expected[name]
+        for i, name in enumerate(removes):
+            names[f"#r{i}"] = name
+        clauses = []
+        if sets:
+            clauses.append("SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(sets))))
+        if removes:
+            clauses.append("REMOVE " + ", ".join(f"#r{i}" for i in range(len(removes))))
+        params: dict[str, Any] = {
+            "TableName": self.table.name,
+            "Key": check.stored_key,
+            "UpdateExpression": " ".join(clauses),
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+        ctx = self.ctx.with_hooks((*self.ctx.hooks, attempts))
+        yield from call(ctx, "UpdateItem", params, (self.table,))
 
-    def _cancelled_move(
-        self,
-        part: BackfillPart,
-        check: ItemKeyCheck,
-        new: WireItem,
-        attempts: Attempts,
-        exc: TransactionCanceledError,
-    ) -> Operation[tuple[str, WireItem | None]]:
-        """After a move's transaction was cancelled: ``"moved"`` when it applied after all,
-        ``"failed"`` (noted) when an item is in the way, else ``"retry"`` with the original as
-        it is now (None: gone).
+    def _move(
+        self, item: WireItem, check: ItemKeyCheck, new: WireItem, mine: str | None
+    ) -> Operation[str]:
+        """Move ``item`` to its new key; return ``"moved"``, ``"changed"`` (read it again),
+        ``"gone"`` (deleted by another writer meanwhile) or ``"taken"`` (another item is
+        there).
 
-        The move may have been applied (its answer lost, its resend refused or throttled): its
-        original gone and its new key holding exactly this move's item.
+        1. One transaction puts the new item, create-only, on the condition that the original
+           is unchanged. A copy already there that is exactly the new item (this move's own,
+           its answer lost; or a predecessor's) is accepted; a predecessor's copy of an older
+           state of the item (``mine``: the digest its intent named) is withdrawn first.
+        2. The original is deleted on the same condition, and the attributes it had beyond
+           those read (added by a writer meanwhile) are given to the new item. When the delete
+           fails, the copy is withdrawn: the original changed (it is read and moved again) or
+           is gone.
         """
-        gone = yield from self._reread(check.stored_key)
-        new_key = {k: check.expected[k] for k in self.names}
-        if gone is None and self._maybe_mine(attempts):
+        table = self.table
+        new_key = {k: new[k] for k in self.names}
+        condition, names, values = unchanged_condition(item, self.watched)
+        unchanged: dict[str, Any] = {
+            "TableName": table.name,
+            "Key": check.stored_key,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+        }
+        if values:
+            unchanged["ExpressionAttributeValues"] = values
+        put = {
+            "TableName": table.name,
+            "Item": new,
+            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ExpressionAttributeNames": {"#pk": table.partition_key.name},
+        }
+        try:
+            yield from call(
+                self.ctx,
+                "TransactWriteItems",
+                {
+                    "TransactItems": [{"Put": put}, {"ConditionCheck": unchanged}],
+                    "ClientRequestToken": uuid.uuid4().hex,
+                },
+                (table,),
+            )
+        except TransactionCanceledError as exc:
+            # The put may have applied (its answer lost, its resend refused or throttled), or
+            # an identical copy was there already: then the move goes on to the delete.
             there = yield from self._reread(new_key)
-            if there is not None and same_item(there, new):
-                return "moved", None
-        reasons = exc.reasons
-        if gone is not None and reasons and reasons[0].code == "ConditionalCheckFailed":
-            key = {k: from_wire(v) for k, v in new_key.items()}
-            self._fail(part, check.stored_key, f"an item already exists under the new key {key}")
-            return "failed", None
-        part.add("retried")
-        return "retry", gone
+            if there is None or not same_item(there, new):
+                reasons = exc.reasons
+                if not (reasons and reasons[0].code == "ConditionalCheckFailed"):
+                    return "changed"
+                if there is not None and mine is not None and digest(there) == mine:
+                    yield from withdraw_copy(
+                        self.ctx, table, new_key, there
+                    )  # a predecessor's older copy
+                    return "changed"
+                original = yield from self._reread(check.stored_key)
+                if original is None or not same_item(original, item):
+                    return "changed"  # its own condition failed too: read it again
+                return "taken"
+        removal = yield from delete_unchanged(self.ctx, table, check.stored_key, item, self.watched)
+        if removal.deleted:
+            yield from give_attributes(self.ctx, table, new_key, new, removal.added)
+            return "moved"
+        original = yield from self._reread(check.stored_key)
+        if original is None and removal.unsure:
+            return "moved"  # most likely deleted by this move's own delete, its answer lost
+        yield from withdraw_copy(self.ctx, table, new_key, new)
+        return "changed" if original is not None else "gone"
 
     def _maybe_mine(self, attempts: Attempts) -> bool:
         """Whether a refused rewrite may have been refused because of itself (its answer lost).
@@ -364,7 +407,7 @@ class BackfillKind:
         if not check.moves:
             return estimate_write(table, item, new)
         return estimate_write(table, None, new, transactional=True) + estimate_write(
-            table, item, None, transactional=True
+            table, item, None
         )
 
     def _done(self, part: BackfillPart, check: ItemKeyCheck, units: WriteEstimate) -> None:
@@ -415,23 +458,35 @@ class BackfillKind:
             if self.budget is not None:
                 yield from self.budget.take_write(units.total)
             new = moved_item(current, check)
+            if check.moves:
+                try:
+                    outcome = yield from self._move(
+                        current, check, new, entry["i"] if entry else None
+                    )
+                except ValidationError as exc:  # raised before any request: nothing written
+                    self._fail(part, check.stored_key, str(exc))
+                    return False
+                if outcome == "moved":
+                    self._done(part, check, units)
+                    return True
+                if outcome == "taken":
+                    key = {k: from_wire(check.expected[k]) for k in self.names}
+                    self._fail(
+                        part, check.stored_key, f"an item already exists under the new key {key}"
+                    )
+                    return False
+                part.add("retried")
+                entry = None
+                current = None if outcome == "gone" else (yield from self._reread(check.stored_key))
+                continue
             attempts = Attempts()
             try:
-                yield from self._rewrite(current, check, attempts)
+                yield from self._update(current, check, attempts)
             except ValidationError as exc:  # raised before any request: nothing was written
                 self._fail(part, check.stored_key, str(exc))
                 return False
             except ConditionFailedError:
                 part.add("retried")
-            except TransactionCanceledError as exc:
-                outcome, current = yield from self._cancelled_move(part, check, new, attempts, exc)
-                if outcome == "moved":
-                    self._done(part, check, units)
-                    return True
-                if outcome == "failed":
-                    return False
-                entry = {"i": digest(new)} if self._maybe_mine(attempts) else entry
-                continue
             else:
                 self._done(part, check, units)
                 return True

@@ -28,8 +28,8 @@ from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.wire import WireItem, item_to_wire
 from lsiorm._ops.key_audit import ItemKeyCheck, check_item_keys
 from lsiorm._ops.pipeline import Context, call
-from lsiorm._ops.resumable import unchanged_condition
 from lsiorm._ops.steps import Operation
+from lsiorm._ops.unchanged import unchanged_condition, watched_attributes
 from lsiorm.errors import (
     ConditionFailedError,
     TransactionCanceledError,
@@ -42,18 +42,10 @@ __all__ = [
     "move_request",
     "moved_item",
     "old_wire_key",
-    "watched_attributes",
 ]
 
 #: How often a move is tried against concurrent changes before the write gives up.
 MOVE_ATTEMPTS = 10
-
-
-def watched_attributes(entity: type[Entity]) -> frozenset[str]:
-    """The attributes a move's unchanged condition checks: fields, keys and the type."""
-    meta = meta_of(entity)
-    table = meta.table
-    return frozenset({*meta.attributes.values(), *table.key_attributes, table.type_attribute})
 
 
 def moved_item(item: Mapping[str, Any], check: ItemKeyCheck) -> WireItem:
@@ -73,7 +65,7 @@ def move_request(item: Mapping[str, Any], check: ItemKeyCheck) -> dict[str, Any]
     if it is unchanged since it was read.
     """
     table = meta_of(check.entity).table
-    condition, names, values = unchanged_condition(item, watched_attributes(check.entity))
+    condition, names, values = unchanged_condition(item, watched_attributes(table, (check.entity,)))
     delete: dict[str, Any] = {
         "TableName": table.name,
         "Key": check.stored_key,
@@ -132,7 +124,9 @@ def ensure_moved(
             if not reasons or reasons[0].code != "ConditionalCheckFailed":
                 continue  # the old item changed since it was read: read it again
         # The new form exists already, so it is the item: drop the stale old one if unchanged.
-        condition, names, attribute_values = unchanged_condition(item, watched_attributes(meta.cls))
+        condition, names, attribute_values = unchanged_condition(
+            item, watched_attributes(meta.table, (meta.cls,))
+        )
         params: dict[str, Any] = {
             "TableName": table.name,
             "Key": old_key,

@@ -8,19 +8,24 @@ to a JSON Lines file, crash-safely and page by page:
    copy already there, from an earlier run, is accepted), or a line appended to the file;
 2. **verify** the copies: read back from the table (consistently) or from the file, and
    compared with the originals;
-3. **delete** the originals, each on the condition that it is unchanged since it was read. An
+3. **delete** the originals, each on the condition that it is unchanged since it was read
+   (`lsiorm._ops.unchanged`: every attribute equal, and no attribute added: the delete returns
+   the image it removed, and an attribute a writer added meanwhile is given to the copy). An
    original that changed meanwhile is read again and, if it still matches, copied again (the
-   newer copy replaces the older one; in a file, the last line of a key wins).
+   newer copy replaces the older one; in a file, the last line of a key wins). An original
+   another writer deleted meanwhile stays deleted: its copy in a table is withdrawn.
 
 The job runs on the job engine (`lsiorm._ops.job_engine`) as one unit, the query of the
 collection: its position and counts are committed to the ledger after each page, so a stopped
-run resumes from any process; writes are paced to the job's rate budget. The report says how
-much the collection shrank, by the audit's size model, measured before and after.
+run resumes from any process; writes are paced to the job's rate budget. Before a page's writes,
+the keys it will move are committed (its intent), so that a run resumed after a page was cut
+short counts the items that page moved, although they are no longer there to be read. The
+report says how much the collection shrank, by the audit's size model, measured before and
+after.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,12 +37,20 @@ from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, same_item
 from lsiorm._ops.audit import audit_collection, collection_size, measure_collection
 from lsiorm._ops.budget import RateBudget
-from lsiorm._ops.job_engine import JobRun, run_units, scan_pages
+from lsiorm._ops.job_engine import JobRun, digest, run_units, scan_pages
 from lsiorm._ops.job_options import JobOptions
 from lsiorm._ops.pipeline import Context, call
-from lsiorm._ops.resumable import JobProgress, json_av, key_of, plain_key, unchanged_condition
+from lsiorm._ops.resumable import JobProgress, from_json_av, json_av, key_of, plain_key
 from lsiorm._ops.scans import ScanSpec
 from lsiorm._ops.steps import Operation
+from lsiorm._ops.unchanged import (
+    Removal,
+    delete_unchanged,
+    give_attributes,
+    unchanged_condition,
+    watched_attributes,
+    withdraw_copy,
+)
 from lsiorm.errors import ConditionFailedError, ValidationError
 
 __all__ = ["ItemFile", "ReliefReport", "relieve_collection"]
@@ -48,12 +61,14 @@ class ReliefReport:
     """What a relief did to one collection.
 
     ``moved`` items were copied, verified and deleted; ``kept`` did not match; ``retried``
-    counts originals that changed between copy and delete (each was read again);
-    ``stale_copies`` counts lines left in a file for originals that changed so that they no
-    longer match and stayed (a table's such copies are deleted); ``failed`` lists keys and
-    reasons. ``bytes_before`` and ``bytes_after`` are the collection's size by
-    the audit's size model (item plus LSI entries, with overheads). In a ``dry_run`` nothing is
-    written: ``moved`` counts the matching items and ``bytes_after`` is what would remain.
+    counts originals that changed between copy and delete (each was read again); ``gone``
+    counts originals another writer deleted between copy and delete (a table's copies of them
+    are withdrawn); ``stale_copies`` counts lines left in a file for originals that changed so
+    that they no longer match and stayed, or that another writer deleted (a table's such copies
+    are deleted); ``failed`` lists keys and reasons. ``bytes_before`` and ``bytes_after`` are
+    the collection's size by the audit's size model (item plus LSI entries, with overheads). In
+    a ``dry_run`` nothing is written: ``moved`` counts the matching items and ``bytes_after``
+    is what would remain.
     """
 
     table: str
@@ -64,6 +79,7 @@ class ReliefReport:
     moved: int = 0
     kept: int = 0
     retried: int = 0
+    gone: int = 0
     stale_copies: int = 0
     failed: list[tuple[dict[str, Any], str]] = field(default_factory=list)
     bytes_before: int = 0
@@ -87,6 +103,7 @@ class ReliefReport:
             f"  {self.scanned} items read in {self.elapsed:.1f} s",
             f"  {verb}: {self.moved}; kept: {self.kept}",
             f"  changed while moving, and retried: {self.retried}",
+            f"  deleted by another writer while moving: {self.gone}",
             f"  copies left of items that stayed: {self.stale_copies}",
             f"  failed: {len(self.failed)}",
             f"  collection size: {self.bytes_before} -> {self.bytes_after} bytes "
@@ -278,6 +295,13 @@ class ReliefKind:
         self.dry_run = dry_run
         self.max_attempts = max_attempts
         self.matched = matched
+        # What the match reads must not change unseen: the fields of the entities it decodes.
+        candidates = (entity,) if entity is not None else tuple(table.entities.values())
+        self.watched = (
+            frozenset()
+            if entity is None and match is None
+            else watched_attributes(table, candidates)
+        )
         self.in_file: dict[str, WireItem] = {}
         if to_file is not None and not dry_run:
             for item in to_file.read():
@@ -287,11 +311,34 @@ class ReliefKind:
         return _Part(estimate=WriteEstimate(self.table.name, 0.0))
 
     def intent(self, items: Sequence[WireItem]) -> dict[str, Any]:
-        return {}
+        """The keys of the items this page will move (a dry run moves none)."""
+        if self.dry_run:
+            return {}
+        return {
+            digest(key): {"k": json_av(key)}
+            for key in (key_of(self.table, item) for item in items if self.matches(item))
+        }
 
     def settle(self, part: _Part, recovered: dict[str, Any]) -> Operation[None]:
-        return
-        yield  # relief recognizes its own earlier copies by comparing them
+        """Count the items of a page cut short that are no longer there to be read: moved
+        when their copy is in the destination, else deleted by another writer."""
+        for name, entry in list(recovered.items()):
+            del recovered[name]
+            key = from_json_av(entry["k"])
+            part.add("scanned")
+            copied = yield from self.has_copy(key)
+            part.add("moved" if copied else "gone")
+
+    def has_copy(self, key: WireItem) -> Operation[bool]:
+        if self.to_table is None:
+            return _key_text(key) in self.in_file
+        response = yield from call(
+            self.ctx,
+            "GetItem",
+            {"TableName": self.to_table.name, "Key": dict(key), "ConsistentRead": True},
+            (self.to_table,),
+        )
+        return "Item" in response
 
     def counts(self, part: _Part) -> dict[str, int]:
         counts = dict(part.counts)
@@ -326,6 +373,8 @@ class ReliefKind:
         return match is None or bool(match(decoded))
 
     def visit(self, part: _Part, item: WireItem, recovered: dict[str, Any]) -> Operation[bool]:
+        if recovered:  # read again: counted now, not by `settle`
+            recovered.pop(digest(key_of(self.table, item)), None)
         part.add("scanned")
         if not self.matches(item):
             part.add("kept")
@@ -337,7 +386,7 @@ class ReliefKind:
             part.estimate = part.estimate + _move_units(self.table, self.to_table, item)
             return True
         try:  # an item whose delete condition cannot be built is never copied
-            unchanged_condition(item, frozenset())
+            unchanged_condition(item, self.watched)
         except ValidationError as exc:
             part.fail(self.table, item, str(exc))
             return False
@@ -404,21 +453,25 @@ class ReliefKind:
         self.in_file.update(back)
         return [same_item(back.get(_key_text(key_of(self.table, i)), {}), i) for i in items]
 
-    def delete_original(self, item: WireItem) -> Operation[None]:
-        condition, names, values = unchanged_condition(item, frozenset())
+    def delete_original(self, item: WireItem) -> Operation[Removal]:
         yield from self.budget.take_write(estimate_write(self.table, item, None).total)
-        yield from call(
-            self.ctx,
-            "DeleteItem",
-            {
-                "TableName": self.table.name,
-                "Key": key_of(self.table, item),
-                "ConditionExpression": condition,
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-            },
-            (self.table,),
+        removal = yield from delete_unchanged(
+            self.ctx, self.table, key_of(self.table, item), item, self.watched
         )
+        return removal
+
+    def give_copy(self, item: WireItem, added: WireItem) -> Operation[None]:
+        """Give the copy of ``item`` the attributes a writer added to the original between
+        its read and its delete (a file gets the whole item again: its last line wins)."""
+        if self.to_table is not None:
+            yield from give_attributes(
+                self.ctx, self.to_table, key_of(self.table, item), item, added
+            )
+            return
+        assert self.to_file is not None
+        whole = {**item, **added}
+        self.to_file.append([whole])
+        self.in_file[_key_text(key_of(self.table, item))] = whole
 
     def move_page(self, part: _Part, items: list[WireItem]) -> Operation[None]:
         pending: list[tuple[WireItem, WireItem | None]] = [(i, None) for i in items]
@@ -453,57 +506,48 @@ class ReliefKind:
             again: list[tuple[WireItem, WireItem | None]] = []
             for item in ready:
                 try:
-                    yield from self.delete_original(item)
+                    removal = yield from self.delete_original(item)
                 except ValidationError as exc:  # the condition is too long: nothing was sent
                     part.fail(self.table, item, str(exc))
                     continue
-                except ConditionFailedError:
-                    response = yield from call(
-                        self.ctx,
-                        "GetItem",
-                        {
-                            "TableName": self.table.name,
-                            "Key": key_of(self.table, item),
-                            "ConsistentRead": True,
-                        },
-                        (self.table,),
-                    )
-                    newer = response.get("Item")
-                    if newer is None:
-                        # Gone: this delete's lost response was retried, or another writer
-                        # deleted it. Either way the original is gone and its copy is kept.
-                        part.add("moved")
-                        continue
-                    part.add("retried")
-                    if self.matches(newer):
-                        again.append((newer, item))
-                        continue
-                    part.add("kept")
-                    if self.to_table is not None:  # it stays: withdraw this run's copy of it
-                        same, names, values = unchanged_condition(item, frozenset())
-                        with contextlib.suppress(ConditionFailedError):
-                            yield from call(
-                                self.ctx,
-                                "DeleteItem",
-                                {
-                                    "TableName": self.to_table.name,
-                                    "Key": key_of(self.table, item),
-                                    "ConditionExpression": same,
-                                    "ExpressionAttributeNames": names,
-                                    "ExpressionAttributeValues": values,
-                                },
-                                (self.to_table,),
-                            )
-                    else:
-                        part.add("stale_copies")
+                if removal.deleted:
+                    if removal.added:
+                        yield from self.give_copy(item, removal.added)
+                    part.add("moved")
                     continue
-                part.add("moved")
+                response = yield from call(
+                    self.ctx,
+                    "GetItem",
+                    {
+                        "TableName": self.table.name,
+                        "Key": key_of(self.table, item),
+                        "ConsistentRead": True,
+                    },
+                    (self.table,),
+                )
+                newer = response.get("Item")
+                if newer is None and removal.unsure:
+                    # Gone, most likely by this delete (its answer was lost and its resend
+                    # found nothing): the original is gone and its copy is kept.
+                    part.add("moved")
+                    continue
+                part.add("retried")
+                if newer is not None and self.matches(newer):
+                    again.append((newer, item))
+                    continue
+                # Another writer deleted it, or changed it so that it stays: withdraw the copy.
+                part.add("gone" if newer is None else "kept")
+                if self.to_table is not None:
+                    key = key_of(self.table, item)
+                    yield from withdraw_copy(self.ctx, self.to_table, key, item)
+                else:
+                    part.add("stale_copies")
             pending = again
         for item, _ in pending:
             part.fail(self.table, item, f"changed on each of {self.max_attempts} attempts")
 
 
-_COUNTERS = ("scanned", "moved", "kept", "retried", "stale_copies")
+_COUNTERS = ("scanned", "moved", "kept", "retried", "gone", "stale_copies")
 
 
 def _same_copy(copy: Mapping[str, Any] | None, item: Mapping[str, Any]) -> bool:

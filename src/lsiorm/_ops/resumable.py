@@ -5,7 +5,7 @@
   form (`json_av`, `from_json_av`: bytes become base64) as the ledger stores it.
 * `WriteBudget`: a token bucket of units per second (a worker's share of its job's rate,
   `lsiorm._ops.budget`).
-* `unchanged_condition`: the condition that an item is exactly as it was read.
+* `key_of`, `plain_key`: an item's primary key, as wire values or as Python values.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from lsiorm.errors import ValidationError
 
 __all__ = [
     "DONE",
-    "MAX_EXPRESSION_BYTES",
     "JobProgress",
     "Position",
     "WireItem",
@@ -33,7 +32,6 @@ __all__ = [
     "json_av",
     "key_of",
     "plain_key",
-    "unchanged_condition",
 ]
 
 #: A unit's position: where its next page starts (a key, a line), None to start, or DONE.
@@ -172,38 +170,6 @@ class WriteBudget:
 
 
 # -- items ----------------------------------------------------------------------------------
-
-#: DynamoDB's limit on the length of one expression.
-MAX_EXPRESSION_BYTES = 4096
-
-
-def unchanged_condition(
-    item: Mapping[str, Any], also_absent: frozenset[str]
-) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """A condition that holds only while the item is exactly as read.
-
-    Every attribute read must still have its value, and every attribute of ``also_absent``
-    that was not read (the entity's fields and key attributes) must still be absent: a writer
-    that sets a field the keys derive from must make the rewrite fail, not be undone by it.
-    """
-    names: dict[str, str] = {}
-    values: dict[str, Any] = {}
-    parts: list[str] = []
-    for i, name in enumerate(sorted(set(item) | also_absent)):
-        names[f"#u{i}"] = name
-        if name in item:
-            values[f":u{i}"] = item[name]
-            parts.append(f"#u{i} = :u{i}")
-        else:
-            parts.append(f"attribute_not_exists(#u{i})")
-    expression = " AND ".join(parts)
-    if len(expression.encode()) > MAX_EXPRESSION_BYTES:
-        raise ValidationError(
-            "jobs.condition-too-long",
-            f"The item has {len(names)} attributes to compare; the condition that it is "
-            f"unchanged would exceed DynamoDB's {MAX_EXPRESSION_BYTES} byte expression limit.",
-        )
-    return expression, names, values
 
 
 def key_of(table: Table, item: Mapping[str, Any]) -> WireItem:

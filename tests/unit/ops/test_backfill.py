@@ -69,14 +69,18 @@ def test_a_move_whose_resend_was_cancelled_as_throttled_counts_as_moved() -> Non
     part = kind.new_part()
 
     def answer(call: Call) -> Any:
-        if call.operation == "TransactWriteItems":
+        if call.operation == "TransactWriteItems":  # its put applied, its answer lost
             reasons = [CancellationReason(0, "ThrottlingError", "")] * 2
             return TransactionCanceledError("throttled", reasons=reasons)
+        if call.operation == "DeleteItem":  # the original, exactly as read
+            return {"Attributes": item}
         key = call.params["Key"]
         return {"Item": moved} if key["SK"] == moved["SK"] else {}
 
     _, calls = drive(kind.visit(part, item, {}), answer)
-    assert [c.operation for c in calls] == ["TransactWriteItems", "GetItem", "GetItem"]
+    # The move's put is found applied at the new key; the original is then deleted.
+    assert [c.operation for c in calls] == ["TransactWriteItems", "GetItem", "DeleteItem"]
+    assert calls[2].params["Key"] == {"PK": item["PK"], "SK": item["SK"]}
     assert part.counts == {"scanned": 1, "rewritten": 1, "moved": 1}
     assert "gone" not in part.counts
 

@@ -1,0 +1,225 @@
+"""The one guard of every move and rewrite a key job makes: the item is unchanged since read.
+
+"Unchanged" means two things: every attribute read still has its value, and no attribute was
+added. DynamoDB's conditions can state the first (one equality per attribute read) and the
+absence of attributes named in advance, but not "no other attribute exists". So the guard has
+two halves, and every job (backfill, re-key, relief, the table copy) uses both:
+
+* `unchanged_condition` (before the write): every attribute read is equal, and every
+  *watched* attribute that was absent is still absent. The watched attributes are those that
+  decide what the job does: the fields of the entities involved, the key attributes and the
+  type attribute (`watched_attributes`). A writer that changes anything the job looked at makes
+  the job's write fail, and the job reads the item again.
+* the check after the write: a write that keeps the item (an UpdateItem that only sets or
+  removes derived attributes) loses nothing an unwatched writer added; a write that removes
+  the item (the delete that ends a move) returns the image it deleted (``ReturnValues=ALL_OLD``),
+  and `delete_unchanged` reports the attributes it had beyond those read. The job then gives
+  them to the copy, so an attribute added between the read and the delete survives the move.
+
+Two instants remain that no condition can close, and both are documented: a delete whose
+answer was lost has no image (`Removal.unsure`); and a writer that writes the *copy* in the
+instant between the delete of the original and the hand-over of added attributes keeps its
+write, but an attribute it removes there that was added to the original just before the delete
+comes back, and a number it adds to there that was created on the original just before keeps
+the copy's value (`give_attributes`).
+
+A delete whose answer was lost (the connection dropped after DynamoDB applied it) has no
+image: its resend finds the item gone. `Removal.unsure` says so, and the job keeps its copy as
+it was read (the delete was most likely its own).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.schema import Table
+from lsiorm._model.wire import WireItem, same_item
+from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.steps import Operation
+from lsiorm._requests.limits import MAX_EXPRESSION_BYTES
+from lsiorm.errors import ConditionFailedError, DynamoError, ThrottledError, ValidationError
+
+__all__ = [
+    "Removal",
+    "added_attributes",
+    "delete_unchanged",
+    "give_attributes",
+    "unchanged_condition",
+    "watched_attributes",
+    "withdraw_copy",
+]
+
+
+def watched_attributes(table: Table, entities: Iterable[type[Entity]]) -> frozenset[str]:
+    """The attributes whose absence a job's write requires, besides those it read: the stored
+    names of the entities' fields, the table's key attributes and its type attribute."""
+    names = {*table.key_attributes, table.type_attribute}
+    for entity in entities:
+        names.update(meta_of(entity).attributes.values())
+    return frozenset(names)
+
+
+def unchanged_condition(
+    item: Mapping[str, Any], watched: frozenset[str]
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """A condition that holds only while the item is as read.
+
+    Every attribute read must still have its value, and every attribute of ``watched`` that
+    was not read must still be absent: a writer that sets a field the job depends on (a field
+    the keys derive from, one a relief's match reads) makes the write fail, not be undone by
+    it. Attributes outside ``watched`` that a writer adds are caught after the write (see the
+    module docstring).
+    """
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    parts: list[str] = []
+    for i, name in enumerate(sorted(set(item) | watched)):
+        names[f"#u{i}"] = name
+        if name in item:
+            values[f":u{i}"] = item[name]
+            parts.append(f"#u{i} = :u{i}")
+        else:
+            parts.append(f"attribute_not_exists(#u{i})")
+    expression = " AND ".join(parts)
+    if len(expression.encode()) > MAX_EXPRESSION_BYTES:
+        raise ValidationError(
+            "jobs.condition-too-long",
+            f"The item has {len(names)} attributes to compare; the condition that it is "
+            f"unchanged would exceed DynamoDB's {MAX_EXPRESSION_BYTES} byte expression limit.",
+        )
+    return expression, names, values
+
+
+def added_attributes(read: Mapping[str, Any], old: Mapping[str, Any]) -> WireItem:
+    """The attributes of ``old`` (an image a write replaced) that ``read`` did not have, or
+    whose value differs (which a write guarded by `unchanged_condition` never meets)."""
+    return {
+        name: value
+        for name, value in old.items()
+        if name not in read or not same_item({name: read[name]}, {name: value})
+    }
+
+
+@dataclass
+class Removal:
+    """What `delete_unchanged` did.
+
+    ``deleted``: the item was deleted; ``added`` holds the attributes it had beyond those read
+    (given to the copy by the caller). Not ``deleted``: the condition failed, because the item
+    changed or is gone; ``unsure`` says an earlier attempt of this delete may have applied (its
+    answer was lost), so an item found gone was most likely deleted by it.
+    """
+
+    deleted: bool
+    added: WireItem = field(default_factory=dict)
+    unsure: bool = False
+
+
+def delete_unchanged(
+    ctx: Context,
+    table: Table,
+    key: Mapping[str, Any],
+    item: Mapping[str, Any],
+    watched: frozenset[str],
+) -> Operation[Removal]:
+    """Delete the item at ``key`` on the condition that it is ``item`` unchanged; return what
+    it had beyond ``item`` (the check after the write), or that the condition failed."""
+    condition, names, values = unchanged_condition(item, watched)
+    lost: list[bool] = []
+
+    def note(error: DynamoError) -> None:
+        if not isinstance(error, (ThrottledError, ConditionFailedError)):
+            lost.append(True)  # the request may have reached DynamoDB and applied
+
+    params: dict[str, Any] = {
+        "TableName": table.name,
+        "Key": dict(key),
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": names,
+        "ReturnValues": "ALL_OLD",
+    }
+    if values:
+        params["ExpressionAttributeValues"] = values
+    try:
+        response = yield from call(ctx, "DeleteItem", params, (table,), on_error=note)
+    except ConditionFailedError:
+        return Removal(False, unsure=bool(lost))
+    old = response.get("Attributes")
+    return Removal(True, added_attributes(item, old) if old else {})
+
+
+def give_attributes(
+    ctx: Context,
+    table: Table,
+    key: Mapping[str, Any],
+    copy: Mapping[str, Any],
+    added: Mapping[str, Any],
+) -> Operation[None]:
+    """Give ``added`` (the attributes a writer added to the original between a job's read and
+    its delete) to the job's ``copy`` of the item at ``key``.
+
+    On the condition that the copy is as the job wrote it, the attributes are set. A copy that a
+    writer changed since (in the instant after the original was deleted) gets those of them it
+    still lacks; a copy a writer deleted since stays deleted.
+    """
+    if not added:
+        return
+    condition, names, values = unchanged_condition(copy, frozenset(added))
+    sets = []
+    for i, (name, value) in enumerate(sorted(added.items())):
+        names[f"#a{i}"] = name
+        values[f":a{i}"] = value
+        sets.append(f"#a{i} = :a{i}")
+    params: dict[str, Any] = {
+        "TableName": table.name,
+        "Key": dict(key),
+        "UpdateExpression": "SET " + ", ".join(sets),
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+    try:
+        yield from call(ctx, "UpdateItem", params, (table,))
+        return
+    except ConditionFailedError:
+        pass
+    lacking = {
+        "#k": table.partition_key.name,
+        **{f"#a{i}": name for i, name in enumerate(sorted(added))},
+    }
+    params["UpdateExpression"] = "SET " + ", ".join(
+        f"#a{i} = if_not_exists(#a{i}, :a{i})" for i in range(len(added))
+    )
+    params["ConditionExpression"] = "attribute_exists(#k)"
+    params["ExpressionAttributeNames"] = lacking
+    params["ExpressionAttributeValues"] = {
+        f":a{i}": value for i, (_, value) in enumerate(sorted(added.items()))
+    }
+    with contextlib.suppress(ConditionFailedError):
+        yield from call(ctx, "UpdateItem", params, (table,))
+
+
+def withdraw_copy(
+    ctx: Context, table: Table, key: Mapping[str, Any], copy: Mapping[str, Any]
+) -> Operation[None]:
+    """Delete a job's copy at ``key``, if it is still exactly ``copy`` (the original it was
+    made from changed or was deleted; a copy someone changed since is theirs, and stays)."""
+    condition, names, values = unchanged_condition(copy, frozenset())
+    with contextlib.suppress(ConditionFailedError):
+        yield from call(
+            ctx,
+            "DeleteItem",
+            {
+                "TableName": table.name,
+                "Key": dict(key),
+                "ConditionExpression": condition,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+            },
+            (table,),
+        )
