@@ -361,6 +361,15 @@ def load_job_target(spec: str, entity: str | None) -> Any:
     return entity_named(obj, entity)
 
 
+def _ignored_checkpoint(args: argparse.Namespace) -> None:
+    """lsiorm 0.2's --checkpoint: still accepted, said to be ignored (the ledger resumes)."""
+    if args.checkpoint is not None:
+        sys.stderr.write(
+            f"lsiorm {args.command}: --checkpoint is ignored: the job's ledger in DynamoDB keeps "
+            "its positions; run the same command again to resume.\n"
+        )
+
+
 @contextlib.contextmanager
 def _job_progress(
     args: argparse.Namespace, progress: Progress, label: str
@@ -456,6 +465,7 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> i
         known = known_entities(target)
         raise UsageError(f"Name the entity to backfill with --entity (entities: {known}).")
     meta_of(target)  # an entity class of a declared table
+    _ignored_checkpoint(args)
     with (
         cli_session(args) as session,
         _job_progress(args, progress, "backfill") as shown,
@@ -497,6 +507,7 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
             return bool(getattr(item, name) < cutoff)
 
     to_table = load_table(args.to_table) if args.to_table else None
+    _ignored_checkpoint(args)
     with cli_session(args) as session, _job_progress(args, progress, "relief") as shown:
         report = session.relieve_collection(
             table,

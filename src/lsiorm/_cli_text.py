@@ -217,6 +217,7 @@ def _job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         description="target: module:attribute of an entity class, or of a Table with --entity.",
     )
     fill.add_argument("--budget", type=float, default=None, help="write units per second")
+    fill.add_argument("--checkpoint", help="ignored: the job's ledger keeps its positions")
     relieve = sub.add_parser(
         "relieve",
         parents=[common],
@@ -230,6 +231,7 @@ def _job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     relieve.add_argument("--to-file", help="JSON Lines file to append the items to")
     relieve.add_argument("--budget", type=float, default=None, help="write units per second")
     relieve.add_argument("--ledger", help="table of the job's ledger")
+    relieve.add_argument("--checkpoint", help="ignored: the job's ledger keeps its positions")
     relieve.add_argument("--page-size", type=int, default=None, help="items per page")
     relieve.add_argument("--dry-run", action="store_true", help="report, change nothing")
     listing = sub.add_parser(

@@ -13,6 +13,7 @@ module, not the names.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -418,6 +419,18 @@ def adopt(
     return _reporting(job, progress, "adopt")
 
 
+def _ignored_checkpoint(checkpoint: object) -> None:
+    """Warn about the `checkpoint=` of lsiorm 0.2's key jobs, which the ledger replaced."""
+    if checkpoint is not None:
+        warnings.warn(
+            "checkpoint= is ignored and will be removed: a key job keeps its positions in its "
+            "ledger in DynamoDB, so running the same call again resumes it (see the "
+            "migrations guide, 'The ledger').",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+
+
 def backfill(
     session: SessionCore,
     /,
@@ -436,6 +449,7 @@ def backfill(
     concurrency: int = 8,
     lease_seconds: float = 60.0,
     detach: bool = False,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> Operation[BackfillReport]:
     """Rewrite the stale derived keys of an entity's items, each only if unchanged.
 
@@ -451,6 +465,7 @@ def backfill(
     JobProgress after each page; True draws a progress bar (items, rate, ETA from an estimated
     total) on stderr.
     """
+    _ignored_checkpoint(checkpoint)
     options = _options(
         session,
         executor=executor,
@@ -490,6 +505,7 @@ def relieve_collection(
     page_size: int | None = 100,
     progress: Callable[[JobProgress], object] | bool | None = None,
     ledger: str | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> Operation[ReliefReport]:
     """Move a collection's matching items to a table or file: copy, verify, then delete.
 
@@ -497,6 +513,7 @@ def relieve_collection(
     that stopped resumes. `progress` is called with a JobProgress after each page; True draws a
     progress bar (items, rate, ETA from an estimated total) on stderr.
     """
+    _ignored_checkpoint(checkpoint)
     options = _options(session, ledger=ledger, write_budget=write_budget)
     job = partial(
         relief.relieve_collection,

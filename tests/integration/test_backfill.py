@@ -305,3 +305,27 @@ def test_a_resumed_rekey_counts_each_item_once(
         assert session.audit_keys(new_note).clean
     finally:
         session.delete_table(old_table)
+
+
+def test_a_checkpoint_of_0_2_still_runs_and_warns_that_the_ledger_replaced_it(
+    session: Session, table_name: str, tmp_path: Path
+) -> None:
+    """lsiorm 0.2's calls gave checkpoint=: they keep working (the ledger resumes instead)."""
+    table, doc = seed(session, table_name)
+    try:
+        with pytest.warns(DeprecationWarning, match="ledger") as caught:
+            report = session.backfill(doc, checkpoint=tmp_path / "job.json")
+        assert caught[0].filename == __file__  # the warning points at the caller's line
+        assert report.rewritten == STALE
+        assert not (tmp_path / "job.json").exists()  # no file is written any more
+        with pytest.warns(DeprecationWarning, match="ledger"):
+            relief = session.relieve_collection(
+                table,
+                "USER#u0",
+                to_file=tmp_path / "old.jsonl",
+                dry_run=True,
+                checkpoint=tmp_path / "relief.json",
+            )
+        assert relief.dry_run
+    finally:
+        session.delete_table(table)

@@ -130,3 +130,16 @@ def test_relieve_moves_old_items_to_a_file(
         assert sorted(i["SK"]["S"] for i in lines) == [f"TASK#{n:04d}" for n in moved]
         assert run(*args, "--before", "due=2024-03-01")[0] == EXIT_USAGE  # no destination
         assert run(*args[:-2], "--before", "due=x", "--to-file", "a")[0] == EXIT_USAGE
+
+
+def test_a_checkpoint_option_of_0_2_is_accepted_and_said_to_be_ignored(
+    modules: tuple[str, str], endpoint_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, new = modules
+    url = ("--endpoint-url", endpoint_url)
+    with tasks_of(old, endpoint_url, 5):
+        code, out = run("backfill", f"{new}:Task", *url, "--checkpoint", str(tmp_path / "c.json"))
+        assert code == EXIT_OK, out
+        assert "rewritten: 5" in out
+        assert "--checkpoint is ignored" in capsys.readouterr().err
+        assert not (tmp_path / "c.json").exists()

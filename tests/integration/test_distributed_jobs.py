@@ -138,7 +138,7 @@ def dask_client() -> Iterator[Any]:
     distributed = pytest.importorskip("distributed")
     with (
         distributed.LocalCluster(
-            n_workers=3, threads_per_worker=2, processes=True, dashboard_address=None
+            n_workers=3, threads_per_worker=2, processes=True, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
@@ -160,6 +160,7 @@ def _kill_a_worker_once_started(client: Any, session: Session, table: Any) -> in
 
 
 @pytest.mark.slow
+@pytest.mark.known_hang  # the coordinator can wait forever on a unit's future: see docs/testing.md
 @pytest.mark.parametrize("fault_rate", [0.0, 0.3], ids=["clean", "faults-30"])
 def test_a_backfill_on_a_dask_cluster_survives_a_killed_worker_and_concurrent_writers(
     session: Session,
