@@ -166,7 +166,7 @@ def scan_pages(spec: ScanSpec, *, skip: Mapping[str, Any] | None = None) -> Page
         base["FilterExpression"] = f"({base['FilterExpression']}) OR #ledger_pk = :ledger_pk"
         base["ExpressionAttributeNames"] = {**base["ExpressionAttributeNames"], "#ledger_pk": pk}
         base["ExpressionAttributeValues"] = {
-            **base["ExpressionAttributeValues"],
+            **base.get("ExpressionAttributeValues", {}),
             ":ledger_pk": dict(skip),
         }
 
