@@ -12,6 +12,7 @@ import pytest
 from lsiorm import Session, ledger_table
 from lsiorm._ops.ledger import JobLedger, LeaseLost, LedgerLocation
 from lsiorm._ops.units import ScanUnit
+from lsiorm.testing import FaultInjector
 
 UNITS = [ScanUnit(n, 3) for n in range(3)]
 
@@ -140,3 +141,22 @@ def test_a_done_run_is_never_resumed_and_a_paused_one_is(
     assert second.id != first.id
     assert not was
     assert [j.id for j in session.run(ledger.jobs())][:2] == [second.id, first.id]
+
+
+def test_a_claim_whose_answer_was_lost_is_still_this_workers(
+    session: Session, ledgers: tuple[Any, Clock]
+) -> None:
+    """The claim applied, its answer was lost and its resend met its own lease: it is ours
+    (before, the unit looked held by another worker until the lease ran out)."""
+    worker, _ = ledgers
+    a, b = worker(), worker()
+    job, _ = session.run(a.open({"kind": "test"}, UNITS, {}))
+    with FaultInjector() as faults:
+        faults.lose_answer("UpdateItem", times=1)
+        held = session.run(a.claim(job.id, UNITS[0]))
+        assert dict(faults.stats)["lost-answer"] == 1
+    assert held is not None
+    assert held.runs == 1
+    assert session.run(b.claim(job.id, UNITS[0])) is None  # leased to a, not to nobody
+    session.run(a.finish(job.id, held))
+    assert session.run(a.job(job.id)).units[0].state == "done"

@@ -474,7 +474,12 @@ class JobLedger:
                 returns=True,
             )
         except ConditionFailedError:
-            return None
+            # Refused: held by another worker, done, or taken by this very claim, whose first
+            # attempt applied and lost its answer (the retry then meets its own lease).
+            found = yield from self._get(f"unit#{job_id}#{unit.id}")
+            if found is None or found.get("owner") != _s(owner):
+                return None
+            item = found
         yield from self._update(f"job#{job_id}", "ADD #running :one", {":one": _n(1)})
         return UnitClaim(
             unit,
