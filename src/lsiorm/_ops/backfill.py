@@ -39,7 +39,7 @@ from lsiorm._ops.job_engine import JobRun, PageSource, digest, run_units, scan_p
 from lsiorm._ops.job_options import JobOptions
 from lsiorm._ops.key_audit import ItemKeyCheck, check_item_keys
 from lsiorm._ops.pipeline import Context, call
-from lsiorm._ops.rekeying import moved_item
+from lsiorm._ops.rekeying import move_request, moved_item
 from lsiorm._ops.resumable import JobProgress, WriteBudget
 from lsiorm._ops.scans import ScanSpec, price_scan
 from lsiorm._ops.steps import Operation
@@ -391,6 +391,31 @@ class BackfillKind:
         yield from withdraw_copy(self.ctx, table, new_key, new)
         return "changed" if original is not None else "gone"
 
+    def _move_while_rekeying(
+        self, item: WireItem, check: ItemKeyCheck, new: WireItem
+    ) -> Operation[str]:
+        """Move ``item`` in one transaction (put the new item, delete the original if
+        unchanged), as every write of a re-keying entity does (`rekeying.ensure_moved`).
+
+        While `rekeying_from` is set, writers move the items they touch too; a move in two
+        steps (put, then delete) would let a writer's move land between them. Return as
+        `_move` does.
+        """
+        table = self.table
+        try:
+            yield from call(self.ctx, "TransactWriteItems", move_request(item, check), (table,))
+            return "moved"
+        except TransactionCanceledError:
+            new_key = {k: new[k] for k in self.names}
+            original = yield from self._reread(check.stored_key)
+            if original is None:
+                there = yield from self._reread(new_key)
+                # Moved: by this move (its answer lost) or by a writer, which then counts it.
+                return "moved" if there is not None and same_item(there, new) else "gone"
+            if not same_item(original, item):
+                return "changed"
+            return "taken"
+
     def _maybe_mine(self, attempts: Attempts) -> bool:
         """Whether a refused rewrite may have been refused because of itself (its answer lost).
 
@@ -460,9 +485,12 @@ class BackfillKind:
             new = moved_item(current, check)
             if check.moves:
                 try:
-                    outcome = yield from self._move(
-                        current, check, new, entry["i"] if entry else None
-                    )
+                    if meta_of(self.entity).rekeying_from is not None:
+                        outcome = yield from self._move_while_rekeying(current, check, new)
+                    else:
+                        outcome = yield from self._move(
+                            current, check, new, entry["i"] if entry else None
+                        )
                 except ValidationError as exc:  # raised before any request: nothing written
                     self._fail(part, check.stored_key, str(exc))
                     return False

@@ -326,6 +326,8 @@ class AuditKind:
         for name, audit in part.entities.items():
             counts[f"items:{name}"] = audit.items
             counts[f"current:{name}"] = audit.current
+            if audit.old_form:
+                counts[f"old_form:{name}"] = audit.old_form
             for attribute, tally in audit.attributes.items():
                 for kind in ("stale", "missing", "extra"):
                     if getattr(tally, kind):
@@ -373,7 +375,7 @@ def audit_report(
     report.undecodable = counts.get("undecodable", 0)
     for key, value in sorted(counts.items()):
         what, _, rest = key.partition(":")
-        if what in ("items", "current"):
+        if what in ("items", "current", "old_form"):
             audit = report.entities.setdefault(rest, EntityKeyAudit(rest))
             setattr(audit, what, value)
         elif what in ("stale", "missing", "extra"):
