@@ -160,11 +160,11 @@ def text_codec(
             )
     else:
         lead = following[0]
-        refusal = (
-            closed_set_refusal(members, lead)
-            if members is not None
-            else alphabet_refusal(alphabet, lead)  # type: ignore[arg-type]
-        )
+        if members is not None:
+            refusal = closed_set_refusal(members, lead)
+        else:
+            assert alphabet is not None  # the branch above took "neither a set nor an alphabet"
+            refusal = alphabet_refusal(alphabet, lead)
         if refusal is not None:
             codec = StrCodec(field_name=field_name, terminated=True, alphabet=enforced)
             codec.why = f"{following!r} follows and {refusal}"
