@@ -53,7 +53,12 @@ def test_a_stopped_backfill_says_one_line_and_resumes(
             command += ["--endpoint-url", endpoint_url, "--budget", "8", "--page-size", "3"]
             env = {**os.environ, "PYTHONPATH": str(tmp_path)}
             child = subprocess.Popen(
-                command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+                command,
+                cwd=tmp_path,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                preexec_fn=_interruptible,
             )
             _wait_for_progress(session, new_app.app, child)
             child.send_signal(stop)
@@ -77,6 +82,13 @@ def test_a_stopped_backfill_says_one_line_and_resumes(
             assert "(resumed)" in printed
         finally:
             session.delete_table(app.app)
+
+
+def _interruptible() -> None:
+    """Give the child Ctrl-C's default action even when this run ignores it (a background job
+    of a shell ignores SIGINT, and a child inherits that: Python would then never raise
+    KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for_progress(session: Session, table: object, child: subprocess.Popen[bytes]) -> None:
