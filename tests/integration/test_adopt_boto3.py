@@ -17,6 +17,7 @@ import pytest
 from pydantic import Field
 
 from lsiorm import Entity, Session, Table, gt, query
+from support.tables import create_and_wait
 
 DEVICES = (3, 42, 100)
 
@@ -47,19 +48,21 @@ def lsiorm_devices(table_name: str) -> tuple[Table, type[Entity], type[Entity]]:
 def script_table(endpoint_url: str, table_name: str) -> Iterator[Any]:
     """The table, created and written by boto3 alone, as the script does."""
     client = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name="us-east-1")
-    client.create_table(
-        TableName=table_name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
+    create_and_wait(
+        client,
+        dict(
+            TableName=table_name,
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+        ),
     )
-    client.get_waiter("table_exists").wait(TableName=table_name)
     for device in DEVICES:
         pk = {"S": f"DEVICE#{device}"}
         client.put_item(

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
+import boto3
 import pytest
 from pydantic import Field, PlainSerializer
 
@@ -39,6 +40,7 @@ from lsiorm import (  # noqa: E402
     scan,
 )
 from support.cli import run  # noqa: E402
+from support.tables import wait_for_table  # noqa: E402
 
 TEAMS = ("red", "blue", "green")
 
@@ -99,7 +101,8 @@ def lsiorm_users(table_name: str) -> tuple[Table, type[Entity]]:
 def peer_users(endpoint_url: str, table_name: str) -> Iterator[tuple[type[Model], list[Any]]]:
     """The users table, created and written by PynamoDB: 40 users, some without a team."""
     model = pynamodb_user_model(table_name, endpoint_url)
-    model.create_table(wait=True)
+    model.create_table()
+    wait_for_table(boto3.client("dynamodb", endpoint_url=endpoint_url), table_name)
     rng = random.Random(5)
     written = []
     for n in range(1, 41):
@@ -381,7 +384,8 @@ START = datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc)
 def peer_shop(endpoint_url: str, table_name: str) -> Iterator[dict[str, list[Any]]]:
     """The shop, created and written by PynamoDB."""
     models = pynamodb_shop_models(table_name, endpoint_url)
-    models["order"].create_table(wait=True)  # the model that declares the index
+    models["order"].create_table()  # the model that declares the index
+    wait_for_table(boto3.client("dynamodb", endpoint_url=endpoint_url), table_name)
     written: dict[str, list[Any]] = {"customer": [], "order": [], "line": []}
     for cid in (2, 10, 42):
         customer = models["customer"](f"CUSTOMER#{cid}", "PROFILE", customer_id=cid, name=f"C{cid}")

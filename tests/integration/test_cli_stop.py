@@ -29,7 +29,7 @@ class Task(Entity, table=app, keys={{"PK": "P#{{project}}", "SK": "TASK#{{n:04d}
     n: int
     due: str
 """
-COUNT = 60
+COUNT = 24
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])

@@ -13,11 +13,17 @@ from lsiorm.testing import created_tables
 def create_and_wait(client: Any, request: dict[str, Any]) -> str:
     """Send a CreateTable request with a boto3 client, wait until the table exists; its name."""
     client.create_table(**request)
-    client.get_waiter("table_exists").wait(
-        TableName=request["TableName"], WaiterConfig={"Delay": 0.2, "MaxAttempts": 100}
-    )
+    wait_for_table(client, request["TableName"])
     name: str = request["TableName"]
     return name
+
+
+def wait_for_table(client: Any, name: str) -> None:
+    """Wait until a table another tool created is active, polling every 0.2 s (the waiters of
+    boto3 and PynamoDB poll every 20 s and 2 s; a local engine is ready much sooner)."""
+    client.get_waiter("table_exists").wait(
+        TableName=name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100}
+    )
 
 
 @contextlib.contextmanager
