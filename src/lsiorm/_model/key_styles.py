@@ -196,6 +196,9 @@ def _plain(
     terminator: str | None = None
     ordered = prefix_free = True
     if following is None:
+        # The key ends with the text: it sorts as the values do, but one value may start
+        # another ("a", "a#1"), so a bound is exact only at the very end of the key.
+        prefix_free = _prefix_free(members)
         why = "it ends its template"
     elif following == "":
         ordered = prefix_free = _prefix_free(members)

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal, get_args
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from lsiorm import Entity, GlobalIndex, KeyAttribute, Projection, Table
 from lsiorm._conditions import Compare, ge, gt, le, lt
-from lsiorm._model.entity_meta import MAX_SORT_KEY_BYTES
+from lsiorm._model.entity_meta import MAX_SORT_KEY_BYTES, meta_of
 from lsiorm._model.number_text import adjacent_number, decimal_text
 from lsiorm._model.wire import to_wire
 from lsiorm._query.values import query
-from support.oracles import COMPARISONS, sort_key_selects
+from support.oracles import COMPARISONS, holds, sort_key_selects
 from support.strategies import finite_floats, in_dynamo_range, in_range_decimals
 
 SCALES = Table(
@@ -191,3 +192,71 @@ def test_an_adjacent_number_is_storable_and_steps_back(value: Decimal, up: bool)
     assert (Decimal(step) > value) == up
     assert Decimal(step) != value
     assert adjacent_number(step, above=not up) == text
+
+
+# -- text at the end of a plain-style key ------------------------------------------------------
+
+WORDS = Table("Words", "PK", "SK")
+
+
+class Word(Entity, table=WORDS, key_style="plain", keys={"PK": "W#{room}", "SK": "WORD#{name}"}):
+    room: str
+    name: str
+
+
+class Grade(Entity, table=WORDS, key_style="plain", keys={"PK": "G#{room}", "SK": "GRADE#{name}"}):
+    room: str
+    name: Literal["", "a", "a#", "a#1", "ab", "b"]
+
+
+class Badge(Entity, table=WORDS, key_style="plain", keys={"PK": "B#{room}", "SK": "BADGE#{name}"}):
+    room: str
+    name: Literal["a", "ba", "bb", "c"]  # no value starts another
+
+
+# Text where one value starts another, separators, and characters around "#".
+texts = st.text(alphabet="#a1b\x01\x7f\U0010fffe", max_size=4)
+ONE = (lt, le, gt, ge)
+
+
+def _check_text(cls: type[Entity], ops: list[Any], stored: list[str]) -> None:
+    q = query(cls).where(room="r", name=ops[0])
+    for op in ops[1:]:
+        q = q.where(name=op)
+    plan = q.plan()
+    want = sorted(v for v in set(stored) if all(holds(op, v) for op in ops))
+    if plan.empty is not None:
+        assert want == [], (ops, plan.empty)
+        return
+    params = q.compile()
+    assert "FilterExpression" not in params
+    literal = meta_of(cls).templates["SK"].source.split("{")[0]
+    got = sorted(v for v in set(stored) if sort_key_selects(params, literal + v))
+    assert got == want, (ops, params["KeyConditionExpression"], params["ExpressionAttributeValues"])
+
+
+@given(op=st.sampled_from(ONE), value=texts, stored=st.lists(texts, max_size=8))
+def test_one_bound_on_plain_text_that_ends_the_key_selects_exactly(
+    op: Any, value: str, stored: list[str]
+) -> None:
+    # "a" <= "a#1": a bound must not reach the values that merely start with it.
+    near = [value, value + "#", value + "#1", value + "\x01", value[:-1]]
+    _check_text(Word, [op(value)], [*stored, *near])
+
+
+@given(a=texts, b=texts, low=st.sampled_from(LOWER), high=st.sampled_from(UPPER))
+def test_two_bounds_on_plain_text_that_ends_the_key_select_exactly(
+    a: str, b: str, low: Any, high: Any
+) -> None:
+    near = [x + tail for x in (a, b) for tail in ("", "#", "1", "\x01")]
+    _check_text(Word, [low(a), high(b)], near)
+
+
+@pytest.mark.parametrize("cls", [Grade, Badge])
+@pytest.mark.parametrize("op", ONE)
+def test_bounds_on_a_closed_set_that_ends_the_key_select_exactly(
+    cls: type[Entity], op: Any
+) -> None:
+    members = list(get_args(cls.model_fields["name"].annotation))
+    for value in members:
+        _check_text(cls, [op(value)], members)
