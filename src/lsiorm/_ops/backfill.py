@@ -44,9 +44,11 @@ from lsiorm._ops.resumable import JobProgress, WriteBudget
 from lsiorm._ops.scans import ScanSpec, price_scan
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.unchanged import (
+    create_only_put,
     delete_unchanged,
     give_attributes,
     unchanged_condition,
+    unchanged_target,
     watched_attributes,
     withdraw_copy,
 )
@@ -339,21 +341,8 @@ class BackfillKind:
         """
         table = self.table
         new_key = {k: new[k] for k in self.names}
-        condition, names, values = unchanged_condition(item, self.watched)
-        unchanged: dict[str, Any] = {
-            "TableName": table.name,
-            "Key": check.stored_key,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-        }
-        if values:
-            unchanged["ExpressionAttributeValues"] = values
-        put = {
-            "TableName": table.name,
-            "Item": new,
-            "ConditionExpression": "attribute_not_exists(#pk)",
-            "ExpressionAttributeNames": {"#pk": table.partition_key.name},
-        }
+        unchanged = unchanged_target(table, check.stored_key, item, self.watched)
+        put = create_only_put(table, new)
         try:
             yield from call(
                 self.ctx,
