@@ -37,7 +37,7 @@ from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, same_item
 from lsiorm._ops.audit import audit_collection, collection_size, measure_collection
 from lsiorm._ops.budget import RateBudget
-from lsiorm._ops.job_engine import JobRun, digest, run_units, scan_pages
+from lsiorm._ops.job_engine import JobRun, digest, scan_pages
 from lsiorm._ops.job_options import JobOptions
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.resumable import JobProgress, from_json_av, json_av, key_of, plain_key
@@ -51,6 +51,7 @@ from lsiorm._ops.unchanged import (
     watched_attributes,
     withdraw_copy,
 )
+from lsiorm._ops.write_tally import TallyingKind, WriteTally, failed_keys, written_estimate
 from lsiorm.errors import ConditionFailedError, ValidationError
 
 __all__ = ["ItemFile", "ReliefReport", "relieve_collection"]
@@ -222,25 +223,12 @@ def relieve_collection(
         before.items,
     )
     ledger = options.ledger_for(ctx, table, writes=not dry_run)
-    record, resumed = yield from run_units(
-        ctx,
-        ledger,
-        run,
-        submit=options.submitter(ledger),
-        concurrency=1,
-        progress=progress,
-        clock=options.clock,
-    )
+    record, resumed = yield from options.run(ctx, ledger, run, progress, concurrency=1)
     counts = record.counts()
     for name in _COUNTERS:
         setattr(report, name, counts.get(name, 0))
-    for unit in record.units:
-        report.failed.extend((dict(k), str(w)) for k, w in unit.notes.get("failed", ()))
-    report.estimate = WriteEstimate(
-        table.name,
-        counts.get("units:", 0) / 1000,
-        {k[6:]: v / 1000 for k, v in counts.items() if k.startswith("units:") and k != "units:"},
-    )
+    report.failed.extend(failed_keys(u.notes for u in record.units))
+    report.estimate = written_estimate(table.name, counts)
     report.job, report.resumed = record.id, resumed
     if dry_run:
         gone = collection_size(table, before.key, matched)
@@ -253,22 +241,16 @@ def relieve_collection(
 
 
 @dataclass
-class _Part:
+class _Part(WriteTally):
     """One page of a relief: its items to move, its counts, failures and priced writes."""
 
     page: list[WireItem] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    failed: list[list[Any]] = field(default_factory=list)
-    estimate: WriteEstimate | None = None
-
-    def add(self, name: str, value: int = 1) -> None:
-        self.counts[name] = self.counts.get(name, 0) + value
 
     def fail(self, table: Table, item: Mapping[str, Any], why: str) -> None:
         self.failed.append([plain_key(table, item), why])
 
 
-class ReliefKind:
+class ReliefKind(TallyingKind):
     """What a relief does with a page: pick the matching items, then copy, verify, delete."""
 
     def __init__(
@@ -339,17 +321,6 @@ class ReliefKind:
             (self.to_table,),
         )
         return "Item" in response
-
-    def counts(self, part: _Part) -> dict[str, int]:
-        counts = dict(part.counts)
-        if part.estimate is not None and part.estimate.total:
-            counts["units:"] = round(part.estimate.table_units * 1000)
-            for name, units in part.estimate.per_index.items():
-                counts[f"units:{name}"] = round(units * 1000)
-        return counts
-
-    def notes(self, part: _Part) -> dict[str, list[Any]]:
-        return {"failed": part.failed} if part.failed else {}
 
     def changed(self, counts: Mapping[str, int]) -> int:
         return int(counts.get("moved", 0))
