@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol
 
 from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
@@ -250,43 +250,34 @@ class _Part(WriteTally):
         self.failed.append([plain_key(table, item), why])
 
 
+@dataclass(eq=False, repr=False)
 class ReliefKind(TallyingKind):
     """What a relief does with a page: pick the matching items, then copy, verify, delete."""
 
-    def __init__(
-        self,
-        ctx: Context,
-        table: Table,
-        budget: RateBudget,
-        *,
-        entity: type[Entity] | None,
-        match: Callable[[Entity], bool] | None,
-        to_table: Table | None,
-        to_file: ItemFile | None,
-        dry_run: bool,
-        max_attempts: int,
-        matched: list[WireItem],
-    ) -> None:
-        self.ctx = ctx
-        self.table = table
-        self.budget = budget
-        self.entity = entity
-        self.match = match
-        self.to_table = to_table
-        self.to_file = to_file
-        self.dry_run = dry_run
-        self.max_attempts = max_attempts
-        self.matched = matched
+    ctx: Context
+    table: Table
+    budget: RateBudget
+    _: KW_ONLY
+    entity: type[Entity] | None
+    match: Callable[[Entity], bool] | None
+    to_table: Table | None
+    to_file: ItemFile | None
+    dry_run: bool
+    max_attempts: int
+    matched: list[WireItem]
+
+    def __post_init__(self) -> None:
+        entity, table = self.entity, self.table
         # What the match reads must not change unseen: the fields of the entities it decodes.
         candidates = (entity,) if entity is not None else tuple(table.entities.values())
         self.watched = (
             frozenset()
-            if entity is None and match is None
+            if entity is None and self.match is None
             else watched_attributes(table, candidates)
         )
         self.in_file: dict[str, WireItem] = {}
-        if to_file is not None and not dry_run:
-            for item in to_file.read():
+        if self.to_file is not None and not self.dry_run:
+            for item in self.to_file.read():
                 self.in_file[_key_text(key_of(table, item))] = item
 
     def new_part(self) -> _Part:
