@@ -223,25 +223,26 @@ def test_an_item_too_wide_for_a_condition_fails_alone(session: Session, table_na
         session.delete_table(table)
 
 
+def prefixed_notes(table_name: str, prefix: str) -> tuple[Table, type[Entity]]:
+    """A table of notes whose sort keys start with ``prefix``: a new prefix moves every one."""
+    table = Table(table_name, "PK", "SK")
+
+    class Note(Entity, table=table, keys={"PK": "U#{user}", "SK": prefix + "{n:04d}"}):
+        user: str
+        n: int
+
+    return table, Note
+
+
 def test_items_moved_ahead_of_the_scan_are_not_counted_again(
     session: Session, table_name: str
 ) -> None:
     """A namespace rename moves every item to a key the scan has not reached yet."""
-
-    def declared(prefix: str) -> tuple[Table, type[Entity]]:
-        table = Table(table_name, "PK", "SK")
-
-        class Note(Entity, table=table, keys={"PK": "U#{user}", "SK": prefix + "{n:04d}"}):
-            user: str
-            n: int
-
-        return table, Note
-
-    old_table, old_note = declared("A#")
+    old_table, old_note = prefixed_notes(table_name, "A#")
     session.create_table(old_table)
     try:
         session.batch_write([old_note(user="u", n=n) for n in range(25)])
-        _table, new_note = declared("Z#")
+        _table, new_note = prefixed_notes(table_name, "Z#")
         report = session.backfill(new_note, partition="U#u", page_size=4, segments=1)
         assert (report.scanned, report.rewritten, report.moved, report.current) == (25, 25, 25, 0)
         assert session.audit_keys(new_note).clean
@@ -276,21 +277,11 @@ def test_a_resumed_rekey_counts_each_item_once(
     session: Session, endpoint_url: str, table_name: str, prefix: str, limit: int
 ) -> None:
     """Moves ahead of the scan (Z#) and behind it (0#), killed mid-run and resumed."""
-
-    def declared(sort_prefix: str) -> tuple[Table, type[Entity]]:
-        table = Table(table_name, "PK", "SK")
-
-        class Note(Entity, table=table, keys={"PK": "U#{user}", "SK": sort_prefix + "{n:04d}"}):
-            user: str
-            n: int
-
-        return table, Note
-
-    old_table, old_note = declared("M#")
+    old_table, old_note = prefixed_notes(table_name, "M#")
     session.create_table(old_table)
     try:
         session.batch_write([old_note(user=f"u{n % 3}", n=n) for n in range(60)])
-        _table, new_note = declared(prefix)
+        _table, new_note = prefixed_notes(table_name, prefix)
         log = WriteLog(limit)
         with session_on(endpoint_url, log) as doomed, pytest.raises(Killed):
             doomed.backfill(new_note, page_size=4, segments=2)

@@ -39,6 +39,7 @@ TESTING_NAMES = {
     "Fault",
     "FaultInjector",
     "FaultKind",
+    "FaultTiming",
     "ItemCollectionProxy",
     "MotoServer",
     "SentRequest",

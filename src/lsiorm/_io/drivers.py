@@ -57,17 +57,22 @@ def _async_transport() -> tuple[type[BaseException], ...]:
     return (*_TRANSPORT, aiohttp.ClientError, asyncio.TimeoutError)
 
 
-class SyncDriver:
-    """Runs operations with a boto3 DynamoDB client."""
+class _ClientDriver:
+    """What both drivers hold: the client, its lean lane and its telemetry."""
 
     def __init__(
         self, client: Any, lane: Any = None, telemetry: ClientTelemetry | None = None
     ) -> None:
         self.client = client
-        #: The lean request lane (lsiorm._io.lean), tried first; None sends all via botocore.
+        #: The lean request lane (lsiorm._io.lean), tried first; None sends all through the
+        #: client's own path (botocore or aiobotocore).
         self.lane = lane
         #: The session's spans and metrics of each request; None when off.
         self.telemetry = telemetry
+
+
+class SyncDriver(_ClientDriver):
+    """Runs operations with a boto3 DynamoDB client."""
 
     def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""
@@ -148,17 +153,8 @@ class SyncDriver:
                 step = self._next(op, step)
 
 
-class AsyncDriver:
+class AsyncDriver(_ClientDriver):
     """Runs operations with an aioboto3 (aiobotocore) DynamoDB client."""
-
-    def __init__(
-        self, client: Any, lane: Any = None, telemetry: ClientTelemetry | None = None
-    ) -> None:
-        self.client = client
-        #: The lean request lane (lsiorm._io.lean), tried first; None sends all via aiobotocore.
-        self.lane = lane
-        #: The session's spans and metrics of each request; None when off.
-        self.telemetry = telemetry
 
     async def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""

@@ -25,8 +25,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any, Final
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 from lsiorm._io.api_call_wrappers import ApiCallWatch
@@ -49,6 +49,8 @@ __all__ = [
     "traced_async_pages",
     "traced_pages",
 ]
+
+PagesT = TypeVar("PagesT", Iterator[Any], AsyncIterator[Any])
 
 #: One DEBUG line per request sent (operation, tables, attempt, outcome, duration).
 requests_log = logging.getLogger("lsiorm.requests")
@@ -232,20 +234,25 @@ def traced_pages(
     telemetry: Telemetry, name: str, args: Iterable[Any], pages: Iterator[Any]
 ) -> Iterator[Any]:
     """``pages`` inside the span of the operation that reads them."""
-    trace = start_operation(telemetry, name, args)
-    if trace is None:
-        return pages
-    return _traced_pages(trace, pages)
+    return _in_operation(telemetry, name, args, pages, _traced_pages)
 
 
 def traced_async_pages(
     telemetry: Telemetry, name: str, args: Iterable[Any], pages: AsyncIterator[Any]
 ) -> AsyncIterator[Any]:
     """``pages`` (async) inside the span of the operation that reads them."""
+    return _in_operation(telemetry, name, args, pages, _async_traced_pages)
+
+
+def _in_operation(
+    telemetry: Telemetry,
+    name: str,
+    args: Iterable[Any],
+    pages: PagesT,
+    traced: Callable[[OperationTrace, PagesT], PagesT],
+) -> PagesT:
     trace = start_operation(telemetry, name, args)
-    if trace is None:
-        return pages
-    return _async_traced_pages(trace, pages)
+    return pages if trace is None else traced(trace, pages)
 
 
 _DEFAULT: Telemetry | None = None

@@ -189,25 +189,20 @@ def codec_for(
     return options.text(None) if base is str else options.scalar(base)
 
 
+@dataclass(eq=False, repr=False)
 class _Options:
     """The choices one field's declaration makes, turned into its codec."""
 
-    def __init__(
-        self,
-        declared: _Declared,
-        field_name: str,
-        style: KeyStyle,
-        following: str | None,
-        python_patterns: bool,
-    ) -> None:
-        self.declared = declared
-        self.field_name = field_name
-        self.style = style
-        self.following = following
-        self.python_patterns = python_patterns
-        self.case = declared.one("case", field_name)
-        self.datetime_format = declared.one("datetime_format", field_name)
-        self.alphabet_spec = declared.one("alphabet", field_name)
+    declared: _Declared
+    field_name: str
+    style: KeyStyle
+    following: str | None
+    python_patterns: bool
+
+    def __post_init__(self) -> None:
+        self.case = self.declared.one("case", self.field_name)
+        self.datetime_format = self.declared.one("datetime_format", self.field_name)
+        self.alphabet_spec = self.declared.one("alphabet", self.field_name)
 
     def _refuse(self, option: str, why: str) -> DeclarationError:
         return DeclarationError(

@@ -8,28 +8,35 @@ from typing import Any
 from lsiorm._model.codec import Token, UnformattedCodec, chars, layout_tokens
 
 
-class BoolCodec(UnformattedCodec):
-    """Booleans, as ``0`` (False) and ``1`` (True)."""
+class _WordBoolCodec(UnformattedCodec):
+    """Booleans as one of two words, ``false_text`` and ``true_text``."""
 
     kind = "Bool"
     python_type = bool
     prefix_free = True
-    fixed_width = True
+    false_text = "0"
+    true_text = "1"
 
     def encode(self, value: Any) -> str:
         """Return the key text of the bool ``value``."""
         if not isinstance(value, bool):
             raise self.type_error(value, "a bool")
-        return "1" if value else "0"
+        return self.true_text if value else self.false_text
+
+    def _parse(self, text: str) -> bool:
+        if text not in (self.false_text, self.true_text):
+            raise ValueError(text)
+        return text == self.true_text
+
+
+class BoolCodec(_WordBoolCodec):
+    """Booleans, as ``0`` (False) and ``1`` (True)."""
+
+    fixed_width = True
 
     def tokens(self) -> list[Token]:
         """One of ``0`` and ``1``."""
         return [("one", chars("01"))]
-
-    def _parse(self, text: str) -> bool:
-        if text not in ("0", "1"):
-            raise ValueError(text)
-        return text == "1"
 
 
 class UUIDCodec(UnformattedCodec):
@@ -54,24 +61,12 @@ class UUIDCodec(UnformattedCodec):
         return uuid.UUID(text)
 
 
-class PlainBoolCodec(UnformattedCodec):
+class PlainBoolCodec(_WordBoolCodec):
     """Booleans as other tools write them in text: ``false`` and ``true`` (the plain key style)."""
 
-    kind = "Bool"
-    python_type = bool
-    prefix_free = True
-
-    def encode(self, value: Any) -> str:
-        """Return the key text of the bool ``value``."""
-        if not isinstance(value, bool):
-            raise self.type_error(value, "a bool")
-        return "true" if value else "false"
+    false_text = "false"
+    true_text = "true"
 
     def tokens(self) -> list[Token]:
         """``false`` or ``true``, as a superset: any of their letters."""
         return [("star", chars("falsetru"))]
-
-    def _parse(self, text: str) -> bool:
-        if text not in ("false", "true"):
-            raise ValueError(text)
-        return text == "true"

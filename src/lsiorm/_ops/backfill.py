@@ -35,7 +35,7 @@ from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, from_wire, same_item
 from lsiorm._ops.budget import RateBudget
-from lsiorm._ops.job_engine import JobRun, PageSource, digest, run_units, scan_pages
+from lsiorm._ops.job_engine import JobRun, PageSource, digest, scan_pages
 from lsiorm._ops.job_options import JobOptions
 from lsiorm._ops.key_audit import ItemKeyCheck, check_item_keys
 from lsiorm._ops.pipeline import Context, call
@@ -44,17 +44,19 @@ from lsiorm._ops.resumable import JobProgress, WriteBudget
 from lsiorm._ops.scans import ScanSpec, price_scan
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.unchanged import (
+    create_only_put,
     delete_unchanged,
     give_attributes,
     unchanged_condition,
+    unchanged_target,
     watched_attributes,
     withdraw_copy,
 )
+from lsiorm._ops.write_tally import TallyingKind, WriteTally, failed_keys, written_estimate
 from lsiorm.errors import ConditionFailedError, TransactionCanceledError, ValidationError
 
 __all__ = [
     "BackfillKind",
-    "BackfillPart",
     "BackfillReport",
     "WriteBudget",
     "backfill",
@@ -138,8 +140,6 @@ class BackfillReport:
 
 
 _COUNTERS = ("scanned", "rewritten", "moved", "current", "retried", "gone", "other")
-#: Capacity units go to the ledger as whole thousandths.
-_MILLI = 1000
 
 
 def backfill_report(
@@ -148,35 +148,15 @@ def backfill_report(
     """Fill ``report`` with a run's counts (added up over its units) and its units' notes."""
     for name in _COUNTERS:
         setattr(report, name, int(counts.get(name, 0)))
-    per_index = {
-        name[len("units:") :]: value / _MILLI
-        for name, value in counts.items()
-        if name.startswith("units:") and name != "units:"
-    }
-    report.estimate = WriteEstimate(
-        report.table, counts.get("units:", 0) / _MILLI, {k: v for k, v in per_index.items() if v}
-    )
-    for note in notes:
-        report.failed.extend((dict(key), str(why)) for key, why in note.get("failed", ()))
+    report.estimate = written_estimate(report.table, counts)
+    report.failed.extend(failed_keys(notes))
     return report
 
 
 # -- the job --------------------------------------------------------------------------------
 
 
-@dataclass
-class BackfillPart:
-    """One page's counts, failures and priced writes."""
-
-    counts: dict[str, int] = field(default_factory=dict)
-    failed: list[list[Any]] = field(default_factory=list)
-    estimate: WriteEstimate | None = None
-
-    def add(self, name: str, value: int = 1) -> None:
-        self.counts[name] = self.counts.get(name, 0) + value
-
-
-class BackfillKind:
+class BackfillKind(TallyingKind):
     """What a backfill does with each item of a page (the engine does the rest).
 
     ``arrived`` is shared by every unit of the run in this process: the keys it moved items
@@ -211,8 +191,8 @@ class BackfillKind:
 
     # the engine's side ---------------------------------------------------------------------
 
-    def new_part(self) -> BackfillPart:
-        return BackfillPart(estimate=WriteEstimate(self.table.name, 0.0))
+    def new_part(self) -> WriteTally:
+        return WriteTally(estimate=WriteEstimate(self.table.name, 0.0))
 
     def intent(self, items: Sequence[WireItem]) -> dict[str, Any]:
         """What this page will write: per stale item, the digest of what it becomes."""
@@ -231,17 +211,6 @@ class BackfillKind:
             planned[digest(self._key(item))] = {"i": digest(new), "m": moved_to}
         return planned
 
-    def counts(self, part: BackfillPart) -> dict[str, int]:
-        counts = dict(part.counts)
-        if part.estimate is not None and part.estimate.total:
-            counts["units:"] = round(part.estimate.table_units * _MILLI)
-            for name, units in part.estimate.per_index.items():
-                counts[f"units:{name}"] = round(units * _MILLI)
-        return counts
-
-    def notes(self, part: BackfillPart) -> dict[str, list[Any]]:
-        return {"failed": part.failed} if part.failed else {}
-
     def changed(self, counts: Mapping[str, int]) -> int:
         return int(counts.get("rewritten", 0))
 
@@ -253,7 +222,7 @@ class BackfillKind:
     def restore(self, carry: Mapping[str, Any]) -> None:
         self.local_arrivals = {str(k): str(p) for k, p in carry.get("arrived", ())}
 
-    def end_page(self, part: BackfillPart) -> Operation[None]:
+    def end_page(self, part: WriteTally) -> Operation[None]:
         # Arrivals in partitions the scan has left cannot be read again by this unit.
         if self.partition is not None:
             self.local_arrivals = {
@@ -262,7 +231,7 @@ class BackfillKind:
         return
         yield  # a generator: nothing is sent at the end of a page
 
-    def settle(self, part: BackfillPart, recovered: dict[str, Any]) -> Operation[None]:
+    def settle(self, part: WriteTally, recovered: dict[str, Any]) -> Operation[None]:
         """Resolve the moves of a page cut short whose originals this page did not read."""
         for old, entry in list(recovered.items()):
             if entry.get("m") is None:
@@ -339,21 +308,8 @@ class BackfillKind:
         """
         table = self.table
         new_key = {k: new[k] for k in self.names}
-        condition, names, values = unchanged_condition(item, self.watched)
-        unchanged: dict[str, Any] = {
-            "TableName": table.name,
-            "Key": check.stored_key,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-        }
-        if values:
-            unchanged["ExpressionAttributeValues"] = values
-        put = {
-            "TableName": table.name,
-            "Item": new,
-            "ConditionExpression": "attribute_not_exists(#pk)",
-            "ExpressionAttributeNames": {"#pk": table.partition_key.name},
-        }
+        unchanged = unchanged_target(table, check.stored_key, item, self.watched)
+        put = create_only_put(table, new)
         try:
             yield from call(
                 self.ctx,
@@ -435,7 +391,7 @@ class BackfillKind:
             table, item, None
         )
 
-    def _done(self, part: BackfillPart, check: ItemKeyCheck, units: WriteEstimate) -> None:
+    def _done(self, part: WriteTally, check: ItemKeyCheck, units: WriteEstimate) -> None:
         assert part.estimate is not None
         part.estimate = part.estimate + units
         part.add("rewritten")
@@ -443,12 +399,10 @@ class BackfillKind:
             part.add("moved")
             self._arrive({k: check.expected[k] for k in self.names})
 
-    def _fail(self, part: BackfillPart, key: Mapping[str, Any], why: str) -> None:
+    def _fail(self, part: WriteTally, key: Mapping[str, Any], why: str) -> None:
         part.failed.append([{k: from_wire(v) for k, v in key.items()}, why])
 
-    def visit(
-        self, part: BackfillPart, item: WireItem, recovered: dict[str, Any]
-    ) -> Operation[bool]:
+    def visit(self, part: WriteTally, item: WireItem, recovered: dict[str, Any]) -> Operation[bool]:
         table = self.table
         self.partition = digest({self.names[0]: item[self.names[0]]})
         if self.arrived and digest(self._key(item)) in self.arrived:
@@ -629,16 +583,7 @@ def backfill(
         total,
     )
     ledger = options.ledger_for(ctx, table, writes=not dry_run)
-    record, resumed = yield from run_units(
-        ctx,
-        ledger,
-        run,
-        submit=options.submitter(ledger),
-        concurrency=options.concurrency,
-        progress=progress,
-        clock=options.clock,
-        detach=options.detach,
-    )
+    record, resumed = yield from options.run(ctx, ledger, run, progress)
     backfill_report(report, record.counts(), (u.notes for u in record.units))
     report.job, report.resumed = record.id, resumed
     report.elapsed = record.elapsed

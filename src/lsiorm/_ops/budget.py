@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any
 
 from lsiorm._ops.ledger import LeaseLost
@@ -53,27 +54,21 @@ def initial_rate(write: float | None, read: float | None) -> dict[str, float]:
     return rate
 
 
+@dataclass(eq=False, repr=False)
 class RateBudget:
     """A worker's share of its job's rate; see the module docstring."""
 
-    def __init__(
-        self,
-        ledger: Ledger,
-        job_id: str,
-        *,
-        sync_every: float = 2.0,
-        cooldown: float = 1.0,
-        calm: float = 10.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.ledger = ledger
-        self.job_id = job_id
-        self.sync_every = sync_every
-        self.cooldown = cooldown
-        self.calm = calm
-        self.clock = clock
-        self.write = WriteBudget(None, clock)
-        self.read = WriteBudget(None, clock)
+    ledger: Ledger
+    job_id: str
+    _: KW_ONLY
+    sync_every: float = 2.0
+    cooldown: float = 1.0
+    calm: float = 10.0
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        self.write = WriteBudget(None, self.clock)
+        self.read = WriteBudget(None, self.clock)
         self.throttles = 0
         self.seen_throttles = 0
         self.rate: dict[str, float] = {}

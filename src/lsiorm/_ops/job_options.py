@@ -15,11 +15,13 @@ from typing import Any
 
 from lsiorm._model.schema import Table
 from lsiorm._ops.budget import initial_rate
-from lsiorm._ops.job_engine import PageSource
-from lsiorm._ops.ledger import NAMESPACE, JobLedger, LedgerLocation
+from lsiorm._ops.job_engine import JobRun, PageSource, run_units
+from lsiorm._ops.ledger import NAMESPACE, JobLedger, JobRecord, LedgerLocation
 from lsiorm._ops.memory_ledger import Ledger, MemoryLedger
 from lsiorm._ops.pipeline import Context
+from lsiorm._ops.resumable import JobProgress
 from lsiorm._ops.scans import ScanSpec
+from lsiorm._ops.steps import Operation
 from lsiorm._ops.units import ExportUnit, ScanUnit, Unit, scan_units
 from lsiorm.errors import ValidationError
 
@@ -124,6 +126,28 @@ class JobOptions:
             return future
 
         return submit
+
+    def run(
+        self,
+        ctx: Context,
+        ledger: Ledger,
+        job: JobRun[Any],
+        progress: Callable[[JobProgress], object] | None,
+        *,
+        concurrency: int | None = None,
+    ) -> Operation[tuple[JobRecord, bool]]:
+        """Run ``job``'s units on ``ledger`` as these options say: in threads here (at most
+        ``concurrency``, else the options' own), or on the executor; or only open it."""
+        return run_units(
+            ctx,
+            ledger,
+            job,
+            submit=self.submitter(ledger),
+            concurrency=self.concurrency if concurrency is None else concurrency,
+            progress=progress,
+            clock=self.clock,
+            detach=self.detach,
+        )
 
     def declared(self) -> dict[str, Any]:
         """What of these options changes the job's work (the input), for its fingerprint."""

@@ -24,7 +24,7 @@ from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.item_encoding import build_item
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import AttributeValue, WireItem, from_wire, to_wire
-from lsiorm._ops.job_engine import JobRun, run_units, scan_pages
+from lsiorm._ops.job_engine import JobRun, scan_pages
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.resumable import JobProgress
 from lsiorm._ops.scans import ScanSpec, price_scan, target_of
@@ -454,16 +454,7 @@ def audit_keys(
     ledger = options.ledger_for(
         ctx, table, writes=options.executor is not None or options.ledger is not None
     )
-    record, _ = yield from run_units(
-        ctx,
-        ledger,
-        run,
-        submit=options.submitter(ledger),
-        concurrency=options.concurrency,
-        progress=progress,
-        clock=options.clock,
-        detach=options.detach,
-    )
+    record, _ = yield from options.run(ctx, ledger, run, progress)
     audit_report(report, table, record.counts(), (u.notes for u in record.units), examples)
     report.elapsed = record.elapsed
     report.job = record.id

@@ -29,7 +29,12 @@ from lsiorm._model.wire import WireItem, item_to_wire
 from lsiorm._ops.key_audit import ItemKeyCheck, check_item_keys
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
-from lsiorm._ops.unchanged import unchanged_condition, watched_attributes
+from lsiorm._ops.unchanged import (
+    create_only_put,
+    unchanged_condition,
+    unchanged_target,
+    watched_attributes,
+)
 from lsiorm.errors import (
     ConditionFailedError,
     TransactionCanceledError,
@@ -65,21 +70,9 @@ def move_request(item: Mapping[str, Any], check: ItemKeyCheck) -> dict[str, Any]
     if it is unchanged since it was read.
     """
     table = meta_of(check.entity).table
-    condition, names, values = unchanged_condition(item, watched_attributes(table, (check.entity,)))
-    delete: dict[str, Any] = {
-        "TableName": table.name,
-        "Key": check.stored_key,
-        "ConditionExpression": condition,
-        "ExpressionAttributeNames": names,
-    }
-    if values:
-        delete["ExpressionAttributeValues"] = values
-    put = {
-        "TableName": table.name,
-        "Item": moved_item(item, check),
-        "ConditionExpression": "attribute_not_exists(#pk)",
-        "ExpressionAttributeNames": {"#pk": table.partition_key.name},
-    }
+    watched = watched_attributes(table, (check.entity,))
+    delete = unchanged_target(table, check.stored_key, item, watched)
+    put = create_only_put(table, moved_item(item, check))
     return {
         "TransactItems": [{"Put": put}, {"Delete": delete}],
         "ClientRequestToken": uuid.uuid4().hex,

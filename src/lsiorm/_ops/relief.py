@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol
 
 from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
@@ -37,7 +37,7 @@ from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, same_item
 from lsiorm._ops.audit import audit_collection, collection_size, measure_collection
 from lsiorm._ops.budget import RateBudget
-from lsiorm._ops.job_engine import JobRun, digest, run_units, scan_pages
+from lsiorm._ops.job_engine import JobRun, digest, scan_pages
 from lsiorm._ops.job_options import JobOptions
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.resumable import JobProgress, from_json_av, json_av, key_of, plain_key
@@ -51,6 +51,7 @@ from lsiorm._ops.unchanged import (
     watched_attributes,
     withdraw_copy,
 )
+from lsiorm._ops.write_tally import TallyingKind, WriteTally, failed_keys, written_estimate
 from lsiorm.errors import ConditionFailedError, ValidationError
 
 __all__ = ["ItemFile", "ReliefReport", "relieve_collection"]
@@ -222,25 +223,12 @@ def relieve_collection(
         before.items,
     )
     ledger = options.ledger_for(ctx, table, writes=not dry_run)
-    record, resumed = yield from run_units(
-        ctx,
-        ledger,
-        run,
-        submit=options.submitter(ledger),
-        concurrency=1,
-        progress=progress,
-        clock=options.clock,
-    )
+    record, resumed = yield from options.run(ctx, ledger, run, progress, concurrency=1)
     counts = record.counts()
     for name in _COUNTERS:
         setattr(report, name, counts.get(name, 0))
-    for unit in record.units:
-        report.failed.extend((dict(k), str(w)) for k, w in unit.notes.get("failed", ()))
-    report.estimate = WriteEstimate(
-        table.name,
-        counts.get("units:", 0) / 1000,
-        {k[6:]: v / 1000 for k, v in counts.items() if k.startswith("units:") and k != "units:"},
-    )
+    report.failed.extend(failed_keys(u.notes for u in record.units))
+    report.estimate = written_estimate(table.name, counts)
     report.job, report.resumed = record.id, resumed
     if dry_run:
         gone = collection_size(table, before.key, matched)
@@ -253,58 +241,43 @@ def relieve_collection(
 
 
 @dataclass
-class _Part:
+class _Part(WriteTally):
     """One page of a relief: its items to move, its counts, failures and priced writes."""
 
     page: list[WireItem] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    failed: list[list[Any]] = field(default_factory=list)
-    estimate: WriteEstimate | None = None
-
-    def add(self, name: str, value: int = 1) -> None:
-        self.counts[name] = self.counts.get(name, 0) + value
 
     def fail(self, table: Table, item: Mapping[str, Any], why: str) -> None:
         self.failed.append([plain_key(table, item), why])
 
 
-class ReliefKind:
+@dataclass(eq=False, repr=False)
+class ReliefKind(TallyingKind):
     """What a relief does with a page: pick the matching items, then copy, verify, delete."""
 
-    def __init__(
-        self,
-        ctx: Context,
-        table: Table,
-        budget: RateBudget,
-        *,
-        entity: type[Entity] | None,
-        match: Callable[[Entity], bool] | None,
-        to_table: Table | None,
-        to_file: ItemFile | None,
-        dry_run: bool,
-        max_attempts: int,
-        matched: list[WireItem],
-    ) -> None:
-        self.ctx = ctx
-        self.table = table
-        self.budget = budget
-        self.entity = entity
-        self.match = match
-        self.to_table = to_table
-        self.to_file = to_file
-        self.dry_run = dry_run
-        self.max_attempts = max_attempts
-        self.matched = matched
+    ctx: Context
+    table: Table
+    budget: RateBudget
+    _: KW_ONLY
+    entity: type[Entity] | None
+    match: Callable[[Entity], bool] | None
+    to_table: Table | None
+    to_file: ItemFile | None
+    dry_run: bool
+    max_attempts: int
+    matched: list[WireItem]
+
+    def __post_init__(self) -> None:
+        entity, table = self.entity, self.table
         # What the match reads must not change unseen: the fields of the entities it decodes.
         candidates = (entity,) if entity is not None else tuple(table.entities.values())
         self.watched = (
             frozenset()
-            if entity is None and match is None
+            if entity is None and self.match is None
             else watched_attributes(table, candidates)
         )
         self.in_file: dict[str, WireItem] = {}
-        if to_file is not None and not dry_run:
-            for item in to_file.read():
+        if self.to_file is not None and not self.dry_run:
+            for item in self.to_file.read():
                 self.in_file[_key_text(key_of(table, item))] = item
 
     def new_part(self) -> _Part:
@@ -339,17 +312,6 @@ class ReliefKind:
             (self.to_table,),
         )
         return "Item" in response
-
-    def counts(self, part: _Part) -> dict[str, int]:
-        counts = dict(part.counts)
-        if part.estimate is not None and part.estimate.total:
-            counts["units:"] = round(part.estimate.table_units * 1000)
-            for name, units in part.estimate.per_index.items():
-                counts[f"units:{name}"] = round(units * 1000)
-        return counts
-
-    def notes(self, part: _Part) -> dict[str, list[Any]]:
-        return {"failed": part.failed} if part.failed else {}
 
     def changed(self, counts: Mapping[str, int]) -> int:
         return int(counts.get("moved", 0))

@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Generic, TypeVar
 
 from lsiorm._model.wire import WireItem
@@ -28,6 +29,7 @@ R = TypeVar("R")
 P = TypeVar("P")
 
 
+@dataclass(eq=False, repr=False)
 class ScanTally(Generic[R, P]):
     """The report of one read-only scan, which its segments add their pages to under a lock.
 
@@ -36,43 +38,33 @@ class ScanTally(Generic[R, P]):
     the items read. ``name`` names the job in the log line of each page.
     """
 
-    def __init__(
-        self,
-        report: R,
-        *,
-        new_part: Callable[[], P],
-        merge: Callable[[R, P], None],
-        changed: Callable[[R], int],
-        segments: int,
-        total: int | None = None,
-        progress: Callable[[JobProgress], object] | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        name: str = "scan",
-    ) -> None:
-        self.report = report
-        self.new_part = new_part
-        self._merge = merge
-        self._changed = changed
-        self.segments = segments
-        self.total = total
-        self.name = name
-        self._progress = progress
-        self._clock = clock
+    report: R
+    _: KW_ONLY
+    new_part: Callable[[], P]
+    merge: Callable[[R, P], None]
+    changed: Callable[[R], int]
+    segments: int
+    total: int | None = None
+    progress: Callable[[JobProgress], object] | None = None
+    clock: Callable[[], float] = time.monotonic
+    name: str = "scan"
+
+    def __post_init__(self) -> None:
         #: Items read by the pages done.
         self.read = 0
         self.done = 0
-        self.started = clock()
+        self.started = self.clock()
         self._lock = threading.Lock()
 
     def page_done(self, segment: int, last: bool, part: P, read: int) -> None:
         """A segment finished a page of ``read`` items: add its part and report. Thread-safe."""
         with self._lock:
-            self._merge(self.report, part)
+            self.merge(self.report, part)
             self.read += read
             self.done += int(last)
             state = JobProgress(
                 self.read,
-                self._changed(self.report),
+                self.changed(self.report),
                 self.elapsed,
                 self.total,
                 self.done,
@@ -88,13 +80,13 @@ class ScanTally(Generic[R, P]):
                 state.segments_done,
                 state.segments,
             )
-            if self._progress is not None:
-                self._progress(state)
+            if self.progress is not None:
+                self.progress(state)
 
     @property
     def elapsed(self) -> float:
         """Seconds since the scan started."""
-        return self._clock() - self.started
+        return self.clock() - self.started
 
 
 def scan_items(

@@ -47,9 +47,11 @@ from lsiorm.errors import ConditionFailedError, DynamoError, ThrottledError, Val
 __all__ = [
     "Removal",
     "added_attributes",
+    "create_only_put",
     "delete_unchanged",
     "give_attributes",
     "unchanged_condition",
+    "unchanged_target",
     "watched_attributes",
     "withdraw_copy",
 ]
@@ -105,6 +107,33 @@ def added_attributes(read: Mapping[str, Any], old: Mapping[str, Any]) -> WireIte
     }
 
 
+def unchanged_target(
+    table: Table, key: Mapping[str, Any], item: Mapping[str, Any], watched: frozenset[str]
+) -> dict[str, Any]:
+    """The parameters that address the item at ``key`` on the condition that it is ``item``
+    unchanged (a ``DeleteItem``, or a transaction's ``Delete`` or ``ConditionCheck``)."""
+    condition, names, values = unchanged_condition(item, watched)
+    target: dict[str, Any] = {
+        "TableName": table.name,
+        "Key": dict(key),
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": names,
+    }
+    if values:
+        target["ExpressionAttributeValues"] = values
+    return target
+
+
+def create_only_put(table: Table, item: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters that put ``item`` only where no item is (a move's copy)."""
+    return {
+        "TableName": table.name,
+        "Item": item,
+        "ConditionExpression": "attribute_not_exists(#pk)",
+        "ExpressionAttributeNames": {"#pk": table.partition_key.name},
+    }
+
+
 @dataclass
 class Removal:
     """What `delete_unchanged` did.
@@ -129,22 +158,13 @@ def delete_unchanged(
 ) -> Operation[Removal]:
     """Delete the item at ``key`` on the condition that it is ``item`` unchanged; return what
     it had beyond ``item`` (the check after the write), or that the condition failed."""
-    condition, names, values = unchanged_condition(item, watched)
     lost: list[bool] = []
 
     def note(error: DynamoError) -> None:
         if not isinstance(error, (ThrottledError, ConditionFailedError)):
             lost.append(True)  # the request may have reached DynamoDB and applied
 
-    params: dict[str, Any] = {
-        "TableName": table.name,
-        "Key": dict(key),
-        "ConditionExpression": condition,
-        "ExpressionAttributeNames": names,
-        "ReturnValues": "ALL_OLD",
-    }
-    if values:
-        params["ExpressionAttributeValues"] = values
+    params = {**unchanged_target(table, key, item, watched), "ReturnValues": "ALL_OLD"}
     try:
         response = yield from call(ctx, "DeleteItem", params, (table,), on_error=note)
     except ConditionFailedError:

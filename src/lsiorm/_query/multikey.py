@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import Any
 
 from lsiorm._conditions import BeginsWith, Between, Compare, Operator
@@ -72,23 +72,19 @@ def fit_multi_key(
     return _Fit(meta, table, index, conds, valid).fit()
 
 
+@dataclass(eq=False, repr=False)
 class _Fit:
     """One entity's conditions fitted to one multi-attribute index."""
 
-    def __init__(
-        self,
-        meta: EntityMeta[Entity],
-        table: Table,
-        index: GlobalIndex,
-        conds: Mapping[str, Sequence[Operator]],
-        valid: Validator,
-    ) -> None:
-        self.meta = meta
-        self.index = index
-        self.conds = conds
-        self.valid = valid
-        self.out = IndexFit(meta)
-        self.fields = {a: key_field(meta, a) for a in table.index_key_names(index)}
+    meta: EntityMeta[Entity]
+    table: InitVar[Table]
+    index: GlobalIndex
+    conds: Mapping[str, Sequence[Operator]]
+    valid: Validator
+
+    def __post_init__(self, table: Table) -> None:
+        self.out = IndexFit(self.meta)
+        self.fields = {a: key_field(self.meta, a) for a in table.index_key_names(self.index)}
         self.equal: list[tuple[str, Any]] = []
 
     def fit(self) -> IndexFit:

@@ -46,7 +46,7 @@ from lsiorm.testing.engines import (
     dynamodb_local_install_command,
     free_port,
 )
-from lsiorm.testing.faults import Fault, FaultInjector, FaultKind, SentRequest
+from lsiorm.testing.faults import Fault, FaultInjector, FaultKind, FaultTiming, SentRequest
 from lsiorm.testing.fixtures import created_tables, table_fixture
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "Fault",
     "FaultInjector",
     "FaultKind",
+    "FaultTiming",
     "ItemCollectionProxy",
     "MotoServer",
     "SentRequest",

@@ -42,13 +42,16 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict
 
 from lsiorm._io import interception
 from lsiorm._io.telemetry import table_names
 from lsiorm._ops.steps import ITEM_OPERATIONS, Call
 
-__all__ = ["DATA_PLANE", "Fault", "FaultInjector", "FaultKind", "SentRequest"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["DATA_PLANE", "Fault", "FaultInjector", "FaultKind", "FaultTiming", "SentRequest"]
 
 FaultKind = Literal[
     "throttle", "error500", "error503", "drop", "lost-answer", "applied-500", "partial", "cancel"
@@ -128,6 +131,19 @@ def _chosen(operation: str | Iterable[str] | None, among: frozenset[str]) -> fro
         return among
     names = frozenset((operation,) if isinstance(operation, str) else operation)
     return names
+
+
+class FaultTiming(TypedDict, total=False):
+    """Which of the matching requests a rule faults, as every rule method takes it.
+
+    ``times``: the next so many (1 when not given); ``rate``: that share of them, without end
+    unless ``times`` is given too; ``seed``: the rule's random choices (the injector's seed
+    when not given).
+    """
+
+    times: int | None
+    rate: float | None
+    seed: int | None
 
 
 class FaultInjector:
@@ -222,70 +238,46 @@ class FaultInjector:
         self,
         operation: str | Iterable[str] | None = None,
         *,
-        times: int | None = 1,
-        rate: float | None = None,
-        seed: int | None = None,
         code: str = "ProvisionedThroughputExceededException",
+        **timing: Unpack[FaultTiming],
     ) -> Fault:
         """Throttle the chosen requests (``code``: or ``"ThrottlingException"``, ...)."""
-        return self.inject("throttle", operation, times=times, rate=rate, seed=seed, code=code)
+        return self.inject("throttle", operation, code=code, **timing)
 
     def server_error(
         self,
         operation: str | Iterable[str] | None = None,
         *,
         status: Literal[500, 503] = 500,
-        times: int | None = 1,
-        rate: float | None = None,
-        seed: int | None = None,
+        **timing: Unpack[FaultTiming],
     ) -> Fault:
         """Answer the chosen requests with an HTTP 500 (or 503) without applying them."""
         kind: FaultKind = "error503" if status == 503 else "error500"
-        return self.inject(kind, operation, times=times, rate=rate, seed=seed)
+        return self.inject(kind, operation, **timing)
 
     def drop(
-        self,
-        operation: str | Iterable[str] | None = None,
-        *,
-        times: int | None = 1,
-        rate: float | None = None,
-        seed: int | None = None,
+        self, operation: str | Iterable[str] | None = None, **timing: Unpack[FaultTiming]
     ) -> Fault:
         """Cut the connection of the chosen requests before DynamoDB gets them."""
-        return self.inject("drop", operation, times=times, rate=rate, seed=seed)
+        return self.inject("drop", operation, **timing)
 
     def lose_answer(
-        self,
-        operation: str | Iterable[str] | None = None,
-        *,
-        times: int | None = 1,
-        rate: float | None = None,
-        seed: int | None = None,
+        self, operation: str | Iterable[str] | None = None, **timing: Unpack[FaultTiming]
     ) -> Fault:
         """Send and apply the chosen requests, then cut the connection before the answer."""
-        return self.inject("lost-answer", operation, times=times, rate=rate, seed=seed)
+        return self.inject("lost-answer", operation, **timing)
 
     def fail_after_apply(
-        self,
-        operation: str | Iterable[str] | None = None,
-        *,
-        times: int | None = 1,
-        rate: float | None = None,
-        seed: int | None = None,
+        self, operation: str | Iterable[str] | None = None, **timing: Unpack[FaultTiming]
     ) -> Fault:
         """Send and apply the chosen requests, then answer them with an HTTP 500."""
-        return self.inject("applied-500", operation, times=times, rate=rate, seed=seed)
+        return self.inject("applied-500", operation, **timing)
 
     def partial(
-        self,
-        operation: str | Iterable[str] | None = None,
-        *,
-        times: int | None = 1,
-        rate: float | None = None,
-        seed: int | None = None,
+        self, operation: str | Iterable[str] | None = None, **timing: Unpack[FaultTiming]
     ) -> Fault:
         """Process the first half of the chosen batches; hand the rest back unprocessed."""
-        return self.inject("partial", operation, times=times, rate=rate, seed=seed)
+        return self.inject("partial", operation, **timing)
 
     def cancel_transaction(
         self,
@@ -293,18 +285,14 @@ class FaultInjector:
         operation: str | Iterable[str] | None = "TransactWriteItems",
         *,
         at: int = 0,
-        times: int | None = 1,
-        rate: float | None = None,
-        seed: int | None = None,
+        **timing: Unpack[FaultTiming],
     ) -> Fault:
         """Cancel the chosen transactions: action ``at`` gets ``reasons``, the others ``None``.
 
         Give a sequence to set the reason of each action in order (``"None"`` for those that
         did not cause it).
         """
-        return self.inject(
-            "cancel", operation, times=times, rate=rate, seed=seed, reasons=reasons, at=at
-        )
+        return self.inject("cancel", operation, reasons=reasons, at=at, **timing)
 
     def clear(self) -> None:
         """Remove every rule and forget the requests recorded so far."""
