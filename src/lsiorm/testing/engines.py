@@ -119,7 +119,7 @@ class DynamoDBLocal(Running):
         directory: str | os.PathLike[str] | None = None,
         *,
         java: str = "java",
-        startup_timeout: float = 30.0,
+        startup_timeout: float = 90.0,
     ) -> None:
         self._directory = Path(directory) if directory is not None else None
         self._java = java
