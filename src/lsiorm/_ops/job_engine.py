@@ -282,6 +282,10 @@ def run_unit(
         kind.restore((claim.intent or {}).get("carry", {}))
         first = bool(recovered)
         position = claim.position
+        if position == DONE:
+            # Its last page was committed and the unit was cut short before it was marked
+            # done: mark it now (its counts are complete), or it would be claimed for ever.
+            yield from ledger.finish(job_id, claim)
         while position != DONE:
             page = yield from pages(ctx, unit, position)
             part = kind.new_part()

@@ -1,7 +1,9 @@
-"""One unit under the job engine: a claim is known to the coordinator before it is sent.
+"""One unit under the job engine: a claim is known to the coordinator before it is sent, a
+stopped unit gives its lease up, and a unit cut short anywhere is finished by the next worker.
 
-The claim goes to the ledger in DynamoDB; the test answers each request itself, and cuts the
-unit short (as a stop of its thread does) between the claim's two requests.
+The claim goes to the ledger in DynamoDB, where the test answers each request itself and cuts
+the unit short (as a stop of its thread does) between the claim's two requests; the other
+tests keep the run in the memory ledger.
 """
 
 from __future__ import annotations
@@ -10,11 +12,16 @@ import time
 
 from lsiorm._ops.job_engine import Tally, run_unit
 from lsiorm._ops.ledger import JobLedger, JobRecord, LedgerLocation
+from lsiorm._ops.memory_ledger import MemoryLedger
 from lsiorm._ops.pipeline import Context
+from lsiorm._ops.resumable import DONE
 from lsiorm._ops.steps import Call, Operation, advance
 from lsiorm._ops.units import ScanUnit
 from lsiorm.errors import ConditionFailedError
+from support.job_fakes import ITEMS_PER_UNIT, Clock, count_kind, drive, one_page
 
+UNITS = [ScanUnit(n, 3) for n in range(3)]
+LEASE = 10.0
 UNIT = ScanUnit(1, 4)
 LOCATION = LedgerLocation("t", "PK", "SK")
 
@@ -67,3 +74,29 @@ def test_a_refused_claim_leaves_nothing_to_release() -> None:
     done = advance(op, held)
     assert getattr(done, "value", None) == "held"
     assert tally.held == {}
+
+
+def test_a_paused_run_stops_its_units_and_gives_their_leases_up() -> None:
+    clock = Clock()
+    ledger = MemoryLedger(clock, lease_seconds=LEASE)
+    job, _ = drive(ledger.open({"kind": "count"}, UNITS, {}), clock)
+    assert drive(ledger.set_state(job.id, "paused"), clock)
+    result = drive(run_unit(Context(), count_kind, one_page, ledger, job.id, UNITS[0]), clock)
+    assert result == "lost"
+    unit = drive(ledger.job(job.id), clock).units[0]
+    assert (unit.state, unit.owner, unit.runs) == ("pending", None, 1)  # free for the resume
+
+
+def test_a_unit_cut_short_between_its_last_commit_and_its_finish_is_finished_by_the_next() -> None:
+    clock = Clock()
+    ledger = MemoryLedger(clock, lease_seconds=LEASE)
+    job, _ = drive(ledger.open({"kind": "count"}, UNITS[:1], {}), clock)
+    claim = drive(ledger.claim(job.id, UNITS[0]), clock)
+    claim.position, claim.counts = DONE, {"scanned": ITEMS_PER_UNIT}
+    drive(ledger.commit(job.id, claim, items=ITEMS_PER_UNIT), clock)
+    drive(ledger.release(job.id, claim), clock)  # stopped before its finish
+    result = drive(run_unit(Context(), count_kind, one_page, ledger, job.id, UNITS[0]), clock)
+    assert result == "done"
+    record = drive(ledger.job(job.id), clock)
+    assert (record.state, record.units[0].state) == ("done", "done")
+    assert record.counts() == {"scanned": ITEMS_PER_UNIT}  # nothing read or counted again

@@ -8,105 +8,24 @@ a cancelled future, a worker that claimed its unit and was never heard of again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
 import pytest
 
-from lsiorm._ops.budget import RateBudget
-from lsiorm._ops.job_engine import JobRun, PageRead, run_unit, run_units
+from lsiorm._ops.job_engine import JobRun, run_unit, run_units
 from lsiorm._ops.job_watch import WORKER_FAILURES
 from lsiorm._ops.ledger import JobRecord
 from lsiorm._ops.memory_ledger import MemoryLedger
 from lsiorm._ops.pipeline import Context
-from lsiorm._ops.resumable import DONE, Position, WireItem
-from lsiorm._ops.steps import Done, Gather, Operation, Sleep, advance
 from lsiorm._ops.units import ScanUnit, Unit
 from lsiorm.errors import JobError, ValidationError
+from support.job_fakes import ITEMS_PER_UNIT, START, Clock, count_kind, drive, one_page
 
 UNITS = [ScanUnit(n, 3) for n in range(3)]
-ITEMS_PER_UNIT = 4
 LEASE = 10.0
 POLL = 0.5
-
-
-class Clock:
-    """Seconds that move only when the coordinator sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def drive(op: Operation[Any], clock: Clock, *, steps: int = 10_000) -> Any:
-    """Run an operation that sends nothing: a sleep moves the clock; a Gather runs in turn.
-
-    A coordinator that would wait for ever fails here after ``steps`` steps."""
-    step = advance(op)
-    for _ in range(steps):
-        if isinstance(step, Done):
-            return step.value
-        if isinstance(step, Sleep):
-            clock.now += step.seconds
-            step = advance(op)
-        elif isinstance(step, Gather):
-            step = advance(op, [drive(o, clock) for o in step.operations])
-        else:
-            raise AssertionError(f"the memory ledger sends nothing: {step!r}")
-    raise AssertionError(f"still waiting after {steps} steps ({clock.now - 1000.0:.0f} s)")
-
-
-class CountKind:
-    """A job kind that only counts the items it is handed."""
-
-    def new_part(self) -> dict[str, int]:
-        return {"scanned": 0}
-
-    def intent(self, items: Sequence[WireItem]) -> dict[str, Any]:
-        return {}
-
-    def visit(
-        self, part: dict[str, int], item: WireItem, recovered: dict[str, Any]
-    ) -> Operation[object]:
-        part["scanned"] += 1
-        return None
-        yield  # sends nothing
-
-    def end_page(self, part: dict[str, int]) -> Operation[None]:
-        return
-        yield  # sends nothing
-
-    def settle(self, part: dict[str, int], recovered: dict[str, Any]) -> Operation[None]:
-        return
-        yield  # sends nothing
-
-    def counts(self, part: dict[str, int]) -> dict[str, int]:
-        return dict(part)
-
-    def notes(self, part: dict[str, int]) -> dict[str, list[Any]]:
-        return {}
-
-    def changed(self, counts: Mapping[str, int]) -> int:
-        return 0
-
-    def carry(self) -> dict[str, Any]:
-        return {}
-
-    def restore(self, carry: Mapping[str, Any]) -> None:
-        pass
-
-
-def count_kind(ctx: Context, budget: RateBudget) -> CountKind:
-    return CountKind()
-
-
-def one_page(ctx: Context, unit: Unit, position: Position) -> Operation[PageRead]:
-    items = [{"n": {"N": str(n)}} for n in range(ITEMS_PER_UNIT)]
-    return PageRead(items, DONE, len(items))
-    yield  # sends nothing
 
 
 JOB = JobRun({"kind": "count"}, UNITS, count_kind, one_page, {})
@@ -206,7 +125,7 @@ def test_a_unit_whose_worker_vanished_is_sent_again_once_its_lease_lapses() -> N
     assert record.state == "done"
     assert executor.sent == {0: 2, 1: 1, 2: 1}
     assert [u.runs for u in record.units] == [2, 1, 1]  # taken over from the vanished worker
-    assert LEASE <= clock.now - 1000.0 < 2 * LEASE  # sent again as soon as the lease lapsed
+    assert LEASE <= clock.now - START < 2 * LEASE  # sent again as soon as the lease lapsed
     assert record.counts() == {"scanned": ITEMS_PER_UNIT * len(UNITS)}
 
 
@@ -220,7 +139,7 @@ def test_a_run_without_progress_stops_with_a_typed_error_naming_its_units() -> N
     assert f"{UNITS[2].id} (held, lapsed" in str(caught.value)
     # Three lease periods after the last change: the vanished worker's unit, sent again once
     # its lease lapsed, went to the queue that never starts anything either.
-    assert 3 * LEASE < clock.now - 1000.0 <= 3 * LEASE + 2 * POLL
+    assert 3 * LEASE < clock.now - START <= 3 * LEASE + 2 * POLL
     record = the_run(ledger)
     assert record.state == "paused"
     assert [u.state for u in record.units] == ["done", "pending", "running"]
@@ -231,14 +150,3 @@ def test_a_run_that_progresses_never_looks_stalled(outcomes: list[str]) -> None:
     go, _, _, _ = coordinate({n: outcomes for n in range(len(UNITS))})
     record, _ = go()
     assert record.state == "done"
-
-
-def test_a_paused_run_stops_its_units_and_gives_their_leases_up() -> None:
-    clock = Clock()
-    ledger = MemoryLedger(clock, lease_seconds=LEASE)
-    job, _ = drive(ledger.open({"kind": "count"}, UNITS, {}), clock)
-    assert drive(ledger.set_state(job.id, "paused"), clock)
-    result = drive(run_unit(Context(), count_kind, one_page, ledger, job.id, UNITS[0]), clock)
-    assert result == "lost"
-    unit = drive(ledger.job(job.id), clock).units[0]
-    assert (unit.state, unit.owner, unit.runs) == ("pending", None, 1)  # free for the resume
