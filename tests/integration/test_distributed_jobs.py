@@ -13,6 +13,7 @@ import json
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -30,6 +31,10 @@ from support.writers import ConcurrentWriters
 
 SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
 PARTITIONS = 40
+#: The lease of the Dask job's units: how long the killed worker's units wait for a takeover.
+LEASE = 5.0
+#: How long a worker is frozen to tell the units it holds from the others'.
+FREEZE = 1.5
 
 
 @pytest.fixture
@@ -145,18 +150,46 @@ def dask_client() -> Iterator[Any]:
         yield client
 
 
-def _kill_a_worker_once_started(client: Any, session: Session, table: Any) -> int:
-    """SIGKILL one worker process once the job has committed some pages; return its pid."""
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        jobs = session.jobs(table)
-        if jobs and jobs[0].items > 0 and jobs[0].units_done < jobs[0].units_total // 2:
-            pids: dict[str, int] = client.run(os.getpid)
-            victim = sorted(pids.values())[0]
-            os.kill(victim, signal.SIGKILL)
-            return victim
-        time.sleep(0.1)
-    raise AssertionError("the job never started")
+def _running_units(session: Session, table: Any) -> dict[str, tuple[Any, ...]]:
+    """The units of the newest run that a worker holds now, each with its lease and counts."""
+    jobs = session.jobs(table)
+    if not jobs or jobs[0].state != "running":
+        return {}
+    record = session.job(table, jobs[0].id)
+    return {
+        u.unit.id: (u.owner, u.lease, sorted(u.counts.items()))
+        for u in record.units
+        if u.state == "running" and u.owner is not None
+    }
+
+
+def _kill_a_worker_holding_a_unit(
+    client: Any, session: Session, table: Any, stop: threading.Event
+) -> tuple[int, set[str]]:
+    """SIGKILL one worker process while it holds a unit half done; return its pid and the units
+    it held.
+
+    A worker is frozen (SIGSTOP) for a while: the units that a worker holds and that do not
+    move meanwhile are its own (the others commit a page every few milliseconds). A worker
+    holding none is let go on (SIGCONT) and the next is tried.
+    """
+    while not stop.is_set():
+        for victim in sorted(client.run(os.getpid).values()):
+            if not any(counts for _, _, counts in _running_units(session, table).values()):
+                break  # no unit is half done yet (or the run is over)
+            os.kill(victim, signal.SIGSTOP)
+            try:
+                before = _running_units(session, table)
+                time.sleep(FREEZE)
+                after = _running_units(session, table)
+                held = {unit for unit, seen in before.items() if after.get(unit) == seen}
+                if held:
+                    os.kill(victim, signal.SIGKILL)
+                    return victim, held
+            finally:
+                os.kill(victim, signal.SIGCONT)  # nothing when it was killed
+        time.sleep(0.05)
+    raise AssertionError("the job ended before a worker could be killed holding a unit")
 
 
 @pytest.mark.slow
@@ -179,31 +212,35 @@ def test_a_backfill_on_a_dask_cluster_survives_a_killed_worker_and_concurrent_wr
         Session(endpoint_url=proxy.endpoint_url, region_name="us-east-1", retry=retry) as jobs,
         ConcurrentWriters(endpoint_url, new.Item, items, seed=int(fault_rate * 10)) as writers,
     ):
-        import threading
-
-        killed: list[int] = []
+        killed: list[tuple[int, set[str]]] = []
+        over = threading.Event()
         killer = threading.Thread(
             target=lambda: killed.append(
-                _kill_a_worker_once_started(dask_client, session, new.table)
+                _kill_a_worker_holding_a_unit(dask_client, session, new.table, over)
             )
         )
         killer.start()
-        report = jobs.backfill(
-            new.Item,
-            segments=PARTITIONS,
-            executor=dask_client.get_executor(),
-            lease_seconds=10,
-            page_size=50,
-        )
-        killer.join()
+        try:
+            report = jobs.backfill(
+                new.Item,
+                segments=PARTITIONS,
+                executor=dask_client.get_executor(),
+                lease_seconds=LEASE,
+                page_size=max(2, min(50, count // PARTITIONS // 5)),  # five pages or more
+            )
+        finally:
+            over.set()
+            killer.join()
         writers.stop()
     assert killed
+    (_, held) = killed[0]
     if fault_rate:
         assert proxy.stats["faults"] > 0
     assert report.failed == []
     record = session.job(new.table, report.job)
     assert record.state == "done"
     assert sum(u.runs for u in record.units) > PARTITIONS  # the killed worker's unit ran again
+    assert any(u.runs > 1 for u in record.units if u.unit.id in held)
     # Exact counts: every item read once is exactly one of these.
     assert report.scanned == report.rewritten + report.current + report.gone
     untouched = {n for n in items if n not in writers.touched}
