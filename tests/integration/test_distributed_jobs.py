@@ -177,17 +177,21 @@ def _kill_a_worker_holding_a_unit(
         for victim in sorted(client.run(os.getpid).values()):
             if not any(counts for _, _, counts in _running_units(session, table).values()):
                 break  # no unit is half done yet (or the run is over)
-            os.kill(victim, signal.SIGSTOP)
+            try:
+                os.kill(victim, signal.SIGSTOP)
+            except ProcessLookupError:  # a worker that just restarted
+                continue
+            held: set[str] = set()
             try:
                 before = _running_units(session, table)
                 time.sleep(FREEZE)
                 after = _running_units(session, table)
                 held = {unit for unit, seen in before.items() if after.get(unit) == seen}
-                if held:
-                    os.kill(victim, signal.SIGKILL)
-                    return victim, held
             finally:
-                os.kill(victim, signal.SIGCONT)  # nothing when it was killed
+                # Killed while still frozen (it cannot finish a unit meanwhile), or let go on.
+                os.kill(victim, signal.SIGKILL if held else signal.SIGCONT)
+            if held:
+                return victim, held
         time.sleep(0.05)
     raise AssertionError("the job ended before a worker could be killed holding a unit")
 
@@ -201,7 +205,12 @@ def test_a_backfill_on_a_dask_cluster_survives_a_killed_worker_and_concurrent_wr
     apps: tuple[Any, Any],
     dask_client: Any,
     fault_rate: float,
+    backend: str,
 ) -> None:
+    if fault_rate and backend == "moto":
+        # A transaction that fails (a resent finish of a unit, say) puts back a copy of the
+        # whole table taken when it began, undoing what others wrote meanwhile (docs/testing.md).
+        pytest.skip("moto rolls a failed transaction back by restoring a copy of the table")
     old, new = apps
     count = max(400, int(20_000 * SCALE))
     items = seed(session, old, count)

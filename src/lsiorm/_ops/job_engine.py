@@ -36,7 +36,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from lsiorm._model.capacity import read_units
 from lsiorm._model.wire import item_size
 from lsiorm._ops.budget import RateBudget, ThrottleWatch
-from lsiorm._ops.job_watch import STALL_LEASES, StallWatch, Submissions
+from lsiorm._ops.job_watch import StallWatch, Submissions, stall_limit
 from lsiorm._ops.ledger import RESUMABLE, JobRecord, LeaseLost, UnitClaim, new_owner
 from lsiorm._ops.memory_ledger import Ledger
 from lsiorm._ops.pipeline import Context, call
@@ -390,7 +390,7 @@ def run_units(
     wherever ``submit(job_id, unit)`` sends them (an executor's future per unit; every outcome
     of a future is handled, see `lsiorm._ops.job_watch`). Units another worker holds are
     waited for, and taken over when their lease expires. A run that shows no progress in the
-    ledger for ``stall_after`` seconds (`STALL_LEASES` lease periods when None) stops with a
+    ledger for ``stall_after`` seconds (`stall_limit` of the lease when None) stops with a
     `JobError`. Returns the run, read from the ledger with its units, and whether it was
     resumed. ``detach`` opens (or resumes) the run and returns it at once, its units left for
     workers elsewhere to run (`run_unit`).
@@ -400,7 +400,7 @@ def run_units(
         return (yield from ledger.job(job.id)), resumed
     tally = Tally(job, progress, clock, run.total)
     sent = Submissions(submit, job.id) if submit is not None else None
-    limit = STALL_LEASES * ledger.lease_seconds if stall_after is None else stall_after
+    limit = stall_limit(ledger.lease_seconds) if stall_after is None else stall_after
     watch = StallWatch(limit, clock)
     try:
         while True:

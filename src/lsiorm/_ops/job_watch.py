@@ -13,11 +13,12 @@ A coordinator never waits for ever. Two rules bound its wait:
   own, so an executor that caches calls by their arguments (Dask's pure tasks) runs each one.
 * **No progress for too long stops the job** (`StallWatch`). Progress is any change of the run
   in the ledger: a page committed, a lease taken, renewed or given up, a unit done. A
-  coordinator that sees none for `STALL_LEASES` lease periods raises a `JobError`
-  (``jobs.stalled``) naming the units it waited for. A live worker renews its lease with each
-  page, and a dead one's lease lapses and is taken over, so a run that is working never looks
-  stalled; a run whose units all wait in a busy executor's queue does, when the queue holds
-  them longer than that (a longer lease gives them longer).
+  coordinator that sees none for `STALL_LEASES` lease periods, and at least `STALL_MINIMUM`
+  seconds (`stall_limit`), raises a `JobError` (``jobs.stalled``) naming the units it waited
+  for. A live worker renews its lease with each page, and a dead one's lease lapses and is
+  taken over, so a run that is working never looks stalled; a run whose units all wait in a
+  busy executor's queue (or for its workers to start) does, when they wait longer than that (a
+  longer lease gives them longer).
 
 Either error pauses the run (the coordinator's exit does); running the same job again resumes
 it.
@@ -34,14 +35,28 @@ from lsiorm._ops.ledger import JobRecord, UnitRecord
 from lsiorm._ops.units import Unit
 from lsiorm.errors import JobError, LsiormError
 
-__all__ = ["STALL_LEASES", "WORKER_FAILURES", "StallWatch", "Submissions"]
+__all__ = [
+    "STALL_LEASES",
+    "STALL_MINIMUM",
+    "WORKER_FAILURES",
+    "StallWatch",
+    "Submissions",
+    "stall_limit",
+]
 
 log = logging.getLogger("lsiorm.jobs")
 
 #: How many times in a row a unit's worker may fail before the job stops.
 WORKER_FAILURES = 3
-#: How many lease periods without progress in the ledger stop a coordinator.
+#: How many lease periods without progress in the ledger stop a coordinator...
 STALL_LEASES = 3
+#: ... and the least time that takes, in seconds (workers that start slowly are not stuck).
+STALL_MINIMUM = 300.0
+
+
+def stall_limit(lease_seconds: float) -> float:
+    """How long a coordinator waits without progress in the ledger before it stops."""
+    return max(STALL_LEASES * lease_seconds, STALL_MINIMUM)
 
 
 def lapsed(record: UnitRecord, now: float) -> bool:

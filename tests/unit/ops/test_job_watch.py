@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from lsiorm._ops.job_engine import JobRun, run_unit, run_units
-from lsiorm._ops.job_watch import WORKER_FAILURES
+from lsiorm._ops.job_watch import STALL_LEASES, STALL_MINIMUM, WORKER_FAILURES, stall_limit
 from lsiorm._ops.ledger import JobRecord
 from lsiorm._ops.memory_ledger import MemoryLedger
 from lsiorm._ops.pipeline import Context
@@ -137,9 +137,9 @@ def test_a_run_without_progress_stops_with_a_typed_error_naming_its_units() -> N
     assert caught.value.units == (UNITS[1].id, UNITS[2].id)
     assert f"{UNITS[1].id} (free)" in str(caught.value)
     assert f"{UNITS[2].id} (held, lapsed" in str(caught.value)
-    # Three lease periods after the last change: the vanished worker's unit, sent again once
-    # its lease lapsed, went to the queue that never starts anything either.
-    assert 3 * LEASE < clock.now - START <= 3 * LEASE + 2 * POLL
+    # The stall limit after the last change: the vanished worker's unit, sent again once its
+    # lease lapsed, went to the queue that never starts anything either.
+    assert stall_limit(LEASE) < clock.now - START <= stall_limit(LEASE) + 2 * POLL
     record = the_run(ledger)
     assert record.state == "paused"
     assert [u.state for u in record.units] == ["done", "pending", "running"]
@@ -150,3 +150,9 @@ def test_a_run_that_progresses_never_looks_stalled(outcomes: list[str]) -> None:
     go, _, _, _ = coordinate({n: outcomes for n in range(len(UNITS))})
     record, _ = go()
     assert record.state == "done"
+
+
+def test_a_coordinator_waits_three_lease_periods_and_five_minutes_at_least() -> None:
+    assert (STALL_LEASES, STALL_MINIMUM) == (3, 300.0)
+    assert stall_limit(60.0) == 300.0  # workers that start slowly are not stuck
+    assert stall_limit(200.0) == 600.0
