@@ -409,7 +409,10 @@ def run_units(
                 return record, resumed
             waiting = [u for u in record.units if u.state != "done"]
             if not waiting:
-                return record, resumed
+                # Every unit is done, so the run is, even before (or without) the word of the
+                # worker that finished the last one: it may be on its way, or it died.
+                yield from ledger.set_state(job.id, "done", only_from=RESUMABLE)
+                return (yield from ledger.job(job.id)), resumed
             now = ledger.clock()
             watch.check(record, now)
             if sent is not None:

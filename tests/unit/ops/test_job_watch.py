@@ -16,9 +16,10 @@ import pytest
 
 from lsiorm._ops.job_engine import JobRun, run_unit, run_units
 from lsiorm._ops.job_watch import STALL_LEASES, STALL_MINIMUM, WORKER_FAILURES, stall_limit
-from lsiorm._ops.ledger import JobRecord
+from lsiorm._ops.ledger import JobRecord, UnitClaim
 from lsiorm._ops.memory_ledger import MemoryLedger
 from lsiorm._ops.pipeline import Context
+from lsiorm._ops.steps import Operation
 from lsiorm._ops.units import ScanUnit, Unit
 from lsiorm.errors import JobError, ValidationError
 from support.job_fakes import ITEMS_PER_UNIT, START, Clock, count_kind, drive, one_page
@@ -156,3 +157,26 @@ def test_a_coordinator_waits_three_lease_periods_and_five_minutes_at_least() -> 
     assert (STALL_LEASES, STALL_MINIMUM) == (3, 300.0)
     assert stall_limit(60.0) == 300.0  # workers that start slowly are not stuck
     assert stall_limit(200.0) == 600.0
+
+
+class Mute(MemoryLedger):
+    """A ledger whose workers mark their units done and die before they mark the run done."""
+
+    def finish(self, job_id: str, claim: UnitClaim) -> Operation[bool]:
+        yield from super().finish(job_id, claim)
+        drive(self.set_state(job_id, "running", only_from=("done",)), Clock())
+        return False
+
+
+@pytest.mark.parametrize("executor", [False, True], ids=["threads", "executor"])
+def test_a_run_whose_units_are_all_done_is_done_even_if_its_last_worker_never_said_so(
+    executor: bool,
+) -> None:
+    clock = Clock()
+    ledger = Mute(clock, lease_seconds=LEASE)
+    submit = Executor(ledger, clock, {}).submit if executor else None
+    op = run_units(Context(), ledger, JOB, submit=submit, clock=clock, poll=POLL)
+    record, _ = drive(op, clock)
+    assert [u.state for u in record.units] == ["done"] * len(UNITS)
+    assert record.state == "done"  # not running: the same job run again starts afresh
+    assert the_run(ledger).state == "done"
