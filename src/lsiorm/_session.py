@@ -576,12 +576,18 @@ _WORKER_SESSIONS: dict[SessionConfig, Session] = {}
 
 
 def run_unit_task(
-    config: SessionConfig, location: LedgerLocation, lease_seconds: float, job_id: str, unit: Unit
+    config: SessionConfig,
+    location: LedgerLocation,
+    lease_seconds: float,
+    job_id: str,
+    unit: Unit,
+    owner: str | None = None,
 ) -> str:
     """Run one unit of a job in this process: what an executor's worker is handed.
 
     Module-level, so that pickle sends it by name; the worker builds (once) a session from
-    ``config`` and runs the unit as the job's declaration in the ledger says.
+    ``config`` and runs the unit as the job's declaration in the ledger says, claiming it
+    with the token ``owner`` (the submission's own).
     """
     from lsiorm._io.exports import open_export
     from lsiorm._ops.job_catalog import run_declared_unit
@@ -590,6 +596,6 @@ def run_unit_task(
     if session is None:
         session = _WORKER_SESSIONS[config] = Session(**config.kwargs())
     result: str = session.run(
-        run_declared_unit(session.ctx, location, lease_seconds, job_id, unit, open_export)
+        run_declared_unit(session.ctx, location, lease_seconds, job_id, unit, open_export, owner)
     )
     return result

@@ -31,6 +31,7 @@ __all__ = [
     "InternalServerError",
     "ItemCollectionSizeLimitError",
     "ItemTooLargeError",
+    "JobError",
     "KeyEncodingError",
     "LsiormError",
     "MissingDependencyError",
@@ -145,6 +146,21 @@ class ConfigurationError(LsiormError):
 
     def __init__(self, rule: str, message: str) -> None:
         self.rule = rule
+        super().__init__(f"{message} [rule: {rule}]")
+
+
+class JobError(LsiormError):
+    """A key job could not go on, though no request failed: a unit's worker kept dying
+    (``"jobs.worker-failed"``), or the run made no progress for too long (``"jobs.stalled"``).
+
+    ``job`` is the run's id and ``units`` the ids of the units concerned. The run is paused
+    when this is raised; running the same job again resumes it.
+    """
+
+    def __init__(self, rule: str, message: str, *, job: str, units: Sequence[str] = ()) -> None:
+        self.rule = rule
+        self.job = job
+        self.units = tuple(units)
         super().__init__(f"{message} [rule: {rule}]")
 
 

@@ -3,8 +3,8 @@ same job, and a Dask cluster with a worker killed mid-job while writers keep wri
 
 The units find their entity classes by module path, so the app is a module written to a
 folder on every process's path. The Dask tests are ``slow``: ``LSIORM_SCALE`` sets their size
-(1 is the full size: 20,000 items; the default, for CI, is a fiftieth of it: 400 items, ten
-per partition).
+(1 is the full size: 20,000 items in 40 units; the default, for CI, is a fiftieth of it: 400
+items in 12 units).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -30,6 +31,12 @@ from support.writers import ConcurrentWriters
 
 SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
 PARTITIONS = 40
+#: The Dask job's units: one per partition at full size, fewer (of more items) at CI size.
+SEGMENTS = PARTITIONS if SCALE >= 1 else 12
+#: The lease of the Dask job's units: how long the killed worker's units wait for a takeover.
+LEASE = 5.0
+#: How long a worker is frozen to tell the units it holds from the others'.
+FREEZE = 1.5
 
 
 @pytest.fixture
@@ -145,22 +152,53 @@ def dask_client() -> Iterator[Any]:
         yield client
 
 
-def _kill_a_worker_once_started(client: Any, session: Session, table: Any) -> int:
-    """SIGKILL one worker process once the job has committed some pages; return its pid."""
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        jobs = session.jobs(table)
-        if jobs and jobs[0].items > 0 and jobs[0].units_done < jobs[0].units_total // 2:
-            pids: dict[str, int] = client.run(os.getpid)
-            victim = sorted(pids.values())[0]
-            os.kill(victim, signal.SIGKILL)
-            return victim
-        time.sleep(0.1)
-    raise AssertionError("the job never started")
+def _running_units(session: Session, table: Any) -> dict[str, tuple[Any, ...]]:
+    """The units of the newest run that a worker holds now, each with its lease and counts."""
+    jobs = session.jobs(table)
+    if not jobs or jobs[0].state != "running":
+        return {}
+    record = session.job(table, jobs[0].id)
+    return {
+        u.unit.id: (u.owner, u.lease, sorted(u.counts.items()))
+        for u in record.units
+        if u.state == "running" and u.owner is not None
+    }
+
+
+def _kill_a_worker_holding_a_unit(
+    client: Any, session: Session, table: Any, stop: threading.Event
+) -> tuple[int, set[str]]:
+    """SIGKILL one worker process while it holds a unit half done; return its pid and the units
+    it held.
+
+    A worker is frozen (SIGSTOP) for a while: the units that a worker holds and that do not
+    move meanwhile are its own (the others commit a page every few milliseconds). A worker
+    holding none is let go on (SIGCONT) and the next is tried.
+    """
+    while not stop.is_set():
+        for victim in sorted(client.run(os.getpid).values()):
+            if not any(counts for _, _, counts in _running_units(session, table).values()):
+                break  # no unit is half done yet (or the run is over)
+            try:
+                os.kill(victim, signal.SIGSTOP)
+            except ProcessLookupError:  # a worker that just restarted
+                continue
+            held: set[str] = set()
+            try:
+                before = _running_units(session, table)
+                time.sleep(FREEZE)
+                after = _running_units(session, table)
+                held = {unit for unit, seen in before.items() if after.get(unit) == seen}
+            finally:
+                # Killed while still frozen (it cannot finish a unit meanwhile), or let go on.
+                os.kill(victim, signal.SIGKILL if held else signal.SIGCONT)
+            if held:
+                return victim, held
+        time.sleep(0.05)
+    raise AssertionError("the job ended before a worker could be killed holding a unit")
 
 
 @pytest.mark.slow
-@pytest.mark.known_hang  # the coordinator can wait forever on a unit's future: see docs/testing.md
 @pytest.mark.parametrize("fault_rate", [0.0, 0.3], ids=["clean", "faults-30"])
 def test_a_backfill_on_a_dask_cluster_survives_a_killed_worker_and_concurrent_writers(
     session: Session,
@@ -168,7 +206,12 @@ def test_a_backfill_on_a_dask_cluster_survives_a_killed_worker_and_concurrent_wr
     apps: tuple[Any, Any],
     dask_client: Any,
     fault_rate: float,
+    backend: str,
 ) -> None:
+    if fault_rate and backend == "moto":
+        # A transaction that fails (a resent finish of a unit, say) puts back a copy of the
+        # whole table taken when it began, undoing what others wrote meanwhile (docs/testing.md).
+        pytest.skip("moto rolls a failed transaction back by restoring a copy of the table")
     old, new = apps
     count = max(400, int(20_000 * SCALE))
     items = seed(session, old, count)
@@ -179,31 +222,35 @@ def test_a_backfill_on_a_dask_cluster_survives_a_killed_worker_and_concurrent_wr
         Session(endpoint_url=proxy.endpoint_url, region_name="us-east-1", retry=retry) as jobs,
         ConcurrentWriters(endpoint_url, new.Item, items, seed=int(fault_rate * 10)) as writers,
     ):
-        import threading
-
-        killed: list[int] = []
+        killed: list[tuple[int, set[str]]] = []
+        over = threading.Event()
         killer = threading.Thread(
             target=lambda: killed.append(
-                _kill_a_worker_once_started(dask_client, session, new.table)
+                _kill_a_worker_holding_a_unit(dask_client, session, new.table, over)
             )
         )
         killer.start()
-        report = jobs.backfill(
-            new.Item,
-            segments=PARTITIONS,
-            executor=dask_client.get_executor(),
-            lease_seconds=10,
-            page_size=50,
-        )
-        killer.join()
+        try:
+            report = jobs.backfill(
+                new.Item,
+                segments=SEGMENTS,
+                executor=dask_client.get_executor(),
+                lease_seconds=LEASE,
+                page_size=max(2, min(50, count // SEGMENTS // 5)),  # five pages or more
+            )
+        finally:
+            over.set()
+            killer.join()
         writers.stop()
     assert killed
+    (_, held) = killed[0]
     if fault_rate:
         assert proxy.stats["faults"] > 0
     assert report.failed == []
     record = session.job(new.table, report.job)
     assert record.state == "done"
-    assert sum(u.runs for u in record.units) > PARTITIONS  # the killed worker's unit ran again
+    assert sum(u.runs for u in record.units) > SEGMENTS  # the killed worker's unit ran again
+    assert any(u.runs > 1 for u in record.units if u.unit.id in held)
     # Exact counts: every item read once is exactly one of these.
     assert report.scanned == report.rewritten + report.current + report.gone
     untouched = {n for n in items if n not in writers.touched}

@@ -20,7 +20,7 @@ import pytest
 from lsiorm import Entity, Session, Table
 from lsiorm._ops.hooks import HookRequest
 from lsiorm._ops.key_audit import check_item_keys
-from support.jobs import Killed, WriteLog, everything, session_on
+from support.jobs import Killed, WriteLog, everything, on_ledger, session_on
 from support.models import declare_doc
 
 MEET_TIMEOUT = 30.0  # only a failing test waits this long
@@ -196,3 +196,50 @@ def test_a_parallel_backfill_killed_at_a_random_point_resumes_exactly(
 
 
 # -- a kill stops every segment -----------------------------------------------------------------
+
+
+class KillAfterClaim:
+    """Kills the job once the first claim of a unit applied, before its worker knows it: the
+    claim's answer came back, the worker never returns from the claim."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.claimed: list[str] = []
+
+    def after(self, request: HookRequest, response: dict[str, Any]) -> None:
+        if request.operation != "UpdateItem" or not on_ledger(request):
+            return
+        if "SET #owner = :me" not in request.params["UpdateExpression"]:
+            return
+        with self.lock:
+            first = not self.claimed
+            self.claimed.append(request.params["Key"]["SK"]["S"])
+        if first:
+            raise Killed
+
+
+def test_a_job_killed_mid_claim_leaves_no_unit_leased_and_resumes_at_once(
+    session: Session, endpoint_url: str, table_name: str
+) -> None:
+    table, doc = seed_random(session, table_name, random.Random(10))
+    try:
+        stale = brute_force(table, everything(session, table_name))["stale_keys"]
+        kill = KillAfterClaim()
+        with session_on(endpoint_url, kill) as doomed, pytest.raises(Killed):
+            doomed.backfill(doc, segments=3, page_size=3)
+        assert kill.claimed  # the claim applied
+        (run,) = session.jobs(table)
+        record = session.job(table, run.id)
+        assert record.state == "paused"
+        # Every lease this process took is given up, the cut-short claim's too: a resume
+        # takes every unit at once instead of waiting for a lease to run out.
+        assert [(u.unit.id, u.owner) for u in record.units if u.owner] == []
+        log = WriteLog()
+        with session_on(endpoint_url, log) as resumed:
+            report = resumed.backfill(doc, segments=3, page_size=3)
+        assert (report.job, report.resumed) == (run.id, True)
+        assert report.rewritten == len(stale)
+        assert set(log.writes) == stale
+        assert session.audit_keys(table).stale_items == 0
+    finally:
+        session.delete_table(table)

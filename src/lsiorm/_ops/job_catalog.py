@@ -88,8 +88,10 @@ def run_declared_unit(
     job_id: str,
     unit: Unit,
     open_export: Callable[[str], ExportInput],
+    owner: str | None = None,
 ) -> Operation[str]:
-    """Run ``unit`` of the job ``job_id`` as its declaration in the ledger says."""
+    """Run ``unit`` of the job ``job_id`` as its declaration in the ledger says (claimed with
+    the token ``owner`` when given)."""
     ledger = JobLedger(ctx, location, lease_seconds=lease_seconds)
     record = yield from ledger.job(job_id, units=False)
     declaration = record.declaration
@@ -108,7 +110,7 @@ def run_declared_unit(
             spec = ScanSpec(table, entity, unit.partition, unit.total_segments, page_size=page_size)
             return (yield from scan_pages(spec, skip=skip)(ctx, unit, position))
 
-    result = yield from run_unit(ctx, kind_for, pages, ledger, job_id, unit)
+    result = yield from run_unit(ctx, kind_for, pages, ledger, job_id, unit, owner=owner)
     if result == "held":  # a unit done already is done, not held (a map item run again)
         held = yield from ledger.unit_record(job_id, unit)
         if held is not None and held.state == "done":

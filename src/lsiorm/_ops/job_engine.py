@@ -36,7 +36,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from lsiorm._model.capacity import read_units
 from lsiorm._model.wire import item_size
 from lsiorm._ops.budget import RateBudget, ThrottleWatch
-from lsiorm._ops.ledger import RESUMABLE, JobRecord, LeaseLost, UnitClaim
+from lsiorm._ops.job_watch import StallWatch, Submissions, stall_limit
+from lsiorm._ops.ledger import RESUMABLE, JobRecord, LeaseLost, UnitClaim, new_owner
 from lsiorm._ops.memory_ledger import Ledger
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.resumable import DONE, JobProgress, Position, WireItem, json_av
@@ -254,19 +255,24 @@ def run_unit(
     unit: Unit,
     *,
     tally: Tally | None = None,
+    owner: str | None = None,
 ) -> Operation[str]:
     """Run one unit to its end; return ``"done"``, ``"held"`` (another worker has it) or
     ``"lost"`` (its lease was taken over, or the run stopped).
 
     ``kind_for(ctx, budget)`` makes the kind for this unit: its requests go through ``ctx``,
-    whose hooks tell the unit's share of the rate budget about throttling.
+    whose hooks tell the unit's share of the rate budget about throttling. ``owner`` is the
+    claim's token (a fresh one when None; a coordinator passes the one it gave the unit's
+    submission). With a ``tally`` the token is registered there before the claim is sent,
+    so that the coordinator gives the lease up even if this unit is cut short mid-claim.
     """
-    claim = yield from ledger.claim(job_id, unit)
+    token = owner or new_owner()
+    _hold(tally, UnitClaim(unit, token), ledger)
+    claim = yield from ledger.claim(job_id, unit, owner=token)
     if claim is None:
+        _let_go(tally, unit)
         return "held"
-    if tally is not None:
-        with tally.lock:
-            tally.held[unit.id] = (claim, ledger)
+    _hold(tally, claim, ledger)
     budget = RateBudget(ledger, job_id)
     ctx = ctx.with_hooks((*ctx.hooks, ThrottleWatch(budget)))
     kind = kind_for(ctx, budget)
@@ -276,6 +282,10 @@ def run_unit(
         kind.restore((claim.intent or {}).get("carry", {}))
         first = bool(recovered)
         position = claim.position
+        if position == DONE:
+            # Its last page was committed and the unit was cut short before it was marked
+            # done: mark it now (its counts are complete), or it would be claimed for ever.
+            yield from ledger.finish(job_id, claim)
         while position != DONE:
             page = yield from pages(ctx, unit, position)
             part = kind.new_part()
@@ -315,12 +325,29 @@ def run_unit(
             if page.units and position != DONE:  # spent by the next read; none after the last
                 yield from budget.take_read(page.units)
     except LeaseLost:
+        # Taken over (then this release finds another owner and changes nothing), or the run
+        # was paused or cancelled: give the lease up so a resume need not wait for it.
+        yield from _release(ledger, job_id, claim)
         _let_go(tally, unit)
         return "lost"
     # On any other exit (an error, a stop) the claim stays registered: the coordinator
     # releases it.
     _let_go(tally, unit)
     return "done"
+
+
+def _release(ledger: Ledger, job_id: str, claim: UnitClaim) -> Operation[None]:
+    """Give a lease up if this claim still holds it; a failure leaves it to expire."""
+    try:
+        yield from ledger.release(job_id, claim)
+    except LsiormError as exc:
+        log.warning("job %s, unit %s: the lease was not given up (%s)", job_id, claim.unit.id, exc)
+
+
+def _hold(tally: Tally | None, claim: UnitClaim, ledger: Ledger) -> None:
+    if tally is not None:
+        with tally.lock:
+            tally.held[claim.unit.id] = (claim, ledger)
 
 
 def _let_go(tally: Tally | None, unit: Unit) -> None:
@@ -355,20 +382,26 @@ def run_units(
     clock: Callable[[], float] = time.monotonic,
     poll: float = 0.5,
     detach: bool = False,
+    stall_after: float | None = None,
 ) -> Operation[tuple[JobRecord, bool]]:
     """Open (or resume) the run of ``run.declaration`` and run it until every unit is done.
 
     Units run in threads of this driver, at most ``concurrency`` at once, or, with ``submit``,
-    wherever ``submit(job_id, unit)`` sends them (an executor's future per unit). Units another
-    worker holds are waited for, and taken over when their lease expires. Returns the run, read
-    from the ledger with its units, and whether it was resumed. ``detach`` opens (or resumes)
-    the run and returns it at once, its units left for workers elsewhere to run (`run_unit`).
+    wherever ``submit(job_id, unit)`` sends them (an executor's future per unit; every outcome
+    of a future is handled, see `lsiorm._ops.job_watch`). Units another worker holds are
+    waited for, and taken over when their lease expires. A run that shows no progress in the
+    ledger for ``stall_after`` seconds (`stall_limit` of the lease when None) stops with a
+    `JobError`. Returns the run, read from the ledger with its units, and whether it was
+    resumed. ``detach`` opens (or resumes) the run and returns it at once, its units left for
+    workers elsewhere to run (`run_unit`).
     """
     job, resumed = yield from ledger.open(run.declaration, run.units, run.rate)
     if detach:
         return (yield from ledger.job(job.id)), resumed
     tally = Tally(job, progress, clock, run.total)
-    futures: dict[str, Future[Any]] = {}
+    sent = Submissions(submit, job.id) if submit is not None else None
+    limit = stall_limit(ledger.lease_seconds) if stall_after is None else stall_after
+    watch = StallWatch(limit, clock)
     try:
         while True:
             record = yield from ledger.job(job.id)
@@ -376,14 +409,18 @@ def run_units(
                 return record, resumed
             waiting = [u for u in record.units if u.state != "done"]
             if not waiting:
-                return record, resumed
+                # Every unit is done, so the run is, even before (or without) the word of the
+                # worker that finished the last one: it may be on its way, or it died.
+                yield from ledger.set_state(job.id, "done", only_from=RESUMABLE)
+                return (yield from ledger.job(job.id)), resumed
             now = ledger.clock()
-            free = [u.unit for u in waiting if u.owner is None or (u.lease or 0) < now]
-            if submit is not None:
-                yield from _submitted(submit, job.id, free, futures)
+            watch.check(record, now)
+            if sent is not None:
+                sent.step(waiting, now)
                 yield Sleep(poll)
                 yield from _report_remote(ledger, job.id, tally)
                 continue
+            free = [u.unit for u in waiting if u.owner is None or (u.lease or 0) < now]
             if free:
                 ops = tuple(
                     run_unit(ctx, run.kind_for, run.pages, ledger, job.id, unit, tally=tally)
@@ -395,32 +432,12 @@ def run_units(
     except BaseException:
         # Ctrl-C, SIGTERM, a kill or an error: stop every worker of the run at its next page,
         # and give up the leases this process holds (their last commits stay).
+        if sent is not None:
+            sent.cancel()
         yield from ledger.set_state(job.id, "paused", only_from=("running",))
         for held_claim, held_ledger in list(tally.held.values()):
-            yield from held_ledger.release(job.id, held_claim)
-        for future in futures.values():
-            future.cancel()
+            yield from _release(held_ledger, job.id, held_claim)
         raise
-
-
-def _submitted(
-    submit: Callable[[str, Unit], Future[Any]],
-    job_id: str,
-    free: Sequence[Unit],
-    futures: dict[str, Future[Any]],
-) -> Operation[None]:
-    """Submit the free units that have no live future; raise what a finished future raised."""
-    for unit in free:
-        future = futures.get(unit.id)
-        if future is not None and not future.done():
-            continue
-        if future is not None and future.exception() is not None:
-            error = future.exception()
-            if isinstance(error, LsiormError):
-                raise error
-        futures[unit.id] = submit(job_id, unit)
-    return
-    yield  # a generator: submitting is not a request
 
 
 def _report_remote(ledger: Ledger, job_id: str, tally: Tally) -> Operation[None]:

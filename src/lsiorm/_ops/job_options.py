@@ -16,7 +16,7 @@ from typing import Any
 from lsiorm._model.schema import Table
 from lsiorm._ops.budget import initial_rate
 from lsiorm._ops.job_engine import JobRun, PageSource, run_units
-from lsiorm._ops.ledger import NAMESPACE, JobLedger, JobRecord, LedgerLocation
+from lsiorm._ops.ledger import NAMESPACE, JobLedger, JobRecord, LedgerLocation, new_owner
 from lsiorm._ops.memory_ledger import Ledger, MemoryLedger
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.resumable import JobProgress
@@ -63,9 +63,10 @@ class JobOptions:
 
     ``ledger`` is the declared name of a ledger table, or None for the job's own table.
     ``in_memory`` keeps the ledger in this process (a read-only audit, a dry run).
-    ``worker(location, lease_seconds, job_id, unit)`` is what an ``executor`` runs per unit,
-    in whatever process it chooses. ``detach`` only opens the run: its units are run
-    elsewhere, one call of `Session.run_unit` each.
+    ``worker(location, lease_seconds, job_id, unit, owner)`` is what an ``executor`` runs per
+    unit, in whatever process it chooses (``owner``: the claim token of that submission).
+    ``detach`` only opens the run: its units are run elsewhere, one call of `Session.run_unit`
+    each.
     """
 
     ledger: str | None = None
@@ -122,7 +123,10 @@ class JobOptions:
         lease = ledger.lease_seconds
 
         def submit(job_id: str, unit: Unit) -> Future[Any]:
-            future: Future[Any] = executor.submit(worker, location, lease, job_id, unit)
+            # A token per submission: the claim's owner, and what makes each submission a call
+            # of its own for an executor that caches calls by their arguments (Dask).
+            owner = new_owner()
+            future: Future[Any] = executor.submit(worker, location, lease, job_id, unit, owner)
             return future
 
         return submit

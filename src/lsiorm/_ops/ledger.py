@@ -54,6 +54,7 @@ __all__ = [
     "UnitRecord",
     "fingerprint",
     "ledger_table",
+    "new_owner",
 ]
 
 NAMESPACE = "~lsiorm#jobs"
@@ -176,6 +177,11 @@ class UnitClaim:
     intent: dict[str, Any] | None = None
     runs: int = 1
     renewed: float = 0.0
+
+
+def new_owner() -> str:
+    """A fresh claim token: who holds a unit's lease."""
+    return uuid.uuid4().hex
 
 
 # -- encoding of ledger items ---------------------------------------------------------------
@@ -451,9 +457,16 @@ class JobLedger:
         item = yield from self._get(f"unit#{job_id}#{unit.id}")
         return None if item is None else _unit_record(item)
 
-    def claim(self, job_id: str, unit: Unit) -> Operation[UnitClaim | None]:
-        """Take ``unit``'s lease; None when it is done or another worker holds it."""
-        owner = uuid.uuid4().hex
+    def claim(
+        self, job_id: str, unit: Unit, *, owner: str | None = None
+    ) -> Operation[UnitClaim | None]:
+        """Take ``unit``'s lease; None when it is done or another worker holds it.
+
+        ``owner`` is the claim's token (a fresh one when None). A caller that notes the token
+        before the claim is sent can give the lease up (`release`) even when the claim is cut
+        short after it applied, so a claim never holds a unit that nobody knows of.
+        """
+        owner = owner or new_owner()
         now = self.clock()
         try:
             item = yield from self._update(

@@ -21,6 +21,7 @@ from lsiorm._ops.ledger import (
     UnitClaim,
     UnitRecord,
     fingerprint,
+    new_owner,
 )
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.units import Unit
@@ -33,14 +34,17 @@ class MemoryLedger:
     """The same ledger kept in this process only: for dry runs and read-only audits.
 
     It sends no request (its operations yield no step); its runs are not seen by other
-    processes, never resumed, and gone with this object.
+    processes, never resumed, and gone with this object. Its leases last for ever unless
+    ``lease_seconds`` says otherwise (tests of expiry and takeover set it).
     """
 
     where = "this process's ledger"
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.time, *, lease_seconds: float = float("inf")
+    ) -> None:
         self.clock = clock
-        self.lease_seconds = float("inf")
+        self.lease_seconds = lease_seconds
         self._jobs: dict[str, dict[str, Any]] = {}
         self._units: dict[str, dict[str, dict[str, Any]]] = {}
         self._lock = threading.Lock()
@@ -82,7 +86,7 @@ class MemoryLedger:
                     dict(u["counts"]),
                     u["runs"],
                     u.get("owner"),
-                    None,
+                    u["lease"] if u.get("owner") and u["lease"] < float("inf") else None,
                     dict(u["notes"]),
                 )
                 for u in held
@@ -123,12 +127,20 @@ class MemoryLedger:
         return True
         yield  # never reached: nothing is sent
 
-    def claim(self, job_id: str, unit: Unit) -> Operation[UnitClaim | None]:
+    def claim(
+        self, job_id: str, unit: Unit, *, owner: str | None = None
+    ) -> Operation[UnitClaim | None]:
+        now = self.clock()
         with self._lock:
             held = self._units[job_id][unit.id]
-            if held["state"] == "done" or held.get("owner"):
+            if held["state"] == "done" or (held.get("owner") and held["lease"] >= now):
                 return None
-            held.update(owner=uuid.uuid4().hex, state="running", runs=held["runs"] + 1)
+            held.update(
+                owner=owner or new_owner(),
+                lease=now + self.lease_seconds,
+                state="running",
+                runs=held["runs"] + 1,
+            )
             claim = UnitClaim(
                 unit,
                 held["owner"],
@@ -158,6 +170,7 @@ class MemoryLedger:
                 counts=dict(claim.counts),
                 notes=dict(claim.notes),
                 intent=claim.intent,
+                lease=self.clock() + self.lease_seconds,
             )
             job = self._jobs[job_id]
             job["items"] += items

@@ -1,0 +1,102 @@
+"""One unit under the job engine: a claim is known to the coordinator before it is sent, a
+stopped unit gives its lease up, and a unit cut short anywhere is finished by the next worker.
+
+The claim goes to the ledger in DynamoDB, where the test answers each request itself and cuts
+the unit short (as a stop of its thread does) between the claim's two requests; the other
+tests keep the run in the memory ledger.
+"""
+
+from __future__ import annotations
+
+import time
+
+from lsiorm._ops.job_engine import Tally, run_unit
+from lsiorm._ops.ledger import JobLedger, JobRecord, LedgerLocation
+from lsiorm._ops.memory_ledger import MemoryLedger
+from lsiorm._ops.pipeline import Context
+from lsiorm._ops.resumable import DONE
+from lsiorm._ops.steps import Call, Operation, advance
+from lsiorm._ops.units import ScanUnit
+from lsiorm.errors import ConditionFailedError
+from support.job_fakes import ITEMS_PER_UNIT, Clock, count_kind, drive, one_page
+
+UNITS = [ScanUnit(n, 3) for n in range(3)]
+LEASE = 10.0
+UNIT = ScanUnit(1, 4)
+LOCATION = LedgerLocation("t", "PK", "SK")
+
+
+def _unit_started(tally: Tally) -> tuple[Operation[str], str]:
+    ledger = JobLedger(Context(), LOCATION)
+    op = run_unit(
+        Context(),
+        lambda ctx, budget: None,  # type: ignore[arg-type, return-value]
+        lambda ctx, unit, position: None,  # type: ignore[arg-type]
+        ledger,
+        "job-1",
+        UNIT,
+        tally=tally,
+    )
+    step = advance(op)
+    assert isinstance(step, Call)
+    assert step.operation == "UpdateItem"
+    assert "SET #owner = :me" in step.params["UpdateExpression"]
+    token: str = step.params["ExpressionAttributeValues"][":me"]["S"]
+    return op, token
+
+
+def _tally() -> Tally:
+    job = JobRecord("job-1", "backfill", "running", {}, "f", 0.0, 0.0, 4, 0)
+    return Tally(job, None, time.monotonic, None)
+
+
+def test_a_claim_cut_short_after_it_applied_is_still_released_by_the_coordinator() -> None:
+    tally = _tally()
+    op, token = _unit_started(tally)
+    # Noted before the claim is sent: the coordinator releases by this token.
+    assert [(c.unit, c.owner) for c, _ in tally.held.values()] == [(UNIT, token)]
+    applied = {"Attributes": {"state": {"S": "running"}, "owner": {"S": token}}}
+    step = advance(op, applied)  # the claim applied; next, its count on the run item
+    assert isinstance(step, Call)
+    assert step.params["Key"]["SK"] == {"S": "job#job-1"}
+    op.close()  # a sibling was killed: this thread stops here
+    assert [(c.unit, c.owner) for c, _ in tally.held.values()] == [(UNIT, token)]
+
+
+def test_a_refused_claim_leaves_nothing_to_release() -> None:
+    tally = _tally()
+    op, _ = _unit_started(tally)
+    refused = ConditionFailedError("refused", code="ConditionalCheckFailedException")
+    step = advance(op, error=refused)
+    assert isinstance(step, Call)
+    assert step.operation == "GetItem"  # is the unit held by this very claim?
+    held = {"Item": {"state": {"S": "running"}, "owner": {"S": "another-worker"}}}
+    done = advance(op, held)
+    assert getattr(done, "value", None) == "held"
+    assert tally.held == {}
+
+
+def test_a_paused_run_stops_its_units_and_gives_their_leases_up() -> None:
+    clock = Clock()
+    ledger = MemoryLedger(clock, lease_seconds=LEASE)
+    job, _ = drive(ledger.open({"kind": "count"}, UNITS, {}), clock)
+    assert drive(ledger.set_state(job.id, "paused"), clock)
+    result = drive(run_unit(Context(), count_kind, one_page, ledger, job.id, UNITS[0]), clock)
+    assert result == "lost"
+    unit = drive(ledger.job(job.id), clock).units[0]
+    assert (unit.state, unit.owner, unit.runs) == ("pending", None, 1)  # free for the resume
+
+
+def test_a_unit_cut_short_between_its_last_commit_and_its_finish_is_finished_by_the_next() -> None:
+    clock = Clock()
+    ledger = MemoryLedger(clock, lease_seconds=LEASE)
+    job, _ = drive(ledger.open({"kind": "count"}, UNITS[:1], {}), clock)
+    claim = drive(ledger.claim(job.id, UNITS[0]), clock)
+    claim.position, claim.counts = DONE, {"scanned": ITEMS_PER_UNIT}
+    drive(ledger.commit(job.id, claim, items=ITEMS_PER_UNIT), clock)
+    drive(ledger.release(job.id, claim), clock)  # stopped before its finish
+    result = drive(run_unit(Context(), count_kind, one_page, ledger, job.id, UNITS[0]), clock)
+    assert result == "done"
+    record = drive(ledger.job(job.id), clock)
+    assert (record.state, record.units[0].state) == ("done", "done")
+    assert record.counts() == {"scanned": ITEMS_PER_UNIT}  # nothing read or counted again
