@@ -104,33 +104,26 @@ class Address(Entity, table=ZOO, keys={"PK": "ADDRESSES", "SK": "{city}:{distric
     street: str
 
 
-class Parrot(
-    Entity,
-    table=ZOO,
-    keys={"PK": "ZOO#{zoo}", "SK": "parrot:{name}", "LSI1SK": "parrot:words:{words:06d}:{name}"},
-):
+class Animal(Entity):
+    """A zoo's animal: its kind prefixes its sort key and the LSI1 key (an overloaded index)."""
+
     zoo: str
     name: str
+
+
+def _animal_keys(kind: str, lsi1: str) -> dict[str, str]:
+    return {"PK": "ZOO#{zoo}", "SK": f"{kind}:{{name}}", "LSI1SK": f"{kind}:{lsi1}"}
+
+
+class Parrot(Animal, table=ZOO, keys=_animal_keys("parrot", "words:{words:06d}:{name}")):
     words: int
 
 
-class Dog(
-    Entity,
-    table=ZOO,
-    keys={"PK": "ZOO#{zoo}", "SK": "dog:{name}", "LSI1SK": "dog:command:{command}"},
-):
-    zoo: str
-    name: str
+class Dog(Animal, table=ZOO, keys=_animal_keys("dog", "command:{command}")):
     command: str
 
 
-class Cat(
-    Entity,
-    table=ZOO,
-    keys={"PK": "ZOO#{zoo}", "SK": "cat:{name}", "LSI1SK": "cat:treeclimbed:{tree}"},
-):
-    zoo: str
-    name: str
+class Cat(Animal, table=ZOO, keys=_animal_keys("cat", "treeclimbed:{tree}")):
     tree: str
 
 
