@@ -558,42 +558,39 @@ def tasks_table(name: str, *, projection: Projection | None = None) -> Table:
     )
 
 
+class TenantItem(Entity):
+    """What a tenant's tasks, bugs and notes all carry (an abstract entity: no table)."""
+
+    task_id: str
+    tenant: str
+    region: str
+
+
+class Scheduled(TenantItem):
+    """A tenant's item with a priority and a due date (the ByTenant sort key), and a title."""
+
+    priority: int
+    due_at: datetime
+    title: str
+
+
+def _scheduled_keys(kind: str) -> dict[str, str]:
+    return {"PK": f"{kind}#{{task_id}}", "SK": kind, "prio": "{priority}", "due": "{due_at}"}
+
+
 def declare_tasks(table: Table) -> tuple[type[Entity], type[Entity], type[Entity]]:
     """Task and Bug share ByTenant (priority and due date copied, the rest stored as the keys);
     only Task is in ByOwner; Note binds part of ByTenant only, so it is in neither."""
 
-    class Task(
-        Entity,
-        table=table,
-        keys={"PK": "TASK#{task_id}", "SK": "TASK", "prio": "{priority}", "due": "{due_at}"},
-    ):
-        task_id: str
-        tenant: str
-        region: str
-        priority: int
-        due_at: datetime
-        title: str
+    class Task(Scheduled, table=table, keys=_scheduled_keys("TASK")):
         owner: str | None = None
         status: TaskStatus = TaskStatus.OPEN
         score: Decimal | None = None
 
-    class Bug(
-        Entity,
-        table=table,
-        keys={"PK": "BUG#{task_id}", "SK": "BUG", "prio": "{priority}", "due": "{due_at}"},
-    ):
-        task_id: str
-        tenant: str
-        region: str
-        priority: int
-        due_at: datetime
-        title: str
+    class Bug(Scheduled, table=table, keys=_scheduled_keys("BUG")):
         severity: int = 1
 
-    class Note(Entity, table=table, keys={"PK": "NOTE#{task_id}", "SK": "NOTE"}):
-        task_id: str
-        tenant: str
-        region: str
+    class Note(TenantItem, table=table, keys={"PK": "NOTE#{task_id}", "SK": "NOTE"}):
         title: str
 
     return Task, Bug, Note
