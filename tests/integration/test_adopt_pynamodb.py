@@ -45,6 +45,20 @@ from support.tables import wait_for_table  # noqa: E402
 TEAMS = ("red", "blue", "green")
 
 
+def pynamodb_meta(table_name: str, endpoint_url: str) -> type:
+    """A PynamoDB model's Meta: its table on the engine under test, billed per request."""
+    return type(
+        "Meta",
+        (),
+        {
+            "table_name": table_name,
+            "host": endpoint_url,
+            "region": "us-east-1",
+            "billing_mode": "PAY_PER_REQUEST",
+        },
+    )
+
+
 def pynamodb_user_model(table_name: str, endpoint_url: str) -> type[Model]:
     """PynamoDB's model of a users table: keyed by a number, a GSI on team and score."""
 
@@ -57,12 +71,7 @@ def pynamodb_user_model(table_name: str, endpoint_url: str) -> type[Model]:
         score = NumberAttribute(range_key=True)
 
     class UserModel(Model):
-        class Meta:
-            table_name = ""
-            host = endpoint_url
-            region = "us-east-1"
-            billing_mode = "PAY_PER_REQUEST"
-
+        Meta = pynamodb_meta(table_name, endpoint_url)
         user_id = NumberAttribute(hash_key=True)
         email = UnicodeAttribute(attr_name="emailAddress")
         name = UnicodeAttribute()
@@ -70,7 +79,6 @@ def pynamodb_user_model(table_name: str, endpoint_url: str) -> type[Model]:
         score = NumberAttribute(default=0)
         by_team = ByTeam()
 
-    UserModel.Meta.table_name = table_name
     return UserModel
 
 
@@ -290,14 +298,6 @@ def pynamodb_shop_models(table_name: str, endpoint_url: str) -> dict[str, type[M
     """Three PynamoDB models in one table, its keys built by hand: unpadded numbers and
     datetimes as UTCDateTimeAttribute writes them, no type attribute."""
 
-    class ShopMeta:
-        table_name = ""
-        host = endpoint_url
-        region = "us-east-1"
-        billing_mode = "PAY_PER_REQUEST"
-
-    ShopMeta.table_name = table_name
-
     class ByStatus(GlobalSecondaryIndex[Any]):
         class Meta:
             index_name = "by_status"
@@ -307,7 +307,7 @@ def pynamodb_shop_models(table_name: str, endpoint_url: str) -> dict[str, type[M
         gsi1sk = UnicodeAttribute(range_key=True)
 
     class ShopModel(Model):
-        Meta = ShopMeta
+        Meta = pynamodb_meta(table_name, endpoint_url)
         pk = UnicodeAttribute(hash_key=True)
         sk = UnicodeAttribute(range_key=True)
 
