@@ -60,7 +60,7 @@ from lsiorm._query.values import Query, query
 from lsiorm.errors import QueryPlanError, ValidationError
 from support.oracles import holds
 from support.strategies import LOWEST_CHARS
-from support.tables import session_with
+from support.tables import Loaded, loaded
 
 #: LSIORM_ORACLE_SCALE multiplies every example count (e.g. 20 for a long local run).
 EXAMPLES = max(
@@ -181,18 +181,10 @@ def _dataset() -> list[Entity]:
 ITEMS = _dataset()
 
 
-@dataclass
-class Store:
-    session: Session
-    backend: str
-
-
 @pytest.fixture(scope="module")
-def store(endpoint_url: str, backend: str) -> Iterator[Store]:
-    with session_with(endpoint_url, TABLE) as session:
-        for item in ITEMS:
-            session.put(item)
-        yield Store(session, backend)
+def store(endpoint_url: str, backend: str) -> Iterator[Loaded]:
+    with loaded(endpoint_url, backend, TABLE, items=ITEMS) as store:
+        yield store
 
 
 # -- brute force -------------------------------------------------------------------------------
@@ -347,7 +339,7 @@ def _draw_case(data: st.DataObject) -> Case:
 
 
 def _check(
-    store: Store,
+    store: Loaded,
     results: list[Entity],
     expected: list[Entity],
     attribute: str,
@@ -389,7 +381,7 @@ def _fields_match(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
-def test_query_results_equal_brute_force(store: Store, data: st.DataObject) -> None:
+def test_query_results_equal_brute_force(store: Loaded, data: st.DataObject) -> None:
     case = _draw_case(data)
     q = case.q
     if case.inexact:
@@ -463,7 +455,7 @@ def _sweep() -> Iterator[tuple[type[Entity], str, int]]:
     list(_sweep()),
     ids=[f"{c.__name__}-{a}-{k}" for c, a, k in _sweep()],
 )
-def test_every_bound_is_exact(store: Store, cls: type[Entity], attribute: str, k: int) -> None:
+def test_every_bound_is_exact(store: Loaded, cls: type[Entity], attribute: str, k: int) -> None:
     template = meta_of(cls).templates[attribute]
     name = template.fields[k]
     slot = template.slots[k]
@@ -828,18 +820,14 @@ class SixStore:
 def six(endpoint_url: str, backend: str) -> Iterator[SixStore]:
     counter = _RequestCounter()
     loop = asyncio.new_event_loop()
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=[counter]) as session:
-        session.create_table(SIX)
+    with loaded(endpoint_url, backend, SIX, items=SIX_ITEMS, hooks=[counter]) as store:
         aio = AsyncSession(endpoint_url=endpoint_url, region_name="us-east-1")
         loop.run_until_complete(aio.__aenter__())
         try:
-            for item in SIX_ITEMS:
-                session.put(item)
-            yield SixStore(session, backend, counter, loop, aio)
+            yield SixStore(store.session, backend, counter, loop, aio)
         finally:
             loop.run_until_complete(aio.__aexit__(None, None, None))
             loop.close()
-            session.delete_table(SIX)
 
 
 def _index_of(attribute: str) -> str | None:
@@ -1411,11 +1399,9 @@ STYLE_ITEMS = _style_dataset()
 
 
 @pytest.fixture(scope="module")
-def styled(endpoint_url: str, backend: str) -> Iterator[Store]:
-    with session_with(endpoint_url, STYLES) as session:
-        for item in STYLE_ITEMS:
-            session.put(item)
-        yield Store(session, backend)
+def styled(endpoint_url: str, backend: str) -> Iterator[Loaded]:
+    with loaded(endpoint_url, backend, STYLES, items=STYLE_ITEMS) as store:
+        yield store
 
 
 def _acceptable(cls: type[Entity], name: str, value: Any) -> bool:
@@ -1504,7 +1490,7 @@ def _draw_style_case(data: st.DataObject) -> tuple[Query[Any], type[Entity], Any
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
-def test_every_key_style_equals_brute_force(styled: Store, data: st.DataObject) -> None:
+def test_every_key_style_equals_brute_force(styled: Loaded, data: st.DataObject) -> None:
     q, cls, predicate, _ = _draw_style_case(data)
     refused = _refusal(q)
     if refused is not None:
@@ -1547,7 +1533,7 @@ def test_every_key_style_equals_brute_force(styled: Store, data: st.DataObject) 
     _same(walked, want, attribute, None, styled.backend)
 
 
-def test_the_three_styles_store_the_keys_they_promise(styled: Store) -> None:
+def test_the_three_styles_store_the_keys_they_promise(styled: Loaded) -> None:
     stored = {
         i["_type"]["S"]: i["SK"]["S"]
         for i in styled.session.call("Scan", {"TableName": STYLES.name})["Items"]

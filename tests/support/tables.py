@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from lsiorm import Session, Table
+from lsiorm import Entity, Session, Table
 from lsiorm.testing import created_tables
 
 
@@ -53,3 +54,22 @@ def session_with(
         created_tables(session, *tables, wait=wait),
     ):
         yield session
+
+
+@dataclass
+class Loaded:
+    """A session on tables a module created and filled, and the name of the engine under test."""
+
+    session: Session
+    backend: str
+
+
+@contextlib.contextmanager
+def loaded(
+    endpoint_url: str, backend: str, *tables: Table, items: Iterable[Entity], **options: Any
+) -> Iterator[Loaded]:
+    """:func:`session_with` ``tables``, each of ``items`` put one by one before the block."""
+    with session_with(endpoint_url, *tables, **options) as session:
+        for item in items:
+            session.put(item)
+        yield Loaded(session, backend)
