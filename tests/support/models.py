@@ -440,34 +440,34 @@ def shop_table() -> Table:
     return Table(f"shop_{uuid.uuid4().hex[:10]}", partition_key="PK", sort_key="SK")
 
 
+class CustomerItem(Entity):
+    """An item of a customer's partition in the shop (abstract: no table)."""
+
+    customer_id: str
+
+
+def _customer_keys(sort_key: str) -> dict[str, str]:
+    return {"PK": "CUSTOMER#{customer_id}", "SK": sort_key}
+
+
 def declare_shop(table: Table) -> dict[str, type[Entity]]:
     """A customer, its orders, each order's items and its reviews, in one partition."""
 
-    class Customer(Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "PROFILE"}):
-        customer_id: str
+    class Customer(CustomerItem, table=table, keys=_customer_keys("PROFILE")):
         name: str = ""
 
-    class Order(
-        Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "ORDER#{order_id}"}
-    ):
-        customer_id: str
+    class Order(CustomerItem, table=table, keys=_customer_keys("ORDER#{order_id}")):
         order_id: str
         total: int = 0
 
     class OrderItem(
-        Entity,
-        table=table,
-        keys={"PK": "CUSTOMER#{customer_id}", "SK": "ORDER#{order_id}#ITEM#{line:03d}"},
+        CustomerItem, table=table, keys=_customer_keys("ORDER#{order_id}#ITEM#{line:03d}")
     ):
-        customer_id: str
         order_id: str
         line: int
         sku: str = ""
 
-    class Review(
-        Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "REVIEW#{review_id}"}
-    ):
-        customer_id: str
+    class Review(CustomerItem, table=table, keys=_customer_keys("REVIEW#{review_id}")):
         review_id: str
 
     return {
