@@ -53,12 +53,12 @@ from lsiorm._conditions import (
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.field_types import bare_type
 from lsiorm._ops.reads import all as all_items
-from lsiorm._ops.reads import page
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.plan import QueryPlan
 from lsiorm._query.values import Query, query
 from lsiorm.errors import QueryPlanError, ValidationError
 from support.oracles import holds
+from support.reading import draw_reading, resumed
 from support.strategies import LOWEST_CHARS
 from support.tables import Loaded, loaded
 
@@ -389,14 +389,7 @@ def test_query_results_equal_brute_force(store: Loaded, data: st.DataObject) -> 
             q.plan()
         assert refused.value.rule == "query.inexact-range"
         q = q.allow_filter_fallback()
-    forward = data.draw(st.booleans())
-    if not forward:
-        q = q.descending()
-    if data.draw(st.booleans()):
-        q = q.page_size(data.draw(st.integers(1, 4)))
-    limit = data.draw(st.none() | st.integers(1, 6))
-    if limit is not None:
-        q = q.limit(limit)
+    q, forward, limit = draw_reading(data, q)
     plan = q.plan()
     event(f"index {plan.index_name or 'table'}")
     event("provably empty" if plan.empty else f"{len(plan.requests)} request(s)")
@@ -412,15 +405,7 @@ def test_query_results_equal_brute_force(store: Loaded, data: st.DataObject) -> 
     if plan.has_filter or len(plan.requests) > 1 or data.draw(st.booleans()):
         # Resuming from a cursor continues exactly where the first page stopped, also when
         # the stop falls inside a buffered DynamoDB page (filters, merged requests).
-        first = store.session.run(page(store.session.ctx, q.limit(data.draw(st.integers(1, 3)))))
-        rest = (
-            []
-            if first.cursor is None
-            else store.session.run(
-                all_items(store.session.ctx, q.limit(10_000).after(first.cursor))
-            )
-        )
-        combined = [*first.items, *rest]
+        combined = resumed(store.session, q, data)
         _check(store, combined, expected, attribute, limit=None, forward=forward)
 
 
