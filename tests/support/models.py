@@ -79,6 +79,22 @@ def declare_thread(table: Table, *, type_name: str = "Thread") -> type[Entity]:
 FORUM = forum_table()
 Thread = declare_thread(FORUM)
 
+# -- numbered items in groups, for tests of sessions and transports ----------------------------
+
+
+def declare_grouped(stem: str) -> tuple[Table, type[Any]]:
+    """A fresh table (its name starts with ``stem``) and an item numbered within its group."""
+    table = Table(f"{stem}_{uuid.uuid4().hex[:10]}", "pk", "sk")
+
+    class Item(Entity, table=table, keys={"pk": "G#{group}", "sk": "N#{n:04d}"}):
+        group: str
+        n: int
+        body: str = ""
+        hits: int = 0
+
+    return table, Item
+
+
 # -- orders and goals -------------------------------------------------------------------------
 
 
