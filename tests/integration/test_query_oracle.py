@@ -60,7 +60,7 @@ from lsiorm.errors import QueryPlanError, ValidationError
 from support.oracles import holds
 from support.reading import draw_reading, resumed
 from support.strategies import LOWEST_CHARS
-from support.tables import Loaded, loaded
+from support.tables import Loaded, loaded, loaded_fixture
 
 #: LSIORM_ORACLE_SCALE multiplies every example count (e.g. 20 for a long local run).
 EXAMPLES = max(
@@ -181,10 +181,7 @@ def _dataset() -> list[Entity]:
 ITEMS = _dataset()
 
 
-@pytest.fixture(scope="module")
-def store(endpoint_url: str, backend: str) -> Iterator[Loaded]:
-    with loaded(endpoint_url, backend, TABLE, items=ITEMS) as store:
-        yield store
+store = loaded_fixture(TABLE, items=ITEMS)
 
 
 # -- brute force -------------------------------------------------------------------------------
@@ -1383,10 +1380,7 @@ def _style_dataset() -> list[Entity]:
 STYLE_ITEMS = _style_dataset()
 
 
-@pytest.fixture(scope="module")
-def styled(endpoint_url: str, backend: str) -> Iterator[Loaded]:
-    with loaded(endpoint_url, backend, STYLES, items=STYLE_ITEMS) as store:
-        yield store
+styled = loaded_fixture(STYLES, items=STYLE_ITEMS)
 
 
 def _acceptable(cls: type[Entity], name: str, value: Any) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -18,7 +18,7 @@ from lsiorm._query.plan import ScanProgress
 from lsiorm._query.values import query, scan
 from lsiorm.errors import ValidationError
 from support.models import AUTHOR_INDEX, declare_goals, declare_orders, forum_table
-from support.tables import Loaded, loaded
+from support.tables import Loaded, loaded_fixture
 
 
 def utc(*args: int) -> datetime:
@@ -162,10 +162,7 @@ TABLES = (THREADS, ORDERS, ZOO, GOALS)
 ITEMS: list[Entity] = [*FORUM, *ORDER_ITEMS, *ADDRESSES, *ANIMALS, *RECORDS]
 
 
-@pytest.fixture(scope="module")
-def world(endpoint_url: str, backend: str) -> Iterator[Loaded]:
-    with loaded(endpoint_url, backend, *TABLES, items=ITEMS) as store:
-        yield store
+world = loaded_fixture(*TABLES, items=ITEMS)
 
 
 @pytest.fixture

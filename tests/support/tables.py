@@ -7,6 +7,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from lsiorm import Entity, Session, Table
 from lsiorm.testing import created_tables
 
@@ -73,3 +75,17 @@ def loaded(
         for item in items:
             session.put(item)
         yield Loaded(session, backend)
+
+
+def loaded_fixture(*tables: Table, items: Iterable[Entity]) -> Any:
+    """A module-scoped fixture that gives :func:`loaded` ``tables`` with ``items``.
+
+    Assign it to a module name: the name is the fixture's.
+    """
+
+    @pytest.fixture(scope="module")
+    def fixture(endpoint_url: str, backend: str) -> Iterator[Loaded]:
+        with loaded(endpoint_url, backend, *tables, items=items) as store:
+            yield store
+
+    return fixture
