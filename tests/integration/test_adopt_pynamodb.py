@@ -45,6 +45,20 @@ from support.tables import wait_for_table  # noqa: E402
 TEAMS = ("red", "blue", "green")
 
 
+def pynamodb_meta(table_name: str, endpoint_url: str) -> type:
+    """A PynamoDB model's Meta: its table on the engine under test, billed per request."""
+    return type(
+        "Meta",
+        (),
+        {
+            "table_name": table_name,
+            "host": endpoint_url,
+            "region": "us-east-1",
+            "billing_mode": "PAY_PER_REQUEST",
+        },
+    )
+
+
 def pynamodb_user_model(table_name: str, endpoint_url: str) -> type[Model]:
     """PynamoDB's model of a users table: keyed by a number, a GSI on team and score."""
 
@@ -57,12 +71,7 @@ def pynamodb_user_model(table_name: str, endpoint_url: str) -> type[Model]:
         score = NumberAttribute(range_key=True)
 
     class UserModel(Model):
-        class Meta:
-            table_name = ""
-            host = endpoint_url
-            region = "us-east-1"
-            billing_mode = "PAY_PER_REQUEST"
-
+        Meta = pynamodb_meta(table_name, endpoint_url)
         user_id = NumberAttribute(hash_key=True)
         email = UnicodeAttribute(attr_name="emailAddress")
         name = UnicodeAttribute()
@@ -70,7 +79,6 @@ def pynamodb_user_model(table_name: str, endpoint_url: str) -> type[Model]:
         score = NumberAttribute(default=0)
         by_team = ByTeam()
 
-    UserModel.Meta.table_name = table_name
     return UserModel
 
 
@@ -271,17 +279,24 @@ class User(
 PYNAMODB_TIME = "%Y-%m-%dT%H:%M:%S.%f+0000"
 
 
+#: The shop's index of orders by status, as PynamoDB's users declared it.
+BY_STATUS = GlobalIndex("by_status", KeyAttribute("gsi1pk"), KeyAttribute("gsi1sk"))
+#: An order line's keys, as PynamoDB's users built them: numbers unpadded.
+LINE_KEYS = {"pk": "ORDER#{order_no}", "sk": "ITEM#{line}"}
+
+
+class ShopLine(Entity):
+    """An order line of the shop (abstract: each declaration below gives its table and keys)."""
+
+    order_no: int
+    line: int
+    sku: str
+    qty: int
+
+
 def pynamodb_shop_models(table_name: str, endpoint_url: str) -> dict[str, type[Model]]:
     """Three PynamoDB models in one table, its keys built by hand: unpadded numbers and
     datetimes as UTCDateTimeAttribute writes them, no type attribute."""
-
-    class ShopMeta:
-        table_name = ""
-        host = endpoint_url
-        region = "us-east-1"
-        billing_mode = "PAY_PER_REQUEST"
-
-    ShopMeta.table_name = table_name
 
     class ByStatus(GlobalSecondaryIndex[Any]):
         class Meta:
@@ -291,17 +306,16 @@ def pynamodb_shop_models(table_name: str, endpoint_url: str) -> dict[str, type[M
         gsi1pk = UnicodeAttribute(hash_key=True)
         gsi1sk = UnicodeAttribute(range_key=True)
 
-    class CustomerModel(Model):
-        Meta = ShopMeta
+    class ShopModel(Model):
+        Meta = pynamodb_meta(table_name, endpoint_url)
         pk = UnicodeAttribute(hash_key=True)
         sk = UnicodeAttribute(range_key=True)
+
+    class CustomerModel(ShopModel):
         customer_id = NumberAttribute()
         name = UnicodeAttribute()
 
-    class OrderModel(Model):
-        Meta = ShopMeta
-        pk = UnicodeAttribute(hash_key=True)
-        sk = UnicodeAttribute(range_key=True)
+    class OrderModel(ShopModel):
         gsi1pk = UnicodeAttribute()
         gsi1sk = UnicodeAttribute()
         customer_id = NumberAttribute()
@@ -310,10 +324,7 @@ def pynamodb_shop_models(table_name: str, endpoint_url: str) -> dict[str, type[M
         total = NumberAttribute()
         by_status = ByStatus()
 
-    class LineModel(Model):
-        Meta = ShopMeta
-        pk = UnicodeAttribute(hash_key=True)
-        sk = UnicodeAttribute(range_key=True)
+    class LineModel(ShopModel):
         order_no = NumberAttribute()
         line = NumberAttribute()
         sku = UnicodeAttribute()
@@ -324,13 +335,7 @@ def pynamodb_shop_models(table_name: str, endpoint_url: str) -> dict[str, type[M
 
 def lsiorm_shop(table_name: str) -> tuple[Table, type[Entity], type[Entity], type[Entity]]:
     """lsiorm's declaration of the shop, from the keys PynamoDB's users built."""
-    shop = Table(
-        table_name,
-        "pk",
-        "sk",
-        global_indexes=[GlobalIndex("by_status", KeyAttribute("gsi1pk"), KeyAttribute("gsi1sk"))],
-        key_style="plain",
-    )
+    shop = Table(table_name, "pk", "sk", global_indexes=[BY_STATUS], key_style="plain")
     Stamp = Annotated[
         datetime,
         KeyFormat(style="plain", datetime_format=PYNAMODB_TIME),
@@ -363,16 +368,8 @@ def lsiorm_shop(table_name: str) -> tuple[Table, type[Entity], type[Entity], typ
         status: Literal["open", "shipped"]
         total: Decimal
 
-    class Line(
-        Entity,
-        table=shop,
-        keys={"pk": "ORDER#{order_no}", "sk": "ITEM#{line}"},
-        type_attribute=None,
-    ):
-        order_no: int
-        line: int
-        sku: str
-        qty: int
+    class Line(ShopLine, table=shop, keys=LINE_KEYS, type_attribute=None):
+        pass
 
     return shop, Customer, Order, Line
 
@@ -535,33 +532,19 @@ def test_pynamodb_reads_the_shop_back_after_lsiorm_writes(
 
 def lsiorm_lines(table_name: str, **options: Any) -> tuple[Table, type[Entity]]:
     """The shop's order lines with a second index whose keys are readable: numbers padded."""
-    shop = Table(
-        table_name,
-        "pk",
-        "sk",
-        global_indexes=[
-            GlobalIndex("by_status", KeyAttribute("gsi1pk"), KeyAttribute("gsi1sk")),
-            GlobalIndex("by_line", KeyAttribute("gsi2pk"), KeyAttribute("gsi2sk")),
-        ],
-    )
+    by_line = GlobalIndex("by_line", KeyAttribute("gsi2pk"), KeyAttribute("gsi2sk"))
+    shop = Table(table_name, "pk", "sk", global_indexes=[BY_STATUS, by_line])
+    padded = {"gsi2pk": "ORDER#{order_no:010d}", "gsi2sk": "ITEM#{line:05d}"}
 
     class Line(
-        Entity,
+        ShopLine,
         table=shop,
-        keys={
-            "pk": "ORDER#{order_no}",
-            "sk": "ITEM#{line}",
-            "gsi2pk": "ORDER#{order_no:010d}",
-            "gsi2sk": "ITEM#{line:05d}",
-        },
+        keys={**LINE_KEYS, **padded},
         type_attribute=None,
         key_style="plain",
         **options,
     ):
-        order_no: int
-        line: int
-        sku: str
-        qty: int
+        pass
 
     return shop, Line
 

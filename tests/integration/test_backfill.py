@@ -6,6 +6,7 @@ import asyncio
 import random
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,16 @@ def seed(session: Session, name: str) -> tuple[Table, type[Entity]]:
     return table, doc
 
 
+@pytest.fixture
+def seeded(session: Session, table_name: str) -> Iterator[tuple[Table, type[Entity]]]:
+    """The table with its stale and current items (:func:`seed`), deleted after the test."""
+    table, doc = seed(session, table_name)
+    try:
+        yield table, doc
+    finally:
+        session.delete_table(table)
+
+
 def lsi3_items(session: Session, doc: type[Entity]) -> list[Any]:
     found = []
     for user in ("u0", "u1", "u2"):
@@ -50,74 +61,72 @@ def lsi3_items(session: Session, doc: type[Entity]) -> list[Any]:
 
 
 def test_backfill_rewrites_only_stale_items(
-    session: Session, endpoint_url: str, table_name: str, tmp_path: Path
+    session: Session, endpoint_url: str, seeded: tuple[Table, type[Entity]], tmp_path: Path
 ) -> None:
-    table, doc = seed(session, table_name)
-    try:
-        assert len(lsi3_items(session, doc)) == CURRENT  # the old items are missing from LSI3
-        dry = session.backfill(doc, dry_run=True)
-        assert dry.rewritten == STALE
-        assert "LSI3" in dry.estimate.per_index  # the LSI write amplification is priced
-        assert dry.estimate.table_units >= STALE
-        assert session.audit_keys(doc).stale_items == STALE  # the dry run wrote nothing
-        log = WriteLog()
-        seen: list[JobProgress] = []
-        with session_on(endpoint_url, log) as logged:
-            report = logged.backfill(doc, segments=3, progress=seen.append)
-        assert report.rewritten == STALE
-        assert report.current == CURRENT
-        assert report.failed == []
-        assert set(log.writes) == {sk(n) for n in range(STALE)}
-        assert set(log.writes.values()) == {1}
-        assert seen[-1].segments_done == 3
-        assert "rewritten: 30" in str(report)
-        assert session.audit_keys(doc).clean
-        assert len(lsi3_items(session, doc)) == STALE + CURRENT
-        again = session.backfill(doc)
-        assert (again.rewritten, again.current) == (0, STALE + CURRENT)
-        # A finished run is never resumed: the same job again is a new run over everything.
-        done = session.backfill(doc, segments=3)
-        assert not done.resumed
-        assert done.job != report.job
-        assert (done.scanned, done.rewritten, done.current) == (STALE + CURRENT, 0, STALE + CURRENT)
-    finally:
-        session.delete_table(table)
+    _, doc = seeded
+    assert len(lsi3_items(session, doc)) == CURRENT  # the old items are missing from LSI3
+    dry = session.backfill(doc, dry_run=True)
+    assert dry.rewritten == STALE
+    assert "LSI3" in dry.estimate.per_index  # the LSI write amplification is priced
+    assert dry.estimate.table_units >= STALE
+    assert session.audit_keys(doc).stale_items == STALE  # the dry run wrote nothing
+    log = WriteLog()
+    seen: list[JobProgress] = []
+    with session_on(endpoint_url, log) as logged:
+        report = logged.backfill(doc, segments=3, progress=seen.append)
+    assert report.rewritten == STALE
+    assert report.current == CURRENT
+    assert report.failed == []
+    assert set(log.writes) == {sk(n) for n in range(STALE)}
+    assert set(log.writes.values()) == {1}
+    assert seen[-1].segments_done == 3
+    assert "rewritten: 30" in str(report)
+    assert session.audit_keys(doc).clean
+    assert len(lsi3_items(session, doc)) == STALE + CURRENT
+    again = session.backfill(doc)
+    assert (again.rewritten, again.current) == (0, STALE + CURRENT)
+    # A finished run is never resumed: the same job again is a new run over everything.
+    done = session.backfill(doc, segments=3)
+    assert not done.resumed
+    assert done.job != report.job
+    assert (done.scanned, done.rewritten, done.current) == (STALE + CURRENT, 0, STALE + CURRENT)
 
 
 @pytest.mark.parametrize("seed_value", [1, 2, 3])
 def test_an_interrupted_backfill_resumes_and_rewrites_each_stale_item_once(
-    session: Session, endpoint_url: str, table_name: str, tmp_path: Path, seed_value: int
+    session: Session,
+    endpoint_url: str,
+    seeded: tuple[Table, type[Entity]],
+    tmp_path: Path,
+    seed_value: int,
 ) -> None:
-    table, doc = seed(session, table_name)
+    _, doc = seeded
     limit = random.Random(seed_value).randrange(1, STALE)
     log = WriteLog(limit)
-    try:
-        with session_on(endpoint_url, log) as doomed, pytest.raises(Killed):
-            doomed.backfill(doc, segments=2, page_size=4)
-        assert sum(log.writes.values()) == limit
-        log.limit = None
-        log.sent = 0
-        with session_on(endpoint_url, log) as resumed:
-            report = resumed.backfill(doc, segments=2, page_size=4)
-        assert report.resumed  # from the ledger, in the table itself
-        # Each item is counted once across both runs: rewritten, whoever rewrote it.
-        assert (report.scanned, report.rewritten, report.current) == (
-            STALE + CURRENT,
-            STALE,
-            CURRENT,
-        )
-        assert set(log.writes) == {sk(n) for n in range(STALE)}  # current items untouched
-        assert set(log.writes.values()) == {1}  # every stale item exactly once
-        assert session.audit_keys(doc).clean
-        assert len(lsi3_items(session, doc)) == STALE + CURRENT
-    finally:
-        session.delete_table(table)
+    with session_on(endpoint_url, log) as doomed, pytest.raises(Killed):
+        doomed.backfill(doc, segments=2, page_size=4)
+    assert sum(log.writes.values()) == limit
+    log.limit = None
+    log.sent = 0
+    with session_on(endpoint_url, log) as resumed:
+        report = resumed.backfill(doc, segments=2, page_size=4)
+    assert report.resumed  # from the ledger, in the table itself
+    # Each item is counted once across both runs: rewritten, whoever rewrote it.
+    assert (report.scanned, report.rewritten, report.current) == (
+        STALE + CURRENT,
+        STALE,
+        CURRENT,
+    )
+    assert set(log.writes) == {sk(n) for n in range(STALE)}  # current items untouched
+    assert set(log.writes.values()) == {1}  # every stale item exactly once
+    assert session.audit_keys(doc).clean
+    assert len(lsi3_items(session, doc)) == STALE + CURRENT
 
 
 def test_a_concurrent_writer_loses_no_update(
-    session: Session, endpoint_url: str, table_name: str
+    session: Session, endpoint_url: str, seeded: tuple[Table, type[Entity]]
 ) -> None:
-    table, doc = seed(session, table_name)
+    _, doc = seeded
     applied: Counter[int] = Counter()
     stop = threading.Event()
 
@@ -146,7 +155,6 @@ def test_a_concurrent_writer_loses_no_update(
     finally:
         stop.set()
         thread.join(timeout=120)
-        session.delete_table(table)
 
 
 def test_a_rekey_to_a_wider_number_keeps_range_queries_exact(
@@ -184,22 +192,24 @@ def test_a_rekey_to_a_wider_number_keeps_range_queries_exact(
         session.delete_table(new_table)
 
 
-def test_async_backfill(session: Session, endpoint_url: str, table_name: str) -> None:
-    table, doc = seed(session, table_name)
+def test_async_backfill(
+    session: Session, endpoint_url: str, seeded: tuple[Table, type[Entity]]
+) -> None:
+    _, doc = seeded
 
     async def run() -> Any:
         async with AsyncSession(endpoint_url=endpoint_url, region_name="us-east-1") as s:
             return await s.backfill(doc, segments=4, write_budget=500)
 
-    try:
-        report = asyncio.run(run())
-        assert (report.rewritten, report.current) == (STALE, CURRENT)
-        assert session.audit_keys(doc).clean
-    finally:
-        session.delete_table(table)
+    report = asyncio.run(run())
+    assert (report.rewritten, report.current) == (STALE, CURRENT)
+    assert session.audit_keys(doc).clean
 
 
-def test_an_item_too_wide_for_a_condition_fails_alone(session: Session, table_name: str) -> None:
+def test_an_item_too_wide_for_a_condition_fails_alone(
+    session: Session, seeded: tuple[Table, type[Entity]], table_name: str
+) -> None:
+    _, doc = seeded
     from lsiorm._ops.unchanged import unchanged_condition
     from lsiorm._requests.limits import MAX_EXPRESSION_BYTES
     from lsiorm.errors import ValidationError
@@ -209,18 +219,14 @@ def test_an_item_too_wide_for_a_condition_fails_alone(session: Session, table_na
         unchanged_condition(wide, frozenset())
     expression, _, _ = unchanged_condition(dict(list(wide.items())[:100]), frozenset())
     assert len(expression) <= MAX_EXPRESSION_BYTES
-    table, doc = seed(session, table_name)
-    try:
-        key = {"PK": {"S": "USER#u0"}, "SK": {"S": sk(0)}}
-        item = session.call("GetItem", {"TableName": table_name, "Key": key})["Item"]
-        session.call("PutItem", {"TableName": table_name, "Item": {**item, **wide}})
-        report = session.backfill(doc)
-        assert [key for key, _ in report.failed] == [{"PK": "USER#u0", "SK": sk(0)}]
-        assert "jobs.condition-too-long" in report.failed[0][1]
-        assert report.rewritten == STALE - 1
-        assert session.audit_keys(doc).stale_items == 1
-    finally:
-        session.delete_table(table)
+    key = {"PK": {"S": "USER#u0"}, "SK": {"S": sk(0)}}
+    item = session.call("GetItem", {"TableName": table_name, "Key": key})["Item"]
+    session.call("PutItem", {"TableName": table_name, "Item": {**item, **wide}})
+    report = session.backfill(doc)
+    assert [key for key, _ in report.failed] == [{"PK": "USER#u0", "SK": sk(0)}]
+    assert "jobs.condition-too-long" in report.failed[0][1]
+    assert report.rewritten == STALE - 1
+    assert session.audit_keys(doc).stale_items == 1
 
 
 def prefixed_notes(table_name: str, prefix: str) -> tuple[Table, type[Entity]]:
@@ -251,25 +257,22 @@ def test_items_moved_ahead_of_the_scan_are_not_counted_again(
 
 
 def test_the_same_backfill_after_a_stale_writer_rewrites_what_is_stale_now(
-    session: Session, table_name: str
+    session: Session, seeded: tuple[Table, type[Entity]], table_name: str
 ) -> None:
+    _, doc = seeded
     """Rollout step 3: audit, find items a writer on the old release wrote, backfill again."""
-    table, doc = seed(session, table_name)
     _, old_doc = declare_doc(table_name, lsi3=False)
-    try:
-        first = session.backfill(doc, segments=2)
-        assert first.rewritten == STALE
-        session.batch_write(  # a writer still on the old release
-            [old_doc(user="u9", n=n, title="late") for n in range(100, 107)]
-        )
-        assert session.audit_keys(doc).stale_items == 7
-        again = session.backfill(doc, segments=2)
-        assert not again.resumed
-        assert again.job != first.job
-        assert (again.rewritten, again.current) == (7, STALE + CURRENT)
-        assert session.audit_keys(doc).clean
-    finally:
-        session.delete_table(table)
+    first = session.backfill(doc, segments=2)
+    assert first.rewritten == STALE
+    session.batch_write(  # a writer still on the old release
+        [old_doc(user="u9", n=n, title="late") for n in range(100, 107)]
+    )
+    assert session.audit_keys(doc).stale_items == 7
+    again = session.backfill(doc, segments=2)
+    assert not again.resumed
+    assert again.job != first.job
+    assert (again.rewritten, again.current) == (7, STALE + CURRENT)
+    assert session.audit_keys(doc).clean
 
 
 @pytest.mark.parametrize(("prefix", "limit"), [("Z#", 9), ("Z#", 23), ("0#", 14)])
@@ -299,24 +302,21 @@ def test_a_resumed_rekey_counts_each_item_once(
 
 
 def test_a_checkpoint_of_0_2_still_runs_and_warns_that_the_ledger_replaced_it(
-    session: Session, table_name: str, tmp_path: Path
+    session: Session, seeded: tuple[Table, type[Entity]], tmp_path: Path
 ) -> None:
+    table, doc = seeded
     """lsiorm 0.2's calls gave checkpoint=: they keep working (the ledger resumes instead)."""
-    table, doc = seed(session, table_name)
-    try:
-        with pytest.warns(DeprecationWarning, match="ledger") as caught:
-            report = session.backfill(doc, checkpoint=tmp_path / "job.json")
-        assert caught[0].filename == __file__  # the warning points at the caller's line
-        assert report.rewritten == STALE
-        assert not (tmp_path / "job.json").exists()  # no file is written any more
-        with pytest.warns(DeprecationWarning, match="ledger"):
-            relief = session.relieve_collection(
-                table,
-                "USER#u0",
-                to_file=tmp_path / "old.jsonl",
-                dry_run=True,
-                checkpoint=tmp_path / "relief.json",
-            )
-        assert relief.dry_run
-    finally:
-        session.delete_table(table)
+    with pytest.warns(DeprecationWarning, match="ledger") as caught:
+        report = session.backfill(doc, checkpoint=tmp_path / "job.json")
+    assert caught[0].filename == __file__  # the warning points at the caller's line
+    assert report.rewritten == STALE
+    assert not (tmp_path / "job.json").exists()  # no file is written any more
+    with pytest.warns(DeprecationWarning, match="ledger"):
+        relief = session.relieve_collection(
+            table,
+            "USER#u0",
+            to_file=tmp_path / "old.jsonl",
+            dry_run=True,
+            checkpoint=tmp_path / "relief.json",
+        )
+    assert relief.dry_run

@@ -21,6 +21,7 @@ from lsiorm.errors import ValidationError
 from support.exports import take_export
 from support.jobs import everything, on_ledger, session_on
 from support.models import declare_doc
+from support.raw import doc_key, set_attributes
 
 STALE, CURRENT, FILES = 30, 12, 4
 CHANGED = range(0, 5)  # stale items updated after the export
@@ -53,15 +54,7 @@ def exported(session: Session, table_name: str) -> Iterator[tuple[Table, Any, An
     def after_export(export: Callable[[], str]) -> str:
         location = export()
         for n in CHANGED:  # a writer still on the old release: the item stays stale
-            session.call(
-                "UpdateItem",
-                {
-                    "TableName": table_name,
-                    "Key": {"PK": {"S": f"USER#u{n % 3}"}, "SK": {"S": f"DOC#{n:04d}"}},
-                    "UpdateExpression": "SET hits = :h",
-                    "ExpressionAttributeValues": {":h": {"N": "5"}},
-                },
-            )
+            set_attributes(session, table_name, doc_key(n), {"hits": {"N": "5"}})
         for n in DELETED:
             session.delete(doc, {"user": f"u{n % 3}", "n": n})
         return location

@@ -3,7 +3,6 @@ sync and async. A lost answer is a real write; each fault reaches lsiorm as the 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +12,6 @@ from opentelemetry.trace import StatusCode
 from lsiorm import (
     AsyncSession,
     ConditionCheck,
-    Entity,
     Put,
     RetryPolicy,
     Session,
@@ -23,6 +21,7 @@ from lsiorm import (
 )
 from lsiorm.errors import OutcomeUnknownError, TransactionCanceledError
 from lsiorm.testing import FaultInjector
+from support.models import declare_grouped
 from support.otel import Recording, otel
 
 __all__ = ["otel"]  # the fixture
@@ -31,21 +30,9 @@ QUICK = RetryPolicy(max_attempts=10, max_delay=30.0, initial=0.001, maximum=0.01
 LANES = [pytest.param(True, id="lean"), pytest.param(False, id="botocore")]
 
 
-def declare() -> tuple[Table, type[Any]]:
-    table = Table(f"inject_{uuid.uuid4().hex[:10]}", "pk", "sk")
-
-    class Item(Entity, table=table, keys={"pk": "G#{group}", "sk": "N#{n:04d}"}):
-        group: str
-        n: int
-        body: str = ""
-        hits: int = 0
-
-    return table, Item
-
-
 @pytest.fixture
 def fresh(session: Session) -> Iterator[tuple[Table, type[Any]]]:
-    table, item = declare()
+    table, item = declare_grouped("inject")
     session.create_table(table)
     try:
         yield table, item

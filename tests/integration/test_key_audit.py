@@ -9,6 +9,7 @@ from typing import Any
 from lsiorm import AsyncSession, Session
 from lsiorm._ops.resumable import JobProgress
 from support.models import declare_doc
+from support.raw import doc_key, set_attributes
 
 SLOTS = ("LSI1SK", "LSI2SK", "LSI3SK", "LSI4SK", "LSI5SK")
 
@@ -27,24 +28,8 @@ def seed(session: Session, table_name: str) -> dict[str, Any]:
     session.batch_write(news)
     # Two new items carry a leftover slot, one has a stale LSI1SK.
     for n in (30, 31):
-        session.call(
-            "UpdateItem",
-            {
-                "TableName": table_name,
-                "Key": {"PK": {"S": f"USER#u{n % 3}"}, "SK": {"S": f"DOC#{n:04d}"}},
-                "UpdateExpression": "SET LSI5SK = :x",
-                "ExpressionAttributeValues": {":x": {"S": "OLD"}},
-            },
-        )
-    session.call(
-        "UpdateItem",
-        {
-            "TableName": table_name,
-            "Key": {"PK": {"S": "USER#u2"}, "SK": {"S": "DOC#0032"}},
-            "UpdateExpression": "SET LSI1SK = :x",
-            "ExpressionAttributeValues": {":x": {"S": "TITLE#renamed"}},
-        },
-    )
+        set_attributes(session, table_name, doc_key(n), {"LSI5SK": {"S": "OLD"}})
+    set_attributes(session, table_name, doc_key(32), {"LSI1SK": {"S": "TITLE#renamed"}})
     # An item of no declared type.
     session.call("PutItem", {"TableName": table_name, "Item": {"PK": {"S": "X"}, "SK": {"S": "Y"}}})
     return {"table": new_table, "entity": new_doc, "old": old_table}

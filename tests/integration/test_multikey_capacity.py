@@ -182,16 +182,20 @@ def snapshot(raw: Any, name: str) -> dict[Key, Wire]:
         params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
+#: One item a write changes: (old item, new item, transactional).
+Change = tuple[Wire | None, Wire | None, bool]
+
+
 def _written(
     operation: str, params: dict[str, Any], before: dict[Key, Wire], after: dict[Key, Wire]
-) -> list[tuple[Wire | None, Wire | None, bool]]:
+) -> list[Change]:
     """(old item, new item, transactional) of each item one write request changes."""
     if operation in ("PutItem", "UpdateItem", "DeleteItem"):
         key = key_of(params["Item"] if operation == "PutItem" else params["Key"])
         new = None if operation == "DeleteItem" else after.get(key)
         return [(before.get(key), new, False)]
     if operation == "BatchWriteItem":
-        out: list[tuple[Wire | None, Wire | None, bool]] = []
+        out: list[Change] = []
         for request in params["RequestItems"][next(iter(params["RequestItems"]))]:
             if "PutRequest" in request:
                 key = key_of(request["PutRequest"]["Item"])
@@ -204,13 +208,7 @@ def _written(
     return [(before.get(key), None if kind == "Delete" else after.get(key), True)]
 
 
-def artifact_of(
-    table: Table,
-    operation: str,
-    params: dict[str, Any],
-    before: dict[Key, Wire],
-    after: dict[Key, Wire],
-) -> WriteEstimate:
+def artifact_of(table: Table, changes: list[Change]) -> WriteEstimate:
     """What DynamoDB Local charges beyond the model for items outside a multi-attribute index.
 
     When an item is outside the index before and after a write, but the key attributes it had
@@ -219,7 +217,7 @@ def artifact_of(
     an index nothing for an item that is in it neither before nor after.
     """
     per_index: dict[str, float] = {}
-    for old, new, transactional in _written(operation, params, before, after):
+    for old, new, transactional in changes:
         if old is None or new is None:
             continue
         for gsi in table.global_indexes:
@@ -233,16 +231,10 @@ def artifact_of(
     return WriteEstimate(table.name, 0.0, per_index)
 
 
-def model_of(
-    table: Table,
-    operation: str,
-    params: dict[str, Any],
-    before: dict[Key, Wire],
-    after: dict[Key, Wire],
-) -> WriteEstimate:
+def model_of(table: Table, operation: str, changes: list[Change]) -> WriteEstimate:
     """The capacity model's price of one write request, from the table before and after it."""
     total = WriteEstimate(table.name, 0.0)
-    for old, new, transactional in _written(operation, params, before, after):
+    for old, new, transactional in changes:
         batched = operation == "BatchWriteItem"
         total = total + estimate_write(
             table, old, new, transactional=transactional, batched=batched
@@ -265,9 +257,10 @@ def test_writes_and_reads_of_multi_attribute_indexes_cost_what_the_model_says(
         for operation, params, response in recorder.calls:
             if operation == "GetItem":
                 continue  # the read an update of a class and key does not send (none here)
-            model = model_of(table, operation, params, before, after)
+            changes = _written(operation, params, before, after)
+            model = model_of(table, operation, changes)
             got = consumed(response)
-            artifact = artifact_of(table, operation, params, before, after)
+            artifact = artifact_of(table, changes)
             if artifact.per_index and got.matches(model + artifact):
                 checked["DynamoDB Local artifact"] += 1
                 continue

@@ -26,11 +26,11 @@ from hypothesis import strategies as st
 from lsiorm import Entity, Session
 from lsiorm._conditions import Compare, Operator, begins_with, between, eq, ge, gt, le, lt
 from lsiorm._ops.reads import all as all_items
-from lsiorm._ops.reads import page
 from lsiorm._query.values import Query, query
 from lsiorm.errors import QueryPlanError
 from support.models import declare_tasks, tasks_table
 from support.oracles import holds
+from support.reading import draw_reading, resumed
 from support.tables import session_with
 
 TABLE = tasks_table(f"multikey_{uuid.uuid4().hex[:8]}")
@@ -211,15 +211,7 @@ def _check(results: list[Any], expected: list[Any], limit: int | None, forward: 
 @given(data=st.data())
 def test_multi_attribute_queries_equal_brute_force(store: Store, data: st.DataObject) -> None:
     case = _draw_case(data)
-    q = case.q
-    forward = data.draw(st.booleans())
-    if not forward:
-        q = q.descending()
-    if data.draw(st.booleans()):
-        q = q.page_size(data.draw(st.integers(1, 4)))
-    limit = data.draw(st.none() | st.integers(1, 6))
-    if limit is not None:
-        q = q.limit(limit)
+    q, forward, limit = draw_reading(data, case.q)
     session = store.session
     if case.refusal is not None:
         event(f"refused: {case.refusal}")
@@ -237,13 +229,7 @@ def test_multi_attribute_queries_equal_brute_force(store: Store, data: st.DataOb
     event("no result" if not results else "results")
     _check(results, expected, limit, forward)
     if plan.has_filter or len(plan.requests) > 1 or data.draw(st.booleans()):
-        first = session.run(page(session.ctx, q.limit(data.draw(st.integers(1, 3)))))
-        rest = (
-            []
-            if first.cursor is None
-            else session.run(all_items(session.ctx, q.limit(10_000).after(first.cursor)))
-        )
-        _check([*first.items, *rest], expected, None, forward)
+        _check(resumed(session, q, data), expected, None, forward)
 
 
 class Sent:

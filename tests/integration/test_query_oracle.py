@@ -53,14 +53,14 @@ from lsiorm._conditions import (
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.field_types import bare_type
 from lsiorm._ops.reads import all as all_items
-from lsiorm._ops.reads import page
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.plan import QueryPlan
 from lsiorm._query.values import Query, query
 from lsiorm.errors import QueryPlanError, ValidationError
 from support.oracles import holds
+from support.reading import draw_reading, resumed
 from support.strategies import LOWEST_CHARS
-from support.tables import session_with
+from support.tables import Loaded, loaded, loaded_fixture
 
 #: LSIORM_ORACLE_SCALE multiplies every example count (e.g. 20 for a long local run).
 EXAMPLES = max(
@@ -181,18 +181,7 @@ def _dataset() -> list[Entity]:
 ITEMS = _dataset()
 
 
-@dataclass
-class Store:
-    session: Session
-    backend: str
-
-
-@pytest.fixture(scope="module")
-def store(endpoint_url: str, backend: str) -> Iterator[Store]:
-    with session_with(endpoint_url, TABLE) as session:
-        for item in ITEMS:
-            session.put(item)
-        yield Store(session, backend)
+store = loaded_fixture(TABLE, items=ITEMS)
 
 
 # -- brute force -------------------------------------------------------------------------------
@@ -347,7 +336,7 @@ def _draw_case(data: st.DataObject) -> Case:
 
 
 def _check(
-    store: Store,
+    store: Loaded,
     results: list[Entity],
     expected: list[Entity],
     attribute: str,
@@ -389,7 +378,7 @@ def _fields_match(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
-def test_query_results_equal_brute_force(store: Store, data: st.DataObject) -> None:
+def test_query_results_equal_brute_force(store: Loaded, data: st.DataObject) -> None:
     case = _draw_case(data)
     q = case.q
     if case.inexact:
@@ -397,14 +386,7 @@ def test_query_results_equal_brute_force(store: Store, data: st.DataObject) -> N
             q.plan()
         assert refused.value.rule == "query.inexact-range"
         q = q.allow_filter_fallback()
-    forward = data.draw(st.booleans())
-    if not forward:
-        q = q.descending()
-    if data.draw(st.booleans()):
-        q = q.page_size(data.draw(st.integers(1, 4)))
-    limit = data.draw(st.none() | st.integers(1, 6))
-    if limit is not None:
-        q = q.limit(limit)
+    q, forward, limit = draw_reading(data, q)
     plan = q.plan()
     event(f"index {plan.index_name or 'table'}")
     event("provably empty" if plan.empty else f"{len(plan.requests)} request(s)")
@@ -420,15 +402,7 @@ def test_query_results_equal_brute_force(store: Store, data: st.DataObject) -> N
     if plan.has_filter or len(plan.requests) > 1 or data.draw(st.booleans()):
         # Resuming from a cursor continues exactly where the first page stopped, also when
         # the stop falls inside a buffered DynamoDB page (filters, merged requests).
-        first = store.session.run(page(store.session.ctx, q.limit(data.draw(st.integers(1, 3)))))
-        rest = (
-            []
-            if first.cursor is None
-            else store.session.run(
-                all_items(store.session.ctx, q.limit(10_000).after(first.cursor))
-            )
-        )
-        combined = [*first.items, *rest]
+        combined = resumed(store.session, q, data)
         _check(store, combined, expected, attribute, limit=None, forward=forward)
 
 
@@ -463,7 +437,7 @@ def _sweep() -> Iterator[tuple[type[Entity], str, int]]:
     list(_sweep()),
     ids=[f"{c.__name__}-{a}-{k}" for c, a, k in _sweep()],
 )
-def test_every_bound_is_exact(store: Store, cls: type[Entity], attribute: str, k: int) -> None:
+def test_every_bound_is_exact(store: Loaded, cls: type[Entity], attribute: str, k: int) -> None:
     template = meta_of(cls).templates[attribute]
     name = template.fields[k]
     slot = template.slots[k]
@@ -828,18 +802,14 @@ class SixStore:
 def six(endpoint_url: str, backend: str) -> Iterator[SixStore]:
     counter = _RequestCounter()
     loop = asyncio.new_event_loop()
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=[counter]) as session:
-        session.create_table(SIX)
+    with loaded(endpoint_url, backend, SIX, items=SIX_ITEMS, hooks=[counter]) as store:
         aio = AsyncSession(endpoint_url=endpoint_url, region_name="us-east-1")
         loop.run_until_complete(aio.__aenter__())
         try:
-            for item in SIX_ITEMS:
-                session.put(item)
-            yield SixStore(session, backend, counter, loop, aio)
+            yield SixStore(store.session, backend, counter, loop, aio)
         finally:
             loop.run_until_complete(aio.__aexit__(None, None, None))
             loop.close()
-            session.delete_table(SIX)
 
 
 def _index_of(attribute: str) -> str | None:
@@ -1410,12 +1380,7 @@ def _style_dataset() -> list[Entity]:
 STYLE_ITEMS = _style_dataset()
 
 
-@pytest.fixture(scope="module")
-def styled(endpoint_url: str, backend: str) -> Iterator[Store]:
-    with session_with(endpoint_url, STYLES) as session:
-        for item in STYLE_ITEMS:
-            session.put(item)
-        yield Store(session, backend)
+styled = loaded_fixture(STYLES, items=STYLE_ITEMS)
 
 
 def _acceptable(cls: type[Entity], name: str, value: Any) -> bool:
@@ -1504,7 +1469,7 @@ def _draw_style_case(data: st.DataObject) -> tuple[Query[Any], type[Entity], Any
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
-def test_every_key_style_equals_brute_force(styled: Store, data: st.DataObject) -> None:
+def test_every_key_style_equals_brute_force(styled: Loaded, data: st.DataObject) -> None:
     q, cls, predicate, _ = _draw_style_case(data)
     refused = _refusal(q)
     if refused is not None:
@@ -1547,7 +1512,7 @@ def test_every_key_style_equals_brute_force(styled: Store, data: st.DataObject) 
     _same(walked, want, attribute, None, styled.backend)
 
 
-def test_the_three_styles_store_the_keys_they_promise(styled: Store) -> None:
+def test_the_three_styles_store_the_keys_they_promise(styled: Loaded) -> None:
     stored = {
         i["_type"]["S"]: i["SK"]["S"]
         for i in styled.session.call("Scan", {"TableName": STYLES.name})["Items"]

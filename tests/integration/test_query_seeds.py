@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 from pydantic import Field
 
-from lsiorm import AsyncSession, Entity, KeyAttribute, LocalIndex, Projection, Session, Table
+from lsiorm import AsyncSession, Entity, KeyAttribute, LocalIndex, Projection, Table
 from lsiorm._conditions import begins_with, between, ge, gt, lt
 from lsiorm._model.entity import shard_value
 from lsiorm._query.decode import missing_fields
@@ -19,7 +18,7 @@ from lsiorm._query.plan import ScanProgress
 from lsiorm._query.values import query, scan
 from lsiorm.errors import ValidationError
 from support.models import AUTHOR_INDEX, declare_goals, declare_orders, forum_table
-from support.tables import session_with
+from support.tables import Loaded, loaded_fixture
 
 
 def utc(*args: int) -> datetime:
@@ -104,33 +103,26 @@ class Address(Entity, table=ZOO, keys={"PK": "ADDRESSES", "SK": "{city}:{distric
     street: str
 
 
-class Parrot(
-    Entity,
-    table=ZOO,
-    keys={"PK": "ZOO#{zoo}", "SK": "parrot:{name}", "LSI1SK": "parrot:words:{words:06d}:{name}"},
-):
+class Animal(Entity):
+    """A zoo's animal: its kind prefixes its sort key and the LSI1 key (an overloaded index)."""
+
     zoo: str
     name: str
+
+
+def _animal_keys(kind: str, lsi1: str) -> dict[str, str]:
+    return {"PK": "ZOO#{zoo}", "SK": f"{kind}:{{name}}", "LSI1SK": f"{kind}:{lsi1}"}
+
+
+class Parrot(Animal, table=ZOO, keys=_animal_keys("parrot", "words:{words:06d}:{name}")):
     words: int
 
 
-class Dog(
-    Entity,
-    table=ZOO,
-    keys={"PK": "ZOO#{zoo}", "SK": "dog:{name}", "LSI1SK": "dog:command:{command}"},
-):
-    zoo: str
-    name: str
+class Dog(Animal, table=ZOO, keys=_animal_keys("dog", "command:{command}")):
     command: str
 
 
-class Cat(
-    Entity,
-    table=ZOO,
-    keys={"PK": "ZOO#{zoo}", "SK": "cat:{name}", "LSI1SK": "cat:treeclimbed:{tree}"},
-):
-    zoo: str
-    name: str
+class Cat(Animal, table=ZOO, keys=_animal_keys("cat", "treeclimbed:{tree}")):
     tree: str
 
 
@@ -170,22 +162,11 @@ TABLES = (THREADS, ORDERS, ZOO, GOALS)
 ITEMS: list[Entity] = [*FORUM, *ORDER_ITEMS, *ADDRESSES, *ANIMALS, *RECORDS]
 
 
-@dataclass
-class World:
-    session: Session
-    backend: str
-
-
-@pytest.fixture(scope="module")
-def world(endpoint_url: str, backend: str) -> Iterator[World]:
-    with session_with(endpoint_url, *TABLES) as session:
-        for item in ITEMS:
-            session.put(item)
-        yield World(session, backend)
+world = loaded_fixture(*TABLES, items=ITEMS)
 
 
 @pytest.fixture
-async def asession(world: World, endpoint_url: str) -> AsyncIterator[AsyncSession]:
+async def asession(world: Loaded, endpoint_url: str) -> AsyncIterator[AsyncSession]:
     async with AsyncSession(endpoint_url=endpoint_url, region_name="us-east-1") as session:
         yield session
 
@@ -193,7 +174,7 @@ async def asession(world: World, endpoint_url: str) -> AsyncIterator[AsyncSessio
 # -- seed 000 ----------------------------------------------------------------------------------
 
 
-def test_threads_posted_within_a_time_range(world: World) -> None:
+def test_threads_posted_within_a_time_range(world: Loaded) -> None:
     start, end = utc(2015, 9, 1), utc(2015, 10, 1)
     q = query(Thread).where(forum="S3", last_post=between(start, end))
     assert q.plan().index_name == "LastPostIndex"
@@ -211,7 +192,7 @@ def test_threads_posted_within_a_time_range(world: World) -> None:
         assert found == expected
 
 
-def test_the_thread_with_the_most_replies(world: World) -> None:
+def test_the_thread_with_the_most_replies(world: Loaded) -> None:
     best = world.session.first(query(Thread).where(forum="S3", replies=ge(0)).descending())
     top = max((t for t in FORUM if t.forum == "S3"), key=lambda t: t.replies)
     assert best is not None
@@ -229,7 +210,7 @@ def test_the_thread_with_the_most_replies(world: World) -> None:
     assert missing_fields(light) == {"forum", "last_post", "author", "tags"}
 
 
-def test_how_many_threads_were_posted_in_a_period(world: World) -> None:
+def test_how_many_threads_were_posted_in_a_period(world: Loaded) -> None:
     start, end = utc(2015, 8, 25), utc(2015, 9, 20)
     q = query(Thread).where(forum="S3", last_post=between(start, end))
     expected = sum(1 for t in FORUM if t.forum == "S3" and start <= t.last_post <= end)
@@ -239,7 +220,7 @@ def test_how_many_threads_were_posted_in_a_period(world: World) -> None:
     )
 
 
-def test_pages_resume_from_a_cursor_and_refuse_a_foreign_one(world: World) -> None:
+def test_pages_resume_from_a_cursor_and_refuse_a_foreign_one(world: Loaded) -> None:
     q = query(Thread).where(forum="S3").page_size(5)
     pages = list(world.session.pages(q))
     assert [len(p.items) for p in pages] == [5, 5, 2]
@@ -257,7 +238,7 @@ def test_pages_resume_from_a_cursor_and_refuse_a_foreign_one(world: World) -> No
     assert other_index.value.rule == "cursor.mismatch"
 
 
-def test_gsi_results_are_hydrated_or_partial_never_defaulted(world: World) -> None:
+def test_gsi_results_are_hydrated_or_partial_never_defaulted(world: Loaded) -> None:
     q = query(Thread).where(author="ann").using("AuthorIndex")
     expected = sorted((t for t in FORUM if t.author == "ann"), key=lambda t: t.last_post)
     hydrated = world.session.all(q.hydrate())
@@ -270,7 +251,7 @@ def test_gsi_results_are_hydrated_or_partial_never_defaulted(world: World) -> No
             _ = got.tags
 
 
-def test_iterate_is_lazy_over_pages(world: World) -> None:
+def test_iterate_is_lazy_over_pages(world: Loaded) -> None:
     seen = []
     for thread in world.session.iterate(query(Thread).where(forum="S3").page_size(2)):
         seen.append(thread.subject)
@@ -282,7 +263,7 @@ def test_iterate_is_lazy_over_pages(world: World) -> None:
 # -- seed 001 ----------------------------------------------------------------------------------
 
 
-def test_pending_orders_more_than_five_days_old(world: World) -> None:
+def test_pending_orders_more_than_five_days_old(world: Loaded) -> None:
     cutoff = NOW - timedelta(days=5)
     q = query(Order).where(customer="c1", status="PENDING", order_date=lt(cutoff))
     assert q.plan().index_name == "CustomerIndex"
@@ -298,7 +279,7 @@ def test_pending_orders_more_than_five_days_old(world: World) -> None:
     assert expected
 
 
-def test_sharded_status_index_fans_out_and_merges_in_date_order(world: World) -> None:
+def test_sharded_status_index_fans_out_and_merges_in_date_order(world: Loaded) -> None:
     cutoff = NOW - timedelta(days=5)
     q = query(Order).where(status="PENDING", order_date=lt(cutoff)).descending()
     assert len(q.plan().requests) == 4
@@ -316,7 +297,7 @@ def test_sharded_status_index_fans_out_and_merges_in_date_order(world: World) ->
     assert world.session.count(q) == len(expected)
 
 
-async def test_async_fan_out_and_first(world: World, asession: AsyncSession) -> None:
+async def test_async_fan_out_and_first(world: Loaded, asession: AsyncSession) -> None:
     q = query(Order).where(status="SHIPPED")
     expected = sorted((o for o in ORDER_ITEMS if o.status == "SHIPPED"), key=lambda o: o.order_date)
     assert await asession.all(q) == expected
@@ -329,7 +310,7 @@ async def test_async_fan_out_and_first(world: World, asession: AsyncSession) -> 
 # -- seed 002 ----------------------------------------------------------------------------------
 
 
-def test_every_london_address(world: World) -> None:
+def test_every_london_address(world: Loaded) -> None:
     london = world.session.all(query(Address).where(city="London"))
     assert sorted(a.street for a in london) == ["Buckingham Palace", "Downing St 10", "High St"]
     westminster = world.session.all(query(Address).where(city="London", district="Westminster"))
@@ -339,7 +320,7 @@ def test_every_london_address(world: World) -> None:
     assert sorted(a.city for a in lond) == ["London", "London", "London", "Londonderry"]
 
 
-def test_parrots_with_more_than_five_words_and_nothing_else(world: World) -> None:
+def test_parrots_with_more_than_five_words_and_nothing_else(world: Loaded) -> None:
     q = query(Parrot).where(zoo="z", words=gt(5))
     assert q.plan().index_name == "LSI1"
     found = world.session.all(q)
@@ -350,7 +331,7 @@ def test_parrots_with_more_than_five_words_and_nothing_else(world: World) -> Non
     assert [d.name for d in commands] == ["fido"]
 
 
-def test_a_partition_of_several_types_returns_each_as_its_own_type(world: World) -> None:
+def test_a_partition_of_several_types_returns_each_as_its_own_type(world: Loaded) -> None:
     found = world.session.all(query(Parrot, Dog, Cat).where(zoo="z"))
     expected = sorted(
         (a for a in ANIMALS if getattr(a, "zoo", None) == "z"),
@@ -366,7 +347,7 @@ def test_a_partition_of_several_types_returns_each_as_its_own_type(world: World)
 # -- seed 003 ----------------------------------------------------------------------------------
 
 
-def test_goals_lsi_with_a_number_sort_key(world: World) -> None:
+def test_goals_lsi_with_a_number_sort_key(world: Loaded) -> None:
     best = world.session.first(
         query(Record).where(country="France").using("GoalsIndex").descending()
     )
@@ -386,7 +367,7 @@ def test_goals_lsi_with_a_number_sort_key(world: World) -> None:
 # -- scans -------------------------------------------------------------------------------------
 
 
-def test_scan_in_parallel_segments_with_progress(world: World) -> None:
+def test_scan_in_parallel_segments_with_progress(world: Loaded) -> None:
     reports: list[ScanProgress] = []
     q = scan(Parrot).filter(words=gt(5)).segments(3).progress(reports.append)
     found = world.session.all(q)
@@ -397,7 +378,7 @@ def test_scan_in_parallel_segments_with_progress(world: World) -> None:
     assert world.session.count(scan(Parrot)) == sum(isinstance(a, Parrot) for a in ANIMALS)
 
 
-async def test_async_scan_segments(world: World, asession: AsyncSession) -> None:
+async def test_async_scan_segments(world: Loaded, asession: AsyncSession) -> None:
     found = await asession.all(scan(Dog, Cat).segments(4).page_size(1))
     assert sorted(type(a).__name__ + a.name for a in found) == sorted(
         type(a).__name__ + a.name for a in ANIMALS if isinstance(a, (Dog, Cat))

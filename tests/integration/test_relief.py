@@ -16,6 +16,7 @@ from lsiorm._model.wire import item_from_wire
 from lsiorm._ops.hooks import HookRequest
 from lsiorm.errors import ItemCollectionSizeLimitError
 from lsiorm.testing import ItemCollectionProxy
+from support.raw import set_attributes
 
 
 def declare(name: str) -> tuple[Table, type[Entity], type[Entity]]:
@@ -290,18 +291,8 @@ class LateWriter:
         if not sk.startswith("EV#") or sk in self.done:
             return
         self.done.add(sk)
-        names = {f"#a{i}": name for i, name in enumerate(self.updates)}
-        values = {f":a{i}": {"S": v} for i, v in enumerate(self.updates.values())}
-        self.session.call(
-            "UpdateItem",
-            {
-                "TableName": self.table,
-                "Key": params["Key"],
-                "UpdateExpression": "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(names))),
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-            },
-        )
+        values = {name: {"S": v} for name, v in self.updates.items()}
+        set_attributes(self.session, self.table, params["Key"], values)
 
 
 @pytest.mark.parametrize("late", [{"body": "late"}, {"note": "late"}, {"note": "a", "body": "b"}])

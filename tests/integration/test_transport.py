@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,26 +32,16 @@ from lsiorm.errors import (
     TransportError,
 )
 from support.faults import FaultProxy
+from support.models import declare_grouped
 from support.tables import created
 
 QUICK = RetryPolicy(max_attempts=3, initial=0.001, maximum=0.002)
 LANES = ("lean", "botocore")
 
 
-def declare() -> tuple[Table, type[Entity]]:
-    table = Table(f"transport_{uuid.uuid4().hex[:8]}", "pk", "sk")
-
-    class Note(Entity, table=table, keys={"pk": "N#{group}", "sk": "{n:04d}"}):
-        group: str
-        n: int
-        body: str = ""
-
-    return table, Note
-
-
 @pytest.fixture
 def world(dynamodb_client: Any) -> Iterator[tuple[Table, type[Entity]]]:
-    table, note = declare()
+    table, note = declare_grouped("transport")
     with created(dynamodb_client, table):
         yield table, note
 
@@ -170,7 +159,7 @@ async def test_a_gzip_answer_is_decoded_by_the_async_session(
 
 @pytest.mark.parametrize("lane", LANES)
 def test_a_required_account_id_that_is_missing_is_refused_before_sending(lane: str) -> None:
-    _, note = declare()
+    _, note = declare_grouped("transport")
     config = Config(account_id_endpoint_mode="required")
     # DynamoDB's own endpoint: botocore refuses to resolve it without an account id.
     with Session(region_name="us-east-1", lean=lane == "lean", config=config) as session:
@@ -182,7 +171,7 @@ def test_a_required_account_id_that_is_missing_is_refused_before_sending(lane: s
 
 
 async def test_a_required_account_id_is_refused_by_the_async_session() -> None:
-    _, note = declare()
+    _, note = declare_grouped("transport")
     config = Config(account_id_endpoint_mode="required")
     async with AsyncSession(region_name="us-east-1", config=config) as session:
         with pytest.raises(ConfigurationError) as refused:

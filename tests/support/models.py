@@ -79,6 +79,22 @@ def declare_thread(table: Table, *, type_name: str = "Thread") -> type[Entity]:
 FORUM = forum_table()
 Thread = declare_thread(FORUM)
 
+# -- numbered items in groups, for tests of sessions and transports ----------------------------
+
+
+def declare_grouped(stem: str) -> tuple[Table, type[Any]]:
+    """A fresh table (its name starts with ``stem``) and an item numbered within its group."""
+    table = Table(f"{stem}_{uuid.uuid4().hex[:10]}", "pk", "sk")
+
+    class Item(Entity, table=table, keys={"pk": "G#{group}", "sk": "N#{n:04d}"}):
+        group: str
+        n: int
+        body: str = ""
+        hits: int = 0
+
+    return table, Item
+
+
 # -- orders and goals -------------------------------------------------------------------------
 
 
@@ -440,34 +456,34 @@ def shop_table() -> Table:
     return Table(f"shop_{uuid.uuid4().hex[:10]}", partition_key="PK", sort_key="SK")
 
 
+class CustomerItem(Entity):
+    """An item of a customer's partition in the shop (abstract: no table)."""
+
+    customer_id: str
+
+
+def _customer_keys(sort_key: str) -> dict[str, str]:
+    return {"PK": "CUSTOMER#{customer_id}", "SK": sort_key}
+
+
 def declare_shop(table: Table) -> dict[str, type[Entity]]:
     """A customer, its orders, each order's items and its reviews, in one partition."""
 
-    class Customer(Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "PROFILE"}):
-        customer_id: str
+    class Customer(CustomerItem, table=table, keys=_customer_keys("PROFILE")):
         name: str = ""
 
-    class Order(
-        Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "ORDER#{order_id}"}
-    ):
-        customer_id: str
+    class Order(CustomerItem, table=table, keys=_customer_keys("ORDER#{order_id}")):
         order_id: str
         total: int = 0
 
     class OrderItem(
-        Entity,
-        table=table,
-        keys={"PK": "CUSTOMER#{customer_id}", "SK": "ORDER#{order_id}#ITEM#{line:03d}"},
+        CustomerItem, table=table, keys=_customer_keys("ORDER#{order_id}#ITEM#{line:03d}")
     ):
-        customer_id: str
         order_id: str
         line: int
         sku: str = ""
 
-    class Review(
-        Entity, table=table, keys={"PK": "CUSTOMER#{customer_id}", "SK": "REVIEW#{review_id}"}
-    ):
-        customer_id: str
+    class Review(CustomerItem, table=table, keys=_customer_keys("REVIEW#{review_id}")):
         review_id: str
 
     return {
@@ -558,42 +574,39 @@ def tasks_table(name: str, *, projection: Projection | None = None) -> Table:
     )
 
 
+class TenantItem(Entity):
+    """What a tenant's tasks, bugs and notes all carry (an abstract entity: no table)."""
+
+    task_id: str
+    tenant: str
+    region: str
+
+
+class Scheduled(TenantItem):
+    """A tenant's item with a priority and a due date (the ByTenant sort key), and a title."""
+
+    priority: int
+    due_at: datetime
+    title: str
+
+
+def _scheduled_keys(kind: str) -> dict[str, str]:
+    return {"PK": f"{kind}#{{task_id}}", "SK": kind, "prio": "{priority}", "due": "{due_at}"}
+
+
 def declare_tasks(table: Table) -> tuple[type[Entity], type[Entity], type[Entity]]:
     """Task and Bug share ByTenant (priority and due date copied, the rest stored as the keys);
     only Task is in ByOwner; Note binds part of ByTenant only, so it is in neither."""
 
-    class Task(
-        Entity,
-        table=table,
-        keys={"PK": "TASK#{task_id}", "SK": "TASK", "prio": "{priority}", "due": "{due_at}"},
-    ):
-        task_id: str
-        tenant: str
-        region: str
-        priority: int
-        due_at: datetime
-        title: str
+    class Task(Scheduled, table=table, keys=_scheduled_keys("TASK")):
         owner: str | None = None
         status: TaskStatus = TaskStatus.OPEN
         score: Decimal | None = None
 
-    class Bug(
-        Entity,
-        table=table,
-        keys={"PK": "BUG#{task_id}", "SK": "BUG", "prio": "{priority}", "due": "{due_at}"},
-    ):
-        task_id: str
-        tenant: str
-        region: str
-        priority: int
-        due_at: datetime
-        title: str
+    class Bug(Scheduled, table=table, keys=_scheduled_keys("BUG")):
         severity: int = 1
 
-    class Note(Entity, table=table, keys={"PK": "NOTE#{task_id}", "SK": "NOTE"}):
-        task_id: str
-        tenant: str
-        region: str
+    class Note(TenantItem, table=table, keys={"PK": "NOTE#{task_id}", "SK": "NOTE"}):
         title: str
 
     return Task, Bug, Note

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from lsiorm import Session, Table
+import pytest
+
+from lsiorm import Entity, Session, Table
 from lsiorm.testing import created_tables
 
 
@@ -53,3 +56,36 @@ def session_with(
         created_tables(session, *tables, wait=wait),
     ):
         yield session
+
+
+@dataclass
+class Loaded:
+    """A session on tables a module created and filled, and the name of the engine under test."""
+
+    session: Session
+    backend: str
+
+
+@contextlib.contextmanager
+def loaded(
+    endpoint_url: str, backend: str, *tables: Table, items: Iterable[Entity], **options: Any
+) -> Iterator[Loaded]:
+    """:func:`session_with` ``tables``, each of ``items`` put one by one before the block."""
+    with session_with(endpoint_url, *tables, **options) as session:
+        for item in items:
+            session.put(item)
+        yield Loaded(session, backend)
+
+
+def loaded_fixture(*tables: Table, items: Iterable[Entity]) -> Any:
+    """A module-scoped fixture that gives :func:`loaded` ``tables`` with ``items``.
+
+    Assign it to a module name: the name is the fixture's.
+    """
+
+    @pytest.fixture(scope="module")
+    def fixture(endpoint_url: str, backend: str) -> Iterator[Loaded]:
+        with loaded(endpoint_url, backend, *tables, items=items) as store:
+            yield store
+
+    return fixture

@@ -23,6 +23,7 @@ from lsiorm.errors import (
     KeyEncodingError,
     ValidationError,
 )
+from support.models import declare_goals
 
 
 def slots_table(name: str = "App") -> Table:
@@ -132,18 +133,8 @@ def test_a_keys_only_stream_image_is_refused_saying_why() -> None:
 
 
 def test_number_key_is_stored_as_number() -> None:
-    table = slots_table()
-
-    class Game(
-        Entity,
-        table=table,
-        keys={"PK": "C#{country}", "SK": "G#{game}", "GSI2PK": "GOALS", "Goals": "{goals}"},
-    ):
-        country: str
-        game: str
-        goals: int
-
-    assert Game(country="FR", game="2022", goals=16).to_wire()["Goals"] == {"N": "16"}
+    _, record = declare_goals()  # Goals: the Number sort key of an LSI
+    assert record(country="FR", game="2022", goals=16).to_wire()["Goals"] == {"N": "16"}
 
 
 # -- declaration errors, one per rule ----------------------------------------------------------

@@ -372,14 +372,14 @@ def test_untyped_items_still_in_the_old_key_form_are_recognised() -> None:
     assert item_types(meta_of(done).table, wire) == []
 
 
+def _plain_table(name: str, index_name: str) -> Table:
+    """A table keyed in the plain style other tools write, with one GSI on gpk and gsk."""
+    index = GlobalIndex(index_name, KeyAttribute("gpk"), KeyAttribute("gsk"))
+    return Table(name, "pk", "sk", global_indexes=[index], key_style="plain")
+
+
 def test_one_entity_with_several_prefixes_on_an_overloaded_index() -> None:
-    table = Table(
-        "overloaded",
-        "pk",
-        "sk",
-        global_indexes=[GlobalIndex("by_kind", KeyAttribute("gpk"), KeyAttribute("gsk"))],
-        key_style="plain",
-    )
+    table = _plain_table("overloaded", "by_kind")
 
     class Account(
         Entity,
@@ -439,13 +439,7 @@ def test_a_field_only_its_key_holds_is_read_from_the_key() -> None:
 
 
 def test_key_fields_items_do_not_store() -> None:
-    table = Table(
-        "keyonly",
-        "pk",
-        "sk",
-        global_indexes=[GlobalIndex("by_topic", KeyAttribute("gpk"), KeyAttribute("gsk"))],
-        key_style="plain",
-    )
+    table = _plain_table("keyonly", "by_topic")
 
     class Memo(
         Entity,

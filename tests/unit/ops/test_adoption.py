@@ -21,11 +21,19 @@ from lsiorm._ops.adoption import (
 shop = Table("adopt_shop", "pk", "sk", type_attribute="kind")
 
 
-class Customer(
-    Entity, table=shop, keys={"pk": "CUSTOMER#{cid}", "sk": "PROFILE"}, type_attribute=None
-):
+#: A customer's profile item: the same keys in this table and in the peer's below.
+PROFILE_KEYS = {"pk": "CUSTOMER#{cid}", "sk": "PROFILE"}
+
+
+class Profile(Entity):
+    """A customer's profile (abstract: declared on both tables)."""
+
     cid: str
     name: str
+
+
+class Customer(Profile, table=shop, keys=PROFILE_KEYS, type_attribute=None):
+    pass
 
 
 class Line(
@@ -145,11 +153,8 @@ Lower = KeyFormat(style="plain", case="lower")
 Words = st.text(alphabet="aBc9#_- é", min_size=1, max_size=12)
 
 
-class PeerCustomer(
-    Entity, table=peer, keys={"pk": "CUSTOMER#{cid}", "sk": "PROFILE"}, type_attribute=None
-):
-    cid: str
-    name: str
+class PeerCustomer(Profile, table=peer, keys=PROFILE_KEYS, type_attribute=None):
+    pass
 
 
 class PeerOrder(

@@ -9,6 +9,7 @@ stored keys the conditions do, for every operator pair.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, Literal, get_args
 
@@ -39,33 +40,26 @@ SCALES = Table(
 )
 
 
-class Weight(
-    Entity,
-    table=SCALES,
-    keys={"PK": "W#{name}", "SK": "W", "Room": "{room}", "Mass": "{mass}"},
-):
+class Scaled(Entity):
+    """An item of the room's scale; each kind is sorted in its own index by one typed field."""
+
     name: str
     room: str
+
+
+def _scale_keys(prefix: str, attribute: str, field: str) -> dict[str, str]:
+    return {"PK": f"{prefix}#{{name}}", "SK": prefix, "Room": "{room}", attribute: f"{{{field}}}"}
+
+
+class Weight(Scaled, table=SCALES, keys=_scale_keys("W", "Mass", "mass")):
     mass: float
 
 
-class Measure(
-    Entity,
-    table=SCALES,
-    keys={"PK": "M#{name}", "SK": "M", "Room": "{room}", "Exact": "{exact}"},
-):
-    name: str
-    room: str
+class Measure(Scaled, table=SCALES, keys=_scale_keys("M", "Exact", "exact")):
     exact: Decimal
 
 
-class Tagged(
-    Entity,
-    table=SCALES,
-    keys={"PK": "T#{name}", "SK": "T", "Room": "{room}", "Tag": "{tag}"},
-):
-    name: str
-    room: str
+class Tagged(Scaled, table=SCALES, keys=_scale_keys("T", "Tag", "tag")):
     tag: bytes
 
 
@@ -99,59 +93,49 @@ def _check(
     assert got == want, (ops, params["KeyConditionExpression"], params["ExpressionAttributeValues"])
 
 
-floats = finite_floats.filter(in_dynamo_range)
-
-
-@given(
-    a=floats,
-    b=floats,
-    stored=st.lists(floats, max_size=8),
-    low=st.sampled_from(LOWER),
-    high=st.sampled_from(UPPER),
-)
-def test_two_bounds_on_a_float_key_select_exactly(
-    a: float, b: float, stored: list[float], low: Any, high: Any
-) -> None:
+def _floats_near(a: float, b: float) -> list[float]:
     # The bounds themselves and the floats next to them are where an open end matters.
     near = [
         v for x in (a, b) for v in (x, math.nextafter(x, math.inf), math.nextafter(x, -math.inf))
     ]
-    _check(Weight, "mass", a, b, [*stored, *filter(in_dynamo_range, near)], low, high)
+    return list(filter(in_dynamo_range, near))
 
 
-@given(
-    a=in_range_decimals,
-    b=in_range_decimals,
-    stored=st.lists(in_range_decimals, max_size=8),
-    low=st.sampled_from(LOWER),
-    high=st.sampled_from(UPPER),
-)
-def test_two_bounds_on_a_decimal_key_select_exactly(
-    a: Decimal, b: Decimal, stored: list[Decimal], low: Any, high: Any
-) -> None:
-    near = [Decimal(t) for x in (a, b) for t in _neighbours(decimal_text(x))]
-    _check(Measure, "exact", a, b, [*stored, a, b, *near], low, high)
+def _decimals_near(a: Decimal, b: Decimal) -> list[Decimal]:
+    return [a, b, *(Decimal(t) for x in (a, b) for t in _neighbours(decimal_text(x)))]
 
 
 def _neighbours(text: str) -> list[str]:
     return [t for up in (True, False) if (t := adjacent_number(text, above=up)) is not None]
 
 
-short_bytes = st.binary(max_size=3)
+def _bytes_near(a: bytes, b: bytes) -> list[bytes]:
+    return [a, b, a + b"\x00", b[:-1], b + b"\xff", b"\xff" * MAX_SORT_KEY_BYTES]
 
 
-@given(
-    a=short_bytes,
-    b=short_bytes,
-    stored=st.lists(short_bytes, max_size=8),
-    low=st.sampled_from(LOWER),
-    high=st.sampled_from(UPPER),
+@pytest.mark.parametrize(
+    ("cls", "field", "values", "near"),
+    [
+        pytest.param(
+            Weight, "mass", finite_floats.filter(in_dynamo_range), _floats_near, id="float"
+        ),
+        pytest.param(Measure, "exact", in_range_decimals, _decimals_near, id="decimal"),
+        pytest.param(Tagged, "tag", st.binary(max_size=3), _bytes_near, id="binary"),
+    ],
 )
-def test_two_bounds_on_a_binary_key_select_exactly(
-    a: bytes, b: bytes, stored: list[bytes], low: Any, high: Any
+@given(data=st.data())
+def test_two_bounds_on_a_number_or_binary_key_select_exactly(
+    cls: type[Entity],
+    field: str,
+    values: st.SearchStrategy[Any],
+    near: Callable[[Any, Any], list[Any]],
+    data: st.DataObject,
 ) -> None:
-    edges = [a + b"\x00", b[:-1], b + b"\xff", b"\xff" * MAX_SORT_KEY_BYTES]
-    _check(Tagged, "tag", a, b, [*stored, a, b, *edges], low, high)
+    a, b = data.draw(values, label="a"), data.draw(values, label="b")
+    stored = data.draw(st.lists(values, max_size=8), label="stored")
+    low = data.draw(st.sampled_from(LOWER), label="low")
+    high = data.draw(st.sampled_from(UPPER), label="high")
+    _check(cls, field, a, b, [*stored, *near(a, b)], low, high)
 
 
 def test_open_ends_are_closed_at_the_next_storable_number() -> None:

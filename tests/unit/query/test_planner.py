@@ -688,6 +688,16 @@ def test_query_shape_changes_the_fingerprint() -> None:
     assert base.limit(3).plan().fingerprint == base.plan().fingerprint
 
 
+def _author_index_item(subject: str) -> dict[str, Any]:
+    """A thread of ann's in S3 as AuthorIndex returns it: its keys only, no type attribute."""
+    return {
+        "ForumName": s("S3"),
+        "Subject": s(subject),
+        "Author": s("AUTHOR#ann"),
+        "LastPostDateTime": s("2015-09-01T00:00:00.000000Z"),
+    }
+
+
 def test_keys_only_items_decode_by_template_and_foreign_items_drop() -> None:
     plan = (
         query(Thread)
@@ -696,12 +706,7 @@ def test_keys_only_items_decode_by_template_and_foreign_items_drop() -> None:
         .select("forum", "subject", "last_post")
         .plan()
     )
-    item = {
-        "ForumName": s("S3"),
-        "Subject": s("Hello"),
-        "Author": s("AUTHOR#ann"),
-        "LastPostDateTime": s("2015-09-01T00:00:00.000000Z"),
-    }
+    item = _author_index_item("Hello")
     got = decode(plan, item, (Thread,))
     assert isinstance(got, Thread)
     assert (got.forum, got.subject, got.last_post) == ("S3", "Hello", utc(2015, 9, 1))
@@ -727,12 +732,7 @@ def test_a_selected_field_read_back_absent_is_none_not_missing() -> None:
 def test_an_absent_field_the_read_could_not_return_stays_missing() -> None:
     # A GSI in partial mode does not project it.
     plan = query(Thread).where(author="ann").using("AuthorIndex").partial().plan()
-    item = {
-        "ForumName": s("S3"),
-        "Subject": s("Hi"),
-        "Author": s("AUTHOR#ann"),
-        "LastPostDateTime": s("2015-09-01T00:00:00.000000Z"),
-    }
+    item = _author_index_item("Hi")
     got = decode(plan, item, (Thread,))
     assert got is not None
     assert missing_fields(got) == {"replies", "tags"}
