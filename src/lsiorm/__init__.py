@@ -105,6 +105,7 @@ from lsiorm._ops.key_audit import (
 )
 from lsiorm._ops.ledger import JobRecord, UnitRecord, ledger_table
 from lsiorm._ops.meter import CapacityMeter, Measurement
+from lsiorm._ops.migration_plan import MigrationReport, VerifyReport
 from lsiorm._ops.reads import Page
 from lsiorm._ops.relief import ReliefReport
 from lsiorm._ops.resumable import JobProgress
@@ -149,6 +150,7 @@ from lsiorm.errors import (
     ItemTooLargeError,
     KeyEncodingError,
     LsiormError,
+    MigrationWarning,
     MissingDependencyError,
     NotFoundError,
     NumberPrecisionError,
@@ -256,6 +258,8 @@ __all__ = [
     "LossyFloat",
     "LsiormError",
     "Measurement",
+    "MigrationReport",
+    "MigrationWarning",
     "MissingDependencyError",
     "MissingMode",
     "NotExists",
@@ -306,6 +310,7 @@ __all__ = [
     "Update",
     "UpdateSpec",
     "ValidationError",
+    "VerifyReport",
     "WireItem",
     "WriteEstimate",
     "__version__",

@@ -33,6 +33,7 @@ __all__ = [
     "ItemTooLargeError",
     "KeyEncodingError",
     "LsiormError",
+    "MigrationWarning",
     "MissingDependencyError",
     "NotFoundError",
     "NumberPrecisionError",
@@ -53,6 +54,10 @@ __all__ = [
 
 class LsiormError(Exception):
     """Base class of every error lsiorm raises."""
+
+
+class MigrationWarning(UserWarning):
+    """A table migration may not go as planned (its copy may outrun the stream's 24 hours)."""
 
 
 class DeclarationError(LsiormError, TypeError):
