@@ -206,7 +206,9 @@ def test_a_copy_killed_and_resumed_copies_each_item_once(
     dynamodb_client.delete_item(**source_request("delete", source, 0))
     with on(endpoint_url, guard) as resumed:
         report = resumed.migrate_table(table, source, segments=3, page_size=5)
-        assert report.copied + report.present == report.verify.source + 1 if report.verify else 0
+        # Each item copied once; a page cut short counted by its intent, not as present.
+        assert report.present == 0
+        assert report.copied in (40, 41)  # item 0 was deleted after the kill
         final = resumed.migrate_table(table, source, finish=True)
     assert final.phase == "switched", str(final)
     assert guard.source_writes == []

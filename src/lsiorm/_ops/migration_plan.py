@@ -144,7 +144,7 @@ class MigrationStore:
     def key(self, migration_id: str) -> dict[str, Any]:
         return self.location.key(f"migration#{migration_id}")
 
-    def load(self, migration_id: str) -> Operation[MigrationState | None]:
+    def _read(self, migration_id: str) -> Operation[dict[str, Any] | None]:
         params = {
             "TableName": self.location.table,
             "Key": self.key(migration_id),
@@ -154,7 +154,11 @@ class MigrationStore:
             response = yield from call(self.ctx, "GetItem", params)
         except ResourceNotFoundError:
             return None
-        item = response.get("Item")
+        item: dict[str, Any] | None = response.get("Item")
+        return item
+
+    def load(self, migration_id: str) -> Operation[MigrationState | None]:
+        item = yield from self._read(migration_id)
         if item is None:
             return None
         data = json.loads(item["data"]["S"])
@@ -180,6 +184,10 @@ class MigrationStore:
         try:
             yield from call(self.ctx, "PutItem", params)
         except ConditionFailedError as exc:
+            # A write whose answer was lost and whose resend met itself is this one.
+            there = yield from self._read(state.id)
+            if there is not None and there.get("data") == item["data"]:
+                return
             state.version = previous
             raise ValidationError(
                 "migrate.concurrent",

@@ -32,7 +32,11 @@ after the copy, an item may briefly show an older state until its later records 
 
 A change that moves the item to another destination key (a field its keys derive from changed)
 is one transaction: delete the old derived key if it holds the derived old image, and put the
-new one if nothing is there.
+new image whatever is at the new key. The put must not be conditional: an older record
+replayed again (after a resume, or from before the copy) may put the item back at a key it
+left, and the records after it must then carry it on to the new key, or a stale twin would
+stay behind. What the put overwrites at the new key is the same item in a later state, and the
+records after it bring it back.
 """
 
 from __future__ import annotations
@@ -140,8 +144,8 @@ class Replay:
 
     ``delete``: the key of the derived old image, deleted if it holds ``old`` exactly;
     ``put``: the derived new image, put if the destination holds ``old`` at the same key
-    (``old`` None: if nothing is there), or, when the key moves, if nothing is at the new key.
-    Both parts apply together or not at all.
+    (``old`` None: if nothing is there), or, when the key moves, with the delete (whatever is
+    at the new key). Both parts apply together or not at all.
     """
 
     key_names: tuple[str, ...]
@@ -198,7 +202,7 @@ def replay_request(
     delete = {"TableName": table_name, "Key": dict(replay.delete), **same(replay.old)}
     if replay.put is None:
         return "DeleteItem", delete
-    put = {"TableName": table_name, "Item": dict(replay.put), **absent}
+    put = {"TableName": table_name, "Item": dict(replay.put)}
     return "TransactWriteItems", {"TransactItems": [{"Delete": delete}, {"Put": put}]}
 
 
