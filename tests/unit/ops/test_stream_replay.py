@@ -10,6 +10,7 @@ derived final state, or hold nothing when the item was deleted.
 from __future__ import annotations
 
 import datetime
+import itertools
 from typing import Any
 
 from hypothesis import given, settings
@@ -78,7 +79,7 @@ def test_replay_ends_at_the_last_state_whatever_the_copy_read(
     states_ = [before, *history]  # the item at the stream's position, then its changes
     records = [
         (derived(old), derived(new))
-        for old, new in zip(states_, states_[1:], strict=False)
+        for old, new in itertools.pairwise(states_)
         if not (old is None and new is None)
     ]
     # The copy read the item in one of its states after the stream's position.
@@ -142,7 +143,7 @@ def test_replay_requests() -> None:
 def test_shard_order_puts_parents_first(ids: list[int], data: st.DataObject) -> None:
     shards = []
     for position, shard in enumerate(ids):
-        parents = ids[:position] + [99]  # 99: a parent the stream no longer lists
+        parents = [*ids[:position], 99]  # 99: a parent the stream no longer lists
         parent = data.draw(st.none() | st.sampled_from(parents))
         shards.append(Shard(f"s{shard}", None if parent is None else f"s{parent}"))
     shuffled = data.draw(st.permutations(shards))
