@@ -13,13 +13,16 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
 from lsiorm import AsyncSession, HookRequest, MigrationWarning, RetryPolicy, Session
+from lsiorm._cli import EXIT_OK, EXIT_USAGE
 from lsiorm.errors import ValidationError
+from support.cli import app_module, run
 from support.faults import FaultProxy
 from support.jobs import Killed
 from support.migration import (
@@ -245,7 +248,6 @@ def _migrate_under_writers(
                 session.migrate_table(table, source, segments=4)
             guard.limit = None
         session.migrate_table(table, source, segments=4)
-        session.migrate_table(table, source, segments=4)  # catch up again while writing
     assert writers.writes > 0
     final = session.migrate_table(table, source, finish=True)
     assert final.phase == "switched", str(final)
@@ -278,3 +280,54 @@ def test_a_live_table_migrates_under_faults_killed_and_resumed(
 ) -> None:
     kill = max(20, int(20_000 * SCALE) // 3)
     _migrate_under_writers(endpoint_url, dynamodb_client, names, faulty_session, kill_after=kill)
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+MODULE = """
+from lsiorm import Entity, Table
+
+shop = Table.with_reserved_lsi_slots("{name}", "PK", "SK")
+
+
+class Order(
+    Entity,
+    table=shop,
+    keys={{"PK": "G#{{group:03d}}", "SK": "ORDER#{{n:06d}}", "LSI1SK": "S#{{status}}"}},
+):
+    group: int
+    n: int
+    title: str
+    status: str
+"""
+
+
+def test_the_command_line_migrates_reports_and_switches(
+    endpoint_url: str,
+    dynamodb_client: Any,
+    names: tuple[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source, dest = names
+    stream_table(dynamodb_client, source, items=15)
+    module = next(app_module(tmp_path, monkeypatch, MODULE.format(name=dest), "shop"))
+    url = ("--endpoint-url", endpoint_url)
+    code, out = run("migrate-table", f"{module}:shop", "--source", source, *url)
+    assert code == EXIT_OK, out
+    assert "ready to switch" in out
+    assert "16 copied" in out
+    assert "13 kept as stored" in out  # the types this module does not declare
+    dynamodb_client.delete_item(**source_request("delete", source, 1))
+    code, out = run("migrate-table", f"{module}:shop", "--source", source, "--status", *url)
+    assert code == EXIT_OK, out
+    code, out = run("migrate-table", f"{module}:shop", "--source", source, "--finish", *url)
+    assert code == EXIT_OK, out
+    assert "switched" in out
+    code, listed = run("jobs", f"{module}:shop", *url)
+    assert "migrate-copy" in listed
+    code, out = run("migrate-table", f"{module}:shop", "--source", source, "--abandon", *url)
+    assert code == EXIT_OK, out
+    assert dest not in dynamodb_client.list_tables()["TableNames"]
+    code, _ = run("migrate-table", f"{module}:shop", "--source", f"{source}x", *url)
+    assert code == EXIT_USAGE
