@@ -23,7 +23,8 @@ partition, next to the copy's run):
    an item may differ because a change is not caught up yet: those are read again after a
    catch-up pass, up to `RECHECKS` times, before they are reported.
 6. **Cut over.** ``finish=True`` (writers paused) drains the stream to zero lag, verifies, and
-   marks the migration ``switched``. For dual writes, see `lsiorm._ops.dual_write`.
+   marks the migration ``switched``. (Writing both tables from one session is not built yet:
+   readers may move first, with the catch-up running, and writers at the switch.)
 7. **Abandon** (`abandon_migration`): deletes what the migration created, the destination
    table (or, when it existed before, the items in it) and its ledger records. The source
    table is never written by any phase.
