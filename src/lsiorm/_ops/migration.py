@@ -323,9 +323,11 @@ def catch_up(m: Migration) -> Operation[Pass]:
     for shard in shards:
         m.state.shards.setdefault(shard.id, {"parent": shard.parent, "seq": None, "done": False})
     watched = watched_attributes(m.table, m.table.entities.values())
+    listed = {shard.id for shard in shards}
     for shard in shard_order(shards):
         entry = m.state.shards[shard.id]
-        parent = m.state.shards.get(shard.parent or "")
+        # A parent the stream no longer lists is gone (trimmed): nothing more to read there.
+        parent = m.state.shards.get(shard.parent or "") if shard.parent in listed else None
         if entry["done"] or (parent is not None and not parent["done"]):
             continue
 

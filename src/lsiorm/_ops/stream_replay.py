@@ -50,7 +50,7 @@ from lsiorm._model.wire import WireItem
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.unchanged import unchanged_condition
-from lsiorm.errors import ResourceNotFoundError, ValidationError
+from lsiorm.errors import DynamoError, ResourceNotFoundError, ValidationError
 
 __all__ = [
     "Replay",
@@ -253,6 +253,32 @@ def read_shard(
 
     A shard the stream no longer holds (trimmed after 24 hours) counts as read to its end.
     """
+    position = after
+    iterator = yield from _iterator(ctx, stream_arn, shard, position)
+    while iterator is not None:
+        try:
+            answer = yield from call(ctx, "GetRecords", {"ShardIterator": iterator, "Limit": limit})
+        except DynamoError as exc:
+            if exc.code != "ExpiredIteratorException":
+                raise
+            # 15 minutes since the iterator was handed out: a new one after the last record.
+            iterator = yield from _iterator(ctx, stream_arn, shard, position)
+            continue
+        records = tuple(record_of(raw) for raw in answer.get("Records") or ())
+        iterator = answer.get("NextShardIterator")
+        if records:
+            position = records[-1].sequence
+        go_on = yield from on_page(ShardPage(records, iterator))
+        if not go_on or (not records and not closed):
+            return iterator is None
+    return True
+
+
+def _iterator(
+    ctx: Context, stream_arn: str, shard: str, after: str | None
+) -> Operation[str | None]:
+    """A shard iterator after sequence number ``after`` (None: TRIM_HORIZON); None when the
+    stream no longer holds the shard."""
     params: dict[str, Any] = {"StreamArn": stream_arn, "ShardId": shard}
     if after is None:
         params["ShardIteratorType"] = "TRIM_HORIZON"
@@ -262,17 +288,18 @@ def read_shard(
     try:
         response = yield from call(ctx, "GetShardIterator", params)
     except ResourceNotFoundError:
-        return True
-    iterator: str | None = response.get("ShardIterator")
-    while iterator is not None:
-        answer = yield from call(ctx, "GetRecords", {"ShardIterator": iterator, "Limit": limit})
-        records = tuple(record_of(raw) for raw in answer.get("Records") or ())
-        iterator = answer.get("NextShardIterator")
-        page = ShardPage(records, iterator)
-        go_on = yield from on_page(page)
-        if not go_on or (not records and not closed):
-            return iterator is None
-    return True
+        return None
+    except DynamoError as exc:
+        if exc.code != "TrimmedDataAccessException":
+            raise
+        raise ValidationError(
+            "migrate.stream-trimmed",
+            f"The stream no longer holds the changes after record {after} of shard {shard} "
+            "(it keeps them for 24 hours): changes may be lost. Abandon the migration and "
+            "start it again (with a higher rate budget), or catch up more often.",
+        ) from exc
+    found: str | None = response.get("ShardIterator")
+    return found
 
 
 def check_view(view: str, source: str) -> None:

@@ -13,17 +13,24 @@ import datetime
 import itertools
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lsiorm._ops.pipeline import Context
+from lsiorm._ops.retry import RetryPolicy
+from lsiorm._ops.steps import Call, Done, Operation, advance
 from lsiorm._ops.stream_replay import (
     Replay,
     Shard,
+    ShardPage,
+    read_shard,
     record_of,
     replay_of,
     replay_request,
     shard_order,
 )
+from lsiorm.errors import DynamoError, ResourceNotFoundError, ValidationError
 
 NAMES = ("PK", "SK")
 
@@ -171,3 +178,82 @@ def test_a_record_of_get_records() -> None:
     assert (record.event, record.sequence, record.created) == ("MODIFY", "42", when.timestamp())
     assert record.old == {"PK": {"S": "P"}, "v": {"N": "1"}}
     assert record_of({"eventName": "REMOVE", "dynamodb": {"SequenceNumber": "1"}}).new is None
+
+
+# -- reading a shard ----------------------------------------------------------------------------
+
+QUICK = Context(RetryPolicy(max_attempts=1, initial=0.0, maximum=0.0))
+
+
+def drive(op: Any, answers: list[Any]) -> tuple[Any, list[Call]]:
+    """Run ``op``, answering its calls in turn (an exception is thrown in)."""
+    calls: list[Call] = []
+    step = advance(op)
+    while not isinstance(step, Done):
+        assert isinstance(step, Call)
+        calls.append(step)
+        answer = answers.pop(0)
+        step = advance(op, error=answer) if isinstance(answer, Exception) else advance(op, answer)
+    return step.value, calls
+
+
+def raw(sequence: str) -> dict[str, Any]:
+    return {"eventName": "INSERT", "dynamodb": {"SequenceNumber": sequence, "Keys": {}}}
+
+
+def test_reading_a_shard_renews_an_expired_iterator_after_the_last_record() -> None:
+    pages: list[ShardPage] = []
+
+    def on_page(page: ShardPage) -> Operation[bool]:
+        pages.append(page)
+        return True
+        yield
+
+    expired = DynamoError("expired", code="ExpiredIteratorException")
+    op = read_shard(QUICK, "arn", "s1", "7", on_page)
+    done, calls = drive(
+        op,
+        [
+            {"ShardIterator": "i1"},
+            {"Records": [raw("8"), raw("9")], "NextShardIterator": "i2"},
+            expired,
+            {"ShardIterator": "i3"},
+            {"Records": [], "NextShardIterator": "i4"},
+        ],
+    )
+    assert done is False  # an open shard, caught up
+    assert [c.params.get("SequenceNumber") for c in calls if c.operation == "GetShardIterator"] == [
+        "7",
+        "9",
+    ]
+    assert [r.sequence for p in pages for r in p.records] == ["8", "9"]
+
+
+def test_a_shard_the_stream_trimmed_past_the_position_is_refused() -> None:
+    def on_page(page: ShardPage) -> Operation[bool]:
+        return True
+        yield
+
+    trimmed = DynamoError("trimmed", code="TrimmedDataAccessException")
+    with pytest.raises(ValidationError) as refused:
+        drive(read_shard(QUICK, "arn", "s1", "7", on_page), [trimmed])
+    assert refused.value.rule == "migrate.stream-trimmed"
+    gone = ResourceNotFoundError("gone", code="ResourceNotFoundException")
+    assert drive(read_shard(QUICK, "arn", "s1", None, on_page), [gone])[0] is True
+
+
+def test_a_closed_shard_is_read_to_its_end() -> None:
+    def on_page(page: ShardPage) -> Operation[bool]:
+        return True
+        yield
+
+    done, calls = drive(
+        read_shard(QUICK, "arn", "s1", None, on_page, closed=True),
+        [
+            {"ShardIterator": "i1"},
+            {"Records": [], "NextShardIterator": "i2"},
+            {"Records": [raw("1")]},
+        ],
+    )
+    assert done is True
+    assert calls[0].params["ShardIteratorType"] == "TRIM_HORIZON"
