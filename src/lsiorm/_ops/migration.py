@@ -260,8 +260,9 @@ def options_location(ctx: Context, table: Table, options: JobOptions) -> LedgerL
 # -- copy ---------------------------------------------------------------------------------------
 
 
-def copy(m: Migration) -> Operation[None]:
-    """Run the copy to its end (resuming its run), then move to the catch-up phase."""
+def copy(m: Migration, total: int | None = None) -> Operation[None]:
+    """Run the copy to its end (resuming its run), then move to the catch-up phase. ``total``
+    is the source's item count, for the progress's ETA."""
     spec = ScanSpec(m.source, None, None, m.segments, page_size=m.page_size)
 
     def kind_for(unit_ctx: Context, budget: RateBudget) -> CopyKind:
@@ -273,7 +274,7 @@ def copy(m: Migration) -> Operation[None]:
         kind_for,
         scan_pages(spec, skip=_ledger_skip(m.source)),
         m.options.rate(),
-        None,
+        total,
     )
     ledger = m.options.ledger_for(m.ctx, m.table)
     record, _ = yield from run_units(
@@ -415,7 +416,12 @@ def _apply(
     replay = replay_of(derived_old, derived_new, m.key_names)
     if replay is None:
         return False
-    operation, params = replay_request(replay, m.table.name, watched | set(derived_new or ()))
+    try:
+        operation, params = replay_request(replay, m.table.name, watched | set(derived_new or ()))
+    except ValidationError:  # an item too large for the condition: verify reports it
+        with done.lock:
+            m.state.unapplied += 1
+        return False
     try:
         yield from call(m.ctx, operation, params, (m.table,))
     except (ConditionFailedError, TransactionCanceledError):
@@ -593,7 +599,7 @@ def migrate_table(
     if finish:
         m.passes = FINISH_PASSES
     if m.state.phase == "copy":
-        yield from copy(m)
+        yield from copy(m, plan.item_count if plan is not None else None)
     verified: VerifyReport | None = None
     if m.state.phase in ("catch-up", "switched"):
         yield from drain(m)
@@ -627,6 +633,7 @@ def _report(m: Migration, verified: VerifyReport | None) -> Operation[MigrationR
         state.created_destination,
         applied=state.applied,
         skipped=state.skipped,
+        unapplied=state.unapplied,
         lag_records=int(state.lag[0]),
         lag_seconds=float(state.lag[1]),
         copy_job=state.copy_job,

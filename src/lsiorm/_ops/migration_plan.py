@@ -128,6 +128,9 @@ class MigrationState:
     copy_job: str | None = None
     applied: int = 0
     skipped: int = 0
+    #: Changes that could not be applied on a condition (an item whose condition would be
+    #: longer than DynamoDB allows); verification reports their items.
+    unapplied: int = 0
     lag: list[float] = field(default_factory=lambda: [0, 0.0])
     verify: dict[str, Any] = field(default_factory=dict)
     version: int = 0
@@ -252,6 +255,7 @@ class MigrationReport:
     examples: dict[str, list[Any]] = field(default_factory=dict)
     applied: int = 0
     skipped: int = 0
+    unapplied: int = 0
     lag_records: int = 0
     lag_seconds: float = 0.0
     verify: VerifyReport | None = None
@@ -277,8 +281,9 @@ class MigrationReport:
             f"Migration of {self.source!r} to {self.destination!r}: {state}",
             f"  copy: {self.copied} copied, {self.present} already there, "
             f"{self.unmatched} unmatched, {self.as_stored} kept as stored, {self.failed} failed",
-            f"  catch-up: {self.applied} changes applied, {self.skipped} skipped; lag "
-            f"{self.lag_records} records, {self.lag_seconds:.1f} s",
+            f"  catch-up: {self.applied} changes applied, {self.skipped} skipped"
+            + (f", {self.unapplied} too large to apply" if self.unapplied else "")
+            + f"; lag {self.lag_records} records, {self.lag_seconds:.1f} s",
         ]
         for kind, values in self.examples.items():
             lines.extend(f"    {kind}: {value}" for value in values[:EXAMPLES])

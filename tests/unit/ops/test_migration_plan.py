@@ -10,6 +10,8 @@ from lsiorm import Entity, Table
 from lsiorm._ops.migration_plan import (
     RETENTION_WARNING,
     MigrationPlan,
+    MigrationReport,
+    VerifyReport,
     estimate_copy_seconds,
     plan_migration,
 )
@@ -122,3 +124,20 @@ def test_items_no_entity_recognizes() -> None:
     kept = derive_item(TABLE, broken)
     assert kept.item == broken
     assert kept.reason is not None
+
+
+def test_a_report_is_ready_with_no_lag_and_a_clean_verification() -> None:
+    clean = VerifyReport(source=3, matched=3)
+    report = MigrationReport("Old", "New", "catch-up", "m1", verify=clean, copied=3)
+    assert report.ready
+    assert "catch-up (ready to switch)" in str(report)
+    assert "verify: clean: 3 source items, 3 matched" in str(report)
+    lagging = MigrationReport("Old", "New", "catch-up", "m1", verify=clean, lag_records=4)
+    assert not lagging.ready
+    differing = VerifyReport(source=3, matched=2, missing=1, examples={"missing": [{"PK": "x"}]})
+    report = MigrationReport("Old", "New", "catch-up", "m1", verify=differing, unapplied=1)
+    assert not report.ready
+    assert "DIFFERENCES" in str(report)
+    assert "missing: {'PK': 'x'}" in str(report)
+    assert "1 too large to apply" in str(report)
+    assert not MigrationReport("Old", "New", "copy", "m1", verify=clean).ready
