@@ -110,6 +110,30 @@ def test_copy_catch_up_verify_and_switch(
     assert_migrated(dynamodb_client, source, dest, table)
 
 
+def test_finish_does_not_switch_while_a_changed_item_differs(
+    session: Session, dynamodb_client: Any, names: tuple[str, str]
+) -> None:
+    source, dest = names
+    table, _ = declare_shop(dest)
+    stream_table(dynamodb_client, source, items=10)
+    assert session.migrate_table(table, source).ready
+    dynamodb_client.update_item(**source_request("update", source, 5, title="changed"))
+    # Something else writes the destination's copy: the change's condition no longer holds.
+    key = source_request("delete", source, 5)["Key"]
+    dynamodb_client.update_item(
+        TableName=dest,
+        Key=key,
+        UpdateExpression="SET title = :t",
+        ExpressionAttributeValues={":t": {"S": "tampered"}},
+    )
+    final = session.migrate_table(table, source, finish=True)
+    assert final.phase == "catch-up"
+    assert final.verify is not None
+    assert (final.verify.different, final.verify.source) == (1, 1)  # only the changed item
+    assert final.verify.examples["different"] == [{"PK": "G#005", "SK": "CUSTOMER#000005"}]
+    assert not final.ready
+
+
 def test_the_async_session_migrates_too(
     endpoint_url: str, dynamodb_client: Any, names: tuple[str, str]
 ) -> None:

@@ -133,6 +133,8 @@ class MigrationState:
     unapplied: int = 0
     lag: list[float] = field(default_factory=lambda: [0, 0.0])
     verify: dict[str, Any] = field(default_factory=dict)
+    #: The shards' positions when the last clean verification started (None: there is none).
+    verified_from: dict[str, str | None] | None = None
     version: int = 0
 
 
