@@ -134,6 +134,19 @@ def test_finish_does_not_switch_while_a_changed_item_differs(
     assert not final.ready
 
 
+def test_a_session_with_a_table_prefix_migrates_its_tables(
+    endpoint_url: str, dynamodb_client: Any, names: tuple[str, str], prefix: str
+) -> None:
+    source, dest = names
+    table, _ = declare_shop(dest)
+    stream_table(dynamodb_client, f"{prefix}{source}", items=6)
+    with on(endpoint_url, table_prefix=prefix) as session:
+        assert session.migrate_table(table, source).ready
+        dynamodb_client.delete_item(**source_request("delete", f"{prefix}{source}", 2))
+        assert session.migrate_table(table, source, finish=True).phase == "switched"
+    assert_migrated(dynamodb_client, f"{prefix}{source}", f"{prefix}{dest}", table)
+
+
 def test_the_async_session_migrates_too(
     endpoint_url: str, dynamodb_client: Any, names: tuple[str, str]
 ) -> None:

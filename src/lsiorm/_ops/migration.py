@@ -36,7 +36,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lsiorm._model.entity_meta import meta_of
@@ -45,7 +45,7 @@ from lsiorm._model.wire import WireItem, from_wire, same_item
 from lsiorm._ops import tables
 from lsiorm._ops.budget import RateBudget
 from lsiorm._ops.job_engine import JobRun, digest, run_units, scan_pages
-from lsiorm._ops.job_options import JobOptions
+from lsiorm._ops.job_options import JobOptions, ledger_location
 from lsiorm._ops.ledger import NAMESPACE, JobLedger, LedgerLocation, fingerprint
 from lsiorm._ops.memory_ledger import MemoryLedger
 from lsiorm._ops.migration_plan import (
@@ -212,7 +212,8 @@ def open_migration(
     declaration = declaration_of(table, ctx.live_name(src), ctx.live_name(table))
     migration_id = fingerprint(declaration)
     location = options_location(ctx, table, options)
-    store = MigrationStore(ctx, location)
+    # The location names the live table already: its requests skip the session's names.
+    store = MigrationStore(replace(ctx, table_name=None), location)
     state = (
         None if there is None and options.ledger is None else (yield from store.load(migration_id))
     )
@@ -252,9 +253,18 @@ def open_migration(
 
 def options_location(ctx: Context, table: Table, options: JobOptions) -> LedgerLocation:
     """Where the migration's ledger is: the destination's reserved partition, or ``ledger=``."""
-    ledger = options.ledger_for(ctx, table)
-    assert isinstance(ledger, JobLedger)
-    return ledger.location
+    return ledger_location(ctx, table, options.ledger)
+
+
+def job_ledger(m: Migration) -> JobLedger:
+    """The ledger of the migration's copy, at the state's location."""
+    store = m.store
+    return JobLedger(
+        store.ctx,
+        store.location,
+        lease_seconds=m.options.lease_seconds,
+        clock=m.options.ledger_clock,
+    )
 
 
 # -- copy ---------------------------------------------------------------------------------------
@@ -276,7 +286,7 @@ def copy(m: Migration, total: int | None = None) -> Operation[None]:
         m.options.rate(),
         total,
     )
-    ledger = m.options.ledger_for(m.ctx, m.table)
+    ledger = job_ledger(m)
     record, _ = yield from run_units(
         m.ctx,
         ledger,
@@ -709,8 +719,7 @@ def _report(m: Migration, verified: VerifyReport | None) -> Operation[MigrationR
         )
     report.verify = verified
     if state.copy_job is not None:
-        ledger = m.options.ledger_for(m.ctx, m.table)
-        record = yield from ledger.job(state.copy_job)
+        record = yield from job_ledger(m).job(state.copy_job)
         counts = record.counts()
         for name in ("copied", "present", "unmatched", "as_stored", "failed"):
             setattr(report, name, counts.get(name, 0))
@@ -787,7 +796,7 @@ def _delete_ledger(m: Migration) -> Operation[None]:
             "ExpressionAttributeNames": {"#p": location.partition_key, "#s": location.sort_key},
             "ExpressionAttributeValues": {":p": {"S": location.namespace}, ":s": {"S": prefix}},
         }
-        response = yield from call(m.ctx, "Query", params)
+        response = yield from call(m.store.ctx, "Query", params)
         for item in response.get("Items") or ():
             key = {n: item[n] for n in (location.partition_key, location.sort_key)}
-            yield from call(m.ctx, "DeleteItem", {"TableName": location.table, "Key": key})
+            yield from call(m.store.ctx, "DeleteItem", {"TableName": location.table, "Key": key})
