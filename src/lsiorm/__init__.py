@@ -105,6 +105,7 @@ from lsiorm._ops.key_audit import (
 )
 from lsiorm._ops.ledger import JobRecord, UnitRecord, ledger_table
 from lsiorm._ops.meter import CapacityMeter, Measurement
+from lsiorm._ops.migration_plan import MigrationReport, VerifyReport
 from lsiorm._ops.reads import Page
 from lsiorm._ops.relief import ReliefReport
 from lsiorm._ops.resumable import JobProgress
@@ -150,6 +151,7 @@ from lsiorm.errors import (
     JobError,
     KeyEncodingError,
     LsiormError,
+    MigrationWarning,
     MissingDependencyError,
     NotFoundError,
     NumberPrecisionError,
@@ -258,6 +260,8 @@ __all__ = [
     "LossyFloat",
     "LsiormError",
     "Measurement",
+    "MigrationReport",
+    "MigrationWarning",
     "MissingDependencyError",
     "MissingMode",
     "NotExists",
@@ -308,6 +312,7 @@ __all__ = [
     "Update",
     "UpdateSpec",
     "ValidationError",
+    "VerifyReport",
     "WireItem",
     "WriteEstimate",
     "__version__",

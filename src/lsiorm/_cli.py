@@ -1,5 +1,6 @@
 """The `lsiorm` command line: create-table, check, explain, collections, get, query,
-delete-table, adopt, the key jobs audit-keys, backfill and relieve, and jobs (their ledger).
+delete-table, adopt, the key jobs audit-keys, backfill and relieve, migrate-table (a live table
+into a new one), and jobs (their ledger).
 
 Each command is a `cmd_*` function here; its options, the text it reads and the lines it prints
 are in `_cli_text`.
@@ -525,6 +526,48 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
     return _reported(out, report, not report.failed)
 
 
+def cmd_migrate_table(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Copy a live table into the table the target declares; catch up, verify, switch.
+
+    Exit 0 when the migration is ready to switch (or switched, with --finish; or abandoned),
+    1 when it is not yet (lag, or differences: the report lists them).
+    """
+    import warnings
+
+    from lsiorm.errors import MigrationWarning
+
+    table = load_table(args.target)
+    actions = [args.finish, args.status, args.abandon]
+    if sum(actions) > 1:
+        raise UsageError("Give at most one of --finish, --status and --abandon.")
+    with (
+        cli_session(args) as session,
+        _job_progress(args, progress, "migrate-table") as shown,
+        warnings.catch_warnings(record=True) as warned,
+    ):
+        warnings.simplefilter("always", MigrationWarning)
+        report = session.migrate_table(
+            table,
+            args.source,
+            finish=args.finish,
+            status=args.status,
+            abandon=args.abandon,
+            segments=args.segments,
+            write_budget=args.budget,
+            read_budget=args.read_budget,
+            page_size=args.page_size,
+            follow=args.follow,
+            ledger=args.ledger,
+            progress=shown,
+        )
+    for warning in warned:
+        out.write(f"warning: {warning.message}\n")
+    if args.abandon:
+        return _reported(out, report, True)
+    done = report.phase == "switched" if args.finish else report.ready
+    return _reported(out, report, done)
+
+
 def _scan_options(args: argparse.Namespace) -> dict[str, Any]:
     """How a key job reads: one partition or the whole table, in segments, in pages."""
     return {"partition": args.partition, "segments": args.segments, "page_size": args.page_size}
@@ -584,6 +627,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
     "adopt": cmd_adopt,
     "backfill": cmd_backfill,
     "relieve": cmd_relieve,
+    "migrate-table": cmd_migrate_table,
     "jobs": cmd_jobs,
 }
 

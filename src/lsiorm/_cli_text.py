@@ -176,7 +176,7 @@ def _query_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add the audit-keys, adopt, backfill, relieve and jobs subcommands."""
+    """Add the audit-keys, adopt, backfill, relieve, migrate-table and jobs subcommands."""
     jobs = argparse.ArgumentParser(add_help=False)
     jobs.add_argument("--entity", help="entity type name, for a Table target")
     jobs.add_argument("--partition", help="read only this partition key value")
@@ -234,6 +234,26 @@ def _job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     relieve.add_argument("--checkpoint", help="ignored: the job's ledger keeps its positions")
     relieve.add_argument("--page-size", type=int, default=None, help="items per page")
     relieve.add_argument("--dry-run", action="store_true", help="report, change nothing")
+    migrate = sub.add_parser(
+        "migrate-table",
+        parents=[common],
+        help="copy a live table into the table the target declares, while writers go on",
+        description=(
+            "target: module:attribute of the destination Table (created if absent). Copies "
+            "--source, catches up from its stream, verifies; run it again to catch up again, "
+            "--finish (writers paused) to switch. Exit 0 when ready (or switched), 1 if not."
+        ),
+    )
+    migrate.add_argument("--source", required=True, help="the live table to copy")
+    migrate.add_argument("--finish", action="store_true", help="drain, verify and switch")
+    migrate.add_argument("--status", action="store_true", help="show where it stands")
+    migrate.add_argument("--abandon", action="store_true", help="delete what it created")
+    migrate.add_argument("--segments", type=int, default=4, help="parallel scan segments")
+    migrate.add_argument("--page-size", type=int, default=None, help="items per page")
+    migrate.add_argument("--budget", type=float, default=None, help="write units per second")
+    migrate.add_argument("--read-budget", type=float, default=None, help="read units per second")
+    migrate.add_argument("--follow", type=float, default=0.0, help="keep catching up (seconds)")
+    migrate.add_argument("--ledger", help="table of the ledger (default: the destination's)")
     listing = sub.add_parser(
         "jobs",
         parents=[common],

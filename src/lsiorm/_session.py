@@ -135,14 +135,28 @@ def _client_error(exc: Exception) -> ConfigurationError:
     return ConfigurationError("config.client", f"Cannot build the DynamoDB client: {exc}")
 
 
-def _client(factory: Any, kwargs: Mapping[str, Any]) -> Any:
+def _client(factory: Any, kwargs: Mapping[str, Any], service: str = "dynamodb") -> Any:
     """Build a botocore client, turning botocore's configuration errors into typed ones."""
     from botocore.exceptions import BotoCoreError
 
     try:
-        return factory("dynamodb", **kwargs)
+        return factory(service, **kwargs)
     except (BotoCoreError, ValueError) as exc:
         raise _client_error(exc) from exc
+
+
+def _given(client: Any) -> Any:
+    return client
+
+
+def _streams_like(client: Any) -> Any:
+    """A DynamoDB Streams client for the endpoint and region of a boto3 DynamoDB client
+    (credentials from boto3's default chain; pass ``streams_client=`` for others)."""
+    import boto3
+
+    meta = client.meta
+    kwargs = {"endpoint_url": meta.endpoint_url, "region_name": meta.region_name}
+    return _client(boto3.session.Session().client, kwargs, "dynamodbstreams")
 
 
 def lean_lane_for(client: Any) -> Any:
@@ -261,7 +275,9 @@ class Session(SessionCore, Closing):
     docs/observability.md); `telemetry=False` turns them off, and a `Telemetry` names other
     providers. Cursors are signed with a random key of this session, so only it reads them
     back; give `cursor_secret` (or set `LSIORM_CURSOR_SECRET`) to read them in other sessions
-    and processes that have the same secret.
+    and processes that have the same secret. A table migration reads the source table's stream
+    with a DynamoDB Streams client built like the DynamoDB one (for a `client` passed in: for
+    its endpoint and region, with boto3's default credentials); `streams_client` gives another.
     """
 
     def __init__(
@@ -282,6 +298,7 @@ class Session(SessionCore, Closing):
         lean: bool = True,
         cursor_secret: str | bytes | None = None,
         telemetry: bool | Telemetry = True,
+        streams_client: Any = None,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
@@ -294,14 +311,14 @@ class Session(SessionCore, Closing):
             cursor_secret,
             telemetry,
         )
+        streams: Callable[[], Any]
         if client is None:
             import boto3
 
             factory = boto3_session or boto3.session.Session(profile_name=profile_name)
-            client = _client(
-                factory.client,
-                _client_kwargs(endpoint_url, region_name, client_kwargs),
-            )
+            kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
+            client = _client(factory.client, kwargs)
+            streams = partial(_client, factory.client, kwargs, "dynamodbstreams")
             if boto3_session is None and table_names is None:
                 self.config = SessionConfig(
                     endpoint_url,
@@ -316,6 +333,10 @@ class Session(SessionCore, Closing):
                 self.unit_worker = partial(run_unit_task, self.config)
         elif boto3_session is not None or profile_name is not None:
             raise TypeError("Give a client, or boto3_session/profile_name to build one; not both.")
+        else:
+            streams = partial(_streams_like, client)
+        if streams_client is not None:
+            streams = partial(_given, streams_client)
         _install_handlers(client, fast_json)
         self.client = client
         self.driver = _MeteredSync(
@@ -323,6 +344,7 @@ class Session(SessionCore, Closing):
                 client,
                 lean_lane_for(client) if lean else None,
                 ClientTelemetry(self.telemetry, client),
+                streams,
             ),
             self.capacity,
         )
@@ -352,6 +374,7 @@ class Session(SessionCore, Closing):
     adopt = blocking(methods.adopt)
     backfill = blocking(methods.backfill)
     relieve_collection = blocking(methods.relieve_collection)
+    migrate_table = blocking(methods.migrate_table)
     jobs = blocking(methods.jobs)
     job = blocking(methods.job)
     cancel_job = blocking(methods.cancel_job)
@@ -389,7 +412,9 @@ class AsyncSession(SessionCore):
     first call; then `await session.close()` closes it (one never closed is closed on its
     event loop when it is garbage collected or the loop ends).
     `lean=False` keeps every request on aiobotocore's own path, and `cursor_secret` and
-    `telemetry` work as for `Session`.
+    `telemetry` work as for `Session`. A table migration reads the source table's stream with a
+    DynamoDB Streams client opened with the DynamoDB one; with a `client` passed in, pass an
+    entered streams client as `streams_client` too.
     """
 
     def __init__(
@@ -410,6 +435,7 @@ class AsyncSession(SessionCore):
         lean: bool = True,
         cursor_secret: str | bytes | None = None,
         telemetry: bool | Telemetry = True,
+        streams_client: Any = None,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
@@ -422,6 +448,8 @@ class AsyncSession(SessionCore):
             cursor_secret,
             telemetry,
         )
+        self._streams = streams_client
+        self._given_streams = streams_client is not None
         if client is None and aioboto3_session is None:
             if importlib.util.find_spec("aioboto3") is None:
                 raise MissingDependencyError("AsyncSession", "aioboto3", "async")
@@ -444,6 +472,7 @@ class AsyncSession(SessionCore):
                     client,
                     lean_lane_for(client) if lean else None,
                     ClientTelemetry(self.telemetry, client),
+                    streams_client,
                 ),
                 self.capacity,
             )
@@ -465,12 +494,16 @@ class AsyncSession(SessionCore):
             client = _client(factory.client, self._client_kwargs)
             try:
                 self.client = await stack.enter_async_context(client)
+                if self._streams is None:
+                    streams = _client(factory.client, self._client_kwargs, "dynamodbstreams")
+                    self._streams = await stack.enter_async_context(streams)
             except (BotoCoreError, ValueError) as exc:
                 raise _client_error(exc) from exc
             await self._held.hold(stack, _forgets_client(weakref.ref(self)))
             _install_handlers(self.client, self._fast_json)
             lane = lean_lane_for(self.client) if self._lean else None
-            driver = AsyncDriver(self.client, lane, ClientTelemetry(self.telemetry, self.client))
+            telemetry = ClientTelemetry(self.telemetry, self.client)
+            driver = AsyncDriver(self.client, lane, telemetry, self._streams)
             self.driver = _MeteredAsync(driver, self.capacity)
         return self
 
@@ -492,6 +525,8 @@ class AsyncSession(SessionCore):
     def _forget_client(self) -> None:
         """The client this session opened is closed: the next call opens another."""
         self.client = None
+        if not self._given_streams:
+            self._streams = None
         self.driver = _OpeningDriver(self)
 
     async def run(self, op: Operation[Any]) -> Any:
@@ -513,6 +548,7 @@ class AsyncSession(SessionCore):
     adopt = awaiting(methods.adopt)
     backfill = awaiting(methods.backfill)
     relieve_collection = awaiting(methods.relieve_collection)
+    migrate_table = awaiting(methods.migrate_table)
     jobs = awaiting(methods.jobs)
     job = awaiting(methods.job)
     cancel_job = awaiting(methods.cancel_job)

@@ -35,6 +35,7 @@ from lsiorm._ops import (
     batch,
     items,
     key_audit,
+    migration,
     pipeline,
     reads,
     relief,
@@ -53,6 +54,7 @@ from lsiorm._ops.job_options import JobOptions, ledger_location
 from lsiorm._ops.key_audit import KeyAuditReport
 from lsiorm._ops.ledger import JobLedger, JobRecord
 from lsiorm._ops.meter import CapacityMeter
+from lsiorm._ops.migration_plan import MigrationReport
 from lsiorm._ops.naming import TableNames, prefixed
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.reads import Page
@@ -68,6 +70,7 @@ from lsiorm._requests.batch import DeleteTarget, GetKey
 from lsiorm._requests.items import key_values
 from lsiorm._requests.transactions import Get, TransactAction
 from lsiorm._requests.update_plan import update_spec
+from lsiorm.errors import ValidationError
 
 __all__ = ["SessionConfig", "SessionCore"]
 
@@ -529,6 +532,65 @@ def relieve_collection(
         page_size=page_size,
     )
     return _reporting(job, progress, "relief")
+
+
+def migrate_table(
+    session: SessionCore,
+    /,
+    table: Table,
+    source: str,
+    *,
+    finish: bool = False,
+    status: bool = False,
+    abandon: bool = False,
+    segments: int = 4,
+    write_budget: float | None = None,
+    read_budget: float | None = None,
+    page_size: int | None = None,
+    concurrency: int = 8,
+    follow: float = 0.0,
+    ledger: str | None = None,
+    progress: Callable[[JobProgress], object] | bool | None = None,
+) -> Operation[MigrationReport]:
+    """Copy the live table `source` into the table `table` declares, while writers go on.
+
+    The destination is created from the declaration if it does not exist. The copy (in
+    `segments` scan units, paced to `write_budget` and `read_budget`), the catch-up from the
+    source's stream and a verification run; calling it again resumes from the ledger (in the
+    destination's reserved partition, or the table named `ledger`) and catches up again, then
+    keeps catching up for `follow` seconds. The report says when it is ready to switch. With
+    writers paused, `finish=True` drains the stream, verifies and marks it switched.
+    `status=True` only reads where it stands; `abandon=True` deletes what it created. The
+    source table is never written. `progress` is called with a JobProgress after each page
+    (with the stream lag during the catch-up); True draws a progress bar on stderr.
+    """
+    if finish + status + abandon > 1:
+        raise ValidationError(
+            "migrate.one-action", "Give at most one of finish=, status= and abandon=."
+        )
+    options = _options(
+        session,
+        ledger=ledger,
+        write_budget=write_budget,
+        read_budget=read_budget,
+        concurrency=concurrency,
+    )
+    if status:
+        return migration.migration_status(session.ctx, table, source, options)
+    if abandon:
+        return migration.abandon_migration(session.ctx, table, source, options)
+    job = partial(
+        migration.migrate_table,
+        session.ctx,
+        table,
+        source,
+        options,
+        finish=finish,
+        segments=segments,
+        page_size=page_size,
+        follow=follow,
+    )
+    return _reporting(job, progress, "migrate-table")
 
 
 def jobs(

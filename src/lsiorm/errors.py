@@ -34,6 +34,7 @@ __all__ = [
     "JobError",
     "KeyEncodingError",
     "LsiormError",
+    "MigrationWarning",
     "MissingDependencyError",
     "NotFoundError",
     "NumberPrecisionError",
@@ -54,6 +55,10 @@ __all__ = [
 
 class LsiormError(Exception):
     """Base class of every error lsiorm raises."""
+
+
+class MigrationWarning(UserWarning):
+    """A table migration may not go as planned (its copy may outrun the stream's 24 hours)."""
 
 
 class DeclarationError(LsiormError, TypeError):

@@ -283,7 +283,29 @@ def check_slot_rollout(out: str, fetches: bool) -> None:
     assert after(out, "LSI3 task ") == expected
 
 
+# -- migrate_to_reserved_slots.py -------------------------------------------------------------
+
+
+def check_migrate_to_reserved_slots(out: str, fetches: bool) -> None:
+    (copied,) = after(out, "copied: ")
+    assert int(copied.split(";")[0]) >= 101
+    assert copied.endswith("unmatched: 0")
+    (writes,) = after(out, "writer paused after ")
+    assert int(writes.split()[0]) > 0
+    assert after(out, "phase: ") == ["switched"]
+    assert after(out, "verify clean: ") == ["True"]
+    assert "lag 0 records" in out
+    assert after(out, "plan: ") == ["LSI1"]
+    (tasks,) = after(out, "LSI1 tasks: ")
+    found, _, rest = tasks.partition(" of ")
+    stored, _, ordered = rest.partition(", in due-date order: ")
+    assert int(found) == int(stored) > 101
+    assert ordered == "True"
+    assert after(out, "deleted both tables") == [""]
+
+
 CHECKS: dict[str, Callable[[str, bool], None]] = {
+    "migrate_to_reserved_slots.py": check_migrate_to_reserved_slots,
     "reserved_slots.py": check_reserved_slots,
     "animals.py": check_animals,
     "forum.py": check_forum,

@@ -2,8 +2,10 @@
 
 Each driver does four things only: send a `Call` with the client and
 type any failure, sleep, run a `Gather` (one by one, or concurrently),
-and pass `Emit` values out. Resuming the operation after each step is
-`advance`, shared by both. Everything else lives in the operations.
+and pass `Emit` values out. A call of the DynamoDB Streams API
+(`STREAM_OPERATIONS`) goes to the session's streams client instead, built
+when first needed. Resuming the operation after each step is `advance`,
+shared by both. Everything else lives in the operations.
 
 Sending has one hook for what watches requests: ``telemetry``, the session's
 OpenTelemetry spans and metrics and the request log (`lsiorm._io.telemetry`), wraps each
@@ -16,7 +18,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 from botocore import xform_name
@@ -31,8 +33,18 @@ from lsiorm._ops.service_errors import (
     from_error_response,
     from_transport_failure,
 )
-from lsiorm._ops.steps import Call, Done, Emit, Gather, Operation, Sleep, Step, advance
-from lsiorm.errors import LsiormError
+from lsiorm._ops.steps import (
+    STREAM_OPERATIONS,
+    Call,
+    Done,
+    Emit,
+    Gather,
+    Operation,
+    Sleep,
+    Step,
+    advance,
+)
+from lsiorm.errors import ConfigurationError, LsiormError
 
 __all__ = ["AsyncDriver", "SyncDriver"]
 
@@ -57,22 +69,46 @@ def _async_transport() -> tuple[type[BaseException], ...]:
     return (*_TRANSPORT, aiohttp.ClientError, asyncio.TimeoutError)
 
 
-class _ClientDriver:
-    """What both drivers hold: the client, its lean lane and its telemetry."""
+def _streams_client(build: Callable[[], Any] | None) -> Any:
+    """The streams client ``build`` gives, or the typed error that there is none."""
+    client = build() if build is not None else None
+    if client is None:
+        raise ConfigurationError(
+            "config.no-streams-client",
+            "This session has no DynamoDB Streams client (a table migration reads the source "
+            "table's stream): build the session from parameters, or pass streams_client=.",
+        )
+    return client
+
+
+class SyncDriver:
+    """Runs operations with a boto3 DynamoDB client."""
 
     def __init__(
-        self, client: Any, lane: Any = None, telemetry: ClientTelemetry | None = None
+        self,
+        client: Any,
+        lane: Any = None,
+        telemetry: ClientTelemetry | None = None,
+        streams: Callable[[], Any] | None = None,
     ) -> None:
         self.client = client
-        #: The lean request lane (lsiorm._io.lean), tried first; None sends all through the
-        #: client's own path (botocore or aiobotocore).
+        #: The lean request lane (lsiorm._io.lean), tried first; None sends all via botocore.
         self.lane = lane
         #: The session's spans and metrics of each request; None when off.
         self.telemetry = telemetry
+        #: Builds the DynamoDB Streams client on first use; None when this session has none.
+        self.streams = streams
+        self._streams_client: Any = None
+        self._streams_lock = threading.Lock()
 
-
-class SyncDriver(_ClientDriver):
-    """Runs operations with a boto3 DynamoDB client."""
+    def _target(self, call: Call) -> tuple[Any, Any]:
+        """The client to send ``call`` with, and the lean lane to try first (or None)."""
+        if call.operation not in STREAM_OPERATIONS:
+            return self.client, self.lane if call.built else None
+        with self._streams_lock:
+            if self._streams_client is None:
+                self._streams_client = _streams_client(self.streams)
+        return self._streams_client, None
 
     def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""
@@ -83,10 +119,10 @@ class SyncDriver(_ClientDriver):
             return trace.done(self._send(call))
 
     def _send(self, call: Call) -> dict[str, Any]:
-        method = getattr(self.client, xform_name(call.operation))
-        lane = self.lane if call.built else None
+        client, lane = self._target(call)
+        method = getattr(client, xform_name(call.operation))
         try:
-            plan = interception.plan_for(call, self.client) if interception.active else None
+            plan = interception.plan_for(call, client) if interception.active else None
             params = call.params if plan is None else plan.before()
             response: dict[str, Any] = {}  # what a request a plan answers itself gets
             if params is not None:
@@ -153,8 +189,23 @@ class SyncDriver(_ClientDriver):
                 step = self._next(op, step)
 
 
-class AsyncDriver(_ClientDriver):
+class AsyncDriver:
     """Runs operations with an aioboto3 (aiobotocore) DynamoDB client."""
+
+    def __init__(
+        self,
+        client: Any,
+        lane: Any = None,
+        telemetry: ClientTelemetry | None = None,
+        streams: Any = None,
+    ) -> None:
+        self.client = client
+        #: The lean request lane (lsiorm._io.lean), tried first; None sends all via aiobotocore.
+        self.lane = lane
+        #: The session's spans and metrics of each request; None when off.
+        self.telemetry = telemetry
+        #: The entered DynamoDB Streams client; None when this session has none.
+        self.streams = streams
 
     async def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""
@@ -165,10 +216,13 @@ class AsyncDriver(_ClientDriver):
             return trace.done(await self._send(call))
 
     async def _send(self, call: Call) -> dict[str, Any]:
-        method = getattr(self.client, xform_name(call.operation))
-        lane = self.lane if call.built else None
+        if call.operation in STREAM_OPERATIONS:
+            client, lane = _streams_client(lambda: self.streams), None
+        else:
+            client, lane = self.client, self.lane if call.built else None
+        method = getattr(client, xform_name(call.operation))
         try:
-            plan = interception.plan_for(call, self.client) if interception.active else None
+            plan = interception.plan_for(call, client) if interception.active else None
             params = call.params if plan is None else plan.before()
             response: dict[str, Any] = {}  # what a request a plan answers itself gets
             if params is not None:

@@ -1,10 +1,10 @@
 """A terminal progress bar for the key jobs (audit-keys, backfill, relief), drawn by tqdm.
 
 It shows the items read, the rate, and, when the job has an estimate of its total, a bar and
-the time left. The total is an estimate (a table's ItemCount, which DynamoDB refreshes about
-every six hours, or a collection's measured count), shown as ``~total``; the bar never shows a
-total below what was read. tqdm is imported when a bar is first drawn, never by ``import
-lsiorm``.
+the time left; a migration's catch-up shows its lag (stream records behind, and seconds). The
+total is an estimate (a table's ItemCount, which DynamoDB refreshes about every six hours, or a
+collection's measured count), shown as ``~total``; the bar never shows a total below what was
+read. tqdm is imported when a bar is first drawn, never by ``import lsiorm``.
 """
 
 from __future__ import annotations
@@ -49,10 +49,13 @@ class ProgressBar(Closing):
             )
         if bar.total is not None and state.items > bar.total:
             bar.total = state.items  # the estimate was low: never show more than 100%
-        bar.set_postfix_str(
-            f"{state.changed} changed, segments {state.segments_done}/{state.segments}",
-            refresh=False,
-        )
+        postfix = f"{state.changed} changed, segments {state.segments_done}/{state.segments}"
+        if state.events_behind is not None:  # a migration's catch-up
+            postfix = (
+                f"{state.changed} applied, lag {state.events_behind} records, "
+                f"{state.seconds_behind or 0.0:.1f} s"
+            )
+        bar.set_postfix_str(postfix, refresh=False)
         bar.update(state.items - bar.n)
 
     def close(self) -> None:

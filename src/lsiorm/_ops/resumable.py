@@ -61,6 +61,10 @@ class JobProgress:
     segments: int
     #: The job's run in the ledger (``lsiorm jobs show ID``), when it has one.
     job: str | None = None
+    #: A table migration's catch-up: the stream records its last pass found, and how old the
+    #: oldest of them was (seconds); None for other jobs.
+    events_behind: int | None = None
+    seconds_behind: float | None = None
 
     @property
     def rate(self) -> float:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ITEM_OPERATIONS",
+    "STREAM_OPERATIONS",
     "Call",
     "Done",
     "Emit",
@@ -54,6 +55,12 @@ ITEM_OPERATIONS: Final = frozenset(
         "TransactGetItems",
         "TransactWriteItems",
     }
+)
+
+
+#: The DynamoDB Streams operations: a driver sends them with its streams client.
+STREAM_OPERATIONS: Final = frozenset(
+    {"DescribeStream", "GetShardIterator", "GetRecords", "ListStreams"}
 )
 
 

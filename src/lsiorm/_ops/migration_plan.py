@@ -1,0 +1,295 @@
+"""A table migration's plan, its state in the ledger, and its reports.
+
+`plan_migration` is pure: from the DescribeTable answers of the source and the destination it
+refuses a source whose stream cannot feed a catch-up, and estimates the copy's time. The state
+(`MigrationState`) is one item in the ledger's partition, written by `MigrationStore` on the
+condition that nobody wrote it since it was read. `lsiorm._ops.migration` runs the phases.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from lsiorm._ops.ledger import LedgerLocation
+from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.steps import Operation
+from lsiorm._ops.stream_replay import check_view
+from lsiorm.errors import ConditionFailedError, ResourceNotFoundError, ValidationError
+
+__all__ = [
+    "RETENTION_WARNING",
+    "MigrationPlan",
+    "MigrationReport",
+    "MigrationState",
+    "MigrationStore",
+    "VerifyReport",
+    "estimate_copy_seconds",
+    "plan_migration",
+]
+
+#: Past this estimated copy time, a warning: the stream keeps records for 24 hours.
+RETENTION_WARNING = 20 * 3600.0
+#: Examples shown per kind of difference.
+EXAMPLES = 20
+
+
+# -- the plan (pure) ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MigrationPlan:
+    """What a migration will do, decided from the two DescribeTable answers."""
+
+    source: str
+    destination: str
+    stream_arn: str
+    item_count: int
+    size_bytes: int
+    estimated_seconds: float | None
+    create_destination: bool
+
+    @property
+    def too_slow(self) -> bool:
+        """Whether the copy may outrun the stream's retention (24 hours)."""
+        return self.estimated_seconds is not None and self.estimated_seconds > RETENTION_WARNING
+
+
+def estimate_copy_seconds(
+    item_count: int, size_bytes: int, write_budget: float | None, read_budget: float | None
+) -> float | None:
+    """Seconds the copy takes at the rate budget (None without one): each item costs a write
+    unit per KB, and the scan half a read unit per 4 KB."""
+    if item_count <= 0:
+        return 0.0
+    per_item = max(1.0, math.ceil(size_bytes / item_count / 1024))
+    times = []
+    if write_budget:
+        times.append(item_count * per_item / write_budget)
+    if read_budget:
+        times.append(size_bytes / 4096 / 2 / read_budget)
+    return max(times) if times else None
+
+
+def plan_migration(
+    source: Mapping[str, Any],
+    destination: Mapping[str, Any] | None,
+    *,
+    write_budget: float | None = None,
+    read_budget: float | None = None,
+) -> MigrationPlan:
+    """Decide the plan from DescribeTable's ``Table`` of the source and of the destination (None
+    when it does not exist); refuse a source whose stream lacks either image."""
+    name = str(source.get("TableName"))
+    spec = source.get("StreamSpecification") or {}
+    arn = source.get("LatestStreamArn")
+    if not spec.get("StreamEnabled") or not arn:
+        raise ValidationError(
+            "migrate.no-stream",
+            f"Table {name!r} has no stream; a migration catches up from it. Enable it with "
+            f"`aws dynamodb update-table --table-name {name} --stream-specification "
+            "StreamEnabled=true,StreamViewType=NEW_AND_OLD_IMAGES`, then start again.",
+            table=name,
+        )
+    check_view(str(spec.get("StreamViewType", "")), name)
+    items, size = int(source.get("ItemCount", 0)), int(source.get("TableSizeBytes", 0))
+    return MigrationPlan(
+        name,
+        str((destination or {}).get("TableName", "")),
+        str(arn),
+        items,
+        size,
+        estimate_copy_seconds(items, size, write_budget, read_budget),
+        destination is None,
+    )
+
+
+# -- the state in the ledger ------------------------------------------------------------------
+
+
+@dataclass
+class MigrationState:
+    """A migration as its ledger item holds it.
+
+    ``phase``: ``copy``, ``catch-up``, ``switched`` or ``abandoned``. ``shards`` maps each
+    shard id to its parent, the last sequence number applied and whether it is read to its
+    end. ``lag`` is ``[records, seconds]`` of the last catch-up pass.
+    """
+
+    id: str
+    declaration: dict[str, Any]
+    phase: str = "copy"
+    created_destination: bool = False
+    stream_arn: str = ""
+    shards: dict[str, dict[str, Any]] = field(default_factory=dict)
+    copy_job: str | None = None
+    applied: int = 0
+    skipped: int = 0
+    #: Changes that could not be applied on a condition (an item whose condition would be
+    #: longer than DynamoDB allows); verification reports their items.
+    unapplied: int = 0
+    lag: list[float] = field(default_factory=lambda: [0, 0.0])
+    verify: dict[str, Any] = field(default_factory=dict)
+    #: The shards' positions when the last clean verification started (None: there is none).
+    verified_from: dict[str, str | None] | None = None
+    version: int = 0
+
+
+class MigrationStore:
+    """Reads and writes the state item, each write conditional on the version it read (two
+    processes catching up one migration at once would break the per-item order)."""
+
+    def __init__(self, ctx: Context, location: LedgerLocation) -> None:
+        self.ctx = ctx
+        self.location = location
+
+    def key(self, migration_id: str) -> dict[str, Any]:
+        return self.location.key(f"migration#{migration_id}")
+
+    def _read(self, migration_id: str) -> Operation[dict[str, Any] | None]:
+        params = {
+            "TableName": self.location.table,
+            "Key": self.key(migration_id),
+            "ConsistentRead": True,
+        }
+        try:
+            response = yield from call(self.ctx, "GetItem", params)
+        except ResourceNotFoundError:
+            return None
+        item: dict[str, Any] | None = response.get("Item")
+        return item
+
+    def load(self, migration_id: str) -> Operation[MigrationState | None]:
+        item = yield from self._read(migration_id)
+        if item is None:
+            return None
+        data = json.loads(item["data"]["S"])
+        return MigrationState(**data)
+
+    def save(self, state: MigrationState) -> Operation[None]:
+        previous = state.version
+        state.version += 1
+        item = {
+            **self.key(state.id),
+            "data": {"S": json.dumps(asdict(state), sort_keys=True)},
+            "phase": {"S": state.phase},
+            "version": {"N": str(state.version)},
+        }
+        params: dict[str, Any] = {"TableName": self.location.table, "Item": item}
+        if previous:
+            params["ConditionExpression"] = "#v = :v"
+            params["ExpressionAttributeNames"] = {"#v": "version"}
+            params["ExpressionAttributeValues"] = {":v": {"N": str(previous)}}
+        else:
+            params["ConditionExpression"] = "attribute_not_exists(#v)"
+            params["ExpressionAttributeNames"] = {"#v": "version"}
+        try:
+            yield from call(self.ctx, "PutItem", params)
+        except ConditionFailedError as exc:
+            # A write whose answer was lost and whose resend met itself is this one.
+            there = yield from self._read(state.id)
+            if there is not None and there.get("data") == item["data"]:
+                return
+            state.version = previous
+            raise ValidationError(
+                "migrate.concurrent",
+                "Another process changed this migration's state meanwhile: run one migration "
+                "process at a time (its copy may run on many workers).",
+            ) from exc
+
+    def delete(self, migration_id: str) -> Operation[None]:
+        params = {"TableName": self.location.table, "Key": self.key(migration_id)}
+        yield from call(self.ctx, "DeleteItem", params)
+
+
+# -- the report -------------------------------------------------------------------------------
+
+
+@dataclass
+class VerifyReport:
+    """What a verification found: source items read, how many matched, the destination items
+    missing, different or extra (with examples: destination keys), and both checksums."""
+
+    source: int = 0
+    matched: int = 0
+    missing: int = 0
+    different: int = 0
+    extra: int = 0
+    unmatched: int = 0
+    source_checksum: int = 0
+    destination_checksum: int = 0
+    examples: dict[str, list[Any]] = field(default_factory=dict)
+
+    @property
+    def clean(self) -> bool:
+        """Whether the destination holds exactly the derived source items."""
+        return not (self.missing or self.different or self.extra)
+
+    def __str__(self) -> str:
+        verdict = "clean" if self.clean else "DIFFERENCES"
+        lines = [
+            f"  verify: {verdict}: {self.source} source items, {self.matched} matched, "
+            f"{self.missing} missing, {self.different} different, {self.extra} extra",
+        ]
+        for kind, keys in self.examples.items():
+            lines.extend(f"    {kind}: {key}" for key in keys[:EXAMPLES])
+        return "\n".join(lines)
+
+
+@dataclass
+class MigrationReport:
+    """Where a migration stands: its phase, what the copy did, the catch-up's lag, the last
+    verification, and whether it is ready to switch (lag zero, verification clean)."""
+
+    source: str
+    destination: str
+    phase: str
+    migration: str
+    created_destination: bool = False
+    copied: int = 0
+    present: int = 0
+    unmatched: int = 0
+    as_stored: int = 0
+    failed: int = 0
+    examples: dict[str, list[Any]] = field(default_factory=dict)
+    applied: int = 0
+    skipped: int = 0
+    unapplied: int = 0
+    lag_records: int = 0
+    lag_seconds: float = 0.0
+    verify: VerifyReport | None = None
+    estimated_seconds: float | None = None
+    elapsed: float = 0.0
+    copy_job: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether writers may be paused for the switch: no lag, and a clean verification."""
+        return (
+            self.phase in ("catch-up", "switched")
+            and self.lag_records == 0
+            and self.verify is not None
+            and self.verify.clean
+        )
+
+    def __str__(self) -> str:
+        state = "switched" if self.phase == "switched" else self.phase
+        if self.ready and self.phase != "switched":
+            state += " (ready to switch)"
+        lines = [
+            f"Migration of {self.source!r} to {self.destination!r}: {state}",
+            f"  copy: {self.copied} copied, {self.present} already there, "
+            f"{self.unmatched} unmatched, {self.as_stored} kept as stored, {self.failed} failed",
+            f"  catch-up: {self.applied} changes applied, {self.skipped} skipped"
+            + (f", {self.unapplied} too large to apply" if self.unapplied else "")
+            + f"; lag {self.lag_records} records, {self.lag_seconds:.1f} s",
+        ]
+        for kind, values in self.examples.items():
+            lines.extend(f"    {kind}: {value}" for value in values[:EXAMPLES])
+        if self.verify is not None:
+            lines.append(str(self.verify))
+        lines.append(f"  migration: {self.migration}")
+        return "\n".join(lines)

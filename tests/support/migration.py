@@ -1,0 +1,249 @@
+"""A table to migrate, writers that keep changing it, and the oracle of a migration.
+
+The source table is as an older release wrote it: keys ``PK``/``SK``, the fields and the type
+attribute, no index slots, and a stream with both images. The destination declaration
+(`declare_shop`) has the five reserved local index slots, and ``Order`` fills LSI1SK from its
+status. `assert_migrated` compares the destination with the source's final state item by item
+and attribute by attribute, with a derivation of its own (every source attribute kept, LSI1SK
+added to orders), and checks every derived key with the key audit.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from lsiorm import Entity, Table
+from lsiorm._model.wire import from_wire, same_item
+from lsiorm._ops.key_audit import check_item_keys, derived_keys
+from lsiorm._ops.ledger import NAMESPACE
+
+__all__ = [
+    "TYPES",
+    "SourceWriters",
+    "assert_migrated",
+    "declare_shop",
+    "scan_all",
+    "source_item",
+    "source_request",
+    "stream_table",
+]
+
+TYPES = ("Customer", "Order", "Product", "Review", "Ticket")
+
+
+def declare_shop(name: str) -> tuple[Table, dict[str, type[Entity]]]:
+    """The destination: five reserved slots, five entity types; Order uses slot 1."""
+    table = Table.with_reserved_lsi_slots(name, "PK", "SK")
+
+    class Customer(Entity, table=table, keys={"PK": "G#{group:03d}", "SK": "CUSTOMER#{n:06d}"}):
+        group: int
+        n: int
+        title: str
+        status: str = "new"
+
+    class Order(
+        Entity,
+        table=table,
+        keys={
+            "PK": "G#{group:03d}",
+            "SK": "ORDER#{n:06d}",
+            "LSI1SK": "STATUS#{status}#{n:06d}",
+        },
+    ):
+        group: int
+        n: int
+        title: str
+        status: str = "new"
+
+    class Product(Entity, table=table, keys={"PK": "G#{group:03d}", "SK": "PRODUCT#{n:06d}"}):
+        group: int
+        n: int
+        title: str
+        status: str = "new"
+
+    class Review(Entity, table=table, keys={"PK": "G#{group:03d}", "SK": "REVIEW#{n:06d}"}):
+        group: int
+        n: int
+        title: str
+        status: str = "new"
+
+    class Ticket(Entity, table=table, keys={"PK": "G#{group:03d}", "SK": "TICKET#{n:06d}"}):
+        group: int
+        n: int
+        title: str
+        status: str = "new"
+
+    classes: list[type[Entity]] = [Customer, Order, Product, Review, Ticket]
+    return table, {cls.__name__: cls for cls in classes}
+
+
+def _key(n: int) -> dict[str, Any]:
+    kind = TYPES[n % len(TYPES)]
+    return {"PK": {"S": f"G#{n % 7:03d}"}, "SK": {"S": f"{kind.upper()}#{n:06d}"}}
+
+
+def source_item(n: int, **fields: Any) -> dict[str, Any]:
+    """Item ``n`` as the older release stored it (no slot attributes)."""
+    item = {
+        **_key(n),
+        "_type": {"S": TYPES[n % len(TYPES)]},
+        "group": {"N": str(n % 7)},
+        "n": {"N": str(n)},
+        "title": {"S": str(fields.get("title", f"item {n}"))},
+        "status": {"S": str(fields.get("status", "new"))},
+    }
+    if "note" in fields:
+        item["note"] = {"S": str(fields["note"])}
+    return item
+
+
+def source_request(operation: str, table: str, n: int, **fields: Any) -> dict[str, Any]:
+    """The low-level request that puts, updates (``set`` the fields) or deletes item ``n``."""
+    if operation == "put":
+        return {"TableName": table, "Item": source_item(n, **fields)}
+    if operation == "delete":
+        return {"TableName": table, "Key": _key(n)}
+    names = {f"#f{i}": name for i, name in enumerate(fields)}
+    values = {f":f{i}": _wire(value) for i, value in enumerate(fields.values())}
+    return {
+        "TableName": table,
+        "Key": _key(n),
+        "UpdateExpression": "SET " + ", ".join(f"#f{i} = :f{i}" for i in range(len(fields))),
+        "ConditionExpression": "attribute_exists(PK)",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+
+
+def _wire(value: Any) -> dict[str, Any]:
+    return {"N": str(value)} if isinstance(value, int) else {"S": str(value)}
+
+
+def stream_table(client: Any, name: str, *, items: int, stream: str | None = None) -> None:
+    """Create the source table (with a stream of ``stream`` images, both by default; "" for no
+    stream) and put items 0..items-1, plus one item of a type no model declares."""
+    spec: dict[str, Any] = {"StreamEnabled": True, "StreamViewType": stream or "NEW_AND_OLD_IMAGES"}
+    client.create_table(
+        TableName=name,
+        KeySchema=[
+            {"AttributeName": "PK", "KeyType": "HASH"},
+            {"AttributeName": "SK", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "PK", "AttributeType": "S"},
+            {"AttributeName": "SK", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+        **({"StreamSpecification": spec} if stream != "" else {}),
+    )
+    client.get_waiter("table_exists").wait(TableName=name)
+    for n in range(items):
+        client.put_item(TableName=name, Item=source_item(n))
+    legacy = {"PK": {"S": "LEGACY"}, "SK": {"S": "X"}, "_type": {"S": "Gone"}, "v": {"N": "1"}}
+    client.put_item(TableName=name, Item=legacy)
+
+
+def scan_all(client: Any, name: str) -> Iterator[dict[str, Any]]:
+    """Every item of a table, read consistently."""
+    for page in client.get_paginator("scan").paginate(TableName=name, ConsistentRead=True):
+        yield from page["Items"]
+
+
+def _expected(item: dict[str, Any], order: type[Entity]) -> dict[str, Any]:
+    """The destination item of a source item: the same, and an order's LSI1SK as an order
+    built from its fields derives it."""
+    out = dict(item)
+    if item.get("_type") == {"S": "Order"}:
+        fields = {name: from_wire(item[name]) for name in ("group", "n", "title", "status")}
+        out["LSI1SK"] = derived_keys(order(**fields))["LSI1SK"]
+    return out
+
+
+def assert_migrated(client: Any, source: str, destination: str, table: Table) -> None:
+    """The destination holds exactly the source's items, derived: none lost, none resurrected,
+    none stale; every key the declaration derives is correct."""
+
+    def key(item: dict[str, Any]) -> tuple[str, str]:
+        return item["PK"]["S"], item["SK"]["S"]
+
+    order = table.entities["Order"]
+    expected = {key(i): _expected(i, order) for i in scan_all(client, source)}
+    held = {key(i): i for i in scan_all(client, destination) if i["PK"] != {"S": NAMESPACE}}
+    lost = sorted(set(expected) - set(held))
+    resurrected = sorted(set(held) - set(expected))
+    stale = sorted(k for k in expected.keys() & held.keys() if not same_item(expected[k], held[k]))
+    assert (lost, resurrected, stale) == ([], [], []), (
+        f"{len(lost)} lost {lost[:5]}, {len(resurrected)} resurrected {resurrected[:5]}, "
+        f"{len(stale)} stale {[(expected[k], held[k]) for k in stale[:3]]}"
+    )
+    for item in held.values():
+        check = check_item_keys(table, item)
+        assert check is None or check.current, check
+
+
+class SourceWriters:
+    """``threads`` writers of the source table, each over its own items: put, update (a field,
+    or an attribute no model declares), delete and re-create, until stopped."""
+
+    def __init__(self, make_client: Any, table: str, items: int, *, threads: int = 2) -> None:
+        self.make_client = make_client
+        self.table = table
+        self.items = items
+        self.threads = threads
+        self.writes = 0
+        self._stop = threading.Event()
+        self._workers: list[threading.Thread] = []
+        self.errors: list[BaseException] = []
+
+    def __enter__(self) -> SourceWriters:
+        for number in range(self.threads):
+            thread = threading.Thread(target=self._run, args=(number,), daemon=True)
+            thread.start()
+            self._workers.append(thread)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop the writers and wait for them; re-raise what one of them raised."""
+        self._stop.set()
+        for thread in self._workers:
+            thread.join(timeout=60)
+        if self.errors:
+            raise self.errors[0]
+
+    def _run(self, number: int) -> None:
+        from botocore.exceptions import ClientError
+
+        rng = random.Random(number)
+        client = self.make_client()
+        mine = [n for n in range(self.items + 50) if n % self.threads == number]
+        try:
+            while not self._stop.wait(0.01):
+                n = rng.choice(mine)
+                operation = rng.choice(("put", "set", "status", "new-attribute", "delete"))
+                try:
+                    if operation == "put":
+                        request = source_request("put", self.table, n, title=f"p{rng.random()}")
+                        client.put_item(**request)
+                    elif operation == "delete":
+                        client.delete_item(**source_request("delete", self.table, n))
+                    elif operation == "set":
+                        fields = {"title": f"t{rng.randrange(1000)}"}
+                        client.update_item(**source_request("update", self.table, n, **fields))
+                    elif operation == "status":
+                        fields = {"status": rng.choice(("new", "paid", "sent"))}
+                        client.update_item(**source_request("update", self.table, n, **fields))
+                    else:
+                        fields = {f"x{rng.randrange(3)}": rng.randrange(10**6)}
+                        client.update_item(**source_request("update", self.table, n, **fields))
+                except ClientError as exc:
+                    if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                        raise
+                self.writes += 1
+        except BaseException as exc:
+            self.errors.append(exc)
