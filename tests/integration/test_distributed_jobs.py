@@ -171,12 +171,16 @@ def _kill_a_worker_holding_a_unit(
     """SIGKILL one worker process while it holds a unit half done; return its pid and the units
     it held.
 
-    A worker is frozen (SIGSTOP) for a while: the units that a worker holds and that do not
-    move meanwhile are its own (the others commit a page every few milliseconds). A worker
-    holding none is let go on (SIGCONT) and the next is tried.
+    Only a worker that Dask says is running a task (a unit) is a candidate. It is frozen
+    (SIGSTOP) for a while: the units that do not move meanwhile are its own (the others commit
+    a page every few milliseconds). A worker holding none is let go on (SIGCONT) and the next is
+    tried. (Without asking Dask first, a loaded machine made another worker's slow unit look
+    held, and an idle worker was killed.)
     """
     while not stop.is_set():
-        for victim in sorted(client.run(os.getpid).values()):
+        pids = client.run(os.getpid)
+        busy = {address for address, tasks in client.processing().items() if tasks}
+        for victim in sorted(pid for address, pid in pids.items() if address in busy):
             if not any(counts for _, _, counts in _running_units(session, table).values()):
                 break  # no unit is half done yet (or the run is over)
             try:
