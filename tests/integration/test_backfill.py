@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+import lsiorm
 from lsiorm import AsyncSession, Entity, Session, Table, between, query
 from lsiorm._ops.ledger import NAMESPACE
 from lsiorm._ops.resumable import JobProgress
-from support.jobs import Killed, WriteLog, session_on
+from support.jobs import Killed, WriteLog, everything, session_on
 from support.models import declare_doc
 
 STALE = 30  # old items without LSI3SK
@@ -320,3 +321,32 @@ def test_a_checkpoint_of_0_2_still_runs_and_warns_that_the_ledger_replaced_it(
             checkpoint=tmp_path / "relief.json",
         )
     assert relief.dry_run
+
+
+@pytest.mark.parametrize("ledger", [None, "jobs"], ids=["own-table", "ledger-table"])
+def test_a_session_with_a_table_prefix_runs_key_jobs_on_its_own_tables(
+    endpoint_url: str, table_name: str, ledger: str | None
+) -> None:
+    """The prefix is applied once: the ledger lives in the prefixed table (or the prefixed
+    ledger table), never in a table named with the prefix twice."""
+    prefix = "dev-"
+    with Session(endpoint_url=endpoint_url, region_name="us-east-1", table_prefix=prefix) as dev:
+        table, doc = seed(dev, table_name)
+        ledger_table = None
+        if ledger is not None:
+            ledger_table = lsiorm.ledger_table(ledger)
+            dev.create_table(ledger_table)
+        try:
+            report = dev.backfill(doc, segments=2, ledger=ledger)
+            assert (report.rewritten, report.current) == (STALE, CURRENT)
+            assert dev.audit_keys(doc, ledger=ledger).clean
+            assert any(j.id == report.job for j in dev.jobs(table, ledger=ledger))
+            live = dev.call("ListTables", {}).get("TableNames", [])
+            assert not any(name.startswith(prefix * 2) for name in live), live
+            # The session's own calls name tables as declared; its prefix puts them on the wire.
+            stored = everything(dev, ledger or table_name, ledger=True)
+            assert any(i["PK"]["S"] == NAMESPACE for i in stored)  # the ledger is there
+        finally:
+            dev.delete_table(table)
+            if ledger_table is not None:
+                dev.delete_table(ledger_table)

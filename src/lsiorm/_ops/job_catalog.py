@@ -101,7 +101,7 @@ def run_declared_unit(
     if source != "scan":
         pages = open_export(str(source)).pages
     else:
-        same_table = location.table == ctx.live_name(table)
+        same_table = location.table == table.name
         skip = {"S": location.namespace} if same_table else None
         page_size = declaration.get("page_size")
 

@@ -42,9 +42,10 @@ class ExportInput:
 
 def ledger_location(ctx: Context, table: Table, ledger: str | None) -> LedgerLocation:
     """Where a job on ``table`` keeps its ledger: the table's reserved partition, or the table
-    named ``ledger`` (a declared name: the session's prefix applies), keyed PK and SK."""
+    named ``ledger``, keyed PK and SK. Names are declared ones: the ledger's requests go through
+    the session, which applies its prefix (and a remote worker's session applies its own)."""
     if ledger is not None:
-        return LedgerLocation(ctx.live_name(Table(ledger, "PK", "SK")), "PK", "SK")
+        return LedgerLocation(ledger, "PK", "SK")
     pk, sk = table.partition_key, table.sort_key
     if pk.type != "S" or sk is None or sk.type != "S":
         raise ValidationError(
@@ -54,7 +55,7 @@ def ledger_location(ctx: Context, table: Table, ledger: str | None) -> LedgerLoc
             "one).",
             table=table.name,
         )
-    return LedgerLocation(ctx.live_name(table), pk.name, sk.name)
+    return LedgerLocation(table.name, pk.name, sk.name)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from lsiorm._model.entity_meta import meta_of
@@ -212,8 +212,7 @@ def open_migration(
     declaration = declaration_of(table, ctx.live_name(src), ctx.live_name(table))
     migration_id = fingerprint(declaration)
     location = options_location(ctx, table, options)
-    # The location names the live table already: its requests skip the session's names.
-    store = MigrationStore(replace(ctx, table_name=None), location)
+    store = MigrationStore(ctx, location)
     state = (
         None if there is None and options.ledger is None else (yield from store.load(migration_id))
     )
