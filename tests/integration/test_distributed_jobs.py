@@ -23,10 +23,13 @@ from typing import Any
 import pytest
 
 from lsiorm import RetryPolicy, Session, unit_from_json, unit_to_json
+from lsiorm._io.exports import open_export
 from lsiorm._model.wire import item_from_wire
+from lsiorm._ops.job_catalog import run_declared_unit
+from lsiorm._ops.job_options import ledger_location
 from lsiorm._ops.key_audit import check_item_keys
 from support.faults import FaultProxy
-from support.jobs import everything, worker_apps
+from support.jobs import Killed, WriteLog, everything, session_on, worker_apps
 from support.writers import ConcurrentWriters
 
 SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
@@ -75,6 +78,31 @@ def test_a_backfill_runs_its_units_in_a_process_pool(
     assert record.state == "done"
     assert [u.runs for u in record.units] == [1] * 6
     assert session.audit_keys(new.Item).clean
+
+
+def test_a_submission_run_again_waits_for_the_lease_of_its_dead_first_run(
+    session: Session, endpoint_url: str, apps: tuple[Any, Any]
+) -> None:
+    """An executor may run one submission twice (Dask retries the task of a worker that died):
+    the second run does not take the first run's lease for its own; it waits for it to lapse,
+    as any other worker does (two runs of one submission could otherwise both hold a unit)."""
+    old, new = apps
+    seed(session, old, 40)
+    opened = session.backfill(new.Item, segments=1, detach=True, page_size=5)
+    unit = session.job(new.table, opened.job).units[0].unit
+    location = ledger_location(session.ctx, new.table, None)
+    with session_on(endpoint_url, WriteLog(limit=3)) as dying, pytest.raises(Killed):
+        dying.run(
+            run_declared_unit(dying.ctx, location, 60.0, opened.job, unit, open_export, "sub")
+        )
+    again = session.run(
+        run_declared_unit(session.ctx, location, 60.0, opened.job, unit, open_export, "sub")
+    )
+    assert again == "held"
+    held = session.job(new.table, opened.job).units[0]
+    assert held.state == "running"
+    assert held.owner is not None
+    assert held.owner.startswith("sub.")
 
 
 def test_a_detached_run_is_run_unit_by_unit_as_a_map_state_would(

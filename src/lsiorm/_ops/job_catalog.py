@@ -19,7 +19,7 @@ from lsiorm._ops.budget import RateBudget
 from lsiorm._ops.job_engine import JobKind, PageSource, run_unit, scan_pages
 from lsiorm._ops.job_options import ExportInput
 from lsiorm._ops.key_audit import AuditKind
-from lsiorm._ops.ledger import JobLedger, LedgerLocation
+from lsiorm._ops.ledger import JobLedger, LedgerLocation, new_owner
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.resumable import Position
 from lsiorm._ops.scans import ScanSpec
@@ -91,7 +91,7 @@ def run_declared_unit(
     owner: str | None = None,
 ) -> Operation[str]:
     """Run ``unit`` of the job ``job_id`` as its declaration in the ledger says (claimed with
-    the token ``owner`` when given)."""
+    a token of this execution, under the submission's token ``owner`` when given)."""
     ledger = JobLedger(ctx, location, lease_seconds=lease_seconds)
     record = yield from ledger.job(job_id, units=False)
     declaration = record.declaration
@@ -110,7 +110,11 @@ def run_declared_unit(
             spec = ScanSpec(table, entity, unit.partition, unit.total_segments, page_size=page_size)
             return (yield from scan_pages(spec, skip=skip)(ctx, unit, position))
 
-    result = yield from run_unit(ctx, kind_for, pages, ledger, job_id, unit, owner=owner)
+    # A token per execution, under the submission's: an executor may run one submission
+    # again (Dask retries a task whose worker died), and that run must not take the dead
+    # run's lease for its own; it waits for the lease to lapse, as any other worker does.
+    token = new_owner() if owner is None else f"{owner}.{new_owner()}"
+    result = yield from run_unit(ctx, kind_for, pages, ledger, job_id, unit, owner=token)
     if result == "held":  # a unit done already is done, not held (a map item run again)
         held = yield from ledger.unit_record(job_id, unit)
         if held is not None and held.state == "done":
