@@ -33,7 +33,8 @@ ELECTRODB_PACKAGES := electrodb@3 @aws-sdk/client-dynamodb@3
 
 # Folders that may be absent on a fresh clone (git keeps no empty folders).
 LINT_PATHS = $(wildcard src tests examples bench)
-PYTEST_ARGS ?=
+# The 30 slowest tests are listed at the end of each run, to keep the suite under 15 minutes.
+PYTEST_ARGS ?= --durations=30
 
 # Dummy credentials so boto3 clients work against local engines; real values in the
 # environment win.
