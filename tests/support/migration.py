@@ -11,7 +11,6 @@ added to orders), and checks every derived key with the key audit.
 from __future__ import annotations
 
 import random
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ from lsiorm import Entity, Table
 from lsiorm._model.wire import from_wire, same_item
 from lsiorm._ops.key_audit import check_item_keys, derived_keys
 from lsiorm._ops.ledger import NAMESPACE
+from support.writers import WriterThreads
 
 __all__ = [
     "TYPES",
@@ -184,37 +184,16 @@ def assert_migrated(client: Any, source: str, destination: str, table: Table) ->
         assert check is None or check.current, check
 
 
-class SourceWriters:
+class SourceWriters(WriterThreads):
     """``threads`` writers of the source table, each over its own items: put, update (a field,
     or an attribute no model declares), delete and re-create, until stopped."""
 
     def __init__(self, make_client: Any, table: str, items: int, *, threads: int = 2) -> None:
+        super().__init__(threads)
         self.make_client = make_client
         self.table = table
         self.items = items
-        self.threads = threads
         self.writes = 0
-        self._stop = threading.Event()
-        self._workers: list[threading.Thread] = []
-        self.errors: list[BaseException] = []
-
-    def __enter__(self) -> SourceWriters:
-        for number in range(self.threads):
-            thread = threading.Thread(target=self._run, args=(number,), daemon=True)
-            thread.start()
-            self._workers.append(thread)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        """Stop the writers and wait for them; re-raise what one of them raised."""
-        self._stop.set()
-        for thread in self._workers:
-            thread.join(timeout=60)
-        if self.errors:
-            raise self.errors[0]
 
     def _run(self, number: int) -> None:
         from botocore.exceptions import ClientError

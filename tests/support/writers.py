@@ -23,17 +23,54 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from typing_extensions import Self
+
 from lsiorm import HookRequest, Session
 from lsiorm._model.wire import item_from_wire
 from lsiorm.errors import ConditionFailedError, NotFoundError
 from support.jobs import on_ledger
 
-__all__ = ["OPERATIONS", "ConcurrentWriters", "RandomWriter"]
+__all__ = ["OPERATIONS", "ConcurrentWriters", "RandomWriter", "WriterThreads"]
 
 OPERATIONS = ("set", "add", "remove", "new-attribute", "delete", "re-create")
 
 
-class ConcurrentWriters:
+class WriterThreads:
+    """``threads`` writer threads, each running ``_run(number)`` until `stop`; a block starts
+    them and stops them. What a thread raises is kept in ``errors`` and raised by `stop`."""
+
+    #: How long `stop` waits for each thread.
+    join_timeout = 120.0
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self._stop = threading.Event()
+        self._workers: list[threading.Thread] = []
+        self.errors: list[BaseException] = []
+
+    def __enter__(self) -> Self:
+        for number in range(self.threads):
+            thread = threading.Thread(target=self._run, args=(number,), daemon=True)
+            thread.start()
+            self._workers.append(thread)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop the writers and wait for them; re-raise what one of them raised."""
+        self._stop.set()
+        for thread in self._workers:
+            thread.join(timeout=self.join_timeout)
+        if self.errors:
+            raise self.errors[0]
+
+    def _run(self, number: int) -> None:
+        raise NotImplementedError
+
+
+class ConcurrentWriters(WriterThreads):
     """``threads`` writers over ``items`` (n -> field values) of ``entity`` (the new release).
 
     ``model`` maps each n to its expected fields (``extra`` for the new attribute), or None
@@ -52,34 +89,13 @@ class ConcurrentWriters:
     ) -> None:
         self.endpoint_url = endpoint_url
         self.entity = entity
+        super().__init__(threads)
         self.model: dict[int, dict[str, Any] | None] = {n: dict(f) for n, f in items.items()}
-        self.threads = threads
         self.seed = seed
         self.pause = pause
         self.done: dict[str, int] = dict.fromkeys(OPERATIONS, 0)
         self.touched: set[int] = set()
-        self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._workers: list[threading.Thread] = []
-        self.errors: list[BaseException] = []
-
-    def __enter__(self) -> ConcurrentWriters:
-        for number in range(self.threads):
-            thread = threading.Thread(target=self._run, args=(number,), daemon=True)
-            thread.start()
-            self._workers.append(thread)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        """Stop the writers and wait for them; re-raise what one of them raised."""
-        self._stop.set()
-        for thread in self._workers:
-            thread.join(timeout=120)
-        if self.errors:
-            raise self.errors[0]
 
     def _run(self, number: int) -> None:
         rng = random.Random(self.seed * 100 + number)
