@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lsiorm import Session
+from lsiorm import Session, Table
 from lsiorm._cli import EXIT_STOPPED
 from support.cli import run
 from support.jobs import session_on
@@ -91,12 +91,12 @@ def _interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _wait_for_progress(session: Session, table: object, child: subprocess.Popen[bytes]) -> None:
+def _wait_for_progress(session: Session, table: Table, child: subprocess.Popen[bytes]) -> None:
     """Wait until the child's job has committed a page with a rewrite."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         assert child.poll() is None, child.communicate()
-        jobs = session.jobs(table)  # type: ignore[arg-type]
+        jobs = session.jobs(table)
         if jobs and jobs[0].changed > 0:
             return
         time.sleep(0.2)
