@@ -625,11 +625,13 @@ def run_unit_task(
     ``config`` and runs the unit as the job's declaration in the ledger says, claiming it
     with the token ``owner`` (the submission's own).
     """
+    from lsiorm._io import dask_profiler
     from lsiorm._io.exports import open_export
     from lsiorm._ops.job_catalog import run_declared_unit
 
     session = _WORKER_SESSIONS.get(config)
     if session is None:
+        dask_profiler.warn_once()
         session = _WORKER_SESSIONS[config] = Session(**config.kwargs())
     result: str = session.run(
         run_declared_unit(session.ctx, location, lease_seconds, job_id, unit, open_export, owner)

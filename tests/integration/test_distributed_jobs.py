@@ -13,6 +13,7 @@ import json
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -168,15 +169,27 @@ def test_two_processes_started_on_one_job_run_each_unit_once(
 # -- Dask ---------------------------------------------------------------------------------------
 
 
+#: CPython 3.11 before 3.11.9 can deadlock a process whose threads run while another calls
+#: sys._current_frames(), as Dask's worker profiler does every 10 ms (CPython issues 106883 and
+#: 116969): a worker then hangs for good, holding its units' futures (docs/migrations.md).
+PROFILER_DEADLOCKS = (3, 11) <= sys.version_info < (3, 11, 9)
+
+
 @pytest.fixture
 def dask_client() -> Iterator[Any]:
     distributed = pytest.importorskip("distributed")
+    import dask
+
+    profiler = {"distributed.worker.profile.enabled": not PROFILER_DEADLOCKS}
     with (
+        dask.config.set(profiler),
         distributed.LocalCluster(
             n_workers=3, threads_per_worker=2, processes=True, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
+        profiling = client.run(dask.config.get, "distributed.worker.profile.enabled")
+        assert set(profiling.values()) == {not PROFILER_DEADLOCKS}
         yield client
 
 

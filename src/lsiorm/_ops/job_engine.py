@@ -399,9 +399,11 @@ def run_units(
     if detach:
         return (yield from ledger.job(job.id)), resumed
     tally = Tally(job, progress, clock, run.total)
-    sent = Submissions(submit, job.id) if submit is not None else None
     limit = stall_limit(ledger.lease_seconds) if stall_after is None else stall_after
     watch = StallWatch(limit, clock)
+    sent = None
+    if submit is not None:
+        sent = Submissions(submit, job.id, lease=ledger.lease_seconds, clock=clock)
     try:
         while True:
             record = yield from ledger.job(job.id)
@@ -416,7 +418,7 @@ def run_units(
             now = ledger.clock()
             watch.check(record, now)
             if sent is not None:
-                sent.step(waiting, now)
+                sent.step(waiting, now, watch.since)
                 yield Sleep(poll)
                 yield from _report_remote(ledger, job.id, tally)
                 continue

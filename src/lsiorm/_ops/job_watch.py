@@ -9,8 +9,13 @@ A coordinator never waits for ever. Two rules bound its wait:
   unit is sent again, at most `WORKER_FAILURES` times in a row: one more stops the job with a
   `JobError` (``jobs.worker-failed``). An lsiorm error a unit raised stops the job as it is. A
   future still pending whose unit's lease lapsed (its worker died without the executor
-  noticing) is sent again once per lapsed lease. Each submission carries a claim token of its
-  own, so an executor that caches calls by their arguments (Dask's pure tasks) runs each one.
+  noticing) is sent again once per lapsed lease. A future still pending whose unit nobody
+  holds, while the whole run made no progress for a while (`resend_after`: a lease period,
+  and a minute at least, since workers may start slowly), is cancelled and sent again, once
+  per such while: the executor lost the task, or queued it behind a worker that hangs. Each
+  submission carries a claim token of its own, so an executor that caches calls by their
+  arguments (Dask's pure tasks) runs each one, and a unit sent twice runs once at a time: the
+  ledger's claim lets one of them hold it.
 * **No progress for too long stops the job** (`StallWatch`). Progress is any change of the run
   in the ledger: a page committed, a lease taken, renewed or given up, a unit done. A
   coordinator that sees none for `STALL_LEASES` lease periods, and at least `STALL_MINIMUM`
@@ -36,11 +41,13 @@ from lsiorm._ops.units import Unit
 from lsiorm.errors import JobError, LsiormError
 
 __all__ = [
+    "RESEND_MINIMUM",
     "STALL_LEASES",
     "STALL_MINIMUM",
     "WORKER_FAILURES",
     "StallWatch",
     "Submissions",
+    "resend_after",
     "stall_limit",
 ]
 
@@ -52,11 +59,18 @@ WORKER_FAILURES = 3
 STALL_LEASES = 3
 #: ... and the least time that takes, in seconds (workers that start slowly are not stuck).
 STALL_MINIMUM = 300.0
+#: The least time without progress before a queued unit is sent again (`resend_after`).
+RESEND_MINIMUM = 60.0
 
 
 def stall_limit(lease_seconds: float) -> float:
     """How long a coordinator waits without progress in the ledger before it stops."""
     return max(STALL_LEASES * lease_seconds, STALL_MINIMUM)
+
+
+def resend_after(lease_seconds: float) -> float:
+    """How long a run stands still before a unit whose future never started is sent again."""
+    return max(lease_seconds, RESEND_MINIMUM)
 
 
 def lapsed(record: UnitRecord, now: float) -> bool:
@@ -72,18 +86,30 @@ class Submissions:
         submit: Callable[[str, Unit], Future[Any]],
         job_id: str,
         *,
+        lease: float,
+        clock: Callable[[], float],
         failures: int = WORKER_FAILURES,
     ) -> None:
         self.submit = submit
         self.job_id = job_id
+        self.wait = resend_after(lease)
+        self.clock = clock
         self.limit = failures
         self.futures: dict[str, Future[Any]] = {}
+        #: When (on ``clock``) each live future was sent.
+        self.sent_at: dict[str, float] = {}
         self.failures: dict[str, int] = {}
         #: The owner of the lapsed lease a unit with a pending future was sent again for.
         self.resent_for: dict[str, str | None] = {}
 
-    def step(self, waiting: Sequence[UnitRecord], now: float) -> None:
-        """Handle what ended, and send each unit that needs a worker (see the module doc)."""
+    def step(self, waiting: Sequence[UnitRecord], now: float, quiet_since: float) -> None:
+        """Handle what ended, and send each unit that needs a worker (see the module doc).
+
+        ``now`` is the ledger's clock (leases); ``quiet_since`` is when (on ``clock``) the run
+        last made progress.
+        """
+        at = self.clock()
+        quiet = at - quiet_since >= self.wait
         for record in waiting:
             unit = record.unit
             free = record.owner is None or lapsed(record, now)
@@ -99,6 +125,18 @@ class Submissions:
                 # Its worker died without the executor noticing: send it again, once per lease.
                 self.resent_for[unit.id] = record.owner
                 self._send(unit)
+            elif record.owner is None and quiet and at - self.sent_at[unit.id] >= self.wait:
+                # Nobody holds it, nothing moved for a while, and its future is still
+                # pending: the executor lost it, or queued it behind a worker that hangs.
+                log.warning(
+                    "job %s, unit %s: still not started after %.0f s without progress; sent again",
+                    self.job_id,
+                    unit.id,
+                    at - self.sent_at[unit.id],
+                )
+                del self.futures[unit.id]
+                future.cancel()
+                self._send(unit)
 
     def cancel(self) -> None:
         """Cancel every future still pending (those already running stop at their next page)."""
@@ -108,6 +146,7 @@ class Submissions:
     def _send(self, unit: Unit) -> None:
         try:
             self.futures[unit.id] = self.submit(self.job_id, unit)
+            self.sent_at[unit.id] = self.clock()
         except Exception as exc:  # an executor shut down or broken: a failure like a worker's
             self._failed(unit, exc)
 

@@ -15,8 +15,15 @@ from typing import Any
 import pytest
 
 from lsiorm._ops.job_engine import JobRun, run_unit, run_units
-from lsiorm._ops.job_watch import STALL_LEASES, STALL_MINIMUM, WORKER_FAILURES, stall_limit
-from lsiorm._ops.ledger import JobRecord, UnitClaim
+from lsiorm._ops.job_watch import (
+    STALL_LEASES,
+    STALL_MINIMUM,
+    WORKER_FAILURES,
+    Submissions,
+    resend_after,
+    stall_limit,
+)
+from lsiorm._ops.ledger import JobRecord, UnitClaim, UnitRecord
 from lsiorm._ops.memory_ledger import MemoryLedger
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.steps import Operation
@@ -128,6 +135,45 @@ def test_a_unit_whose_worker_vanished_is_sent_again_once_its_lease_lapses() -> N
     assert [u.runs for u in record.units] == [2, 1, 1]  # taken over from the vanished worker
     assert LEASE <= clock.now - START < 2 * LEASE  # sent again as soon as the lease lapsed
     assert record.counts() == {"scanned": ITEMS_PER_UNIT * len(UNITS)}
+
+
+def test_a_unit_left_in_a_queue_while_the_run_stands_still_is_sent_again() -> None:
+    # Unit 1's first future never starts (an executor that lost it); the others finish at once.
+    go, _, executor, clock = coordinate({1: ["queue", "run"]})
+    record, _ = go()
+    assert record.state == "done"
+    assert executor.sent == {0: 1, 1: 2, 2: 1}
+    assert [u.runs for u in record.units] == [1, 1, 1]
+    # Sent again after a while without progress (a minute here), long before the stall limit.
+    assert resend_after(LEASE) <= clock.now - START < resend_after(LEASE) + 4 * POLL
+    assert resend_after(LEASE) == 60.0 < stall_limit(LEASE)
+    assert record.counts() == {"scanned": ITEMS_PER_UNIT * len(UNITS)}
+
+
+WAIT = resend_after(LEASE)
+
+
+@pytest.mark.parametrize(("quiet_for", "resent"), [(0.0, False), (WAIT - 1, False), (WAIT, True)])
+def test_a_queued_unit_is_sent_again_only_once_the_whole_run_stood_still_a_while(
+    quiet_for: float, resent: bool
+) -> None:
+    clock = Clock()
+    futures: list[Future[Any]] = []
+
+    def submit(job_id: str, unit: Unit) -> Future[Any]:
+        futures.append(Future())
+        return futures[-1]
+
+    sent = Submissions(submit, "job", lease=LEASE, clock=clock)
+    free = UnitRecord(UNITS[0], "pending", {})
+    sent.step([free], clock.now, quiet_since=clock.now)
+    clock.now += 2 * WAIT  # queued for long, while other units may have made progress
+    sent.step([free], clock.now, quiet_since=clock.now - quiet_for)
+    assert len(futures) == (2 if resent else 1)
+    assert futures[0].cancelled() is resent  # the lost submission does not run later
+    held = UnitRecord(UNITS[0], "running", {}, owner="worker", lease=clock.now + LEASE)
+    sent.step([held], clock.now, quiet_since=clock.now - 2 * WAIT)
+    assert len(futures) == (2 if resent else 1)  # a held unit is never sent again meanwhile
 
 
 def test_a_run_without_progress_stops_with_a_typed_error_naming_its_units() -> None:
