@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import threading
 import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -607,8 +608,10 @@ class _OpeningDriver:
             yield value
 
 
-#: The sessions of this process's workers, one per configuration (a worker runs many units).
+#: The sessions of this process's workers, one per configuration (a worker runs many units,
+#: several at once in an executor's threads: the lock makes them share one).
 _WORKER_SESSIONS: dict[SessionConfig, Session] = {}
+_WORKER_SESSIONS_LOCK = threading.Lock()
 
 
 def run_unit_task(
@@ -629,10 +632,11 @@ def run_unit_task(
     from lsiorm._io.exports import open_export
     from lsiorm._ops.job_catalog import run_declared_unit
 
-    session = _WORKER_SESSIONS.get(config)
-    if session is None:
-        dask_profiler.warn_once()
-        session = _WORKER_SESSIONS[config] = Session(**config.kwargs())
+    with _WORKER_SESSIONS_LOCK:
+        session = _WORKER_SESSIONS.get(config)
+        if session is None:
+            dask_profiler.warn_once()
+            session = _WORKER_SESSIONS[config] = Session(**config.kwargs())
     result: str = session.run(
         run_declared_unit(session.ctx, location, lease_seconds, job_id, unit, open_export, owner)
     )
