@@ -46,25 +46,9 @@ key = {"pk": {"S": f"CUST#{CUSTOMER}"}, "sk": {"S": f"ORDER#{ORDER_NO:08d}"}}
 found = client.get_item(TableName="bench_lsiorm", Key=key).get("Item")
 """
 _PYDYNOX = """
-from pydynox import DynamoDBClient, Model, ModelConfig
-from pydynox.attributes import (
-    DatetimeAttribute, DecimalAttribute, ListAttribute, NumberAttribute, StringAttribute,
-)
-client = DynamoDBClient(endpoint_url=URL, region="us-east-1")
-class PydynoxOrder(Model):
-    model_config = ModelConfig(table="bench_pydynox", client=client)
-    pk = StringAttribute(partition_key=True)
-    sk = StringAttribute(sort_key=True)
-    lsi1 = StringAttribute()
-    type_name = StringAttribute(alias="_type")
-    customer = StringAttribute()
-    order_no = NumberAttribute()
-    status = StringAttribute()
-    total = DecimalAttribute()
-    created = DatetimeAttribute()
-    tags = ListAttribute()
-    note = StringAttribute()
-found = PydynoxOrder.sync_get(pk=f"CUST#{CUSTOMER}", sk=f"ORDER#{ORDER_NO:08d}")
+from bench.pydynox_order import pydynox_model
+Order = pydynox_model(URL)
+found = Order.sync_get(pk=f"CUST#{CUSTOMER}", sk=f"ORDER#{ORDER_NO:08d}")
 """
 #: The programs, by variant name; boto3's first, as the baseline.
 PROGRAMS = {
@@ -127,8 +111,8 @@ def cold_start(url: str, rounds: int) -> Group:
         1,
         notes=[
             "Each in a fresh interpreter: start-up, imports, declaring the model, building the "
-            "client and one GetItem of an order. The lsiorm programs import the order's model "
-            "from the benchmark's own module (pydantic, datetime, decimal and lsiorm, as a "
-            "model module of an application does)."
+            "client and one GetItem of an order. Each program imports the order's model from "
+            "the benchmark's own modules, as an application imports its model module: for "
+            "lsiorm that loads pydantic, datetime and decimal too, for pydynox only pydynox."
         ],
     )

@@ -35,7 +35,6 @@ from lsiorm._requests.batch import write_entries
 from .models import (
     DYNTASTIC_TABLE,
     LSIORM_TABLE,
-    PYDYNOX_TABLE,
     PYNAMODB_TABLE,
     START,
     Order,
@@ -46,10 +45,10 @@ from .models import (
     orders,
     plain_items,
     pydynox_items,
-    pydynox_model,
     pynamodb_items,
     pynamodb_model,
 )
+from .pydynox_order import PYDYNOX_TABLE, pydynox_model
 from .timing import CPU, WALL, Clock, Variant, measure
 
 REGION = "us-east-1"
