@@ -24,7 +24,6 @@ START = datetime(2024, 1, 1, tzinfo=timezone.utc)
 LSIORM_TABLE = "bench_lsiorm"
 PYNAMODB_TABLE = "bench_pynamodb"
 DYNTASTIC_TABLE = "bench_dyntastic"
-PYDYNOX_TABLE = "bench_pydynox"
 
 orders = Table(
     LSIORM_TABLE,
@@ -205,37 +204,6 @@ def dyntastic_model(host: str) -> Any:
 def dyntastic_items(model: Any, data: list[Row]) -> list[Any]:
     """Return the rows as instances of a :func:`dyntastic_model` class."""
     return [model(**item) for item in plain_items(data)]
-
-
-def pydynox_model(host: str) -> Any:
-    """Return a pydynox model class of the order, bound to the engine at ``host``."""
-    from pydynox import DynamoDBClient, Model, ModelConfig
-    from pydynox.attributes import (
-        DatetimeAttribute,
-        DecimalAttribute,
-        ListAttribute,
-        NumberAttribute,
-        StringAttribute,
-    )
-
-    client = DynamoDBClient(endpoint_url=host, region="us-east-1")
-
-    class PydynoxOrder(Model):
-        model_config = ModelConfig(table=PYDYNOX_TABLE, client=client)
-
-        pk = StringAttribute(partition_key=True)
-        sk = StringAttribute(sort_key=True)
-        lsi1 = StringAttribute()
-        type_name = StringAttribute(alias="_type")
-        customer = StringAttribute()
-        order_no = NumberAttribute()
-        status = StringAttribute()
-        total = DecimalAttribute()
-        created = DatetimeAttribute()
-        tags = ListAttribute()
-        note = StringAttribute()
-
-    return PydynoxOrder
 
 
 def pydynox_items(model: Any, data: list[Row]) -> list[Any]:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from . import workloads
+from . import cold_start, workloads
 from .timing import CPU
 from .workloads import Group, MemoryResult
 
@@ -17,6 +17,7 @@ _DEFAULT_PATHS = {
     "put": workloads.LEAN_PUT,
     "get": workloads.LEAN_GET,
     "batch-sync": workloads.LEAN_BATCH,
+    "cold": cold_start.LSIORM_SYNC,
 }
 
 

@@ -113,39 +113,52 @@ def _handler_name(handler: Any) -> str:
     return f"{module}.{name}"
 
 
-_BASELINE: set[str] | None = None
+_BASELINES: dict[str, frozenset[str]] = {}
 _BASELINE_LOCK = threading.Lock()
 _MOTO_STUBBER: Final = "moto.core.botocore_stubber.BotocoreStubber"
 
 
-def _baseline() -> set[str]:
-    """The handlers botocore itself installs on a DynamoDB client (worked out once)."""
-    global _BASELINE
+def _retry_mode(client: Any) -> str:
+    retries = getattr(client.meta.config, "retries", None) or {}
+    return str(retries.get("mode") or "legacy")
+
+
+def _baseline(client: Any) -> frozenset[str]:
+    """The handlers botocore itself installs on a DynamoDB client of ``client``'s retry mode.
+
+    Worked out once per retry mode, from a fresh client built with the data loader of
+    ``client`` (the service model and endpoint data it has read already are not read again).
+    """
+    mode = _retry_mode(client)
     with _BASELINE_LOCK:
-        if _BASELINE is None:
+        known = _BASELINES.get(mode)
+        if known is None:
             import botocore.session
             from botocore import UNSIGNED
             from botocore.config import Config
 
-            names = set()
             session = botocore.session.Session()
-            for mode in ("legacy", "standard", "adaptive"):
-                client = session.create_client(
-                    "dynamodb",
-                    region_name="us-east-1",
-                    endpoint_url="http://127.0.0.1:9",
-                    config=Config(signature_version=UNSIGNED, retries={"mode": mode}),
-                )
-                trie = client.meta.events._emitter._handlers
-                for event in _WATCHED_EVENTS:
-                    for handler in trie.prefix_search(f"{event}.dynamodb.PutItem"):
-                        names.add(_handler_name(handler))
-                client.close()
+            loader = getattr(client, "_loader", None)
+            if loader is not None:
+                session.register_component("data_loader", loader)
+            fresh = session.create_client(
+                "dynamodb",
+                region_name="us-east-1",
+                endpoint_url="http://127.0.0.1:9",
+                config=Config(signature_version=UNSIGNED, retries={"mode": mode}),
+            )
+            trie = fresh.meta.events._emitter._handlers
+            names = {
+                _handler_name(handler)
+                for event in _WATCHED_EVENTS
+                for handler in trie.prefix_search(f"{event}.dynamodb.PutItem")
+            }
+            fresh.close()
             names.discard(_MOTO_STUBBER)  # judged on every request: safe only while it is off
             names.add(_handler_name(fastjson.ResponseFastPath.before_parse))
             names.add(_handler_name(integrity.before_parse))
-            _BASELINE = names
-        return _BASELINE
+            known = _BASELINES[mode] = frozenset(names)
+        return known
 
 
 class SigV4Signer:
@@ -286,7 +299,7 @@ class LeanLane:
         return verdict
 
     def _only_botocore_handlers(self, operation: str) -> bool:
-        allowed = _baseline()
+        allowed = _baseline(self.client)
         trie = self._emitter._handlers
         for event in _WATCHED_EVENTS:
             for handler in trie.prefix_search(f"{event}.dynamodb.{operation}"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from botocore.exceptions import ClientError
 from hypothesis import given
 from hypothesis import strategies as st
@@ -131,3 +132,48 @@ def test_advance_reports_the_end_and_throws_failures_in() -> None:
     advance(failing)
     end = advance(failing, error=ThrottledError("slow down", code="ThrottlingException"))
     assert end == Done("caught ThrottledError")
+
+
+class _Failed(Exception):
+    """An operation's own failure (not a request's): it escapes the operation."""
+
+
+@given(
+    st.lists(st.tuples(st.integers(1, 4), st.booleans()), max_size=12),
+    st.integers(1, 5),
+)
+def test_async_gather_keeps_its_limit_busy_and_raises_the_first_failure_last(
+    shapes: list[tuple[int, bool]], limit: int
+) -> None:
+    """At most ``limit`` operations run at once and, while enough are left, exactly that many;
+    every operation runs to its end even when one fails; results (or the first failure, in the
+    operations' order) come back in order."""
+    running: list[int] = []
+    peak: list[int] = [0]
+    finished: list[int] = []
+
+    def op(index: int, sleeps: int, fails: bool) -> Operation[int]:
+        running.append(index)
+        peak[0] = max(peak[0], len(running))
+        for _ in range(sleeps):
+            yield Sleep(0)
+        running.remove(index)
+        finished.append(index)
+        if fails:
+            raise _Failed(index)
+        return index * 10
+
+    def gather() -> Operation[Any]:
+        ops = tuple(op(i, sleeps, fails) for i, (sleeps, fails) in enumerate(shapes))
+        return (yield Gather(ops, limit=limit))
+
+    failures = [i for i, (_, fails) in enumerate(shapes) if fails]
+    if failures:
+        with pytest.raises(_Failed) as raised:
+            asyncio.run(AsyncDriver(AsyncClient()).run(gather()))
+        assert raised.value.args == (failures[0],)
+    else:
+        result = asyncio.run(AsyncDriver(AsyncClient()).run(gather()))
+        assert result == [i * 10 for i in range(len(shapes))]
+    assert sorted(finished) == list(range(len(shapes)))
+    assert peak[0] == min(limit, len(shapes))
