@@ -582,13 +582,14 @@ def migrate_table(
         read_budget=read_budget,
         concurrency=concurrency,
     )
+    ctx = dataclasses.replace(session.ctx, route=None)  # also from a session with dual writes
     if status:
-        return migration.migration_status(session.ctx, table, source, options)
+        return migration.migration_status(ctx, table, source, options)
     if abandon:
-        return migration.abandon_migration(session.ctx, table, source, options)
+        return migration.abandon_migration(ctx, table, source, options)
     job = partial(
         migration.migrate_table,
-        session.ctx,
+        ctx,
         table,
         source,
         options,

@@ -293,7 +293,7 @@ def test_writes_that_cannot_be_mirrored_fall_back_are_reported_and_converge(
             DualFallback("UpdateItem", "update-effect-unknown"),
         ]
         assert dual.dual.mirrored == 2
-        status = session.migrate_table(table, source, status=True)
+        status = dual.migrate_table(table, source, status=True)  # runs as on the plain one
         assert status.dual_writes is not None
         assert status.dual_writes["reads"] == "source"
         finish(session, dynamodb_client, names, table)
