@@ -93,6 +93,7 @@ from lsiorm._ops.collection_guard import (
     CollectionWatcher,
     Hookable,
 )
+from lsiorm._ops.dual_writes import DualFallback, DualWrites
 from lsiorm._ops.hooks import HookRequest
 from lsiorm._ops.items import DeleteResult, Idempotency
 from lsiorm._ops.key_audit import (
@@ -219,6 +220,8 @@ __all__ = [
     "DeleteTarget",
     "Drift",
     "DriftReport",
+    "DualFallback",
+    "DualWrites",
     "DynamoError",
     "Entity",
     "EntityAdoption",

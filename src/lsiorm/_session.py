@@ -40,7 +40,9 @@ from lsiorm._io.telemetry import (
     traced_pages,
 )
 from lsiorm._model.entity import Entity
+from lsiorm._model.schema import Table
 from lsiorm._ops import reads
+from lsiorm._ops.dual_writes import DualFallback
 from lsiorm._ops.ledger import LedgerLocation
 from lsiorm._ops.meter import CapacityMeter
 from lsiorm._ops.reads import Page
@@ -360,6 +362,32 @@ class Session(SessionCore, Closing):
         """Run any lsiorm operation generator with this session's driver."""
         return self.driver.run(op)
 
+    def dual_writes(
+        self,
+        table: Table,
+        source: str,
+        *,
+        reads: str = "source",
+        ledger: str | None = None,
+        on_fallback: Callable[[DualFallback], object] | None = None,
+    ) -> Session:
+        """A session that writes the live table `source` and, in the same transaction, the
+        table `table` declares, during the migration of one into the other
+        (docs/migrations.md, "Dual writes").
+
+        The migration's copy must be done and both tables must have the same primary key;
+        otherwise a typed error is raised before any write. Reads go to `reads`: ``"source"``
+        or ``"destination"``. A write that cannot be mirrored exactly is sent to the source
+        alone (the catch-up carries it): the returned session's ``dual`` counts them, by
+        reason, and `on_fallback` is called with each. It shares this session's client.
+        """
+        route = self.run(
+            methods.dual_writes(
+                self, table, source, reads=reads, ledger=ledger, on_fallback=on_fallback
+            )
+        )
+        return methods.with_route(self, route)
+
     call = blocking(methods.call)
     create_table = blocking(methods.create_table)
     delete_table = blocking(methods.delete_table)
@@ -533,6 +561,24 @@ class AsyncSession(SessionCore):
     async def run(self, op: Operation[Any]) -> Any:
         """Run any lsiorm operation generator with this session's driver."""
         return await self.driver.run(op)
+
+    async def dual_writes(
+        self,
+        table: Table,
+        source: str,
+        *,
+        reads: str = "source",
+        ledger: str | None = None,
+        on_fallback: Callable[[DualFallback], object] | None = None,
+    ) -> AsyncSession:
+        """A session that writes the live table `source` and, in the same transaction, the
+        table `table` declares, as `Session.dual_writes` does."""
+        route = await self.run(
+            methods.dual_writes(
+                self, table, source, reads=reads, ledger=ledger, on_fallback=on_fallback
+            )
+        )
+        return methods.with_route(self, route)
 
     call = awaiting(methods.call)
     create_table = awaiting(methods.create_table)

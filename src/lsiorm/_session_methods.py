@@ -12,6 +12,8 @@ module, not the names.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +50,7 @@ from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.backfill import BackfillReport
 from lsiorm._ops.batch import BatchWriteResult
 from lsiorm._ops.collection_guard import CollectionWatcher
+from lsiorm._ops.dual_writes import DualFallback, DualWrites, open_dual_writes
 from lsiorm._ops.items import DeleteResult, Idempotency
 from lsiorm._ops.job_catalog import run_declared_unit
 from lsiorm._ops.job_options import JobOptions, ledger_location
@@ -77,6 +80,7 @@ __all__ = ["SessionConfig", "SessionCore"]
 E = TypeVar("E", bound=Entity)
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
+S = TypeVar("S", bound="SessionCore")
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,9 @@ class SessionCore:
     config: SessionConfig | None = None
     #: What an executor's worker runs per unit (set by `Session` when it has a config).
     unit_worker: Callable[..., Any] | None = None
+    #: The dual writes of a migration this session makes (`dual_writes`), with what they did:
+    #: writes mirrored, and those sent to the source alone by reason; None for a plain session.
+    dual: DualWrites | None = None
 
     def __init__(
         self,
@@ -575,13 +582,14 @@ def migrate_table(
         read_budget=read_budget,
         concurrency=concurrency,
     )
+    ctx = dataclasses.replace(session.ctx, route=None)  # also from a session with dual writes
     if status:
-        return migration.migration_status(session.ctx, table, source, options)
+        return migration.migration_status(ctx, table, source, options)
     if abandon:
-        return migration.abandon_migration(session.ctx, table, source, options)
+        return migration.abandon_migration(ctx, table, source, options)
     job = partial(
         migration.migrate_table,
-        session.ctx,
+        ctx,
         table,
         source,
         options,
@@ -591,6 +599,34 @@ def migrate_table(
         follow=follow,
     )
     return _reporting(job, progress, "migrate-table")
+
+
+def dual_writes(
+    session: SessionCore,
+    /,
+    table: Table,
+    source: str,
+    *,
+    reads: str = "source",
+    ledger: str | None = None,
+    on_fallback: Callable[[DualFallback], object] | None = None,
+) -> Operation[DualWrites]:
+    """Begin the dual-write period of the migration of `source` into the table `table`
+    declares: check that its copy is done and that both tables have the same primary key (a
+    typed error before any write otherwise), record it in the ledger, and return the route a
+    session with dual writes takes (`Session.dual_writes` returns that session)."""
+    options = _options(session, ledger=ledger)
+    plain = dataclasses.replace(session.ctx, route=None)  # a session with dual writes too
+    return open_dual_writes(plain, table, source, options, reads=reads, on_fallback=on_fallback)
+
+
+def with_route(session: S, route: DualWrites) -> S:
+    """A session like `session` (same client, driver, hooks and meters) whose requests take
+    `route`."""
+    twin = copy.copy(session)
+    twin.ctx = dataclasses.replace(session.ctx, route=route)
+    twin.dual = route
+    return twin
 
 
 def jobs(

@@ -12,7 +12,13 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["AsyncScriptedClient", "ScriptedClient", "client_error", "operation_name"]
+__all__ = [
+    "AsyncScriptedClient",
+    "ScriptedClient",
+    "answering",
+    "client_error",
+    "operation_name",
+]
 
 # Captured at import: a test may replace asyncio.sleep to record the driver's own sleeps.
 _REAL_SLEEP = asyncio.sleep
@@ -108,3 +114,22 @@ class AsyncScriptedClient(ScriptedClient):
             return self.answer(operation, params)
 
         return call
+
+
+def answering(op: Any, answers: list[Any]) -> tuple[Any, list[Any]]:
+    """Run an operation generator, answering its calls in turn (an exception is thrown in);
+    return its result and the calls it made. A sleep between attempts takes no time."""
+    from lsiorm._ops.steps import Call, Done, advance
+
+    calls: list[Call] = []
+    step = advance(op)
+    while not isinstance(step, Done):
+        if isinstance(step, Call):
+            calls.append(step)
+            answer = answers.pop(0)
+            step = (
+                advance(op, error=answer) if isinstance(answer, Exception) else advance(op, answer)
+            )
+        else:
+            step = advance(op)
+    return step.value, calls

@@ -57,6 +57,7 @@ def calls(table: Table, doc: type[Any]) -> dict[str, Callable[[Any], Any]]:
         "backfill": lambda s: s.backfill(doc, dry_run=True),
         "relieve_collection": lambda s: s.relieve_collection(table, "D#a", dry_run=True),
         "migrate_table": lambda s: s.migrate_table(table, f"{table.name}-old"),
+        "dual_writes": lambda s: s.dual_writes(table, f"{table.name}-old"),
         "jobs": lambda s: s.jobs(table),
         "job": lambda s: s.job(table, "no-such-run"),
         "cancel_job": lambda s: s.cancel_job(table, "no-such-run"),

@@ -106,10 +106,19 @@ class DeleteResult(Generic[E]):
 class _Attempts:
     """Watches the failed attempts of one write: was any of them ambiguous?"""
 
-    def __init__(self, operation: str, params: dict[str, Any], *, resend: bool = True) -> None:
+    def __init__(
+        self,
+        operation: str,
+        params: dict[str, Any],
+        *,
+        resend: bool = True,
+        effect: tuple[Any, ...] | None = None,
+    ) -> None:
         self.operation = operation
         self.params = params
         self.resend = resend
+        #: What an update does to the item (its plan's actions), for a session that must know.
+        self.effect = effect
         self.ambiguous: DynamoError | None = None
 
     def __call__(self, exc: DynamoError) -> None:
@@ -137,7 +146,12 @@ def _send(ctx: Context, meta: EntityMeta[Entity], attempts: _Attempts) -> Operat
     try:
         return (
             yield from call(
-                ctx, attempts.operation, attempts.params, (meta.table,), on_error=attempts
+                ctx,
+                attempts.operation,
+                attempts.params,
+                (meta.table,),
+                on_error=attempts,
+                effect=attempts.effect,
             )
         )
     except RetryableError as exc:
@@ -323,7 +337,7 @@ def update(
     additive = spec.additive
     if additive and idempotency == "transaction":
         return (yield from _update_once(ctx, cls, values, spec, condition, instance))
-    attempts = _Attempts("UpdateItem", params, resend=not additive)
+    attempts = _Attempts("UpdateItem", params, resend=not additive, effect=plan.actions)
     try:
         response = yield from _send(ctx, meta, attempts)
     except ConditionFailedError as exc:

@@ -23,8 +23,9 @@ partition, next to the copy's run):
    an item may differ because a change is not caught up yet: those are read again after a
    catch-up pass, up to `RECHECKS` times, before they are reported.
 6. **Cut over.** ``finish=True`` (writers paused) drains the stream to zero lag, verifies, and
-   marks the migration ``switched``. (Writing both tables from one session is not built yet:
-   readers may move first, with the catch-up running, and writers at the switch.)
+   marks the migration ``switched``. Before that, sessions may write both tables in one
+   transaction per write (`lsiorm._ops.dual_writes`), with the catch-up running, and readers
+   may move to the destination first.
 7. **Abandon** (`abandon_migration`): deletes what the migration created, the destination
    table (or, when it existed before, the items in it) and its ledger records. The source
    table is never written by any phase.
@@ -708,6 +709,7 @@ def _report(m: Migration, verified: VerifyReport | None) -> Operation[MigrationR
         lag_seconds=float(state.lag[1]),
         copy_job=state.copy_job,
     )
+    report.dual_writes = yield from m.store.load_dual(state.id)
     if verified is None and state.verify:
         verified = VerifyReport(
             source=state.verify.get("source", 0),

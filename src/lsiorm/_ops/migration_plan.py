@@ -200,6 +200,29 @@ class MigrationStore:
                 "process at a time (its copy may run on many workers).",
             ) from exc
 
+    def save_dual(self, migration_id: str, data: Mapping[str, Any]) -> Operation[None]:
+        """Record that dual writes began (an item of its own: the state's version is the
+        catch-up's, which runs meanwhile)."""
+        item = {
+            **self.location.key(f"migration#{migration_id}#dual"),
+            "data": {"S": json.dumps(dict(data), sort_keys=True)},
+        }
+        yield from call(self.ctx, "PutItem", {"TableName": self.location.table, "Item": item})
+
+    def load_dual(self, migration_id: str) -> Operation[dict[str, Any] | None]:
+        """What `save_dual` recorded, or None."""
+        params = {
+            "TableName": self.location.table,
+            "Key": self.location.key(f"migration#{migration_id}#dual"),
+            "ConsistentRead": True,
+        }
+        response = yield from call(self.ctx, "GetItem", params)
+        item = response.get("Item")
+        if not item:
+            return None
+        data: dict[str, Any] = json.loads(item["data"]["S"])
+        return data
+
     def delete(self, migration_id: str) -> Operation[None]:
         params = {"TableName": self.location.table, "Key": self.key(migration_id)}
         yield from call(self.ctx, "DeleteItem", params)
@@ -264,6 +287,9 @@ class MigrationReport:
     estimated_seconds: float | None = None
     elapsed: float = 0.0
     copy_job: str | None = None
+    #: When dual writes began (seconds since the epoch) and where their reads went; None when
+    #: no session declared dual writes.
+    dual_writes: dict[str, Any] | None = None
 
     @property
     def ready(self) -> bool:
@@ -289,6 +315,8 @@ class MigrationReport:
         ]
         for kind, values in self.examples.items():
             lines.extend(f"    {kind}: {value}" for value in values[:EXAMPLES])
+        if self.dual_writes is not None:
+            lines.append(f"  dual writes: declared (reads from the {self.dual_writes['reads']})")
         if self.verify is not None:
             lines.append(str(self.verify))
         lines.append(f"  migration: {self.migration}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from lsiorm._model.schema import Table, renamed_table
 from lsiorm._ops.hooks import HookRequest, apply_after, apply_before, apply_error
@@ -22,22 +22,41 @@ from lsiorm._query.cursor import cursor_key
 from lsiorm._requests.limits import check_request
 from lsiorm.errors import DynamoError
 
-__all__ = ["Context", "call", "retried", "send_once"]
+__all__ = ["Context", "Route", "call", "retried", "send_once"]
 
 T = TypeVar("T")
+
+
+class Route(Protocol):
+    """What sends a session's requests instead of sending them as given (the dual writes of a
+    table migration, `lsiorm._ops.dual_writes`): it is handed the context without itself, and
+    sends what it decides through `send_once`."""
+
+    def __call__(
+        self,
+        ctx: Context,
+        operation: str,
+        params: dict[str, Any],
+        tables: tuple[Table, ...],
+        on_error: Callable[[DynamoError], None] | None,
+        built: bool,
+        effect: tuple[Any, ...] | None,
+    ) -> Operation[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
 class Context:
     """What every operation of one session shares: retry policy, middleware hooks, the
     resolver from declared table names to live ones (None: the declared name is the live one),
-    and the key its cursors are signed with (random unless a secret is given).
+    the key its cursors are signed with (random unless a secret is given), and the route its
+    requests take (None: each is sent as given).
     """
 
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     hooks: tuple[object, ...] = ()
     table_name: NameResolver | None = None
     cursor_key: bytes = field(default_factory=cursor_key, repr=False)
+    route: Route | None = None
 
     def with_hooks(self, hooks: Sequence[object]) -> Context:
         """Return a context with these hooks in place of the current ones."""
@@ -56,14 +75,19 @@ def send_once(
     *,
     on_error: Callable[[DynamoError], None] | None = None,
     built: bool = True,
+    effect: tuple[Any, ...] | None = None,
 ) -> Operation[dict[str, Any]]:
     """Send one API request through the hooks, without retrying; return the response.
 
     DynamoDB's request limits are checked first (`lsiorm._requests.limits`), so a request
     that would be refused is never sent. Hooks see the declared table names; the request on the
     wire carries the live ones. ``on_error`` sees a failure after the hooks do. ``built=False``
-    marks a raw request a user wrote: it keeps every botocore check.
+    marks a raw request a user wrote: it keeps every botocore check. ``effect`` is what an
+    UpdateItem does to the item (its plan's actions), for a route that must know it.
     """
+    if ctx.route is not None:
+        unrouted = replace(ctx, route=None)
+        return (yield from ctx.route(unrouted, operation, params, tables, on_error, built, effect))
     check_request(operation, params)
     request = HookRequest(operation, dict(params), tables)
     apply_before(ctx.hooks, request)
@@ -94,17 +118,20 @@ def call(
     retry_if: Callable[[BaseException], bool] = is_retryable,
     on_error: Callable[[DynamoError], None] | None = None,
     built: bool = True,
+    effect: tuple[Any, ...] | None = None,
 ) -> Operation[dict[str, Any]]:
     """Send one API request with the hooks and the session's retries; return the response.
 
     ``retry_if`` decides which failures are retried (by default the transient ones).
     ``on_error`` sees each failed attempt after the hooks do; it may raise an error of its own
-    (one that is not retryable ends the retries).
+    (one that is not retryable ends the retries). ``effect``: see `send_once`.
     """
     return (
         yield from retried(
             ctx.retry,
-            lambda: send_once(ctx, operation, params, tables, on_error=on_error, built=built),
+            lambda: send_once(
+                ctx, operation, params, tables, on_error=on_error, built=built, effect=effect
+            ),
             retry_if=retry_if,
             what=operation,
         )

@@ -10,7 +10,8 @@ silently.
 
 * `CopyKind` puts each derived item into the destination on the condition that nothing is at
   its key (``attribute_not_exists``), so it never overwrites what the catch-up already wrote;
-  an item found there counts as ``present``. (BatchWriteItem would be fewer requests, but it
+  an item found there counts as ``present``, and one whose derived primary key is not its
+  own as ``key_moved`` (a new key format). (BatchWriteItem would be fewer requests, but it
   cannot carry a condition.) A page's keys are its intent: after a resume, a key found present
   that the cut-short page was about to write counts as ``copied``.
 * `VerifyKind` reads the destination item of each derived key (BatchGetItem, consistent) and
@@ -174,6 +175,8 @@ class CopyKind(_Kind):
         if derived.entity is None:
             part.add("as_stored")
         new = derived.item
+        if key_of(self.destination, new) != key_of(self.destination, item):
+            part.add("key_moved")  # a new key format (dual writes cannot apply)
         if self.budget is not None:
             yield from self.budget.take_write(estimate_write(self.destination, None, new).total)
         params = {

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from lsiorm._model.schema import Table
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.retry import RetryPolicy
-from lsiorm._ops.steps import Call, Done, advance
 from lsiorm._ops.unchanged import (
     added_attributes,
     delete_unchanged,
@@ -18,6 +17,7 @@ from lsiorm._ops.unchanged import (
     unchanged_condition,
 )
 from lsiorm.errors import ConditionFailedError, InternalServerError, ThrottledError
+from support.fakes import answering
 
 TABLE = Table("Things", "PK", "SK")
 KEY = {"PK": {"S": "P"}, "SK": {"S": "S"}}
@@ -25,20 +25,7 @@ ITEM = {**KEY, "a": {"N": "1"}}
 QUICK = Context(RetryPolicy(max_attempts=3, initial=0.0, maximum=0.0))
 
 
-def drive(op: Any, answers: list[Any]) -> tuple[Any, list[Call]]:
-    """Run ``op``, answering its calls in turn (an exception is thrown in)."""
-    calls: list[Call] = []
-    step = advance(op)
-    while not isinstance(step, Done):
-        if isinstance(step, Call):
-            calls.append(step)
-            answer = answers.pop(0)
-            step = (
-                advance(op, error=answer) if isinstance(answer, Exception) else advance(op, answer)
-            )
-        else:  # a Sleep between attempts
-            step = advance(op)
-    return step.value, calls
+drive = answering
 
 
 def test_the_condition_of_an_item_is_exact() -> None:

@@ -36,8 +36,8 @@ def test_every_session_method_has_an_async_twin_with_the_same_parameters() -> No
         ), f"AsyncSession.{name} must be awaitable or return an async iterable"
 
 
-#: Methods each facade writes itself: they handle the client, or iterate.
-WRITTEN_PER_FACADE = {"close", "run", "pages", "iterate"}
+#: Methods each facade writes itself: they handle the client, iterate, or return a session.
+WRITTEN_PER_FACADE = {"close", "run", "pages", "iterate", "dual_writes"}
 
 
 def test_every_other_method_wraps_one_shared_declaration() -> None:
