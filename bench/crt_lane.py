@@ -48,6 +48,17 @@ REGION = "us-east-1"
 QUERY_SIZE = 1_000
 
 
+def _unsigned(lane: Any, operation: str, params: Any) -> tuple[bytes, dict[str, str]]:
+    """The body and the headers before signing, after the lean lane's check that it may send."""
+    if not lane.usable(operation):
+        raise RuntimeError("something watches the client's requests")
+    headers = {
+        "X-Amz-Target": f"DynamoDB_20120810.{operation}",
+        "Content-Type": "application/x-amz-json-1.0",
+    }
+    return orjson.dumps(params), headers
+
+
 class CrtLane:
     """GetItem, PutItem and Query through awscrt's HTTP client, one connection, kept open."""
 
@@ -84,13 +95,7 @@ class CrtLane:
 
     def exchange(self, operation: str, params: Any) -> dict[str, Any]:
         """Send one request; return the response as botocore's response dict holds it."""
-        if not self._lane.usable(operation):
-            raise RuntimeError("something watches the client's requests")
-        body = orjson.dumps(params)
-        headers = {
-            "X-Amz-Target": f"DynamoDB_20120810.{operation}",
-            "Content-Type": "application/x-amz-json-1.0",
-        }
+        body, headers = _unsigned(self._lane, operation, params)
         if self._python_signer is not None:
             headers["User-Agent"] = self._user_agent
             credentials = self._credentials.get_frozen_credentials()
@@ -144,14 +149,8 @@ class Urllib3Lane(CrtLane):
 
     def exchange(self, operation: str, params: Any) -> dict[str, Any]:
         """Send one request; return the response as botocore's response dict holds it."""
-        if not self._lane.usable(operation):
-            raise RuntimeError("something watches the client's requests")
-        body = orjson.dumps(params)
-        headers = {
-            "X-Amz-Target": f"DynamoDB_20120810.{operation}",
-            "Content-Type": "application/x-amz-json-1.0",
-            "User-Agent": self._user_agent,
-        }
+        body, headers = _unsigned(self._lane, operation, params)
+        headers["User-Agent"] = self._user_agent
         credentials = self._credentials.get_frozen_credentials()
         self._python_signer.sign(headers, body, credentials, lean._utc_now())
         response = self._pool.urlopen("POST", self._path, body=body, headers=headers)
