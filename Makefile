@@ -41,11 +41,12 @@ PYTEST_ARGS ?= -n $(PYTEST_WORKERS) --durations=30
 
 # Dummy credentials so boto3 clients work against local engines; real values in the
 # environment win.
-test test-min demo bench: export AWS_ACCESS_KEY_ID ?= testing
-test test-min demo bench: export AWS_SECRET_ACCESS_KEY ?= testing
-test test-min demo bench: export AWS_DEFAULT_REGION ?= us-east-1
+test test-min demo bench bench-crt: export AWS_ACCESS_KEY_ID ?= testing
+test test-min demo bench bench-crt: export AWS_SECRET_ACCESS_KEY ?= testing
+test test-min demo bench bench-crt: export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: help venv ddb-local electrodb lint typecheck docs test test-min demo bench clean distclean
+.PHONY: help venv ddb-local electrodb lint typecheck docs test test-min demo bench bench-py312 \
+	bench-crt clean distclean
 
 help:
 	@echo "make demo       run examples/forum.py on DynamoDB Local (moto when Java is missing)"
@@ -55,6 +56,7 @@ help:
 	@echo "make venv       create .venv and install lsiorm with the dev extra"
 	@echo "make ddb-local  install DynamoDB Local into $(DDB_LOCAL_PREFIX)"
 	@echo "make electrodb  install ElectroDB and the AWS SDK for JavaScript into $(ELECTRODB_PREFIX)"
+	@echo "make bench-crt  the awscrt request-lane experiment (bench/crt_lane.py)"
 	@echo "make lint | typecheck | docs | bench | clean | distclean"
 
 venv: $(STAMP)
@@ -130,11 +132,45 @@ demo: venv
 		LSIORM_EXAMPLE_ENGINE=moto $(BIN)/python examples/forum.py; \
 	fi
 
-bench: venv ddb-local
+bench: venv ddb-local bench-py312
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	LSIORM_DYNAMODB_LOCAL_DIR="$$(ls -d "$(CURDIR)"/$(DDB_LOCAL_GLOB) | sort | tail -n 1)"; \
 	export LSIORM_DYNAMODB_LOCAL_DIR; \
 	$(BIN)/python -m bench
+
+# dynamoxy (a peer in the bench) needs Python 3.12+: a venv of its own made with the first
+# such interpreter found (PYTHON312, then PATH, then pyenv's versions). Without one the bench
+# prints why dynamoxy is skipped and runs the rest.
+PYTHON312 ?=
+DYNAMOXY_VERSION := 0.3.0
+PY312_VENV := .cache/bench-py312
+PY312_CANDIDATES = $(PYTHON312) python3.12 python3.13 python3.14 \
+	$(sort $(wildcard $(HOME)/.pyenv/versions/3.1[2-9]*/bin/python))
+
+bench-py312:
+	@if $(PY312_VENV)/bin/python -c 'import importlib.metadata as m, sys; \
+		sys.exit(m.version("dynamoxy") != "$(DYNAMOXY_VERSION)")' 2>/dev/null; then exit 0; fi; \
+	for candidate in $(PY312_CANDIDATES); do \
+		if "$$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then \
+			echo "dynamoxy: a venv in $(PY312_VENV) with $$candidate"; \
+			rm -rf $(PY312_VENV); \
+			"$$candidate" -m venv $(PY312_VENV) \
+				&& $(PY312_VENV)/bin/python -m pip install --quiet dynamoxy==$(DYNAMOXY_VERSION) \
+				|| { echo "dynamoxy: skipped: could not install it"; rm -rf $(PY312_VENV); }; \
+			exit 0; \
+		fi; \
+	done; \
+	echo "dynamoxy: skipped: no Python 3.12+ found (set PYTHON312=/path/to/python3.12)"
+
+# An experiment, not part of `make bench`: would awscrt's HTTP client and SigV4 signer beat
+# the lean lane (bench/crt_lane.py)? awscrt goes into a folder of its own, not into the venv,
+# where botocore would start signing with it.
+AWSCRT_VERSION := 0.38.1
+bench-crt: venv ddb-local
+	$(BIN)/python -m pip install --quiet --target .cache/bench-crt awscrt==$(AWSCRT_VERSION)
+	LSIORM_DYNAMODB_LOCAL_DIR="$$(ls -d "$(CURDIR)"/$(DDB_LOCAL_GLOB) | sort | tail -n 1)"; \
+	export LSIORM_DYNAMODB_LOCAL_DIR; \
+	PYTHONPATH=.cache/bench-crt BOTO_DISABLE_CRT=true $(BIN)/python -m bench.crt_lane $(CRT_ARGS)
 
 clean:
 	rm -rf site build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis

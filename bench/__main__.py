@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lsiorm.testing import DynamoDBLocal
 
-from . import cold_start, report, tracing, workloads
+from . import async_calls, cold_start, dynamoxy_peer, report, tracing, workloads
 from .models import rows
 from .report import Target
 from .timing import machine, versions
@@ -287,6 +287,43 @@ def _targets(
     return out
 
 
+WHY_NATIVE = (
+    "dynamoxy's HTTP, SigV4 signing and JSON run in Rust, outside the GIL; lsiorm's lean lane "
+    "does them in Python (orjson for JSON). A native transport for that lane was measured "
+    "(make bench-crt; see Performance)."
+)
+
+
+def _dynamoxy_targets(groups: dict[str, workloads.Group]) -> list[Target]:
+    """lsiorm's async paths against dynamoxy's, where this run has dynamoxy's rows."""
+    out = []
+    for key, mine, goal, name in (
+        ("query-async", async_calls.ASYNC_QUERY, 0.95, "Typed query, async"),
+        ("put-async", async_calls.ASYNC_PUT, 1.0, "Single put, async"),
+        ("get-async", async_calls.ASYNC_GET, 1.0, "Single typed get, async"),
+        ("cpu-put", async_calls.ASYNC_PUT, 1.1, "Client CPU per put, async"),
+        ("cpu-get", async_calls.ASYNC_GET, 1.1, "Client CPU per get, async"),
+    ):
+        group = groups.get(key)
+        if group is None:
+            continue
+        peers = [v for v in group.variants if v.name.startswith(dynamoxy_peer.LABEL)]
+        if not peers:
+            continue
+        theirs = peers[0]
+        ratio = group.variant(mine).median / theirs.median
+        out.append(
+            Target(
+                f"{name} vs dynamoxy",
+                f"≤ {goal:.2f}x dynamoxy",
+                f"{ratio:.2f}x dynamoxy",
+                ratio <= goal,
+                WHY_NATIVE,
+            )
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the suite; return the process exit status."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
@@ -320,14 +357,25 @@ def main(argv: list[str] | None = None) -> int:
     with engine_process:
         engine = workloads.Engine(engine_process.endpoint_url)
         engine.open()
+        peer, peer_line = dynamoxy_peer.start(engine.url, workloads.CONCURRENCY)
+        print(peer_line, flush=True)
+        if peer is not None:
+            engine.create_like_orders(dynamoxy_peer.TABLE)
+        batch_rows = rows(batch, customers=100, prefix="w")
         try:
             steps = [
                 ("import", lambda: [workloads.import_time(import_rounds)]),
                 ("decode", lambda: [workloads.decode(rows(page, prefix="d"), cpu_rounds)]),
                 ("encode", lambda: [workloads.encode(rows(page, prefix="e"), cpu_rounds)]),
                 ("query", lambda: [workloads.full_query(engine, rows(page), query_rounds)]),
+                (
+                    "query, async",
+                    lambda: [async_calls.async_query(engine, peer, rows(page), query_rounds)],
+                ),
                 ("compile", lambda: [workloads.compile_and_choose(engine, query_rounds)]),
                 ("single", lambda: workloads.single_calls(engine, query_rounds)),
+                ("single, async", lambda: async_calls.async_single(engine, peer, query_rounds)),
+                ("client CPU per call", lambda: async_calls.client_cpu(groups, cpu_rounds)),
                 ("cold", lambda: [cold_start.cold_start(engine.url, cold_rounds)]),
                 (
                     "tracing",
@@ -344,7 +392,11 @@ def main(argv: list[str] | None = None) -> int:
                 (
                     "batch",
                     lambda: workloads.batch_write(
-                        engine, rows(batch, customers=100, prefix="w"), batch_rounds
+                        engine,
+                        batch_rows,
+                        batch_rounds,
+                        async_calls.dynamoxy_batch(peer, batch_rows),
+                        async_calls.check_batch(engine, peer, batch_rows),
                     ),
                 ),
             ]
@@ -363,14 +415,17 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
             described["DynamoDB Local"] = _dynamodb_local_version(engine_process)
+            described["dynamoxy"] = peer_line
         finally:
+            if peer is not None:
+                peer.close()
             engine.close()
 
     print("\n== import (fresh interpreters)", flush=True)
     imports = workloads.import_times(3 if quick else 7)
     for module, seconds in imports.seconds.items():
         print(f"  import {module}: {seconds * 1e3:.0f} ms", flush=True)
-    targets = _targets(groups, memory, imports)
+    targets = _targets(groups, memory, imports) + _dynamoxy_targets(groups)
     print(f"\nLoad average now: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("\nTargets")
     for t in targets:

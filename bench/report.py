@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from . import cold_start, workloads
+from . import async_calls, cold_start, workloads
 from .timing import CPU
 from .workloads import Group, MemoryResult
 
@@ -18,6 +18,12 @@ _DEFAULT_PATHS = {
     "get": workloads.LEAN_GET,
     "batch-sync": workloads.LEAN_BATCH,
     "cold": cold_start.LSIORM_SYNC,
+    "query-async": async_calls.ASYNC_QUERY,
+    "put-async": async_calls.ASYNC_PUT,
+    "get-async": async_calls.ASYNC_GET,
+    "batch-async": workloads.ASYNC_BATCH,
+    "cpu-put": workloads.LEAN_PUT,
+    "cpu-get": workloads.LEAN_GET,
 }
 
 
@@ -26,8 +32,6 @@ def gains(groups: Sequence[Group]) -> list[str]:
     lines = []
     for group in groups:
         mine_name = _DEFAULT_PATHS.get(group.key)
-        if group.key == "batch-async":
-            mine_name = group.variants[-1].name
         if mine_name is None:
             continue
         mine = group.variant(mine_name).median
@@ -111,6 +115,27 @@ def _times(ratio: float) -> str:
     return f"{ratio:.2f}x the time of"
 
 
+#: What the other libraries do differently from lsiorm in the rows above.
+PEERS = (
+    "## What each peer does differently",
+    "",
+    "- **raw boto3 / aioboto3**: handed wire items that are ready, and hand back DynamoDB JSON; "
+    "no model, no validation, no key rendering.",
+    "- **pydynox** (Rust core): its client, signing, HTTP and JSON are compiled into one "
+    "extension module. Its typed results are its own model objects.",
+    "- **dynamoxy** (Rust core, async only, Python 3.12 or later): signing, HTTP, JSON and "
+    "retries run in Rust (the AWS SDK for Rust). The benchmark runs it in a worker process of "
+    "a Python 3.12+ interpreter that `make bench` finds (its rows are missing, with the reason "
+    "printed, when there is none); that process times its own calls with the same clocks, in "
+    "the same interleaved rounds. Its single put stores one more attribute, a random write id "
+    "(`_wid`), so that a write whose answer was lost can be recognised; its requests ask for "
+    "the consumed capacity (`ReturnConsumedCapacity` TOTAL, its default); its query adds "
+    '`begins_with(sk, "ORDER#")` to the key condition, from the sort key template; its '
+    "`batch_put` keeps the last write per key and sends as many requests in flight as the "
+    "other async batches here (`batch_concurrency=8`; its default is 4).",
+)
+
+
 def markdown(
     groups: Sequence[Group],
     memory: MemoryResult | None,
@@ -154,6 +179,7 @@ def markdown(
             f"| eager: `session.all()` into one list | {_mib(memory.eager)} |",
             "",
         ]
+    lines += [*PEERS, ""]
     lines += [
         "## Targets of lsiorm's development",
         "",

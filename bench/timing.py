@@ -27,12 +27,19 @@ CPU: Clock = time.process_time
 
 @dataclass
 class Variant:
-    """One way of doing a workload: ``setup`` builds its input untimed, ``run`` is timed."""
+    """One way of doing a workload: ``setup`` builds its input untimed, ``run`` is timed.
+
+    A variant that runs in another process (a library that needs another interpreter) gives
+    ``timed`` instead: called with the measurement's clock and ``repeat``, it runs the workload
+    there that many times and returns the seconds per run that process's own clock of that kind
+    (wall or CPU) read.
+    """
 
     name: str
     run: Callable[[Any], Any]
     setup: Callable[[], Any] = lambda: None
     samples: list[float] = field(default_factory=list)
+    timed: Callable[[Clock, int], float] | None = None
 
     @property
     def median(self) -> float:
@@ -75,13 +82,20 @@ def measure(
         shuffle(order)
         for variant in order:
             for position in range(block):
-                arguments = [variant.setup() for _ in range(repeat)]
-                start = clock()
-                for argument in arguments:
-                    variant.run(argument)
-                elapsed = (clock() - start) / repeat
+                elapsed = _sample(variant, clock, repeat)
                 if round_number >= warmup and (block == 1 or position > 0):
                     variant.samples.append(elapsed)
+
+
+def _sample(variant: Variant, clock: Clock, repeat: int) -> float:
+    """Run the variant ``repeat`` times; return the seconds per run."""
+    if variant.timed is not None:
+        return variant.timed(clock, repeat)
+    arguments = [variant.setup() for _ in range(repeat)]
+    start = clock()
+    for argument in arguments:
+        variant.run(argument)
+    return (clock() - start) / repeat
 
 
 def versions(*names: str) -> dict[str, str]:

@@ -25,7 +25,7 @@ from lsiorm import Session, Telemetry, query
 
 from .models import Order, Row, lsiorm_entities
 from .timing import CPU, Variant, measure
-from .workloads import Group
+from .workloads import Group, check
 
 OFF = "telemetry off"
 NO_SDK = "OpenTelemetry API, no SDK"
@@ -43,14 +43,9 @@ class _Dropping(SpanExporter):
         pass
 
 
-def _check(what: str, condition: bool) -> None:
-    if not condition:
-        raise AssertionError(f"benchmark self-check failed: {what}")
-
-
 def tracing(url: str, region: str, data: list[Row], rounds: int) -> list[Group]:
     """Time a typed get and a full query of ``len(data)`` items under each telemetry setting."""
-    _check("no global SDK", type(trace.get_tracer_provider()).__module__ == "opentelemetry.trace")
+    check("no global SDK", type(trace.get_tracer_provider()).__module__ == "opentelemetry.trace")
     spans = TracerProvider()
     spans.add_span_processor(SimpleSpanProcessor(_Dropping()))
     meters = MeterProvider(metric_readers=[InMemoryMetricReader()])
@@ -72,8 +67,8 @@ def tracing(url: str, region: str, data: list[Row], rounds: int) -> list[Group]:
         return lambda _: session.all(query(Order).where(customer=customer))
 
     for name, session in sessions.items():
-        _check(f"get, {name}", get(session)(None) == first)
-        _check(f"query, {name}", len(read_all(session)(None)) == len(data))
+        check(f"get, {name}", get(session)(None) == first)
+        check(f"query, {name}", len(read_all(session)(None)) == len(data))
     gets = [Variant(name, get(session)) for name, session in sessions.items()]
     queries = [Variant(name, read_all(session)) for name, session in sessions.items()]
     measure(gets, rounds=rounds, warmup=2, repeat=SINGLE_REPEAT, clock=CPU)

@@ -129,9 +129,9 @@ class Engine:
         self.pydynox = pydynox_model(self.url)
         self.session.create_table(orders)
         for name in (PYNAMODB_TABLE, DYNTASTIC_TABLE, PYDYNOX_TABLE):
-            self._create_like_orders(name)
+            self.create_like_orders(name)
 
-    def _create_like_orders(self, name: str) -> None:
+    def create_like_orders(self, name: str) -> None:
         """Create a table with the schema (and LSI) of ``orders``, for an equal write cost."""
         request = {**orders.create_table_request(), "TableName": name}
         self.client.create_table(**request)
@@ -155,7 +155,7 @@ def _operation_model(name: str) -> Any:
     return client.meta.service_model.operation_model(name)
 
 
-def _check(what: str, condition: bool) -> None:
+def check(what: str, condition: bool) -> None:
     if not condition:
         raise AssertionError(f"benchmark self-check failed: {what}")
 
@@ -197,14 +197,14 @@ def decode(data: list[Row], rounds: int) -> Group:
     def lsiorm_query_path(_: Any) -> list[Any]:
         return [query_ops.decode(plan, item, (Order,)) for item in page]
 
-    _check("lsiorm decode", lsiorm(None) == entities)
-    _check("query path decode", lsiorm_query_path(None) == entities)
-    _check("boto3 decode", [d["order_no"] for d in boto3_dicts(None)] == [r.order_no for r in data])
-    _check(
+    check("lsiorm decode", lsiorm(None) == entities)
+    check("query path decode", lsiorm_query_path(None) == entities)
+    check("boto3 decode", [d["order_no"] for d in boto3_dicts(None)] == [r.order_no for r in data])
+    check(
         "pynamodb decode", [int(m.order_no) for m in pynamodb(None)] == [r.order_no for r in data]
     )
-    _check("dyntastic decode", [m.order_no for m in dyntastic(None)] == [r.order_no for r in data])
-    _check("resource decode", resource({"Items": copy.deepcopy(page)}) == boto3_dicts(None))
+    check("dyntastic decode", [m.order_no for m in dyntastic(None)] == [r.order_no for r in data])
+    check("resource decode", resource({"Items": copy.deepcopy(page)}) == boto3_dicts(None))
     variants = [
         Variant("boto3 TypeDeserializer to dicts", boto3_dicts),
         Variant(
@@ -279,10 +279,10 @@ def encode(data: list[Row], rounds: int) -> Group:
         return [{"TableName": LSIORM_TABLE, "Item": dict(item)} for item in plain]
 
     numbers = [{"N": str(r.order_no)} for r in data]
-    _check("lsiorm encode", [w["order_no"] for w in lsiorm(None)] == numbers)
-    _check("resource encode", resource(requests()) == boto3_wire(None))
-    _check("dyntastic encode", len(dyntastic(None)) == len(data))
-    _check("pynamodb encode", pynamodb(None)[0]["note"] == {"S": data[0].note})
+    check("lsiorm encode", [w["order_no"] for w in lsiorm(None)] == numbers)
+    check("resource encode", resource(requests()) == boto3_wire(None))
+    check("dyntastic encode", len(dyntastic(None)) == len(data))
+    check("pynamodb encode", pynamodb(None)[0]["note"] == {"S": data[0].note})
     variants = [
         Variant("boto3 TypeSerializer from dicts", boto3_wire),
         Variant("boto3 Table resource transform from dicts", resource, setup=requests),
@@ -381,15 +381,15 @@ def full_query(engine: Engine, data: list[Row], rounds: int) -> Group:
         return found
 
     count = len(data)
-    _check("raw query", len(raw(engine.client)(None)) == count)
-    _check("fast raw query", raw(engine.fast_client)(None) == raw(engine.client)(None))
-    _check("resource query", len(resource(None)) == count)
-    _check("pynamodb query", len(pynamodb(None)) == count)
-    _check("dyntastic query", len(dyntastic(None)) == count)
-    _check("pydynox query", len(pydynox(None)) == count)
-    _check("lsiorm query", lsiorm(engine.session)(None) == lsiorm_entities(data))
-    _check("slow lsiorm query", len(lsiorm(engine.slow_session)(None)) == count)
-    _check("decode_item pages", lsiorm_decode_item(None) == lsiorm_entities(data))
+    check("raw query", len(raw(engine.client)(None)) == count)
+    check("fast raw query", raw(engine.fast_client)(None) == raw(engine.client)(None))
+    check("resource query", len(resource(None)) == count)
+    check("pynamodb query", len(pynamodb(None)) == count)
+    check("dyntastic query", len(dyntastic(None)) == count)
+    check("pydynox query", len(pydynox(None)) == count)
+    check("lsiorm query", lsiorm(engine.session)(None) == lsiorm_entities(data))
+    check("slow lsiorm query", len(lsiorm(engine.slow_session)(None)) == count)
+    check("decode_item pages", lsiorm_decode_item(None) == lsiorm_entities(data))
     variants = [
         Variant("boto3 client (wire dicts)", raw(engine.client)),
         Variant("boto3 client + lsiorm.fastjson (wire dicts)", raw(engine.fast_client)),
@@ -448,8 +448,18 @@ def _raw_batches(items: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return [requests[i : i + BATCH] for i in range(0, len(requests), BATCH)]
 
 
-def batch_write(engine: Engine, data: list[Row], rounds: int) -> list[Group]:
-    """Write ``len(data)`` items with BatchWriteItem, sync and async."""
+def batch_write(
+    engine: Engine,
+    data: list[Row],
+    rounds: int,
+    peers: Sequence[Variant] = (),
+    written: Callable[[], None] = lambda: None,
+) -> list[Group]:
+    """Write ``len(data)`` items with BatchWriteItem, sync and async.
+
+    ``peers`` are more async variants (libraries in other processes) timed in the async rounds;
+    ``written`` checks what the async rounds left in the tables.
+    """
     entities = lsiorm_entities(data)
     wire = [wire_item(e) for e in entities]
     plain = plain_items(data)
@@ -535,13 +545,15 @@ def batch_write(engine: Engine, data: list[Row], rounds: int) -> list[Group]:
     ]
     concurrent = [
         Variant(f"aioboto3 client batch_write_item, {CONCURRENCY} concurrent", raw_async),
-        Variant(f"lsiorm batch_write (AsyncSession), {CONCURRENCY} concurrent", lsiorm_async),
+        Variant(ASYNC_BATCH, lsiorm_async),
+        *peers,
     ]
     measure(sync, rounds=rounds, warmup=1, clock=WALL)
     # What comes before lsiorm's first request, every item encoded and checked, is timed in
     # the same rounds (it is not a row of the table).
     before = Variant("lsiorm: encode and check the batch", lambda _: write_entries(entities, ()))
     measure([*concurrent, before], rounds=rounds * 2, warmup=1, clock=WALL)
+    written()
     count = len(data)
     raw_median, mine_median = concurrent[0].median, concurrent[1].median
     note = (
@@ -565,6 +577,7 @@ def batch_write(engine: Engine, data: list[Row], rounds: int) -> list[Group]:
 
 
 LEAN_BATCH = "lsiorm batch_write (Session, lean lane)"
+ASYNC_BATCH = f"lsiorm batch_write (AsyncSession), {CONCURRENCY} concurrent"
 
 
 # -- single put and get, wall time ---------------------------------------------------------------
@@ -615,9 +628,9 @@ def single_calls(engine: Engine, rounds: int) -> list[Group]:
         Variant(LEAN_GET, get(lean)),
         Variant("lsiorm Session.get (botocore lane)", get(botocore_lane)),
     ]
-    _check("lsiorm get", get(lean)(None) == entity)
-    _check("lsiorm get, botocore lane", get(botocore_lane)(None) == entity)
-    _check("pydynox get", engine.pydynox.sync_get(pk=pdx.pk, sk=pdx.sk).note == entity.note)
+    check("lsiorm get", get(lean)(None) == entity)
+    check("lsiorm get, botocore lane", get(botocore_lane)(None) == entity)
+    check("pydynox get", engine.pydynox.sync_get(pk=pdx.pk, sk=pdx.sk).note == entity.note)
     measure(puts, rounds=rounds, warmup=2, repeat=SINGLE_REPEAT, clock=WALL)
     measure(gets, rounds=rounds, warmup=2, repeat=SINGLE_REPEAT, clock=WALL)
     return [
@@ -660,7 +673,7 @@ def write_cpu(data: list[Row], rounds: int) -> Group:
     def lsiorm(_: Any) -> Any:
         return stub.run(lsiorm_batch.batch_write(stub.ctx, puts=entities))
 
-    _check("stub batch", lsiorm(None).written == len(data))
+    check("stub batch", lsiorm(None).written == len(data))
     variants = [
         Variant("boto3 TypeSerializer from dicts (no request)", boto3_wire),
         Variant(STUB_WRITE, lsiorm),
@@ -739,7 +752,7 @@ def compile_and_choose(engine: Engine, rounds: int) -> Group:
         return query(Order).where(customer=customer, status="PAID", created=gt(START)).plan()
 
     chosen = plan(None)
-    _check("index choice", chosen.index_name == "ByStatus")
+    check("index choice", chosen.index_name == "ByStatus")
     key = {"pk": {"S": f"CUST#{customer}"}, "sk": {"S": "ORDER#00000000"}}
 
     def round_trip(_: Any) -> Any:
@@ -864,10 +877,10 @@ def memory(engine: Engine, data: list[Row]) -> MemoryResult:
             count += len(page.items)
             pages += 1
             del page
-    _check("lazy iteration count", count == len(data))
+    check("lazy iteration count", count == len(data))
     with _traced() as eager:
         everything = session.run(query_ops.all(session.ctx, q))
-        _check("eager count", len(everything) == len(data))
+        check("eager count", len(everything) == len(data))
         del everything
-    _check("first page", first > 0)
+    check("first page", first > 0)
     return MemoryResult(len(data), pages, one_page[0], lazy[0], eager[0])
