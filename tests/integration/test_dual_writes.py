@@ -34,10 +34,9 @@ from lsiorm import (
 )
 from lsiorm.errors import ConditionFailedError, NotFoundError, ValidationError
 from support.jobs import Killed
-from support.migration import assert_migrated, declare_shop, source_item, stream_table
+from support.migration import WRITES, assert_migrated, declare_shop, source_item, stream_table
 
 SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
-WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
 ITEMS = 40
 
 

@@ -26,6 +26,7 @@ from support.cli import app_module, run
 from support.faults import FaultProxy
 from support.jobs import Killed
 from support.migration import (
+    WRITES,
     SourceWriters,
     assert_migrated,
     declare_shop,
@@ -35,7 +36,6 @@ from support.migration import (
 )
 
 SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
-WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
 
 
 class SourceGuard:

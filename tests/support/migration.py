@@ -22,6 +22,7 @@ from support.writers import WriterThreads
 
 __all__ = [
     "TYPES",
+    "WRITES",
     "SourceWriters",
     "assert_migrated",
     "declare_shop",
@@ -32,6 +33,8 @@ __all__ = [
 ]
 
 TYPES = ("Customer", "Order", "Product", "Review", "Ticket")
+#: The operations that write items (what a hook watching for writes to a table looks at).
+WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
 
 
 def declare_shop(name: str) -> tuple[Table, dict[str, type[Entity]]]:
