@@ -23,7 +23,7 @@ from lsiorm._model.template import KeyTemplate
 from lsiorm._model.wire import from_wire
 from lsiorm.errors import KeyEncodingError, ValidationError
 
-__all__ = ["entity_class", "item_types", "parses_keys", "untyped_entities"]
+__all__ = ["entity_class", "item_types", "named_type", "parses_keys", "untyped_entities"]
 
 
 def untyped_entities(table: Table) -> list[EntityMeta[EntityModel]]:
@@ -86,15 +86,22 @@ def item_types(table: Table, item: Mapping[str, Any]) -> list[type[EntityModel]]
     """
     av = item.get(table.type_attribute)
     if av is not None:
-        name = av.get("S") if isinstance(av, Mapping) else None
-        found = table.entities.get(name) if isinstance(name, str) else None
-        if found is None or not meta_of(typing.cast("type[EntityModel]", found)).typed:
-            return []
-        return [typing.cast("type[EntityModel]", found)]
+        found = named_type(table, av)
+        return [] if found is None else [found]
     primary = _primary(table)
     if not all(item.get(attr) is not None for attr in primary):
         return []
     return [meta.cls for meta in untyped_entities(table) if parses_keys(meta, item, primary)]
+
+
+def named_type(table: Table, av: Any) -> type[EntityModel] | None:
+    """The typed entity a type attribute's value ``av`` names, or None."""
+    name = av.get("S") if type(av) is dict or isinstance(av, Mapping) else None
+    found: type[EntityModel] | None = table.entities.get(name) if type(name) is str else None
+    # A table's entities are bound classes: their metadata is set (see `meta_of`).
+    if found is None or not found.__lsiorm__.typed:  # type: ignore[union-attr]
+        return None
+    return found
 
 
 def entity_class(
@@ -105,6 +112,12 @@ def entity_class(
     Raises ValidationError (rule ``item.ambiguous-type``) when the keys of an item without a
     type attribute parse under several entities' templates: lsiorm never guesses.
     """
+    av = item.get(table.type_attribute)
+    if av is not None:  # the common case, kept short: it runs once per item read
+        named = named_type(table, av)
+        if named is None or (only is not None and named not in tuple(only)):
+            return None
+        return named
     found = item_types(table, item)
     if only is not None:
         allowed = tuple(only)
