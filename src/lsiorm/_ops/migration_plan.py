@@ -116,7 +116,8 @@ class MigrationState:
 
     ``phase``: ``copy``, ``catch-up``, ``switched`` or ``abandoned``. ``shards`` maps each
     shard id to its parent, the last sequence number applied and whether it is read to its
-    end. ``lag`` is ``[records, seconds]`` of the last catch-up pass.
+    end. ``lag`` is ``[records, seconds]`` of the last catch-up pass, which ended at
+    ``caught_up_at`` (seconds since the epoch; 0 before the first).
     """
 
     id: str
@@ -135,6 +136,16 @@ class MigrationState:
     verify: dict[str, Any] = field(default_factory=dict)
     #: The shards' positions when the last clean verification started (None: there is none).
     verified_from: dict[str, str | None] | None = None
+    #: Verifications begun so far: the epoch of the last, in its runs' declarations.
+    verify_epoch: int = 0
+    #: The verification in progress (None: none): its ``epoch``, the shards' positions at its
+    #: ``start``, and the ids of its runs done (``jobs``, by kind).
+    verifying: dict[str, Any] | None = None
+    #: The runs of the last verification that ended (deleted when the next one begins).
+    verify_jobs: list[str] = field(default_factory=list)
+    caught_up_at: float = 0.0
+    #: What a worker elsewhere needs to run a unit of the migration (`worker_info`).
+    worker: dict[str, Any] = field(default_factory=dict)
     version: int = 0
 
 
