@@ -316,9 +316,10 @@ def _catch_up_and_verify(
     yield from drain(m)
     since = m.state.verified_from
     verified: VerifyReport | None
-    if finish and since is not None:
+    if finish and since is not None and m.state.verifying is None:
         # Writers are paused: only the items changed since the last clean verification
-        # can differ, and they are in the stream after its starting positions.
+        # can differ, and they are in the stream after its starting positions. (A
+        # verification in progress, one detached say, is finished instead.)
         verified = yield from verify_touched(m, since)
         if not verified.clean:
             m.state.verified_from = None  # the next one reads everything again

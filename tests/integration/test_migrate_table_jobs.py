@@ -1,0 +1,166 @@
+"""A table migration's runs on executors, detached and run unit by unit, and in `lsiorm jobs`.
+
+The workers import the destination's entity classes by module path, so the app is a module
+written to a folder on every process's path (as for the key jobs' workers).
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from lsiorm import HookRequest, Session
+from lsiorm._cli import EXIT_OK
+from lsiorm.errors import ValidationError
+from support.cli import run
+from support.migration import assert_migrated, declare_shop, source_request, stream_table
+
+APP = """
+from lsiorm import Entity, Table
+
+shop = Table.with_reserved_lsi_slots("{name}", "PK", "SK")
+
+
+class Order(
+    Entity,
+    table=shop,
+    keys={{
+        "PK": "G#{{group:03d}}",
+        "SK": "ORDER#{{n:06d}}",
+        "LSI1SK": "STATUS#{{status}}#{{n:06d}}",
+    }},
+):
+    group: int
+    n: int
+    title: str
+    status: str = "new"
+"""
+
+
+@pytest.fixture
+def names() -> tuple[str, str]:
+    tag = uuid.uuid4().hex[:10]
+    return f"src_{tag}", f"dst_{tag}"
+
+
+@pytest.fixture
+def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, names: tuple[str, str]) -> Iterator[Any]:
+    """The destination's declaration as a module every worker process can import."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    monkeypatch.chdir(tmp_path)
+    module = f"shop_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(APP.format(name=names[1]))
+    yield importlib.import_module(module)
+    sys.modules.pop(module, None)
+
+
+class SourceReads:
+    """Records the Scans of the source table this session sends (none when the units run
+    in the executor's workers, which build their own sessions)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.scans = 0
+        self.lock = threading.Lock()
+
+    def before(self, request: HookRequest) -> None:
+        if request.operation == "Scan" and request.params.get("TableName") == self.source:
+            with self.lock:
+                self.scans += 1
+
+
+def on(endpoint_url: str, *hooks: object) -> Session:
+    return Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=hooks)
+
+
+def test_the_copy_and_the_verification_run_in_a_process_pool(
+    endpoint_url: str, dynamodb_client: Any, names: tuple[str, str], app: Any
+) -> None:
+    source, dest = names
+    stream_table(dynamodb_client, source, items=30)
+    reads = SourceReads(source)
+    spawn = multiprocessing.get_context("spawn")
+    with on(endpoint_url, reads) as session, ProcessPoolExecutor(2, mp_context=spawn) as pool:
+        report = session.migrate_table(app.shop, source, segments=4, executor=pool)
+        runs = {r.kind: session.job(app.shop, r.id) for r in session.jobs(app.shop)}
+    assert report.ready, str(report)
+    assert report.verify is not None
+    assert (report.copied, report.verify.source) == (31, 31)
+    assert reads.scans == 0  # every unit of the copy and of the verification ran in the pool
+    for kind in ("migrate-copy", "migrate-verify"):
+        assert [u.runs for u in runs[kind].units] == [1] * 4, kind
+    dynamodb_client.delete_item(**source_request("delete", source, 2))
+    with on(endpoint_url) as session, ThreadPoolExecutor(2) as threads:
+        final = session.migrate_table(app.shop, source, finish=True, executor=threads)
+    assert final.phase == "switched", str(final)
+    assert_migrated(dynamodb_client, source, dest, app.shop)
+
+
+def test_an_executor_is_refused_before_any_request_when_workers_cannot_run_units(
+    endpoint_url: str, dynamodb_client: Any, names: tuple[str, str]
+) -> None:
+    source, dest = names
+    stream_table(dynamodb_client, source, items=2)
+    local, _ = declare_shop(dest)  # declared in a function: no worker can import it
+    with on(endpoint_url) as session, ThreadPoolExecutor(1) as pool:
+        with pytest.raises(ValidationError) as refused:
+            session.migrate_table(local, source, executor=pool)
+        assert refused.value.rule == "jobs.not-importable"
+        client = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name="us-east-1")
+        with Session(client=client) as given, pytest.raises(ValidationError) as refused:
+            given.migrate_table(local, source, executor=pool)
+        assert refused.value.rule == "jobs.executor"
+        with pytest.raises(ValidationError) as refused:
+            session.migrate_table(local, source, detach=True, finish=True)
+        assert refused.value.rule == "migrate.one-action"
+    assert dest not in dynamodb_client.list_tables()["TableNames"]
+
+
+def test_a_detached_migration_is_run_unit_by_unit_and_resumed(
+    endpoint_url: str, dynamodb_client: Any, names: tuple[str, str], app: Any
+) -> None:
+    source, dest = names
+    stream_table(dynamodb_client, source, items=24)
+    url = ("--endpoint-url", endpoint_url)
+    with on(endpoint_url) as session:
+        opened = session.migrate_table(app.shop, source, segments=3, detach=True)
+        assert (opened.phase, opened.copied) == ("copy", 0)
+        assert opened.copy_job is not None
+        code, listed = run("jobs", f"{app.__name__}:shop", *url)
+        assert code == EXIT_OK, listed
+        assert f"{opened.copy_job}  migrate-copy running" in listed
+        units = session.job(app.shop, opened.copy_job).units
+        assert [session.run_unit(app.shop, opened.copy_job, u.unit) for u in units[:2]] == [
+            "done",
+            "done",
+        ]
+        # The next call resumes the same run: it runs the last unit, catches up, verifies.
+        report = session.migrate_table(app.shop, source, segments=3)
+        assert report.copy_job == opened.copy_job
+        assert report.copied == 25
+        assert report.ready, str(report)
+        assert [u.runs for u in session.job(app.shop, opened.copy_job).units] == [1, 1, 1]
+        # Once the copy is done, a detached call catches up and opens a verification's run.
+        dynamodb_client.delete_item(**source_request("delete", source, 2))
+        session.migrate_table(app.shop, source, segments=3, detach=True)
+        verifying = [r for r in session.jobs(app.shop) if r.state == "running"]
+        assert [r.kind for r in verifying] == ["migrate-verify"]
+        for unit in session.job(app.shop, verifying[0].id).units:
+            assert session.run_unit(app.shop, verifying[0].id, unit.unit) == "done"
+        final = session.migrate_table(app.shop, source, segments=3, finish=True)
+    assert final.phase == "switched", str(final)
+    assert final.verify is not None
+    assert (final.verify.source, final.verify.matched) == (24, 24)
+    assert_migrated(dynamodb_client, source, dest, app.shop)
