@@ -25,6 +25,7 @@ import importlib.util
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, TextIO
 
@@ -574,9 +575,11 @@ def _scan_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_jobs(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
-    """List the runs of key jobs in a table's ledger; show one, or cancel one."""
+    """List the runs of key jobs in a table's ledger (and the table migrations, with their
+    lag); show one, or cancel one."""
     obj = load_job_target(args.target, None)
     from lsiorm._model.entity_meta import meta_of
+    from lsiorm._ops.migration_plan import migration_summary
 
     table = obj if isinstance(obj, Table) else meta_of(obj).table
     action = args.action or "list"
@@ -587,6 +590,8 @@ def cmd_jobs(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
             records = session.jobs(table, ledger=args.ledger)
             if not records:
                 out.write(f"No jobs in the ledger of table {table.name!r}.\n")
+            for state in _migrations(session, table, args.ledger):
+                out.write(f"{migration_summary(state, records, time.time())}\n")
             for record in records:
                 out.write(f"{record}\n")
             return EXIT_OK
@@ -607,6 +612,16 @@ def cmd_jobs(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     total = ", ".join(f"{k}={v}" for k, v in sorted(record.counts().items()) if ":" not in k)
     out.write(f"  counts: {total}\n")
     return EXIT_OK
+
+
+def _migrations(session: Any, table: Table, ledger: str | None) -> list[Any]:
+    """The table migrations whose state is in the ledger (with their lag, for `lsiorm jobs`)."""
+    from lsiorm._ops.job_options import ledger_location
+    from lsiorm._ops.migration_plan import MigrationStore
+
+    store = MigrationStore(session.ctx, ledger_location(session.ctx, table, ledger))
+    states: list[Any] = session.run(store.states())
+    return states
 
 
 def _reported(out: TextIO, report: object, ok: bool) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import re
 import sys
 import threading
 import uuid
@@ -24,6 +25,7 @@ from lsiorm import HookRequest, Session
 from lsiorm._cli import EXIT_OK
 from lsiorm.errors import ValidationError
 from support.cli import run
+from support.jobs import Killed
 from support.migration import assert_migrated, declare_shop, source_request, stream_table
 
 APP = """
@@ -164,3 +166,48 @@ def test_a_detached_migration_is_run_unit_by_unit_and_resumed(
     assert final.verify is not None
     assert (final.verify.source, final.verify.matched) == (24, 24)
     assert_migrated(dynamodb_client, source, dest, app.shop)
+
+
+class SecondUnit:
+    """Kills the migration at the first page read of the copy's second unit (segment 1)."""
+
+    def before(self, request: HookRequest) -> None:
+        if request.operation == "Scan" and request.params.get("Segment") == 1:
+            raise Killed
+
+
+def test_lsiorm_jobs_shows_a_migration_its_copy_and_its_lag(
+    endpoint_url: str, dynamodb_client: Any, names: tuple[str, str], app: Any
+) -> None:
+    source, dest = names
+    stream_table(dynamodb_client, source, items=20)
+    jobs = ("jobs", f"{app.__name__}:shop", "--endpoint-url", endpoint_url)
+    with on(endpoint_url, SecondUnit()) as doomed, pytest.raises(Killed):
+        doomed.migrate_table(app.shop, source, segments=2, concurrency=1)
+    code, listed = run(*jobs)
+    assert code == EXIT_OK, listed
+    head, copy, *rest = listed.splitlines()
+    assert re.fullmatch(rf"migration \w+  '{source}' -> '{dest}': copy", head), listed
+    # The first unit is done: the rate and an ETA from the units done.
+    shown = re.fullmatch(
+        r"  copy: run (\S+) paused, units 1/2, (\d+) items read, \2 copied, \d+ items/s, "
+        r"ETA \d+ s",
+        copy,
+    )
+    assert shown, listed
+    assert rest[0].startswith(f"{shown[1]}  migrate-copy paused"), listed  # the run's own line
+    with on(endpoint_url) as session:
+        session.migrate_table(app.shop, source, segments=2)
+    code, listed = run(*jobs)
+    assert code == EXIT_OK, listed
+    lines = listed.splitlines()
+    assert re.fullmatch(rf"migration \w+  '{source}' -> '{dest}': catch-up", lines[0]), listed
+    assert re.fullmatch(
+        rf"  copy: run {shown[1]} done, units 2/2, 21 items read, 21 copied, \d+ items/s", lines[1]
+    ), listed
+    assert re.fullmatch(
+        r"  catch-up: \d+ changes applied, \d+ skipped; lag 0 records, 0\.0 s behind "
+        r"\(measured \d+ s ago\)",
+        lines[2],
+    ), listed
+    assert lines[3] == "  verify: clean: 21 source items, 0 missing, 0 different, 0 extra"
