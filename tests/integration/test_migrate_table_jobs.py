@@ -23,7 +23,7 @@ import pytest
 
 from lsiorm import HookRequest, Session
 from lsiorm._cli import EXIT_OK
-from lsiorm.errors import ValidationError
+from lsiorm.errors import JobError, ValidationError
 from support.cli import run
 from support.jobs import Killed
 from support.migration import assert_migrated, declare_shop, source_request, stream_table
@@ -211,3 +211,60 @@ def test_lsiorm_jobs_shows_a_migration_its_copy_and_its_lag(
         lines[2],
     ), listed
     assert lines[3] == "  verify: clean: 21 source items, 0 missing, 0 different, 0 extra"
+
+
+class CancelVerification:
+    """At the verification's first page read of the destination, cancels its run (as `lsiorm
+    jobs ... cancel` would, from another session)."""
+
+    def __init__(self, other: Session, table: Any, destination: str) -> None:
+        self.other = other
+        self.table = table
+        self.destination = destination
+        self.cancelled: list[str] = []
+        self.lock = threading.Lock()
+
+    def before(self, request: HookRequest) -> None:
+        if request.operation != "BatchGetItem":
+            return
+        if self.destination not in request.params.get("RequestItems", {}):
+            return
+        with self.lock:  # the units' threads meet here: one cancels
+            if self.cancelled:
+                return
+            for record in self.other.jobs(self.table):
+                if record.kind == "migrate-verify" and record.state == "running":
+                    self.other.cancel_job(self.table, record.id)
+                    self.cancelled.append(record.id)
+
+
+def test_a_verification_cancelled_while_it_runs_stops_and_the_next_call_begins_afresh(
+    endpoint_url: str, dynamodb_client: Any, names: tuple[str, str], app: Any
+) -> None:
+    source, dest = names
+    stream_table(dynamodb_client, source, items=12)
+    with on(endpoint_url) as session:
+        assert session.migrate_table(app.shop, source, page_size=2).ready
+        first = {r.id for r in session.jobs(app.shop) if r.kind == "migrate-verify"}
+        canceller = CancelVerification(session, app.shop, dest)
+        with on(endpoint_url, canceller) as cancelling, pytest.raises(JobError) as stopped:
+            cancelling.migrate_table(app.shop, source, page_size=2)
+        assert stopped.value.rule == "migrate.verify-cancelled"
+        assert [stopped.value.job] == canceller.cancelled
+        # A detached verification whose run is cancelled before it runs is run again.
+        session.migrate_table(app.shop, source, detach=True)
+        (opened,) = [r for r in session.jobs(app.shop) if r.state == "running"]
+        assert session.cancel_job(app.shop, opened.id)
+        again = session.migrate_table(app.shop, source)
+        verified = [r for r in session.jobs(app.shop) if r.kind == "migrate-verify"]
+        session.migrate_table(app.shop, source)
+        last = [r for r in session.jobs(app.shop) if r.kind == "migrate-verify"]
+    assert again.ready, str(again)
+    assert again.verify is not None
+    assert again.verify.source == 13
+    assert [r.state for r in verified] == ["done", "cancelled"]
+    assert verified[1].id == opened.id
+    assert verified[0].id not in {*first, *canceller.cancelled}
+    # The ledger keeps the runs of the last verification only.
+    assert [r.state for r in last] == ["done"]
+    assert last[0].id != verified[0].id

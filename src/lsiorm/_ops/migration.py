@@ -435,7 +435,7 @@ def _delete_items(m: Migration) -> Operation[None]:
 
 def _delete_ledger(m: Migration) -> Operation[None]:
     """Delete the migration's state and the ledger records of its copy and verifications."""
-    jobs = [*m.state.verify_jobs, *((m.state.verifying or {}).get("jobs") or {}).values()]
+    jobs = [*m.state.verify_jobs, *((m.state.verifying or {}).get("runs") or ())]
     if m.state.copy_job is not None:
         jobs.append(m.state.copy_job)
     prefixes = [f"migration#{m.state.id}"]

@@ -125,7 +125,8 @@ def findings_of(sources: Sequence[UnitRecord], extras: Sequence[UnitRecord]) -> 
 
 def _epoch(m: Migration) -> Operation[dict[str, Any]]:
     """The verification in progress, or a new one: its epoch, the stream positions at its
-    start, and the ids of its runs done."""
+    start, the ids of its runs done (``jobs``, by kind) and of every run it opened (``runs``:
+    a cancelled run is replaced by a new one when opened again)."""
     if m.state.verifying is None:
         before = m.state.verify_epoch
         m.state.verify_epoch += 1
@@ -133,6 +134,7 @@ def _epoch(m: Migration) -> Operation[dict[str, Any]]:
             "epoch": m.state.verify_epoch,
             "start": {shard: entry["seq"] for shard, entry in m.state.shards.items()},
             "jobs": {},
+            "runs": [],
         }
         old, m.state.verify_jobs = m.state.verify_jobs, []
         yield from m.store.save(m.state)
@@ -172,21 +174,25 @@ def _run(
         pages,
         m.options.rate(),
     )
+    runs: list[str] = verifying.setdefault("runs", [])
     if here:
         record, _ = yield from run_units(
             m.ctx, ledger, run, concurrency=m.options.concurrency, clock=m.options.clock
         )
     else:
         record, _ = yield from m.options.run(m.ctx, ledger, run, None)
-        if m.options.detach and record.state != "done":
-            return None
+    if record.id not in runs:  # every run of the epoch, to delete them with it
+        runs.append(record.id)
+        yield from m.store.save(m.state)
+    if m.options.detach and not here and record.state != "done":
+        return None
     if record.state != "done":
-        # Cancelled (`lsiorm jobs ... cancel`): the next call verifies afresh.
+        # Cancelled while it ran (`lsiorm jobs ... cancel`): the next call verifies afresh.
         m.state.verifying = None
-        m.state.verify_jobs = [*m.state.verify_jobs, *verifying["jobs"].values(), record.id]
+        m.state.verify_jobs = list(runs)
         yield from m.store.save(m.state)
         raise JobError(
-            "jobs.cancelled",
+            "migrate.verify-cancelled",
             f"The verification's run {record.id} was {record.state}; run the migration again "
             "to verify afresh.",
             job=record.id,
@@ -280,7 +286,7 @@ def verify(m: Migration) -> Operation[VerifyReport | None]:
     report.matched = report.source - report.unmatched - report.missing - report.different
     m.state.verified_from = verifying["start"] if report.clean else None
     m.state.verifying = None
-    m.state.verify_jobs = list(verifying["jobs"].values())
+    m.state.verify_jobs = list(verifying.get("runs") or verifying["jobs"].values())
     yield from keep_verify(m, report)
     return report
 
