@@ -13,15 +13,19 @@ partition, next to the copy's run):
 2. **Stream position.** The stream's ARN and shards go into the state before the copy starts;
    the catch-up reads each shard from TRIM_HORIZON (or from the sequence number the state
    holds), parents before children (`lsiorm._ops.stream_replay`).
-3. **Copy** (`lsiorm._ops.table_copy.CopyKind` on the job engine: units, ledger, rate budget).
-4. **Catch-up** (`catch_up`): every record is derived and applied on the condition that the
-   destination still holds the derived old image (the proof is in `stream_replay`). The
-   sequence number of each shard is committed after each page. The lag (records the last pass
-   found, and how old the oldest was) goes into the state and the report.
-5. **Verify** (`verify`): every source item is derived and compared with the destination;
-   then the destination is scanned for items no source item derives. With writers running,
-   an item may differ because a change is not caught up yet: those are read again after a
-   catch-up pass, up to `RECHECKS` times, before they are reported.
+3. **Copy** (`lsiorm._ops.table_copy.CopyKind` on the job engine: units, ledger, rate budget;
+   the units run in threads here or on the options' executor, or ``detach`` only opens the
+   run for `run_unit` calls elsewhere).
+4. **Catch-up** (`lsiorm._ops.migration_run.catch_up`): every record is derived and applied on
+   the condition that the destination still holds the derived old image (the proof is in
+   `stream_replay`). The sequence number of each shard is committed after each page. The lag
+   (records the last pass found, and how old the oldest was) goes into the state and the
+   report, and `lsiorm jobs` shows it.
+5. **Verify** (`lsiorm._ops.migration_verify.verify`): every source item is derived and
+   compared with the destination; then the destination is scanned for items no source item
+   derives. Both are job runs on the migration's ledger, resumable per unit. With writers
+   running, an item may differ because a change is not caught up yet: those are read again
+   after a catch-up pass, three times at most, before they are reported.
 6. **Cut over.** ``finish=True`` (writers paused) drains the stream to zero lag, verifies, and
    marks the migration ``switched``. Before that, sessions may write both tables in one
    transaction per write (`lsiorm._ops.dual_writes`), with the catch-up running, and readers
