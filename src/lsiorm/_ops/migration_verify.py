@@ -184,7 +184,7 @@ def _run(
     if record.id not in runs:  # every run of the epoch, to delete them with it
         runs.append(record.id)
         yield from m.store.save(m.state)
-    if m.options.detach and not here and record.state != "done":
+    if m.options.detach and record.state != "done":
         return None
     if record.state != "done":
         # Cancelled while it ran (`lsiorm jobs ... cancel`): the next call verifies afresh.
@@ -232,7 +232,7 @@ def _units(
 
     pages = scan_pages(spec, skip=ledger_skip(m.source))
     sources = yield from _run(m, "migrate-verify", spec, verify_for, pages, here=False)
-    if sources is None:
+    if sources is None or m.options.detach:
         return None
     moved = frozenset[str]()
     if "migrate-extra" not in verifying["jobs"]:
