@@ -264,11 +264,12 @@ def test_a_copy_killed_and_resumed_copies_each_item_once(
 
 
 class VerifyKiller:
-    """Counts the verification's page reads of the destination (a BatchGetItem naming it);
-    kills the migration past ``limit`` of them, when given."""
+    """Counts the verification's page reads of ``table`` (a BatchGetItem naming it: the
+    destination while the source's items are compared, the source while the destination is
+    scanned for extras); kills the migration past ``limit`` of them, when given."""
 
-    def __init__(self, destination: str, limit: int | None = None) -> None:
-        self.destination = destination
+    def __init__(self, table: str, limit: int | None = None) -> None:
+        self.table = table
         self.limit = limit
         self.reads = 0
         self.lock = threading.Lock()
@@ -276,7 +277,7 @@ class VerifyKiller:
     def before(self, request: HookRequest) -> None:
         if request.operation != "BatchGetItem":
             return
-        if self.destination not in request.params.get("RequestItems", {}):
+        if self.table not in request.params.get("RequestItems", {}):
             return
         with self.lock:
             self.reads += 1
@@ -300,8 +301,9 @@ def _tamper(client: Any, dest: str) -> None:
         client.put_item(**source_request("put", dest, n))
 
 
+@pytest.mark.parametrize("phase", ["source", "extras"])
 def test_a_verification_killed_and_resumed_reports_what_an_uninterrupted_one_does(
-    endpoint_url: str, dynamodb_client: Any, names: tuple[str, str]
+    endpoint_url: str, dynamodb_client: Any, names: tuple[str, str], phase: str
 ) -> None:
     source, dest = names
     table, _ = declare_shop(dest)
@@ -310,7 +312,7 @@ def test_a_verification_killed_and_resumed_reports_what_an_uninterrupted_one_doe
     with on(endpoint_url) as session:
         assert session.migrate_table(table, source, **shape).ready
     _tamper(dynamodb_client, dest)
-    killer = VerifyKiller(dest, limit=4)
+    killer = VerifyKiller(dest if phase == "source" else source, limit=4)
     with on(endpoint_url, killer) as doomed, pytest.raises(Killed):
         doomed.migrate_table(table, source, **shape)
     killer.limit, killer.reads = None, 0
