@@ -16,14 +16,15 @@ from typing import Any
 
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
-from lsiorm._model.schema import KeyAttribute, Table
+from lsiorm._model.schema import Table
 from lsiorm._ops.backfill import kind_factory
 from lsiorm._ops.budget import RateBudget
 from lsiorm._ops.job_engine import JobKind, PageSource, run_unit, scan_pages
 from lsiorm._ops.job_options import ExportInput
 from lsiorm._ops.key_audit import AuditKind
-from lsiorm._ops.ledger import NAMESPACE, JobLedger, LedgerLocation, new_owner
+from lsiorm._ops.ledger import JobLedger, LedgerLocation, new_owner
 from lsiorm._ops.migration_plan import MigrationStore
+from lsiorm._ops.migration_run import ledger_skip, worker_source
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.resumable import Position
 from lsiorm._ops.scans import ScanSpec
@@ -129,17 +130,15 @@ def _migration_unit(
             "jobs.not-importable", "The migration's table declares no entity to import it by."
         )
     destination: Table = meta_of(classes[0]).table
-    keys = [KeyAttribute(name, kind) for name, kind in info["keys"]]
-    source = Table(info["source"], keys[0], keys[1] if len(keys) > 1 else None)
+    source = worker_source(info)
     spec = ScanSpec(source, None, None, 1, page_size=info.get("page_size"))
-    skip = {"S": NAMESPACE} if source.partition_key.type == "S" else None
 
     def kind_for(unit_ctx: Context, budget: RateBudget) -> JobKind[Any]:
         if declaration.get("kind") == "migrate-copy":
             return CopyKind(unit_ctx, destination, budget)
         return VerifyKind(unit_ctx, source, destination)
 
-    return kind_for, scan_pages(spec, skip=skip)
+    return kind_for, scan_pages(spec, skip=ledger_skip(source))
 
 
 def run_declared_unit(

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsiorm._model.schema import Table
+from lsiorm._model.schema import KeyAttribute, Table
 from lsiorm._model.wire import WireItem
 from lsiorm._ops.job_engine import digest
 from lsiorm._ops.job_options import JobOptions
@@ -51,6 +51,7 @@ __all__ = [
     "ledger_skip",
     "run_declaration",
     "worker_info",
+    "worker_source",
 ]
 
 
@@ -118,6 +119,12 @@ def worker_info(m: Migration) -> dict[str, Any]:
         "entities": sorted(f"{c.__module__}:{c.__qualname__}" for c in m.table.entities.values()),
         "page_size": m.page_size,
     }
+
+
+def worker_source(info: Mapping[str, Any]) -> Table:
+    """The source table as `worker_info` describes it."""
+    keys = [KeyAttribute(name, kind) for name, kind in info["keys"]]
+    return Table(info["source"], keys[0], keys[1] if len(keys) > 1 else None)
 
 
 def delete_runs(
