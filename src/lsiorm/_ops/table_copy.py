@@ -24,6 +24,7 @@ silently.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,7 @@ from lsiorm.errors import ConditionFailedError, ValidationError
 
 __all__ = [
     "FINDINGS",
+    "FINDING_BYTES",
     "CopyKind",
     "Derived",
     "ExtraKind",
@@ -55,8 +57,10 @@ __all__ = [
 #: Examples kept per kind of note.
 EXAMPLES = 20
 #: Keys a verification's unit keeps per kind of finding (missing, different, extra), to read
-#: them again before they are reported; past that, only their counts.
-FINDINGS = 500
+#: them again before they are reported; past that, and for a key longer than `FINDING_BYTES`
+#: (as JSON), only their counts. A unit's ledger item then stays well within DynamoDB's 400 KB.
+FINDINGS = 100
+FINDING_BYTES = 1024
 
 
 @dataclass(frozen=True)
@@ -204,6 +208,12 @@ class CopyKind(_Kind):
         return True
 
 
+def _finding(part: Part, kind: str, key: WireItem) -> None:
+    """Keep a finding's key in the unit's notes, unless it is too long (its count says it)."""
+    if len(json.dumps(json_av(key))) <= FINDING_BYTES:
+        part.note(kind, key)
+
+
 def moved_from(source: Table, item: Mapping[str, Any], derived: Mapping[str, Any]) -> bool:
     """Whether the derivation changed the item's source key attributes: its destination item
     then no longer carries the key it has in the source."""
@@ -262,7 +272,7 @@ class VerifyKind(_Kind):
             )
             part.add(outcome)
             if outcome != "matched":
-                part.note(outcome, source_key)
+                _finding(part, outcome, source_key)
         part.derived.clear()
 
 
@@ -318,5 +328,5 @@ class ExtraKind(_Kind):
             if name in self.moved:
                 continue
             part.add("extra")
-            part.note("extra", key)
+            _finding(part, "extra", key)
         part.derived.clear()

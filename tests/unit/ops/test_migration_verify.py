@@ -13,7 +13,7 @@ from lsiorm._model.schema import KeyAttribute
 from lsiorm._ops.job_engine import digest
 from lsiorm._ops.ledger import UnitRecord
 from lsiorm._ops.migration_verify import findings_of
-from lsiorm._ops.table_copy import moved_from
+from lsiorm._ops.table_copy import FINDINGS, moved_from
 from lsiorm._ops.units import ScanUnit
 
 
@@ -73,13 +73,12 @@ def test_the_units_counts_add_up_and_their_keys_are_kept_by_kind() -> None:
 
 
 def test_findings_past_the_keys_a_unit_kept_are_counted() -> None:
-    sources = [
-        unit(0, {"source": 900, "missing": 700}, missing=[key("G#1", str(n)) for n in range(500)])
-    ]
+    kept = [key("G#1", str(n)) for n in range(FINDINGS)]
+    sources = [unit(0, {"source": 900, "missing": FINDINGS + 200}, missing=kept)]
     extras = [unit(1, {"extra": 3}, extra=[key("G#2", "X")])]
     found = findings_of(sources, extras)
     assert found.beyond == {"missing": 200, "different": 0, "extra": 2}
-    assert len(found.keys["missing"]) == 500
+    assert list(found.keys["missing"].values()) == kept
 
 
 @given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)), min_size=1, max_size=6))
