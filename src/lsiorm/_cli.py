@@ -530,20 +530,22 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
 def cmd_migrate_table(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Copy a live table into the table the target declares; catch up, verify, switch.
 
-    Exit 0 when the migration is ready to switch (or switched, with --finish; or abandoned),
-    1 when it is not yet (lag, or differences: the report lists them).
+    Exit 0 when the migration is ready to switch (or switched, with --finish; or abandoned;
+    or its next run opened, with --detach), 1 when it is not yet (lag, or differences: the
+    report lists them).
     """
     import warnings
 
     from lsiorm.errors import MigrationWarning
 
     table = load_table(args.target)
-    actions = [args.finish, args.status, args.abandon]
+    actions = [args.finish, args.status, args.abandon, args.detach]
     if sum(actions) > 1:
-        raise UsageError("Give at most one of --finish, --status and --abandon.")
+        raise UsageError("Give at most one of --finish, --status, --abandon and --detach.")
     with (
         cli_session(args) as session,
         _job_progress(args, progress, "migrate-table") as shown,
+        _executor(args) as executor,
         warnings.catch_warnings(record=True) as warned,
     ):
         warnings.simplefilter("always", MigrationWarning)
@@ -560,10 +562,12 @@ def cmd_migrate_table(args: argparse.Namespace, out: TextIO, progress: Progress)
             follow=args.follow,
             ledger=args.ledger,
             progress=shown,
+            executor=executor,
+            detach=args.detach,
         )
     for warning in warned:
         out.write(f"warning: {warning.message}\n")
-    if args.abandon:
+    if args.abandon or args.detach:
         return _reported(out, report, True)
     done = report.phase == "switched" if args.finish else report.ready
     return _reported(out, report, done)

@@ -136,8 +136,13 @@ def test_a_detached_migration_is_run_unit_by_unit_and_resumed(
     source, dest = names
     stream_table(dynamodb_client, source, items=24)
     url = ("--endpoint-url", endpoint_url)
+    shop = (f"{app.__name__}:shop", "--source", source, "--segments", "3")
+    code, out = run("migrate-table", *shop, "--detach", *url)
+    assert code == EXIT_OK, out
+    assert f"Migration of '{source}' to '{dest}': copy" in out
+    assert "0 copied" in out
     with on(endpoint_url) as session:
-        opened = session.migrate_table(app.shop, source, segments=3, detach=True)
+        opened = session.migrate_table(app.shop, source, segments=3, detach=True)  # the same run
         assert (opened.phase, opened.copied) == ("copy", 0)
         assert opened.copy_job is not None
         code, listed = run("jobs", f"{app.__name__}:shop", *url)
