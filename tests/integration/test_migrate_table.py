@@ -35,6 +35,7 @@ from support.faults import FaultProxy
 from support.jobs import Killed
 from support.migration import (
     WRITES,
+    PageReads,
     SourceWriters,
     assert_migrated,
     declare_shop,
@@ -263,28 +264,6 @@ def test_a_copy_killed_and_resumed_copies_each_item_once(
     assert_migrated(dynamodb_client, source, dest, table)
 
 
-class VerifyKiller:
-    """Counts the verification's page reads of ``table`` (a BatchGetItem naming it: the
-    destination while the source's items are compared, the source while the destination is
-    scanned for extras); kills the migration past ``limit`` of them, when given."""
-
-    def __init__(self, table: str, limit: int | None = None) -> None:
-        self.table = table
-        self.limit = limit
-        self.reads = 0
-        self.lock = threading.Lock()
-
-    def before(self, request: HookRequest) -> None:
-        if request.operation != "BatchGetItem":
-            return
-        if self.table not in request.params.get("RequestItems", {}):
-            return
-        with self.lock:
-            self.reads += 1
-            if self.limit is not None and self.reads > self.limit:
-                raise Killed
-
-
 def _tamper(client: Any, dest: str) -> None:
     """Differences no change of the source explains: three items changed, two deleted and two
     added, in the destination itself."""
@@ -312,7 +291,7 @@ def test_a_verification_killed_and_resumed_reports_what_an_uninterrupted_one_doe
     with on(endpoint_url) as session:
         assert session.migrate_table(table, source, **shape).ready
     _tamper(dynamodb_client, dest)
-    killer = VerifyKiller(dest if phase == "source" else source, limit=4)
+    killer = PageReads(dest if phase == "source" else source, limit=4)
     with on(endpoint_url, killer) as doomed, pytest.raises(Killed):
         doomed.migrate_table(table, source, **shape)
     killer.limit, killer.reads = None, 0

@@ -26,7 +26,13 @@ from lsiorm._cli import EXIT_OK
 from lsiorm.errors import JobError, ValidationError
 from support.cli import run
 from support.jobs import Killed
-from support.migration import assert_migrated, declare_shop, source_request, stream_table
+from support.migration import (
+    PageReads,
+    assert_migrated,
+    declare_shop,
+    source_request,
+    stream_table,
+)
 
 APP = """
 from lsiorm import Entity, Table
@@ -218,29 +224,23 @@ def test_lsiorm_jobs_shows_a_migration_its_copy_and_its_lag(
     assert lines[3] == "  verify: clean: 21 source items, 0 missing, 0 different, 0 extra"
 
 
-class CancelVerification:
+class CancelVerification(PageReads):
     """At the verification's first page read of the destination, cancels its run (as `lsiorm
     jobs ... cancel` would, from another session)."""
 
     def __init__(self, other: Session, table: Any, destination: str) -> None:
+        super().__init__(destination)
         self.other = other
-        self.table = table
-        self.destination = destination
+        self.shop = table
         self.cancelled: list[str] = []
-        self.lock = threading.Lock()
 
-    def before(self, request: HookRequest) -> None:
-        if request.operation != "BatchGetItem":
+    def reached(self, reads: int) -> None:
+        if self.cancelled:
             return
-        if self.destination not in request.params.get("RequestItems", {}):
-            return
-        with self.lock:  # the units' threads meet here: one cancels
-            if self.cancelled:
-                return
-            for record in self.other.jobs(self.table):
-                if record.kind == "migrate-verify" and record.state == "running":
-                    self.other.cancel_job(self.table, record.id)
-                    self.cancelled.append(record.id)
+        for record in self.other.jobs(self.shop):
+            if record.kind == "migrate-verify" and record.state == "running":
+                self.other.cancel_job(self.shop, record.id)
+                self.cancelled.append(record.id)
 
 
 def test_a_verification_cancelled_while_it_runs_stops_and_the_next_call_begins_afresh(
