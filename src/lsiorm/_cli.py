@@ -25,6 +25,7 @@ import importlib.util
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, TextIO
 
@@ -529,20 +530,22 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
 def cmd_migrate_table(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Copy a live table into the table the target declares; catch up, verify, switch.
 
-    Exit 0 when the migration is ready to switch (or switched, with --finish; or abandoned),
-    1 when it is not yet (lag, or differences: the report lists them).
+    Exit 0 when the migration is ready to switch (or switched, with --finish; or abandoned;
+    or its next run opened, with --detach), 1 when it is not yet (lag, or differences: the
+    report lists them).
     """
     import warnings
 
     from lsiorm.errors import MigrationWarning
 
     table = load_table(args.target)
-    actions = [args.finish, args.status, args.abandon]
+    actions = [args.finish, args.status, args.abandon, args.detach]
     if sum(actions) > 1:
-        raise UsageError("Give at most one of --finish, --status and --abandon.")
+        raise UsageError("Give at most one of --finish, --status, --abandon and --detach.")
     with (
         cli_session(args) as session,
         _job_progress(args, progress, "migrate-table") as shown,
+        _executor(args) as executor,
         warnings.catch_warnings(record=True) as warned,
     ):
         warnings.simplefilter("always", MigrationWarning)
@@ -559,10 +562,12 @@ def cmd_migrate_table(args: argparse.Namespace, out: TextIO, progress: Progress)
             follow=args.follow,
             ledger=args.ledger,
             progress=shown,
+            executor=executor,
+            detach=args.detach,
         )
     for warning in warned:
         out.write(f"warning: {warning.message}\n")
-    if args.abandon:
+    if args.abandon or args.detach:
         return _reported(out, report, True)
     done = report.phase == "switched" if args.finish else report.ready
     return _reported(out, report, done)
@@ -574,9 +579,11 @@ def _scan_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_jobs(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
-    """List the runs of key jobs in a table's ledger; show one, or cancel one."""
+    """List the runs of key jobs in a table's ledger (and the table migrations, with their
+    lag); show one, or cancel one."""
     obj = load_job_target(args.target, None)
     from lsiorm._model.entity_meta import meta_of
+    from lsiorm._ops.migration_plan import migration_summary
 
     table = obj if isinstance(obj, Table) else meta_of(obj).table
     action = args.action or "list"
@@ -587,6 +594,8 @@ def cmd_jobs(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
             records = session.jobs(table, ledger=args.ledger)
             if not records:
                 out.write(f"No jobs in the ledger of table {table.name!r}.\n")
+            for state in _migrations(session, table, args.ledger):
+                out.write(f"{migration_summary(state, records, time.time())}\n")
             for record in records:
                 out.write(f"{record}\n")
             return EXIT_OK
@@ -607,6 +616,16 @@ def cmd_jobs(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     total = ", ".join(f"{k}={v}" for k, v in sorted(record.counts().items()) if ":" not in k)
     out.write(f"  counts: {total}\n")
     return EXIT_OK
+
+
+def _migrations(session: Any, table: Table, ledger: str | None) -> list[Any]:
+    """The table migrations whose state is in the ledger (with their lag, for `lsiorm jobs`)."""
+    from lsiorm._ops.job_options import ledger_location
+    from lsiorm._ops.migration_plan import MigrationStore
+
+    store = MigrationStore(session.ctx, ledger_location(session.ctx, table, ledger))
+    states: list[Any] = session.run(store.states())
+    return states
 
 
 def _reported(out: TextIO, report: object, ok: bool) -> int:

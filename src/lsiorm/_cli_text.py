@@ -254,6 +254,11 @@ def _job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     migrate.add_argument("--read-budget", type=float, default=None, help="read units per second")
     migrate.add_argument("--follow", type=float, default=0.0, help="keep catching up (seconds)")
     migrate.add_argument("--ledger", help="table of the ledger (default: the destination's)")
+    migrate.add_argument("--processes", type=int, help="run the units in this many processes")
+    migrate.add_argument("--dask", help="run the units on the Dask scheduler at this address")
+    migrate.add_argument(
+        "--detach", action="store_true", help="only open the next run in the ledger, and exit"
+    )
     listing = sub.add_parser(
         "jobs",
         parents=[common],

@@ -558,6 +558,9 @@ def migrate_table(
     follow: float = 0.0,
     ledger: str | None = None,
     progress: Callable[[JobProgress], object] | bool | None = None,
+    executor: Executor | None = None,
+    lease_seconds: float = 60.0,
+    detach: bool = False,
 ) -> Operation[MigrationReport]:
     """Copy the live table `source` into the table `table` declares, while writers go on.
 
@@ -570,17 +573,25 @@ def migrate_table(
     `status=True` only reads where it stands; `abandon=True` deletes what it created. The
     source table is never written. `progress` is called with a JobProgress after each page
     (with the stream lag during the catch-up); True draws a progress bar on stderr.
+    The units of the copy and of the verification run in threads here (`concurrency` at once)
+    or on `executor`, as a key job's do; a unit whose worker died is taken over once its lease
+    of `lease_seconds` runs out. `detach` only opens the copy's run (once the copy is done:
+    catches up and opens the verification's) and returns at once: its units are then run
+    anywhere with `run_unit`, and the next call goes on from there.
     """
-    if finish + status + abandon > 1:
+    if finish + status + abandon + detach > 1:
         raise ValidationError(
-            "migrate.one-action", "Give at most one of finish=, status= and abandon=."
+            "migrate.one-action", "Give at most one of finish=, status=, abandon= and detach=."
         )
     options = _options(
         session,
+        executor=executor,
         ledger=ledger,
         write_budget=write_budget,
         read_budget=read_budget,
         concurrency=concurrency,
+        lease_seconds=lease_seconds,
+        detach=detach,
     )
     ctx = dataclasses.replace(session.ctx, route=None)  # also from a session with dual writes
     if status:

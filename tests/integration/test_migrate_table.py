@@ -19,7 +19,15 @@ from typing import Any
 import boto3
 import pytest
 
-from lsiorm import AsyncSession, HookRequest, MigrationWarning, RetryPolicy, Session
+from lsiorm import (
+    AsyncSession,
+    Entity,
+    HookRequest,
+    MigrationWarning,
+    RetryPolicy,
+    Session,
+    Table,
+)
 from lsiorm._cli import EXIT_OK, EXIT_USAGE
 from lsiorm.errors import ValidationError
 from support.cli import app_module, run
@@ -27,6 +35,7 @@ from support.faults import FaultProxy
 from support.jobs import Killed
 from support.migration import (
     WRITES,
+    PageReads,
     SourceWriters,
     assert_migrated,
     declare_shop,
@@ -253,6 +262,86 @@ def test_a_copy_killed_and_resumed_copies_each_item_once(
     assert final.phase == "switched", str(final)
     assert guard.source_writes == []
     assert_migrated(dynamodb_client, source, dest, table)
+
+
+def _tamper(client: Any, dest: str) -> None:
+    """Differences no change of the source explains: three items changed, two deleted and two
+    added, in the destination itself."""
+    for n in (3, 4, 8):
+        client.update_item(
+            TableName=dest,
+            Key=source_request("delete", dest, n)["Key"],
+            UpdateExpression="SET title = :t",
+            ExpressionAttributeValues={":t": {"S": "tampered"}},
+        )
+    for n in (10, 21):
+        client.delete_item(**source_request("delete", dest, n))
+    for n in (900, 901):
+        client.put_item(**source_request("put", dest, n))
+
+
+@pytest.mark.parametrize("phase", ["source", "extras"])
+def test_a_verification_killed_and_resumed_reports_what_an_uninterrupted_one_does(
+    endpoint_url: str, dynamodb_client: Any, names: tuple[str, str], phase: str
+) -> None:
+    source, dest = names
+    table, _ = declare_shop(dest)
+    stream_table(dynamodb_client, source, items=40)
+    shape = {"segments": 3, "page_size": 5}
+    with on(endpoint_url) as session:
+        assert session.migrate_table(table, source, **shape).ready
+    _tamper(dynamodb_client, dest)
+    killer = PageReads(dest if phase == "source" else source, limit=4)
+    with on(endpoint_url, killer) as doomed, pytest.raises(Killed):
+        doomed.migrate_table(table, source, **shape)
+    killer.limit, killer.reads = None, 0
+    with on(endpoint_url, killer) as session:
+        resumed = session.migrate_table(table, source, **shape)
+        resumed_reads, killer.reads = killer.reads, 0
+        fresh = session.migrate_table(table, source, **shape)  # a new verification
+        runs = [r.kind for r in session.jobs(table)]
+    assert resumed.verify is not None
+    assert fresh.verify is not None
+    assert (fresh.verify.missing, fresh.verify.different, fresh.verify.extra) == (2, 3, 2)
+    extra = sorted(key["SK"] for key in fresh.verify.examples["extra"])
+    assert extra == ["CUSTOMER#000900", "ORDER#000901"]
+    assert resumed.verify == fresh.verify
+    # The pages the killed verification had read were not read again.
+    assert 0 < resumed_reads < killer.reads
+    # The runs of the verification before the last were deleted from the ledger.
+    assert sorted(runs) == ["migrate-copy", "migrate-extra", "migrate-verify"]
+
+
+def test_items_whose_key_format_changes_are_not_taken_for_extras(
+    session: Session, dynamodb_client: Any, names: tuple[str, str]
+) -> None:
+    """A customer's sort key gets a new format: its destination item does not carry its source
+    key, so the scan for extras recognizes it from the derived keys of such items."""
+    source, dest = names
+    table = Table.with_reserved_lsi_slots(dest, "PK", "SK")
+
+    class Customer(Entity, table=table, keys={"PK": "G#{group:03d}", "SK": "C#{n:08d}"}):
+        group: int
+        n: int
+        title: str
+        status: str = "new"
+
+    stream_table(dynamodb_client, source, items=20)
+    report = session.migrate_table(table, source, segments=2, page_size=4)
+    assert report.verify is not None
+    assert report.verify.clean, str(report)
+    assert (report.verify.source, report.verify.extra) == (21, 0)
+    held = {i["SK"]["S"] for i in scan_all(dynamodb_client, dest) if i["PK"]["S"] == "G#005"}
+    assert "C#00000005" in held
+    assert "CUSTOMER#000005" not in held
+    # A stale twin at an old key is extra all the same.
+    dynamodb_client.put_item(**source_request("put", dest, 10))
+    again = session.migrate_table(table, source, segments=2, page_size=4)
+    assert again.verify is not None
+    assert (again.verify.extra, again.verify.examples["extra"]) == (
+        1,
+        [{"PK": "G#003", "SK": "CUSTOMER#000010"}],
+    )
 
 
 # -- at scale, with writers -----------------------------------------------------------------------

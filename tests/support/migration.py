@@ -11,6 +11,7 @@ added to orders), and checks every derived key with the key audit.
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,11 +19,13 @@ from lsiorm import Entity, Table
 from lsiorm._model.wire import from_wire, same_item
 from lsiorm._ops.key_audit import check_item_keys, derived_keys
 from lsiorm._ops.ledger import NAMESPACE
+from support.jobs import Killed
 from support.writers import WriterThreads
 
 __all__ = [
     "TYPES",
     "WRITES",
+    "PageReads",
     "SourceWriters",
     "assert_migrated",
     "declare_shop",
@@ -229,3 +232,29 @@ class SourceWriters(WriterThreads):
                 self.writes += 1
         except BaseException as exc:
             self.errors.append(exc)
+
+
+class PageReads:
+    """Counts the verification's page reads of ``table`` (a BatchGetItem naming it: the
+    destination while the source's items are compared, the source while the destination is
+    scanned for extras); kills the migration past ``limit`` of them, when given. `reached` is
+    called with the count at each read, one read at a time (the units run in threads)."""
+
+    def __init__(self, table: str, limit: int | None = None) -> None:
+        self.table = table
+        self.limit = limit
+        self.reads = 0
+        self.lock = threading.Lock()
+
+    def before(self, request: Any) -> None:
+        if request.operation != "BatchGetItem":
+            return
+        if self.table not in request.params.get("RequestItems", {}):
+            return
+        with self.lock:
+            self.reads += 1
+            self.reached(self.reads)
+
+    def reached(self, reads: int) -> None:
+        if self.limit is not None and reads > self.limit:
+            raise Killed

@@ -44,7 +44,8 @@ from lsiorm._ops.dual_plan import (
     plan_write,
 )
 from lsiorm._ops.job_options import JobOptions
-from lsiorm._ops.migration import job_ledger, open_migration
+from lsiorm._ops.migration import open_migration
+from lsiorm._ops.migration_run import job_ledger
 from lsiorm._ops.naming import from_wire, to_wire
 from lsiorm._ops.pipeline import Context, send_once
 from lsiorm._ops.resumable import key_of

@@ -4,6 +4,8 @@ A worker elsewhere (a process of a pool, a Dask worker, a Lambda function of a S
 map) gets a ledger location, a job id and a unit. It reads the job's declaration from the
 ledger, imports the entity classes it names (``module:QualifiedName``: they must be importable
 where the worker runs), and builds the same kind and page source the job's own process uses.
+A table migration's copy and verification read those from the migration's state instead
+(`MigrationState.worker`), so that they stay out of the runs' fingerprints.
 """
 
 from __future__ import annotations
@@ -14,16 +16,20 @@ from typing import Any
 
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.schema import Table
 from lsiorm._ops.backfill import kind_factory
 from lsiorm._ops.budget import RateBudget
 from lsiorm._ops.job_engine import JobKind, PageSource, run_unit, scan_pages
 from lsiorm._ops.job_options import ExportInput
 from lsiorm._ops.key_audit import AuditKind
 from lsiorm._ops.ledger import JobLedger, LedgerLocation, new_owner
+from lsiorm._ops.migration_plan import MigrationStore
+from lsiorm._ops.migration_run import ledger_skip, worker_source
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.resumable import Position
 from lsiorm._ops.scans import ScanSpec
 from lsiorm._ops.steps import Operation
+from lsiorm._ops.table_copy import CopyKind, VerifyKind
 from lsiorm._ops.units import ScanUnit, Unit
 from lsiorm.errors import ValidationError
 
@@ -81,6 +87,60 @@ def _kind_and_table(
     )
 
 
+def _declared_unit(
+    declaration: Mapping[str, Any],
+    location: LedgerLocation,
+    open_export: Callable[[str], ExportInput],
+) -> tuple[Callable[[Context, RateBudget], JobKind[Any]], PageSource]:
+    """The kind and the page source of a key job's unit, from its declaration."""
+    kind_for, table, entity = _kind_and_table(declaration)
+    source = declaration.get("input", "scan")
+    if source != "scan":
+        return kind_for, open_export(str(source)).pages
+    same_table = location.table == table.name
+    skip = {"S": location.namespace} if same_table else None
+    page_size = declaration.get("page_size")
+
+    def pages(ctx: Context, unit: Unit, position: Position) -> Operation[Any]:
+        assert isinstance(unit, ScanUnit)
+        spec = ScanSpec(table, entity, unit.partition, unit.total_segments, page_size=page_size)
+        return (yield from scan_pages(spec, skip=skip)(ctx, unit, position))
+
+    return kind_for, pages
+
+
+#: The runs of a table migration that a worker elsewhere may run units of.
+MIGRATION_KINDS = ("migrate-copy", "migrate-verify")
+
+
+def _migration_unit(
+    ctx: Context, location: LedgerLocation, declaration: Mapping[str, Any]
+) -> Operation[tuple[Callable[[Context, RateBudget], JobKind[Any]], PageSource]]:
+    """The kind and the page source of a unit of a migration's copy or verification: the
+    tables come from what the migration's state keeps for workers."""
+    state = yield from MigrationStore(ctx, location).load(str(declaration.get("migration")))
+    if state is None or not state.worker:
+        raise ValidationError(
+            "migrate.unknown", f"No migration {declaration.get('migration')!r} is recorded."
+        )
+    info = state.worker
+    classes = [imported(path) for path in info["entities"]]
+    if not classes:
+        raise ValidationError(
+            "jobs.not-importable", "The migration's table declares no entity to import it by."
+        )
+    destination: Table = meta_of(classes[0]).table
+    source = worker_source(info)
+    spec = ScanSpec(source, None, None, 1, page_size=info.get("page_size"))
+
+    def kind_for(unit_ctx: Context, budget: RateBudget) -> JobKind[Any]:
+        if declaration.get("kind") == "migrate-copy":
+            return CopyKind(unit_ctx, destination, budget)
+        return VerifyKind(unit_ctx, source, destination)
+
+    return kind_for, scan_pages(spec, skip=ledger_skip(source))
+
+
 def run_declared_unit(
     ctx: Context,
     location: LedgerLocation,
@@ -95,21 +155,10 @@ def run_declared_unit(
     ledger = JobLedger(ctx, location, lease_seconds=lease_seconds)
     record = yield from ledger.job(job_id, units=False)
     declaration = record.declaration
-    kind_for, table, entity = _kind_and_table(declaration)
-    source = declaration.get("input", "scan")
-    pages: PageSource
-    if source != "scan":
-        pages = open_export(str(source)).pages
+    if declaration.get("kind") in MIGRATION_KINDS:
+        kind_for, pages = yield from _migration_unit(ctx, location, declaration)
     else:
-        same_table = location.table == table.name
-        skip = {"S": location.namespace} if same_table else None
-        page_size = declaration.get("page_size")
-
-        def pages(ctx: Context, unit: Unit, position: Position) -> Operation[Any]:
-            assert isinstance(unit, ScanUnit)
-            spec = ScanSpec(table, entity, unit.partition, unit.total_segments, page_size=page_size)
-            return (yield from scan_pages(spec, skip=skip)(ctx, unit, position))
-
+        kind_for, pages = _declared_unit(declaration, location, open_export)
     # A token per execution, under the submission's: an executor may run one submission
     # again (Dask retries a task whose worker died), and that run must not take the dead
     # run's lease for its own; it waits for the lease to lapse, as any other worker does.

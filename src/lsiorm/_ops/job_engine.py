@@ -61,7 +61,8 @@ __all__ = [
 ]
 
 P = TypeVar("P")
-#: The most notes (failed keys, examples) a unit keeps in the ledger, per kind of note.
+#: The most notes (failed keys, examples) a unit keeps in the ledger, per kind of note; a kind
+#: may set its own (``note_limit``: a migration's verification keeps the keys it re-checks).
 MAX_NOTES = 20
 
 
@@ -238,10 +239,12 @@ class Tally:
         )
 
 
-def _merge_notes(kept: dict[str, Any], new: Mapping[str, list[Any]]) -> None:
+def _merge_notes(
+    kept: dict[str, Any], new: Mapping[str, list[Any]], limit: int = MAX_NOTES
+) -> None:
     for name, values in new.items():
         mine = kept.setdefault(name, [])
-        mine.extend(values[: max(0, MAX_NOTES - len(mine))])
+        mine.extend(values[: max(0, limit - len(mine))])
         if name == "failed":
             kept["failed_count"] = kept.get("failed_count", 0) + len(values)
 
@@ -302,7 +305,7 @@ def run_unit(
             counts = kind.counts(part)
             for name, value in counts.items():
                 claim.counts[name] = claim.counts.get(name, 0) + value
-            _merge_notes(claim.notes, kind.notes(part))
+            _merge_notes(claim.notes, kind.notes(part), getattr(kind, "note_limit", MAX_NOTES))
             claim.position = position = page.position
             carry = kind.carry()
             claim.intent = {"entries": recovered, "carry": carry} if recovered or carry else None

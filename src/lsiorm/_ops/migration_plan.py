@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from lsiorm._ops.ledger import LedgerLocation
+from lsiorm._ops.ledger import JobRecord, LedgerLocation
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.stream_replay import check_view
@@ -28,6 +28,7 @@ __all__ = [
     "MigrationStore",
     "VerifyReport",
     "estimate_copy_seconds",
+    "migration_summary",
     "plan_migration",
 ]
 
@@ -116,7 +117,8 @@ class MigrationState:
 
     ``phase``: ``copy``, ``catch-up``, ``switched`` or ``abandoned``. ``shards`` maps each
     shard id to its parent, the last sequence number applied and whether it is read to its
-    end. ``lag`` is ``[records, seconds]`` of the last catch-up pass.
+    end. ``lag`` is ``[records, seconds]`` of the last catch-up pass, which ended at
+    ``caught_up_at`` (seconds since the epoch; 0 before the first).
     """
 
     id: str
@@ -135,6 +137,16 @@ class MigrationState:
     verify: dict[str, Any] = field(default_factory=dict)
     #: The shards' positions when the last clean verification started (None: there is none).
     verified_from: dict[str, str | None] | None = None
+    #: Verifications begun so far: the epoch of the last, in its runs' declarations.
+    verify_epoch: int = 0
+    #: The verification in progress (None: none): its ``epoch``, the shards' positions at its
+    #: ``start``, and the ids of its runs done (``jobs``, by kind).
+    verifying: dict[str, Any] | None = None
+    #: The runs of the last verification that ended (deleted when the next one begins).
+    verify_jobs: list[str] = field(default_factory=list)
+    caught_up_at: float = 0.0
+    #: What a worker elsewhere needs to run a unit of the migration (`worker_info`).
+    worker: dict[str, Any] = field(default_factory=dict)
     version: int = 0
 
 
@@ -223,9 +235,77 @@ class MigrationStore:
         data: dict[str, Any] = json.loads(item["data"]["S"])
         return data
 
+    def states(self) -> Operation[list[MigrationState]]:
+        """Every migration whose state is in this ledger."""
+        loc = self.location
+        params: dict[str, Any] = {
+            "TableName": loc.table,
+            "KeyConditionExpression": "#p = :p AND begins_with(#s, :s)",
+            "ExpressionAttributeNames": {"#p": loc.partition_key, "#s": loc.sort_key},
+            "ExpressionAttributeValues": {":p": {"S": loc.namespace}, ":s": {"S": "migration#"}},
+            "ConsistentRead": True,
+        }
+        found: list[MigrationState] = []
+        while True:
+            try:
+                response = yield from call(self.ctx, "Query", dict(params))
+            except ResourceNotFoundError:
+                return found
+            for item in response.get("Items") or ():
+                if item[loc.sort_key]["S"].count("#") == 1:  # not a migration's other items
+                    found.append(MigrationState(**json.loads(item["data"]["S"])))
+            last = response.get("LastEvaluatedKey")
+            if not last:
+                return found
+            params["ExclusiveStartKey"] = last
+
     def delete(self, migration_id: str) -> Operation[None]:
         params = {"TableName": self.location.table, "Key": self.key(migration_id)}
         yield from call(self.ctx, "DeleteItem", params)
+
+
+# -- in `lsiorm jobs` ---------------------------------------------------------------------------
+
+
+def migration_summary(state: MigrationState, runs: Sequence[JobRecord], now: float) -> str:
+    """A migration as `lsiorm jobs` shows it, from its state and the ledger's runs (newest
+    first): the copy's items, rate and ETA, the catch-up's lag (and how long ago the pass that
+    measured it ended), and the verification in progress or the last one."""
+    mine = [r for r in runs if r.declaration.get("migration") == state.id]
+    source, destination = state.declaration.get("source"), state.declaration.get("destination")
+    lines = [f"migration {state.id}  {source!r} -> {destination!r}: {state.phase}"]
+    copy = next((r for r in mine if r.kind == "migrate-copy"), None)
+    if copy is not None:
+        line = (
+            f"  copy: run {copy.id} {copy.state}, units {copy.units_done}/{copy.units_total}, "
+            f"{copy.items} items read, {copy.changed} copied"
+        )
+        if copy.items:
+            line += f", {copy.items_per_second:.0f} items/s"
+        if copy.eta is not None:
+            line += f", ETA {copy.eta:.0f} s"
+        lines.append(line)
+    if state.caught_up_at:
+        records, seconds = int(state.lag[0]), float(state.lag[1])
+        ago = max(0.0, now - state.caught_up_at)
+        lines.append(
+            f"  catch-up: {state.applied} changes applied, {state.skipped} skipped; "
+            f"lag {records} records, {seconds:.1f} s behind (measured {ago:.0f} s ago)"
+        )
+    if state.verifying is not None:
+        epoch = state.verifying.get("epoch")
+        current = [
+            r for r in mine if r.kind != "migrate-copy" and r.declaration.get("epoch") == epoch
+        ]
+        units = ", ".join(f"{r.kind} units {r.units_done}/{r.units_total}" for r in current)
+        lines.append(f"  verify: in progress ({units or 'opening'})")
+    elif state.verify:
+        verdict = "clean" if state.verify.get("clean") else "DIFFERENCES"
+        counts = ", ".join(
+            f"{state.verify.get(k, 0)} {k}" for k in ("missing", "different", "extra")
+        )
+        lines.append(f"  verify: {verdict}: {state.verify.get('source', 0)} source items, {counts}")
+    return "\n".join(lines)
 
 
 # -- the report -------------------------------------------------------------------------------

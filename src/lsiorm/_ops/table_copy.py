@@ -16,14 +16,15 @@ silently.
   that the cut-short page was about to write counts as ``copied``.
 * `VerifyKind` reads the destination item of each derived key (BatchGetItem, consistent) and
   compares it with the derived item, attribute by attribute; it counts ``matched``,
-  ``missing`` and ``different`` items and keeps the keys that differ for a re-check, and sums a
-  checksum (the engine's `digest`) of both sides. `ExtraKind` scans the destination for items
-  that no source item derives.
+  ``missing`` and ``different`` items, keeps the source keys of those that differ in its
+  unit's notes (for a re-check; `FINDINGS` at most, then counts only), and sums a checksum
+  (the engine's `digest`) of both sides. `ExtraKind` scans the destination for items that no
+  source item derives, reading the source at the key each carries.
 """
 
 from __future__ import annotations
 
-import threading
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,17 +43,24 @@ from lsiorm._ops.steps import Operation
 from lsiorm.errors import ConditionFailedError, ValidationError
 
 __all__ = [
+    "FINDINGS",
+    "FINDING_BYTES",
     "CopyKind",
     "Derived",
     "ExtraKind",
-    "Findings",
     "VerifyKind",
     "checksum",
     "derive_item",
+    "moved_from",
 ]
 
-#: Examples kept per kind of finding.
+#: Examples kept per kind of note.
 EXAMPLES = 20
+#: Keys a verification's unit keeps per kind of finding (missing, different, extra), to read
+#: them again before they are reported; past that, and for a key longer than `FINDING_BYTES`
+#: (as JSON), only their counts. A unit's ledger item then stays well within DynamoDB's 400 KB.
+FINDINGS = 100
+FINDING_BYTES = 1024
 
 
 @dataclass(frozen=True)
@@ -100,18 +108,19 @@ def _plain(item: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class Part:
-    """One page's counts and examples."""
+    """One page's counts and notes (at most ``limit`` of each kind)."""
 
     counts: dict[str, int] = field(default_factory=dict)
     notes: dict[str, list[Any]] = field(default_factory=dict)
     derived: list[tuple[WireItem, WireItem]] = field(default_factory=list)
+    limit: int = EXAMPLES
 
     def add(self, name: str, value: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + value
 
     def note(self, name: str, value: Any) -> None:
         mine = self.notes.setdefault(name, [])
-        if len(mine) < EXAMPLES:
+        if len(mine) < self.limit:
             mine.append(value)
 
 
@@ -199,26 +208,33 @@ class CopyKind(_Kind):
         return True
 
 
-@dataclass
-class Findings:
-    """What the verification found, shared by the units of one pass in this process: the
-    derived keys seen (for the scan for extras), and the source keys of items that differ."""
+def _finding(part: Part, kind: str, key: WireItem) -> None:
+    """Keep a finding's key in the unit's notes, unless it is too long (its count says it)."""
+    if len(json.dumps(json_av(key))) <= FINDING_BYTES:
+        part.note(kind, key)
 
-    seen: set[str] = field(default_factory=set)
-    differing: list[WireItem] = field(default_factory=list)
-    extra: list[WireItem] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+
+def moved_from(source: Table, item: Mapping[str, Any], derived: Mapping[str, Any]) -> bool:
+    """Whether the derivation changed the item's source key attributes: its destination item
+    then no longer carries the key it has in the source."""
+    return digest(key_of(source, derived)) != digest(key_of(source, item))
 
 
 class VerifyKind(_Kind):
     """What the verification does with each source item: derive it, compare with the
-    destination (read a page at a time)."""
+    destination (read a page at a time). The source keys of the items missing or different are
+    kept in the unit's notes, up to `FINDINGS` of each; ``moved`` counts the items whose
+    derivation changed their source key."""
 
-    def __init__(self, ctx: Context, source: Table, destination: Table, findings: Findings) -> None:
+    note_limit = FINDINGS
+
+    def __init__(self, ctx: Context, source: Table, destination: Table) -> None:
         self.ctx = ctx
         self.source = source
         self.destination = destination
-        self.findings = findings
+
+    def new_part(self) -> Part:
+        return Part(limit=FINDINGS)
 
     def changed(self, counts: Mapping[str, int]) -> int:
         return int(counts.get("missing", 0) + counts.get("different", 0))
@@ -231,6 +247,8 @@ class VerifyKind(_Kind):
         else:
             part.derived.append((key_of(self.source, item), derived))
             part.add("source_checksum", checksum(derived))
+            if moved_from(self.source, item, derived):
+                part.add("moved")
         return False
         yield  # a generator: the destination is read per page, in end_page
 
@@ -243,44 +261,72 @@ class VerifyKind(_Kind):
             self.ctx, self.destination, unique, extra={"ConsistentRead": True}
         )
         found = {digest(key_of(self.destination, i)): i for i in read.items.values()}
-        with self.findings.lock:
-            self.findings.seen.update(digest(k) for k in keys)
         for (source_key, derived), key in zip(part.derived, keys, strict=True):
             there = found.get(digest(key))
-            if there is None:
-                part.add("missing")
-                part.note("missing", json_av(_plain(key)))
-            elif not same_item(there, derived):
-                part.add("different")
-                part.note("different", json_av(_plain(key)))
-            else:
-                part.add("matched")
             if there is not None:
                 part.add("destination_checksum", checksum(there))
-            if there is None or not same_item(there, derived):
-                with self.findings.lock:
-                    self.findings.differing.append(source_key)
+            outcome = (
+                "missing"
+                if there is None
+                else ("matched" if same_item(there, derived) else "different")
+            )
+            part.add(outcome)
+            if outcome != "matched":
+                _finding(part, outcome, source_key)
         part.derived.clear()
 
 
 class ExtraKind(_Kind):
-    """What the scan of the destination does: find items no source item derives."""
+    """What the scan of the destination does: find items no source item derives.
 
-    def __init__(self, destination: Table, findings: Findings) -> None:
+    Each destination item is looked for in the source (consistently, a page at a time) at the
+    source key it carries: it is accounted for when the source item there derives it. An item
+    whose derivation changed its source key is found in ``moved`` (the digests of such derived
+    keys) instead. The others are extra; their keys are kept in the unit's notes, up to
+    `FINDINGS`.
+    """
+
+    note_limit = FINDINGS
+
+    def __init__(
+        self, ctx: Context, source: Table, destination: Table, moved: frozenset[str]
+    ) -> None:
+        self.ctx = ctx
+        self.source = source
         self.destination = destination
-        self.findings = findings
+        self.moved = moved
+
+    def new_part(self) -> Part:
+        return Part(limit=FINDINGS)
 
     def changed(self, counts: Mapping[str, int]) -> int:
         return int(counts.get("extra", 0))
 
     def visit(self, part: Part, item: WireItem, recovered: dict[str, Any]) -> Operation[bool]:
         part.add("destination")
-        key = key_of(self.destination, item)
-        with self.findings.lock:
-            known = digest(key) in self.findings.seen
-            if not known:
-                self.findings.extra.append(key)
-        if not known:
+        part.derived.append((key_of(self.source, item), key_of(self.destination, item)))
+        return False
+        yield  # a generator: the source is read per page, in end_page
+
+    def end_page(self, part: Part) -> Operation[None]:
+        if not part.derived:
+            return
+        width = len(_primary(self.source))
+        carried = {digest(k): k for k, _ in part.derived if len(k) == width}
+        found: dict[str, WireItem] = {}
+        if carried:
+            read = yield from read_keys(
+                self.ctx, self.source, list(carried.values()), extra={"ConsistentRead": True}
+            )
+            found = {digest(key_of(self.source, i)): i for i in read.items.values()}
+        for source_key, key in part.derived:
+            name = digest(key)
+            item = found.get(digest(source_key))
+            derived = derive_item(self.destination, item).item if item is not None else None
+            if derived is not None and digest(key_of(self.destination, derived)) == name:
+                continue
+            if name in self.moved:
+                continue
             part.add("extra")
-        return not known
-        yield  # a generator: nothing to send
+            _finding(part, "extra", key)
+        part.derived.clear()

@@ -7,12 +7,15 @@ from typing import Any
 import pytest
 
 from lsiorm import Entity, Table
+from lsiorm._ops.ledger import JobRecord
 from lsiorm._ops.migration_plan import (
     RETENTION_WARNING,
     MigrationPlan,
     MigrationReport,
+    MigrationState,
     VerifyReport,
     estimate_copy_seconds,
+    migration_summary,
     plan_migration,
 )
 from lsiorm._ops.table_copy import Derived, derive_item
@@ -141,3 +144,35 @@ def test_a_report_is_ready_with_no_lag_and_a_clean_verification() -> None:
     assert "missing: {'PK': 'x'}" in str(report)
     assert "1 too large to apply" in str(report)
     assert not MigrationReport("Old", "New", "copy", "m1", verify=clean).ready
+
+
+def _run(kind: str, state: str, **fields: Any) -> JobRecord:
+    declaration = {"kind": kind, "migration": "m1", **fields.pop("declaration", {})}
+    return JobRecord(f"{kind}-1", kind, state, declaration, "f", 100.0, 150.0, 4, **fields)
+
+
+def test_lsiorm_jobs_shows_the_copy_the_lag_and_the_verification_in_progress() -> None:
+    state = MigrationState("m1", {"source": "Old", "destination": "New"}, phase="catch-up")
+    state.applied, state.skipped, state.lag, state.caught_up_at = 40, 2, [12, 3.5], 190.0
+    state.verifying = {"epoch": 2, "start": {}, "jobs": {}}
+    runs = [
+        _run("migrate-verify", "running", units_done=1, declaration={"epoch": 2}),
+        _run("migrate-verify", "done", units_done=4, declaration={"epoch": 1}),
+        _run("migrate-copy", "paused", units_done=1, items=500, changed=480),
+        _run("backfill", "done", units_done=4, declaration={"migration": None}),
+    ]
+    assert migration_summary(state, runs, 200.0).splitlines() == [
+        "migration m1  'Old' -> 'New': catch-up",
+        "  copy: run migrate-copy-1 paused, units 1/4, 500 items read, 480 copied, 10 items/s, "
+        "ETA 150 s",
+        "  catch-up: 40 changes applied, 2 skipped; lag 12 records, 3.5 s behind "
+        "(measured 10 s ago)",
+        "  verify: in progress (migrate-verify units 1/4)",
+    ]
+    state.verifying = None
+    state.verify = {"clean": False, "source": 9, "missing": 1, "different": 0, "extra": 2}
+    assert migration_summary(state, [], 200.0).splitlines()[1:] == [
+        "  catch-up: 40 changes applied, 2 skipped; lag 12 records, 3.5 s behind "
+        "(measured 10 s ago)",
+        "  verify: DIFFERENCES: 9 source items, 1 missing, 0 different, 2 extra",
+    ]
