@@ -22,9 +22,10 @@ from botocore.config import Config
 from botocore.endpoint import convert_to_response_dict
 from botocore.exceptions import ConnectionError as BotocoreConnectionError
 from botocore.httpsession import URLLib3Session, get_cert_path
+from moto import mock_aws
 from urllib3 import exceptions as ux
 
-from lsiorm import AsyncSession, RetryPolicy, Session
+from lsiorm import AsyncSession, RetryPolicy, Session, query
 from lsiorm._io import direct_send, lean
 from lsiorm.errors import TransportError
 from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer
@@ -388,3 +389,29 @@ def test_the_session_types_a_refused_connection_alike(
             s.get(doc, group="g", n=1)
     assert caught.value.code == "EndpointConnectionError"
     assert isinstance(caught.value.__cause__, BotocoreConnectionError)
+
+
+# -- moto's mock_aws -----------------------------------------------------------------------------
+
+
+def test_mock_aws_started_after_the_session_sees_every_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the direct send was used while moto's mock_aws was on")
+
+    monkeypatch.setattr(direct_send.DirectSend, "send", refuse)
+    table, item = declare_grouped("mocked")
+    with Session(region_name="us-east-1") as session:  # AWS itself, were the mock not seen
+        lane = getattr(session.driver, "inner", session.driver).lane
+        assert lane.direct is not None
+        with mock_aws():
+            session.create_table(table)
+            session.put(item(group="g", n=1))
+            session.batch_write([item(group="g", n=n) for n in range(2, 6)])
+            assert session.get(item, group="g", n=1) == item(group="g", n=1)
+            assert len(session.all(query(item).where(group="g"))) == 5
+            raw = boto3.client("dynamodb", region_name="us-east-1")
+            assert raw.scan(TableName=table.name)["Count"] == 5
+        assert (lane.sent, lane.sent_direct) == (0, 0)
+        assert lane.declined >= 4
