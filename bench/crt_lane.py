@@ -5,10 +5,14 @@ outside the project's venv: with awscrt importable botocore signs with it too, w
 change every other measurement). It starts DynamoDB Local, writes one order and a partition of
 1,000, and sends the same GetItem, PutItem and 1,000-item Query (one page) three ways:
 
-* ``lean lane``: lsiorm's lane as it is (orjson body, lsiorm's SigV4 signer, botocore's
-  urllib3 pool; `lsiorm._io.lean`);
+* ``lean lane``: lsiorm's lane as it is (orjson body, lsiorm's SigV4 signer, handed to
+  botocore's urllib3 pool by its direct send; `lsiorm._io.lean`, `lsiorm._io.direct_send`);
+* ``lean lane, botocore's send``: the same lane with its direct send off, as it was before it
+  had one (the request goes through botocore's ``URLLib3Session.send``);
 * ``awscrt``: the same body bytes, signed by awscrt's SigV4 signer (``awscrt.auth``) and sent
   on an awscrt HTTP/1.1 connection (``awscrt.http``);
+* ``urllib3``: the lean lane's body and signer, sent on a plain urllib3 pool of its own (no
+  botocore at all: what the direct send can at best come to);
 * ``awscrt HTTP, lsiorm's signer``: the same headers signed as the lean lane signs them, sent
   on the awscrt connection, which tells signing and transport apart.
 
@@ -16,7 +20,8 @@ Every way's response bytes go through the same checks (``x-amz-crc32``), the sam
 parser and the same generated decoder, and every way must read the same items. Client CPU per
 call is this process's CPU time (every thread, awscrt's event loop included); wall time per
 call is taken in the same interleaved rounds. ``--callgrind`` counts instructions per call
-instead, under valgrind, which repeats on a loaded machine.
+instead, under valgrind, which repeats on a loaded machine. ``--ways lean,botocore-send``
+measures only those ways (without awscrt installed).
 """
 
 from __future__ import annotations
@@ -164,20 +169,24 @@ class Urllib3Lane(CrtLane):
 
 
 class Ways:
-    """The three ways of sending, and the parse and decode all three share."""
+    """The ways of sending, and the parse and decode they share."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, ways: list[str]) -> None:
         self.session = Session(endpoint_url=url, region_name=REGION)
         client = self.session.client
         fastjson.install(client)
         lane = lean.lean_lane_for(client)
         fast = fastjson.fast_path_of(client)
-        if lane is None or fast is None:
-            raise RuntimeError("the lean lane or the fast JSON path is off for this client")
-        self.lane, self.fast = lane, fast
-        self.crt = CrtLane(url, client, crt_signing=True)
-        self.crt_http = CrtLane(url, client, crt_signing=False)
-        self.urllib3 = Urllib3Lane(url, client)
+        if lane is None or fast is None or lane.direct is None:
+            raise RuntimeError("the lean lane, its direct send or the fast JSON path is off")
+        self.lanes = {"lean": lane, "botocore-send": lean.LeanLane(client, direct=False)}
+        self.fast = fast
+        makers = {
+            "crt": lambda: CrtLane(url, client, crt_signing=True),
+            "crt-http": lambda: CrtLane(url, client, crt_signing=False),
+            "urllib3": lambda: Urllib3Lane(url, client),
+        }
+        self.others: dict[str, Any] = {w: makers[w]() for w in ways if w in makers}
 
     def parsed(self, operation: str, response: dict[str, Any]) -> dict[str, Any]:
         """What the lean lane makes of a 2xx response: the orjson parse, as it runs it."""
@@ -191,24 +200,24 @@ class Ways:
 
     def call(self, way: str, operation: str, params: Any) -> dict[str, Any]:
         """One request the given way, parsed."""
-        if way == "lean":
-            found = self.lane.send(operation, params)
+        lane = self.lanes.get(way)
+        if lane is not None:
+            found = lane.send(operation, params)
             if found is None:
                 raise RuntimeError("the lean lane declined")
             return found
-        other = {"crt": self.crt, "crt-http": self.crt_http, "urllib3": self.urllib3}[way]
-        return self.parsed(operation, other.exchange(operation, params))
+        return self.parsed(operation, self.others[way].exchange(operation, params))
 
     def close(self) -> None:
         """Close every connection."""
-        self.crt.close()
-        self.crt_http.close()
-        self.urllib3.close()
+        for other in self.others.values():
+            other.close()
         self.session.close()
 
 
 WAYS = {
-    "lean": "lean lane (botocore urllib3 + lsiorm's SigV4)",
+    "lean": "lean lane (direct send to botocore's urllib3 pool)",
+    "botocore-send": "lean lane, botocore's URLLib3Session.send",
     "crt": "awscrt HTTP + awscrt SigV4",
     "crt-http": "awscrt HTTP + lsiorm's SigV4",
     "urllib3": "urllib3 pool directly + lsiorm's SigV4",
@@ -240,8 +249,8 @@ def workloads(ways: Ways, entity: Order, partition: str) -> dict[str, Any]:
     return {"GetItem": get, "PutItem": put, f"Query of {QUERY_SIZE}": query_page}
 
 
-def _prepare(url: str) -> tuple[Ways, dict[str, Any], list[Order]]:
-    ways = Ways(url)
+def _prepare(url: str, chosen: list[str]) -> tuple[Ways, dict[str, Any], list[Order]]:
+    ways = Ways(url, chosen)
     session = ways.session
     if LSIORM_TABLE not in session.client.list_tables()["TableNames"]:
         session.create_table(orders)
@@ -249,7 +258,7 @@ def _prepare(url: str) -> tuple[Ways, dict[str, Any], list[Order]]:
     page = lsiorm_entities(rows(QUERY_SIZE, prefix="q"))
     session.run(lsiorm_batch.batch_write(session.ctx, puts=[single, *page]))
     calls = workloads(ways, single, f"CUST#{page[0].customer}")
-    for way in WAYS:  # every way reads the same items
+    for way in chosen:  # every way reads the same items
         if calls["GetItem"](way) != single or calls[f"Query of {QUERY_SIZE}"](way) != page:
             raise AssertionError(f"{way} read other items than were written")
         calls["PutItem"](way)
@@ -261,17 +270,15 @@ def _calls(name: str, calls: int) -> int:
     return max(1, calls // 20) if name.startswith("Query") else calls
 
 
-def timed(url: str, rounds: int, calls_per_sample: int) -> None:
+def timed(url: str, rounds: int, calls_per_sample: int, chosen: list[str]) -> None:
     """Client CPU and wall time per call, every way interleaved in each round."""
-    ways, calls, _ = _prepare(url)
+    ways, calls, _ = _prepare(url, chosen)
     print(f"load average before: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     try:
         for name, call in calls.items():
             repeat = _calls(name, calls_per_sample)
             for clock, what in ((CPU, "client CPU"), (WALL, "wall")):
-                variants = [
-                    Variant(label, lambda _, w=way, c=call: c(w)) for way, label in WAYS.items()
-                ]
+                variants = [Variant(WAYS[way], lambda _, w=way, c=call: c(w)) for way in chosen]
                 measure(variants, rounds=rounds, warmup=1, repeat=repeat, clock=clock)
                 base = variants[0].median
                 print(f"\n{name}: {what} per call (median of {rounds} rounds of {repeat} calls)")
@@ -285,7 +292,7 @@ def timed(url: str, rounds: int, calls_per_sample: int) -> None:
 #: What a process under valgrind runs: ``calls`` calls of each workload, one way, with a
 #: marker (``time.tzset``, whose C function nothing else here calls) before each block.
 def _count(url: str, way: str, calls: int) -> None:
-    ways, workload_calls, _ = _prepare(url)
+    ways, workload_calls, _ = _prepare(url, [way])
     for name, call in workload_calls.items():
         time.tzset()
         for _ in range(_calls(name, calls)):
@@ -294,13 +301,14 @@ def _count(url: str, way: str, calls: int) -> None:
     ways.close()
 
 
-def callgrind(url: str, calls: int) -> None:
+def callgrind(url: str, calls: int, chosen: list[str]) -> None:
     """Instructions per call of each way, counted by callgrind between markers."""
     import re
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="lsiorm-crt-") as folder:
-        for way, label in WAYS.items():
+        for way in chosen:
+            label = WAYS[way]
             out = Path(folder) / f"{way}.out"
             done = subprocess.run(
                 [
@@ -340,8 +348,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--calls", type=int, default=40, help="calls per sample")
     parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument(
+        "--ways", default=",".join(WAYS), help=f"the ways to measure (of {', '.join(WAYS)})"
+    )
     parser.add_argument("--count", choices=list(WAYS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    chosen = [way.strip() for way in args.ways.split(",")]
+    if not chosen or any(way not in WAYS for way in chosen):
+        parser.error(f"--ways takes some of {', '.join(WAYS)}")
     for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
         os.environ.setdefault(name, value)
     if args.count:
@@ -350,9 +364,9 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         url = args.url or stack.enter_context(DynamoDBLocal()).endpoint_url
         if args.callgrind:
-            callgrind(url, args.calls)
+            callgrind(url, args.calls, chosen)
         else:
-            timed(url, args.rounds, args.calls)
+            timed(url, args.rounds, args.calls, chosen)
     return 0
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -14,49 +12,19 @@ import pytest
 from lsiorm import AsyncSession, Entity, Session, Table, query
 from lsiorm._io import lean
 from lsiorm._ops.steps import Call
-from lsiorm.errors import ConditionFailedError, LsiormError
+from lsiorm.errors import ConditionFailedError
+from support.lanes import Notes, normal, recorded
 from support.models import declare_scored_doc
-
-
-def _comparable(response: Any) -> Any:
-    # ResponseMetadata carries request ids, dates and the like, which differ run to run.
-    if isinstance(response, dict):
-        return {k: v for k, v in response.items() if k != "ResponseMetadata"}
-    return response
-
-
-class Notes:
-    """Each request a driver sent and what came back: a response, or an error's type and text."""
-
-    def __init__(self) -> None:
-        self.seen: list[Any] = []
-
-    @contextmanager
-    def of(self, call: Call) -> Iterator[Callable[[dict[str, Any]], dict[str, Any]]]:
-        """Note ``call``'s error if one is raised; yield what notes and returns its response."""
-
-        def answered(response: dict[str, Any]) -> dict[str, Any]:
-            self.seen.append((call.operation, call.params, _comparable(response)))
-            return response
-
-        try:
-            yield answered
-        except LsiormError as exc:
-            self.seen.append((call.operation, call.params, type(exc).__name__, exc.code, str(exc)))
-            raise
 
 
 def run_scenario(session: Session, table: Table, doc: type[Entity]) -> list[Any]:
     """Run every data-plane operation and return each request and what came back."""
-    notes = Notes()
-    driver = getattr(session.driver, "inner", session.driver)  # under the capacity meter
-    send = driver.send
+    with recorded(session) as notes:
+        _scenario(session, doc)
+    return notes.seen
 
-    def recording(call: Call) -> dict[str, Any]:
-        with notes.of(call) as answered:
-            return answered(send(call))
 
-    driver.send = recording  # type: ignore[method-assign]
+def _scenario(session: Session, doc: type[Entity]) -> None:
     docs = [
         doc(  # type: ignore[call-arg]
             owner=f"o{i % 2}",
@@ -86,8 +54,6 @@ def run_scenario(session: Session, table: Table, doc: type[Entity]) -> list[Any]
     assert all(d.score == 3 for d in by_score)  # type: ignore[attr-defined]
     session.delete(doc, owner="o0", n=2)
     session.batch_write(puts=docs[30:], deletes=[(doc, {"owner": "o0", "n": 4})])
-    driver.send = send  # type: ignore[method-assign]
-    return notes.seen
 
 
 @pytest.fixture
@@ -119,10 +85,7 @@ def test_both_lanes_send_the_same_requests_and_get_the_same_results(
     names = [t.name for _, t, _ in fresh_tables]
     # The chunks of one batch are sent concurrently and may be recorded in any order: compare
     # the requests and results as a multiset.
-    plain, lean_run = (
-        sorted(json.dumps(x, default=repr, sort_keys=True).replace(n, "T") for x in r)
-        for r, n in zip(runs, names, strict=True)
-    )
+    plain, lean_run = (normal(r, n) for r, n in zip(runs, names, strict=True))
     assert lean_run == plain
 
 
@@ -207,9 +170,5 @@ async def test_both_async_lanes_send_the_same_requests_and_get_the_same_results(
                     assert lane is None
             finally:
                 await session.delete_table(table)
-
-    def normal(run: list[Any], name: str) -> Any:
-        # Concurrent chunks may finish in any order: compare the requests as a multiset.
-        return sorted(json.dumps(r, default=repr, sort_keys=True).replace(name, "T") for r in run)
 
     assert normal(runs[1], names[1]) == normal(runs[0], names[0])

@@ -13,7 +13,9 @@ parameter validation, its serializer and its event machinery only cost time (abo
   region and its signing name;
 * it goes out through the client's own HTTP session (botocore's urllib3 pool, or
   aiobotocore's aiohttp one: their proxies, timeouts, TLS settings and pool size), to the
-  client's endpoint, with its user agent;
+  client's endpoint, with its user agent; a sync client's request is handed to that pool
+  directly (`lsiorm._io.direct_send`) unless it goes through a proxy or botocore's send was
+  replaced;
 * the response is checked (HTTP status, ``x-amz-crc32``, its content encoding: see
   `lsiorm._io.integrity`) and parsed by orjson through
   `lsiorm._io.fastjson` (B and BS values base64-decoded), or by botocore's own parser when
@@ -39,7 +41,8 @@ requests; otherwise the request goes to botocore as before (see `LeanLane.usable
   other than SigV4;
 * an operation outside `OPERATIONS`, or parameters orjson cannot write.
 
-``LSIORM_LEAN=0`` in the environment, or ``Session(lean=False)``, turns the lane off.
+``LSIORM_LEAN=0`` in the environment, or ``Session(lean=False)``, turns the lane off;
+``LSIORM_DIRECT_SEND=0`` keeps it on botocore's ``URLLib3Session.send``.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ from typing import Any, Final
 
 import orjson
 
-from lsiorm._io import fastjson, integrity
+from lsiorm._io import direct_send, fastjson, integrity
 from lsiorm._io.api_call_wrappers import ApiCallWatch
 
 __all__ = ["DISABLE_ENV", "OPERATIONS", "AsyncLeanLane", "LeanLane", "SigV4Signer", "lean_lane_for"]
@@ -254,7 +257,7 @@ def _utc_now() -> _dt.datetime:
 class LeanLane:
     """Sends lsiorm's data-plane requests for one botocore DynamoDB client (see the module)."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, *, direct: bool = True) -> None:
         from botocore.awsrequest import AWSPreparedRequest
         from botocore.endpoint import convert_to_response_dict
 
@@ -278,8 +281,12 @@ class LeanLane:
         self._seen: object = None
         self._verdicts: dict[str, bool] = {}
         self._api_call = ApiCallWatch(client)
-        #: How many requests took the lane, and how many went to botocore instead.
+        #: The direct send to the client's urllib3 pool (None: botocore's send sends).
+        self.direct = direct_send.direct_send_for(self._http, self._url) if direct else None
+        #: How many requests took the lane, how many of those the direct send sent, and how
+        #: many went to botocore instead.
         self.sent = 0
+        self.sent_direct = 0
         self.declined = 0
         self._count = threading.Lock()  # requests may come from several threads
 
@@ -327,10 +334,18 @@ class LeanLane:
         if getattr(credentials, "account_id", None):
             self._decline()  # botocore would pick an account-based endpoint
             return None
-        http_response = self._http.send(self._signed(operation, body, credentials))
-        self._count_sent()
+        headers = self._signed_headers(operation, body, credentials)
+        direct = self.direct
         operation_model = self._service.operation_model(operation)
-        response = self._to_response_dict(http_response, operation_model)
+        if direct is not None and direct.usable():
+            response = direct.send(headers, body, operation)
+            self._count_sent(direct=True)
+        else:
+            http_response = self._http.send(
+                self._request("POST", self._url, headers, body, stream_output=False)
+            )
+            self._count_sent()
+            response = self._to_response_dict(http_response, operation_model)
         response["body"] = integrity.verified_body(response["headers"], response["body"])
         parsed = self._parsed_success(operation, response)
         if parsed is not None:
@@ -342,9 +357,10 @@ class LeanLane:
                 parsed.update(self._parser.parse(response, error_shape))
         return self._final(operation, response, parsed)
 
-    def _count_sent(self) -> None:
+    def _count_sent(self, *, direct: bool = False) -> None:
         with self._count:
             self.sent += 1
+            self.sent_direct += direct
 
     def _decline(self) -> None:
         with self._count:
@@ -361,6 +377,10 @@ class LeanLane:
             return None
 
     def _signed(self, operation: str, body: bytes, credentials: Any) -> Any:
+        headers = self._signed_headers(operation, body, credentials)
+        return self._request("POST", self._url, headers, body, stream_output=False)
+
+    def _signed_headers(self, operation: str, body: bytes, credentials: Any) -> dict[str, str]:
         headers = {
             "X-Amz-Target": _TARGET_PREFIX + operation,
             "Content-Type": _CONTENT_TYPE,
@@ -372,7 +392,7 @@ class LeanLane:
         self._sigv4.sign(headers, body, credentials, _utc_now())
         # What AWSRequest.prepare() gives for a bytes body: the same headers and Content-Length.
         headers["Content-Length"] = str(len(body))
-        return self._request("POST", self._url, headers, body, stream_output=False)
+        return headers
 
     def _parsed_success(self, operation: str, response: dict[str, Any]) -> dict[str, Any] | None:
         """Parse a 2xx response (its body verified) the fast way; None for the slow way."""
@@ -401,7 +421,7 @@ class AsyncLeanLane(LeanLane):
     """The lean lane of an aiobotocore client: the same requests, awaited on its aiohttp pool."""
 
     def __init__(self, client: Any) -> None:
-        super().__init__(client)
+        super().__init__(client, direct=False)  # aiobotocore's aiohttp session sends
         from aiobotocore.endpoint import convert_to_response_dict
 
         self._to_async_response_dict = convert_to_response_dict
