@@ -8,7 +8,6 @@ request is retried by exactly one loop.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
@@ -22,7 +21,7 @@ from lsiorm._query.cursor import cursor_key
 from lsiorm._requests.limits import check_request
 from lsiorm.errors import DynamoError
 
-__all__ = ["Context", "Route", "call", "retried", "send_once"]
+__all__ = ["Context", "Route", "call", "send_once"]
 
 T = TypeVar("T")
 
@@ -127,65 +126,12 @@ def call(
     (one that is not retryable ends the retries). ``effect``: see `send_once`.
     """
     return (
-        yield from retried(
+        yield from run_with_retries(
             ctx.retry,
             lambda: send_once(
                 ctx, operation, params, tables, on_error=on_error, built=built, effect=effect
             ),
             retry_if=retry_if,
             what=operation,
-        )
-    )
-
-
-def retried(
-    policy: RetryPolicy,
-    attempt: Callable[[], Operation[T]],
-    *,
-    retry_if: Callable[[BaseException], bool] = is_retryable,
-    retry_result: Callable[[T], bool] | None = None,
-    what: str = "request",
-) -> Operation[T]:
-    """`run_with_retries`, with the first attempt made before it.
-
-    Most requests succeed at once, and setting up the policy's retry loop costs more than
-    sending a request through the lean lane takes of CPU; so the first attempt runs on its
-    own. Only when it fails with an error ``retry_if`` accepts, or gives a result
-    ``retry_result`` wants retried, does the loop start: its first attempt hands back that
-    same outcome (no request is sent again), and its time bound is shortened by the time the
-    first attempt took. So attempts, sleeps, errors and results are those of the loop alone.
-    """
-    started = time.monotonic()
-    first_error: DynamoError | None = None
-    first: Any = None
-    try:
-        first = yield from attempt()
-    except DynamoError as exc:
-        if not retry_if(exc):
-            raise
-        first_error = exc
-    else:
-        if retry_result is None or not retry_result(first):
-            return first  # type: ignore[no-any-return]
-    replayed = False
-
-    def again() -> Operation[T]:
-        nonlocal replayed
-        if replayed:
-            return (yield from attempt())
-        replayed = True
-        if first_error is not None:
-            raise first_error
-        result: T = first
-        return result
-
-    elapsed = time.monotonic() - started
-    return (
-        yield from run_with_retries(
-            replace(policy, max_delay=policy.max_delay - elapsed),
-            again,
-            retry_if=retry_if,
-            retry_result=retry_result,
-            what=what,
         )
     )
