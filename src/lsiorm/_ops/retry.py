@@ -27,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from lsiorm._ops.steps import Call, Done, Operation, RetryNote, Sleep, advance
-from lsiorm.errors import DynamoError, LsiormError
+from lsiorm._ops.steps import Call, Operation, RetryNote, Sleep, relayed
+from lsiorm.errors import DynamoError
 
 if TYPE_CHECKING:
     import tenacity
@@ -190,18 +190,6 @@ def _log_retry(what: str, note: RetryNote, max_attempts: int) -> None:
 
 def noted(op: Operation[T], note: RetryNote) -> Operation[T]:
     """Run ``op`` with each request it sends marked as the retry ``note`` describes."""
-    try:
-        step = advance(op)
-        while not isinstance(step, Done):
-            if isinstance(step, Call):
-                step = dataclasses.replace(step, retry=note)
-            try:
-                result = yield step
-            except LsiormError as exc:
-                step = advance(op, error=exc)
-                continue
-            step = advance(op, result)
-        value: T = step.value
-        return value
-    finally:
-        op.close()
+    return relayed(
+        op, lambda step: dataclasses.replace(step, retry=note) if isinstance(step, Call) else step
+    )
