@@ -46,7 +46,7 @@ from lsiorm._ops.dual_plan import (
 from lsiorm._ops.job_options import JobOptions
 from lsiorm._ops.migration import job_ledger, open_migration
 from lsiorm._ops.naming import from_wire, to_wire
-from lsiorm._ops.pipeline import Context, send_once
+from lsiorm._ops.pipeline import Context, RoutedRequest, send_once
 from lsiorm._ops.resumable import key_of
 from lsiorm._ops.steps import Operation, Sleep
 from lsiorm._ops.unchanged import watched_attributes
@@ -108,17 +108,8 @@ class DualWrites:
 
     # -- the route -------------------------------------------------------------------------------
 
-    def __call__(
-        self,
-        ctx: Context,
-        operation: str,
-        params: dict[str, Any],
-        tables: tuple[Table, ...],
-        on_error: Callable[[DynamoError], None] | None,
-        built: bool,
-        effect: tuple[Any, ...] | None,
-    ) -> Operation[dict[str, Any]]:
-        sent = _Sent(ctx, operation, params, tables, on_error, built, effect)
+    def __call__(self, sent: RoutedRequest) -> Operation[dict[str, Any]]:
+        operation, params = sent.operation, sent.params
         if not self._names_table(params):
             return (yield from sent.as_given())
         single = operation in ("PutItem", "DeleteItem", "UpdateItem")
@@ -147,7 +138,7 @@ class DualWrites:
         mine = tuple(self.source_table if t.name == self.table.name else t for t in tables)
         return (*mine, self.table) if both else mine
 
-    def _to_source(self, sent: _Sent, params: dict[str, Any]) -> Operation[dict[str, Any]]:
+    def _to_source(self, sent: RoutedRequest, params: dict[str, Any]) -> Operation[dict[str, Any]]:
         """Send ``params`` (the request's, or a variant) to the source table in place of the
         declared one."""
 
@@ -166,7 +157,7 @@ class DualWrites:
         return from_wire(sent.operation, response, names)
 
     def _fall_back(
-        self, sent: _Sent, reason: str, params: dict[str, Any] | None = None
+        self, sent: RoutedRequest, reason: str, params: dict[str, Any] | None = None
     ) -> Operation[dict[str, Any]]:
         """Send the request to the source alone, and say so."""
         with self._lock:
@@ -180,7 +171,7 @@ class DualWrites:
             self.mirrored += 1
         return answer
 
-    def _send(self, sent: _Sent, mirrored: Mirrored) -> Operation[dict[str, Any]]:
+    def _send(self, sent: RoutedRequest, mirrored: Mirrored) -> Operation[dict[str, Any]]:
         """Send a dual transaction (once: the retry loop around the original request is the
         one loop). A cancellation is not shown to ``on_error``: what it means for the original
         request is decided here."""
@@ -199,7 +190,7 @@ class DualWrites:
 
     def _mirror(
         self,
-        sent: _Sent,
+        sent: RoutedRequest,
         plan: Callable[[], Operation[Mirrored | str]],
         cancelled: Callable[[TransactionCanceledError, Mirrored], str],
     ) -> Operation[dict[str, Any] | str]:
@@ -229,7 +220,7 @@ class DualWrites:
 
     # -- one item --------------------------------------------------------------------------------
 
-    def _single(self, sent: _Sent) -> Operation[dict[str, Any]]:
+    def _single(self, sent: RoutedRequest) -> Operation[dict[str, Any]]:
         operation, params = sent.operation, sent.params
         read = needs_read(operation, params)
         effect = sent.effect
@@ -264,7 +255,7 @@ class DualWrites:
 
     # -- transactions and batches ----------------------------------------------------------------
 
-    def _transaction(self, sent: _Sent) -> Operation[dict[str, Any]]:
+    def _transaction(self, sent: RoutedRequest) -> Operation[dict[str, Any]]:
         def plan() -> Operation[Mirrored | str]:
             return plan_transaction(self.plan, sent.params)
             yield  # a generator, as the single write's plan (it reads first)
@@ -287,7 +278,7 @@ class DualWrites:
             alone["ClientRequestToken"] = hashlib.sha256(mark).hexdigest()[:32]
         return (yield from self._fall_back(sent, answer, alone))
 
-    def _batch(self, sent: _Sent) -> Operation[dict[str, Any]]:
+    def _batch(self, sent: RoutedRequest) -> Operation[dict[str, Any]]:
         mirrored = plan_batch(self.plan, sent.params)
         if isinstance(mirrored, str):
             return (yield from self._fall_back(sent, mirrored))
@@ -303,30 +294,6 @@ class DualWrites:
             return (yield from self._fall_back(sent, _refused(exc)))
         assert mirrored.answer is not None
         return self._done(mirrored.answer)
-
-
-@dataclass(frozen=True)
-class _Sent:
-    """One request handed to the route, as `send_once` was given it."""
-
-    ctx: Context
-    operation: str
-    params: dict[str, Any]
-    tables: tuple[Table, ...]
-    on_error: Callable[[DynamoError], None] | None
-    built: bool
-    effect: tuple[Any, ...] | None
-
-    def as_given(self) -> Operation[dict[str, Any]]:
-        """Send the request as it is."""
-        return send_once(
-            self.ctx,
-            self.operation,
-            self.params,
-            self.tables,
-            on_error=self.on_error,
-            built=self.built,
-        )
 
 
 def _cancelled(exc: TransactionCanceledError, mirrored: Mirrored, old: WireItem | None) -> str:

@@ -21,26 +21,42 @@ from lsiorm._query.cursor import cursor_key
 from lsiorm._requests.limits import check_request
 from lsiorm.errors import DynamoError
 
-__all__ = ["Context", "Route", "call", "send_once"]
+__all__ = ["Context", "Route", "RoutedRequest", "call", "send_once"]
 
 T = TypeVar("T")
 
 
 class Route(Protocol):
     """What sends a session's requests instead of sending them as given (the dual writes of a
-    table migration, `lsiorm._ops.dual_writes`): it is handed the context without itself, and
-    sends what it decides through `send_once`."""
+    table migration, `lsiorm._ops.dual_writes`): it is handed each request, with the context
+    without itself, and sends what it decides through `send_once`."""
 
-    def __call__(
-        self,
-        ctx: Context,
-        operation: str,
-        params: dict[str, Any],
-        tables: tuple[Table, ...],
-        on_error: Callable[[DynamoError], None] | None,
-        built: bool,
-        effect: tuple[Any, ...] | None,
-    ) -> Operation[dict[str, Any]]: ...
+    def __call__(self, sent: RoutedRequest) -> Operation[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class RoutedRequest:
+    """One request handed to a route, as `send_once` was given it (the context without the
+    route)."""
+
+    ctx: Context
+    operation: str
+    params: dict[str, Any]
+    tables: tuple[Table, ...]
+    on_error: Callable[[DynamoError], None] | None
+    built: bool
+    effect: tuple[Any, ...] | None
+
+    def as_given(self) -> Operation[dict[str, Any]]:
+        """Send the request as it is."""
+        return send_once(
+            self.ctx,
+            self.operation,
+            self.params,
+            self.tables,
+            on_error=self.on_error,
+            built=self.built,
+        )
 
 
 @dataclass(frozen=True)
@@ -86,7 +102,8 @@ def send_once(
     """
     if ctx.route is not None:
         unrouted = replace(ctx, route=None)
-        return (yield from ctx.route(unrouted, operation, params, tables, on_error, built, effect))
+        sent = RoutedRequest(unrouted, operation, params, tables, on_error, built, effect)
+        return (yield from ctx.route(sent))
     check_request(operation, params)
     request = HookRequest(operation, dict(params), tables)
     apply_before(ctx.hooks, request)
