@@ -13,24 +13,15 @@ from lsiorm import Session, ledger_table
 from lsiorm._ops.ledger import JobLedger, LeaseLost, LedgerLocation
 from lsiorm._ops.units import ScanUnit
 from lsiorm.testing import FaultInjector
+from support.fakes import Clock
 
 UNITS = [ScanUnit(n, 3) for n in range(3)]
-
-
-class Clock:
-    """Wall-clock seconds that only move when a test moves them."""
-
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
 def ledgers(session: Session, table_name: str) -> Iterator[tuple[Any, Clock]]:
     session.create_table(ledger_table(table_name))
-    clock = Clock()
+    clock = Clock(1_700_000_000.0)
     location = LedgerLocation(table_name, "PK", "SK")
 
     def worker() -> JobLedger:

@@ -1,7 +1,8 @@
 """Stand-ins for botocore's DynamoDB client: answers from a script, every call recorded.
 
 The drivers call a client's methods by botocore's names (``put_item``, ``batch_write_item``);
-these fakes answer any of them, recording the operation by its API name (``PutItem``).
+these fakes answer any of them, recording the operation by its API name (``PutItem``). `Clock`
+stands in for a time source.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ import asyncio
 import copy
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
     "AsyncScriptedClient",
+    "Clock",
     "ScriptedClient",
     "answering",
     "client_error",
@@ -23,6 +26,16 @@ __all__ = [
 # Captured at import: a test may replace asyncio.sleep to record the driver's own sleeps.
 _REAL_SLEEP = asyncio.sleep
 _UNSCRIPTED = object()
+
+
+@dataclass
+class Clock:
+    """Seconds that move only when a test (or a fake sleep) moves them."""
+
+    now: float = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def client_error(code: str, status: int = 400, operation: str = "PutItem") -> Any:

@@ -12,21 +12,12 @@ from lsiorm._ops.pipeline import Context
 from lsiorm._ops.resumable import DONE, Position, WireItem
 from lsiorm._ops.steps import Done, Gather, Operation, Sleep, advance
 from lsiorm._ops.units import Unit
+from support.fakes import Clock
 
 ITEMS_PER_UNIT = 4
 
-
-START = 1000.0
-
-
-class Clock:
-    """Seconds that move only when the coordinator sleeps."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> float:
-        return self.now
+#: Where a fresh `Clock` starts.
+START = Clock().now
 
 
 def drive(op: Operation[Any], clock: Clock, *, steps: int = 10_000) -> Any:

@@ -26,6 +26,7 @@ __all__ = [
     "TYPES",
     "WRITES",
     "PageReads",
+    "ShopRecord",
     "SourceWriters",
     "assert_migrated",
     "declare_shop",
@@ -40,50 +41,25 @@ TYPES = ("Customer", "Order", "Product", "Review", "Ticket")
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
 
 
+class ShopRecord(Entity):
+    """What every type of the migrated shop carries (an abstract entity: no table)."""
+
+    group: int
+    n: int
+    title: str
+    status: str = "new"
+
+
 def declare_shop(name: str) -> tuple[Table, dict[str, type[Entity]]]:
-    """The destination: five reserved slots, five entity types; Order uses slot 1."""
+    """The destination: five reserved slots, the five `TYPES`; Order uses slot 1."""
     table = Table.with_reserved_lsi_slots(name, "PK", "SK")
-
-    class Customer(Entity, table=table, keys={"PK": "G#{group:03d}", "SK": "CUSTOMER#{n:06d}"}):
-        group: int
-        n: int
-        title: str
-        status: str = "new"
-
-    class Order(
-        Entity,
-        table=table,
-        keys={
-            "PK": "G#{group:03d}",
-            "SK": "ORDER#{n:06d}",
-            "LSI1SK": "STATUS#{status}#{n:06d}",
-        },
-    ):
-        group: int
-        n: int
-        title: str
-        status: str = "new"
-
-    class Product(Entity, table=table, keys={"PK": "G#{group:03d}", "SK": "PRODUCT#{n:06d}"}):
-        group: int
-        n: int
-        title: str
-        status: str = "new"
-
-    class Review(Entity, table=table, keys={"PK": "G#{group:03d}", "SK": "REVIEW#{n:06d}"}):
-        group: int
-        n: int
-        title: str
-        status: str = "new"
-
-    class Ticket(Entity, table=table, keys={"PK": "G#{group:03d}", "SK": "TICKET#{n:06d}"}):
-        group: int
-        n: int
-        title: str
-        status: str = "new"
-
-    classes: list[type[Entity]] = [Customer, Order, Product, Review, Ticket]
-    return table, {cls.__name__: cls for cls in classes}
+    classes: dict[str, type[Entity]] = {}
+    for kind in TYPES:
+        keys = {"PK": "G#{group:03d}", "SK": kind.upper() + "#{n:06d}"}
+        if kind == "Order":
+            keys["LSI1SK"] = "STATUS#{status}#{n:06d}"
+        classes[kind] = type(kind, (ShopRecord,), {}, table=table, keys=keys)
+    return table, classes
 
 
 def _key(n: int) -> dict[str, Any]:

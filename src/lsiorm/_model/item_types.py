@@ -21,7 +21,7 @@ from lsiorm._model.entity_meta import EntityMeta, EntityModel, meta_of
 from lsiorm._model.schema import Table
 from lsiorm._model.template import KeyTemplate
 from lsiorm._model.wire import from_wire
-from lsiorm.errors import KeyEncodingError, ValidationError
+from lsiorm.errors import ValidationError
 
 __all__ = ["entity_class", "item_types", "named_type", "parses_keys", "untyped_entities"]
 
@@ -41,14 +41,7 @@ def _parses(tpl: KeyTemplate, av: Mapping[str, Any] | None) -> bool:
         return False
     if tpl.is_direct:
         return list(av) == [tpl.attribute_type]
-    text = av.get("S")
-    if not isinstance(text, str) or len(av) != 1:
-        return False
-    try:
-        tpl.parse(text)
-    except KeyEncodingError:
-        return False
-    return True
+    return len(av) == 1 and tpl.parses(av.get("S"))
 
 
 def parses_keys(

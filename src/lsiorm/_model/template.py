@@ -181,6 +181,16 @@ class KeyTemplate:
             seen += 1
         return "".join(parts)
 
+    def parses(self, value: object) -> bool:
+        """Whether ``value`` is key text this template renders (`parse` accepts it)."""
+        if not isinstance(value, str):
+            return False
+        try:
+            self.parse(value)
+        except KeyEncodingError:
+            return False
+        return True
+
     def parse(self, text: str) -> dict[str, Any]:
         """Decode a rendered key back into field values.
 

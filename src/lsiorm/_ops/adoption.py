@@ -8,7 +8,7 @@ from them. Only then do gets, queries and writes agree with what is stored. Item
 declaration claims, and items several untyped declarations claim, are counted apart, with
 examples and the reason.
 
-The scan is priced first like the key jobs' (`price_scan`), then read in parallel segments
+The scan is priced first like the key jobs' (`priced_scan`), then read in parallel segments
 (`tally_scan`), with the same progress reports; it only reads, so it keeps no ledger.
 """
 
@@ -28,7 +28,7 @@ from lsiorm._model.wire import WireItem, from_wire
 from lsiorm._ops.key_audit import check_item_keys
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.resumable import JobProgress, plain_key
-from lsiorm._ops.scans import ScanSpec, price_scan, target_of
+from lsiorm._ops.scans import priced_scan
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.tally_scan import ScanTally, scan_items
 from lsiorm.errors import KeyEncodingError, ValidationError
@@ -259,9 +259,8 @@ def adopt(
 
     The read is priced first (``report.estimate``); ``dry_run`` stops there. Read-only.
     """
-    entity, table = target_of(target)
-    spec = ScanSpec(table, entity, None, segments, page_size=page_size)
-    estimate, total = yield from price_scan(ctx, spec)
+    spec, estimate, total = yield from priced_scan(ctx, target, None, segments, page_size)
+    entity, table = spec.entity, spec.table
     report = AdoptionReport(table.name, estimate, dry_run=dry_run)
     if dry_run:
         return report

@@ -25,8 +25,8 @@ writing.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
@@ -52,7 +52,14 @@ from lsiorm._ops.unchanged import (
     watched_attributes,
     withdraw_copy,
 )
-from lsiorm._ops.write_tally import TallyingKind, WriteTally, failed_keys, written_estimate
+from lsiorm._ops.write_tally import (
+    TallyingKind,
+    WriteJobReport,
+    WriteTally,
+    closing_lines,
+    take_run,
+    written_estimate,
+)
 from lsiorm.errors import ConditionFailedError, TransactionCanceledError, ValidationError
 
 __all__ = [
@@ -61,7 +68,6 @@ __all__ = [
     "WriteBudget",
     "backfill",
     "backfill_declaration",
-    "backfill_report",
     "kind_factory",
 ]
 
@@ -80,38 +86,27 @@ class Attempts:
 
 
 @dataclass
-class BackfillReport:
+class BackfillReport(WriteJobReport):
     """What one run of a backfill did.
 
     ``rewritten`` items had stale keys and were rewritten in place, ``moved`` of them by a move
-    to a new primary key; ``current`` items needed nothing; ``retried`` counts rewrites skipped
-    because the item changed since it was read (each was re-read and tried again); ``gone``
-    items were deleted (or, during a re-keying, moved by a write) by someone else before they
-    could be rewritten; ``failed`` lists the
-    stored keys (and why) of items given up on. A ``dry_run`` writes nothing: ``rewritten``
-    then counts the items that would be rewritten and ``estimate`` prices them. Counts are those
-    of the run ``job``, across every worker and every resume: each item is counted once, an
-    item rewritten before a resume as rewritten, and an item this run moved to a key the scan
-    reaches later is not counted again when it is read there.
+    to a new primary key; ``current`` items needed nothing; ``gone`` items were deleted (or,
+    during a re-keying, moved by a write) by someone else before they could be rewritten. A
+    ``dry_run`` writes nothing: ``rewritten`` then counts the items that would be rewritten
+    and ``estimate`` prices them. Each item is counted once, an item rewritten before a resume
+    as rewritten, and an item this run moved to a key the scan reaches later is not counted
+    again when it is read there.
     """
 
     table: str
     entity: str
     read_estimate: ReadEstimate
     estimate: WriteEstimate
-    dry_run: bool = False
-    scanned: int = 0
     rewritten: int = 0
     moved: int = 0
     current: int = 0
-    retried: int = 0
-    gone: int = 0
     other: int = 0
-    failed: list[tuple[dict[str, Any], str]] = field(default_factory=list)
     units_spent: float = 0.0
-    elapsed: float = 0.0
-    job: str | None = None
-    resumed: bool = False
 
     @property
     def complete(self) -> bool:
@@ -132,25 +127,12 @@ class BackfillReport:
             f"  skipped because changed, and retried: {self.retried}",
             f"  deleted meanwhile: {self.gone}",
             f"  failed: {len(self.failed)}",
+            *closing_lines(self),
         ]
-        lines.extend(f"    {key}: {why}" for key, why in self.failed[:10])
-        if self.job is not None and not self.dry_run:
-            lines.append(f"  job: {self.job}")
         return "\n".join(lines)
 
 
 _COUNTERS = ("scanned", "rewritten", "moved", "current", "retried", "gone", "other")
-
-
-def backfill_report(
-    report: BackfillReport, counts: Mapping[str, int], notes: Iterable[Mapping[str, Any]]
-) -> BackfillReport:
-    """Fill ``report`` with a run's counts (added up over its units) and its units' notes."""
-    for name in _COUNTERS:
-        setattr(report, name, int(counts.get(name, 0)))
-    report.estimate = written_estimate(report.table, counts)
-    report.failed.extend(failed_keys(notes))
-    return report
 
 
 # -- the job --------------------------------------------------------------------------------
@@ -555,7 +537,7 @@ def backfill(
         read_estimate, total = yield from price_scan(ctx, spec)
         units, pages = options.units(spec), scan_pages(spec, skip=options.skip(table))
     report = BackfillReport(
-        table.name, meta.type_name, read_estimate, WriteEstimate(table.name, 0.0), dry_run
+        table.name, meta.type_name, read_estimate, WriteEstimate(table.name, 0.0), dry_run=dry_run
     )
     declaration = backfill_declaration(
         entity,
@@ -584,8 +566,7 @@ def backfill(
     )
     ledger = options.ledger_for(ctx, table, writes=not dry_run)
     record, resumed = yield from options.run(ctx, ledger, run, progress)
-    backfill_report(report, record.counts(), (u.notes for u in record.units))
-    report.job, report.resumed = record.id, resumed
-    report.elapsed = record.elapsed
+    counts = take_run(report, record, resumed, _COUNTERS)
+    report.estimate = written_estimate(table.name, counts)
     report.units_spent = report.estimate.total if not dry_run else 0.0
     return report

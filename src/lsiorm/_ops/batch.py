@@ -8,7 +8,7 @@ retry policy stops. The chunks run as one `Gather` step: one by one under the
 sync driver, concurrently (bounded) under the async one.
 
 A chunk has one retry budget. Its requests go through `lsiorm._ops.pipeline.send_once`
-(hooks, no retry), and one `retried` loop re-sends both a
+(hooks, no retry), and one `lsiorm._ops.retry.run_with_retries` loop re-sends both a
 failed request (throttling, 5xx, dropped connection) and a partly processed one. So a chunk never
 sends more than ``policy.max_attempts`` requests, instead of ``max_attempts`` squared with two
 nested loops. Query hydration reads base items through the same chunk runner (`read_keys`).
@@ -29,7 +29,8 @@ from lsiorm._model.capacity import ConsumedCapacity
 from lsiorm._model.entity import Entity, decode_stored
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
-from lsiorm._ops.pipeline import Context, retried, send_once
+from lsiorm._ops.pipeline import Context, send_once
+from lsiorm._ops.retry import run_with_retries
 from lsiorm._ops.steps import Gather, Operation
 from lsiorm._requests.batch import (
     MAX_BATCH_GET,
@@ -205,7 +206,7 @@ def _run_chunk(
         return outcome.left
 
     try:
-        yield from retried(ctx.retry, attempt, retry_result=bool, what=operation)
+        yield from run_with_retries(ctx.retry, attempt, retry_result=bool, what=operation)
     except DynamoError as exc:
         # Also a request that failed for good: its items are reported, never dropped.
         outcome.error = exc

@@ -47,7 +47,7 @@ from lsiorm._ops.job_options import JobOptions
 from lsiorm._ops.migration import open_migration
 from lsiorm._ops.migration_run import job_ledger
 from lsiorm._ops.naming import from_wire, to_wire
-from lsiorm._ops.pipeline import Context, send_once
+from lsiorm._ops.pipeline import Context, RoutedRequest, send_once
 from lsiorm._ops.resumable import key_of
 from lsiorm._ops.steps import Operation, Sleep
 from lsiorm._ops.unchanged import watched_attributes
@@ -109,17 +109,8 @@ class DualWrites:
 
     # -- the route -------------------------------------------------------------------------------
 
-    def __call__(
-        self,
-        ctx: Context,
-        operation: str,
-        params: dict[str, Any],
-        tables: tuple[Table, ...],
-        on_error: Callable[[DynamoError], None] | None,
-        built: bool,
-        effect: tuple[Any, ...] | None,
-    ) -> Operation[dict[str, Any]]:
-        sent = _Sent(ctx, operation, params, tables, on_error, built, effect)
+    def __call__(self, sent: RoutedRequest) -> Operation[dict[str, Any]]:
+        operation, params = sent.operation, sent.params
         if not self._names_table(params):
             return (yield from sent.as_given())
         single = operation in ("PutItem", "DeleteItem", "UpdateItem")
@@ -148,7 +139,7 @@ class DualWrites:
         mine = tuple(self.source_table if t.name == self.table.name else t for t in tables)
         return (*mine, self.table) if both else mine
 
-    def _to_source(self, sent: _Sent, params: dict[str, Any]) -> Operation[dict[str, Any]]:
+    def _to_source(self, sent: RoutedRequest, params: dict[str, Any]) -> Operation[dict[str, Any]]:
         """Send ``params`` (the request's, or a variant) to the source table in place of the
         declared one."""
 
@@ -167,7 +158,7 @@ class DualWrites:
         return from_wire(sent.operation, response, names)
 
     def _fall_back(
-        self, sent: _Sent, reason: str, params: dict[str, Any] | None = None
+        self, sent: RoutedRequest, reason: str, params: dict[str, Any] | None = None
     ) -> Operation[dict[str, Any]]:
         """Send the request to the source alone, and say so."""
         with self._lock:
@@ -181,7 +172,7 @@ class DualWrites:
             self.mirrored += 1
         return answer
 
-    def _send(self, sent: _Sent, mirrored: Mirrored) -> Operation[dict[str, Any]]:
+    def _send(self, sent: RoutedRequest, mirrored: Mirrored) -> Operation[dict[str, Any]]:
         """Send a dual transaction (once: the retry loop around the original request is the
         one loop). A cancellation is not shown to ``on_error``: what it means for the original
         request is decided here."""
@@ -198,40 +189,63 @@ class DualWrites:
             )
         )
 
+    def _mirror(
+        self,
+        sent: RoutedRequest,
+        plan: Callable[[], Operation[Mirrored | str]],
+        cancelled: Callable[[TransactionCanceledError, Mirrored], str],
+    ) -> Operation[dict[str, Any] | str]:
+        """Mirror a write in up to `TRIES` transactions; return its answer, or why it falls back.
+
+        ``plan`` makes the dual transaction afresh for each try (or says why there is none);
+        ``cancelled`` says what a cancellation means: a reason (``source-changed`` and
+        ``conflict`` are tried again), or it raises the caller's own failure.
+        """
+        reason = "no-tries"
+        for attempt in range(TRIES):
+            mirrored = yield from plan()
+            if isinstance(mirrored, str):
+                return mirrored
+            try:
+                response = yield from self._send(sent, mirrored)
+            except TransactionCanceledError as exc:
+                reason = cancelled(exc, mirrored)
+                if reason in ("source-changed", "conflict"):
+                    yield Sleep(0.01 * 2**attempt)
+                    continue
+                return reason
+            except (ValidationError, ServiceValidationError) as exc:
+                return _refused(exc)
+            return self._done(response if mirrored.answer is None else mirrored.answer)
+        return reason
+
     # -- one item --------------------------------------------------------------------------------
 
-    def _single(self, sent: _Sent) -> Operation[dict[str, Any]]:
+    def _single(self, sent: RoutedRequest) -> Operation[dict[str, Any]]:
         operation, params = sent.operation, sent.params
         read = needs_read(operation, params)
         effect = sent.effect
         actions = tuple(a for a in effect if isinstance(a, Action)) if effect else None
-        reason = "no-tries"
-        for attempt in range(TRIES):
+        old: WireItem | None = None
+
+        def plan() -> Operation[Mirrored | str]:
+            nonlocal old
             old = (yield from self._read(sent.ctx, params)) if read else None
-            mirrored = plan_write(self.plan, operation, params, old, actions)
-            if isinstance(mirrored, str):
-                reason = mirrored
-                break
-            try:
-                yield from self._send(sent, mirrored)
-            except TransactionCanceledError as exc:
-                outcome = _cancelled(exc, mirrored, old)
-                if outcome == "condition":
-                    error = _condition_failed(exc, operation, params)
-                    if sent.on_error is not None:
-                        sent.on_error(error)
-                    raise error from exc
-                reason = outcome
-                if outcome in ("source-changed", "conflict"):
-                    yield Sleep(0.01 * 2**attempt)
-                    continue
-                break
-            except (ValidationError, ServiceValidationError) as exc:
-                reason = _refused(exc)
-                break
-            assert mirrored.answer is not None
-            return self._done(mirrored.answer)
-        return (yield from self._fall_back(sent, reason))
+            return plan_write(self.plan, operation, params, old, actions)
+
+        def cancelled(exc: TransactionCanceledError, mirrored: Mirrored) -> str:
+            outcome = _cancelled(exc, mirrored, old)
+            if outcome == "condition":
+                error = _condition_failed(exc, operation, params)
+                if sent.on_error is not None:
+                    sent.on_error(error)
+                raise error from exc
+            return outcome
+
+        answer = yield from self._mirror(sent, plan, cancelled)
+        if isinstance(answer, str):
+            return (yield from self._fall_back(sent, answer))
+        return answer
 
     def _read(self, ctx: Context, params: Mapping[str, Any]) -> Operation[WireItem | None]:
         key = dict(params["Key"]) if "Key" in params else key_of(self.table, params["Item"])
@@ -242,38 +256,30 @@ class DualWrites:
 
     # -- transactions and batches ----------------------------------------------------------------
 
-    def _transaction(self, sent: _Sent) -> Operation[dict[str, Any]]:
-        reason = "no-tries"
-        for attempt in range(TRIES):
-            mirrored = plan_transaction(self.plan, sent.params)
-            if isinstance(mirrored, str):
-                reason = mirrored
-                break
-            try:
-                response = yield from self._send(sent, mirrored)
-            except TransactionCanceledError as exc:
-                mine = exc.reasons[: mirrored.actions]
-                failed = {r.code for r in exc.failed}
-                if any(r.code not in ("None", "") for r in mine):
-                    # The caller's own actions failed: theirs to see, as without dual writes.
-                    raise TransactionCanceledError(str(exc), reasons=mine, **_fields(exc)) from exc
-                reason = "conflict" if failed <= TRANSIENT else _reason(failed)
-                if reason == "conflict":
-                    yield Sleep(0.01 * 2**attempt)
-                    continue
-                break
-            except (ValidationError, ServiceValidationError) as exc:
-                reason = _refused(exc)
-                break
-            return self._done(response)
+    def _transaction(self, sent: RoutedRequest) -> Operation[dict[str, Any]]:
+        def plan() -> Operation[Mirrored | str]:
+            return plan_transaction(self.plan, sent.params)
+            yield  # a generator, as the single write's plan (it reads first)
+
+        def cancelled(exc: TransactionCanceledError, mirrored: Mirrored) -> str:
+            mine = exc.reasons[: mirrored.actions]
+            if any(r.code not in ("None", "") for r in mine):
+                # The caller's own actions failed: theirs to see, as without dual writes.
+                raise TransactionCanceledError(str(exc), reasons=mine, **_fields(exc)) from exc
+            failed = {r.code for r in exc.failed}
+            return "conflict" if failed <= TRANSIENT else _reason(failed)
+
+        answer = yield from self._mirror(sent, plan, cancelled)
+        if not isinstance(answer, str):
+            return answer
         alone = dict(sent.params)
         if "ClientRequestToken" in alone:
             # Another request than the dual one: a token of its own, the same on every attempt.
             mark = f"alone:{alone['ClientRequestToken']}".encode()
             alone["ClientRequestToken"] = hashlib.sha256(mark).hexdigest()[:32]
-        return (yield from self._fall_back(sent, reason, alone))
+        return (yield from self._fall_back(sent, answer, alone))
 
-    def _batch(self, sent: _Sent) -> Operation[dict[str, Any]]:
+    def _batch(self, sent: RoutedRequest) -> Operation[dict[str, Any]]:
         mirrored = plan_batch(self.plan, sent.params)
         if isinstance(mirrored, str):
             return (yield from self._fall_back(sent, mirrored))
@@ -289,30 +295,6 @@ class DualWrites:
             return (yield from self._fall_back(sent, _refused(exc)))
         assert mirrored.answer is not None
         return self._done(mirrored.answer)
-
-
-@dataclass(frozen=True)
-class _Sent:
-    """One request handed to the route, as `send_once` was given it."""
-
-    ctx: Context
-    operation: str
-    params: dict[str, Any]
-    tables: tuple[Table, ...]
-    on_error: Callable[[DynamoError], None] | None
-    built: bool
-    effect: tuple[Any, ...] | None
-
-    def as_given(self) -> Operation[dict[str, Any]]:
-        """Send the request as it is."""
-        return send_once(
-            self.ctx,
-            self.operation,
-            self.params,
-            self.tables,
-            on_error=self.on_error,
-            built=self.built,
-        )
 
 
 def _cancelled(exc: TransactionCanceledError, mirrored: Mirrored, old: WireItem | None) -> str:

@@ -59,7 +59,6 @@ from lsiorm.errors import (
 __all__ = [
     "DeleteResult",
     "Idempotency",
-    "delete",
     "delete_result",
     "deleted_item",
     "get",
@@ -278,25 +277,6 @@ def delete_result(
     if old:
         return DeleteResult(cast("E | None", decode_stored(meta.table, old, only=(cls,))), True)
     return DeleteResult(None, None if attempts.ambiguous is not None else False)
-
-
-def delete(
-    ctx: Context,
-    cls: type[E],
-    values: Mapping[str, Any],
-    *,
-    condition: Condition | None = None,
-    expected_version: int | None = None,
-) -> Operation[E | None]:
-    """Delete one item by key; return the deleted entity, or None if there was none.
-
-    Raises OutcomeUnknownError when an earlier attempt's answer was lost and the item is gone:
-    then this call may have deleted it (use `delete_result` to get ``deleted=None``).
-    """
-    result = yield from delete_result(
-        ctx, cls, values, condition=condition, expected_version=expected_version
-    )
-    return deleted_item(result, cls)
 
 
 def deleted_item(result: DeleteResult[E], target: type[E] | E) -> E | None:

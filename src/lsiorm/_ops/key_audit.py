@@ -27,7 +27,7 @@ from lsiorm._model.wire import AttributeValue, WireItem, from_wire, to_wire
 from lsiorm._ops.job_engine import JobRun, scan_pages
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.resumable import JobProgress
-from lsiorm._ops.scans import ScanSpec, price_scan, target_of
+from lsiorm._ops.scans import priced_scan
 from lsiorm._ops.steps import Operation
 from lsiorm.errors import LsiormError, ValidationError
 
@@ -43,14 +43,11 @@ __all__ = [
     "JobProgress",
     "KeyAuditReport",
     "KeyProblem",
-    "ScanSpec",
     "WireItem",
     "audit_keys",
     "audit_report",
     "check_item_keys",
     "derived_keys",
-    "price_scan",
-    "target_of",
 ]
 
 ProblemKind = Literal["stale", "missing", "extra"]
@@ -417,9 +414,8 @@ def audit_keys(
     (``report.estimate``); ``dry_run`` stops there. Read-only: its ledger is in this process
     unless ``options`` name an executor or a ledger table.
     """
-    entity, table = target_of(target)
-    spec = ScanSpec(table, entity, partition, segments, page_size=page_size)
-    estimate, total = yield from price_scan(ctx, spec)
+    spec, estimate, total = yield from priced_scan(ctx, target, partition, segments, page_size)
+    entity, table = spec.entity, spec.table
     report = KeyAuditReport(table.name, estimate, dry_run=dry_run)
     if dry_run:
         return report

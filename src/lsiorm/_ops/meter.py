@@ -19,8 +19,7 @@ from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
 from lsiorm._model.capacity import ConsumedCapacity
-from lsiorm._ops.steps import ITEM_OPERATIONS, Call, Done, Emit, Gather, Operation, Step, advance
-from lsiorm.errors import LsiormError
+from lsiorm._ops.steps import ITEM_OPERATIONS, Call, Emit, Gather, Operation, Step, relayed
 
 __all__ = ["CAPACITY_OPERATIONS", "CapacityMeter", "consumed_of"]
 
@@ -171,36 +170,27 @@ class CapacityMeter:
 
     def _observe(self, op: Operation[T], tallies: tuple[_Tally, _Tally]) -> Operation[T]:
         """Run ``op`` inside this operation, asking for and recording consumed capacity."""
-        try:
-            step = advance(op)
-            while not isinstance(step, Done):
-                if isinstance(step, Emit):
-                    yield Emit(_attach(step.value, tallies[1].take()))
-                    step = advance(op)
-                    continue
-                sent: Step = step
-                if (
-                    isinstance(step, Call)
-                    and step.operation in CAPACITY_OPERATIONS
-                    and "ReturnConsumedCapacity" not in step.params
-                ):
-                    params = {**step.params, "ReturnConsumedCapacity": "INDEXES"}
-                    sent = dataclasses.replace(step, params=params)
-                elif isinstance(step, Gather):
-                    parts = tuple(self._observe(o, tallies) for o in step.operations)
-                    sent = dataclasses.replace(step, operations=parts)
-                try:
-                    result = yield sent
-                except LsiormError as exc:
-                    step = advance(op, error=exc)
-                    continue
-                if isinstance(sent, Call):
-                    self._record(sent, result, tallies)
-                step = advance(op, result)
-            value: T = step.value
-            return value
-        finally:
-            op.close()
+
+        def rewrite(step: Step) -> Step:
+            if isinstance(step, Emit):
+                return Emit(_attach(step.value, tallies[1].take()))
+            if (
+                isinstance(step, Call)
+                and step.operation in CAPACITY_OPERATIONS
+                and "ReturnConsumedCapacity" not in step.params
+            ):
+                params = {**step.params, "ReturnConsumedCapacity": "INDEXES"}
+                return dataclasses.replace(step, params=params)
+            if isinstance(step, Gather):
+                parts = tuple(self._observe(o, tallies) for o in step.operations)
+                return dataclasses.replace(step, operations=parts)
+            return step
+
+        def answered(sent: Step, result: Any) -> None:
+            if isinstance(sent, Call):
+                self._record(sent, result, tallies)
+
+        return relayed(op, rewrite, answered)
 
 
 def _attach(value: Any, consumed: tuple[ConsumedCapacity, ...]) -> Any:

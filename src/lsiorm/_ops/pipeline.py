@@ -8,7 +8,6 @@ request is retried by exactly one loop.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
@@ -22,26 +21,42 @@ from lsiorm._query.cursor import cursor_key
 from lsiorm._requests.limits import check_request
 from lsiorm.errors import DynamoError
 
-__all__ = ["Context", "Route", "call", "retried", "send_once"]
+__all__ = ["Context", "Route", "RoutedRequest", "call", "send_once"]
 
 T = TypeVar("T")
 
 
 class Route(Protocol):
     """What sends a session's requests instead of sending them as given (the dual writes of a
-    table migration, `lsiorm._ops.dual_writes`): it is handed the context without itself, and
-    sends what it decides through `send_once`."""
+    table migration, `lsiorm._ops.dual_writes`): it is handed each request, with the context
+    without itself, and sends what it decides through `send_once`."""
 
-    def __call__(
-        self,
-        ctx: Context,
-        operation: str,
-        params: dict[str, Any],
-        tables: tuple[Table, ...],
-        on_error: Callable[[DynamoError], None] | None,
-        built: bool,
-        effect: tuple[Any, ...] | None,
-    ) -> Operation[dict[str, Any]]: ...
+    def __call__(self, sent: RoutedRequest) -> Operation[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class RoutedRequest:
+    """One request handed to a route, as `send_once` was given it (the context without the
+    route)."""
+
+    ctx: Context
+    operation: str
+    params: dict[str, Any]
+    tables: tuple[Table, ...]
+    on_error: Callable[[DynamoError], None] | None
+    built: bool
+    effect: tuple[Any, ...] | None
+
+    def as_given(self) -> Operation[dict[str, Any]]:
+        """Send the request as it is."""
+        return send_once(
+            self.ctx,
+            self.operation,
+            self.params,
+            self.tables,
+            on_error=self.on_error,
+            built=self.built,
+        )
 
 
 @dataclass(frozen=True)
@@ -87,7 +102,8 @@ def send_once(
     """
     if ctx.route is not None:
         unrouted = replace(ctx, route=None)
-        return (yield from ctx.route(unrouted, operation, params, tables, on_error, built, effect))
+        sent = RoutedRequest(unrouted, operation, params, tables, on_error, built, effect)
+        return (yield from ctx.route(sent))
     check_request(operation, params)
     request = HookRequest(operation, dict(params), tables)
     apply_before(ctx.hooks, request)
@@ -127,65 +143,12 @@ def call(
     (one that is not retryable ends the retries). ``effect``: see `send_once`.
     """
     return (
-        yield from retried(
+        yield from run_with_retries(
             ctx.retry,
             lambda: send_once(
                 ctx, operation, params, tables, on_error=on_error, built=built, effect=effect
             ),
             retry_if=retry_if,
             what=operation,
-        )
-    )
-
-
-def retried(
-    policy: RetryPolicy,
-    attempt: Callable[[], Operation[T]],
-    *,
-    retry_if: Callable[[BaseException], bool] = is_retryable,
-    retry_result: Callable[[T], bool] | None = None,
-    what: str = "request",
-) -> Operation[T]:
-    """`run_with_retries`, with the first attempt made before it.
-
-    Most requests succeed at once, and setting up the policy's retry loop costs more than
-    sending a request through the lean lane takes of CPU; so the first attempt runs on its
-    own. Only when it fails with an error ``retry_if`` accepts, or gives a result
-    ``retry_result`` wants retried, does the loop start: its first attempt hands back that
-    same outcome (no request is sent again), and its time bound is shortened by the time the
-    first attempt took. So attempts, sleeps, errors and results are those of the loop alone.
-    """
-    started = time.monotonic()
-    first_error: DynamoError | None = None
-    first: Any = None
-    try:
-        first = yield from attempt()
-    except DynamoError as exc:
-        if not retry_if(exc):
-            raise
-        first_error = exc
-    else:
-        if retry_result is None or not retry_result(first):
-            return first  # type: ignore[no-any-return]
-    replayed = False
-
-    def again() -> Operation[T]:
-        nonlocal replayed
-        if replayed:
-            return (yield from attempt())
-        replayed = True
-        if first_error is not None:
-            raise first_error
-        result: T = first
-        return result
-
-    elapsed = time.monotonic() - started
-    return (
-        yield from run_with_retries(
-            replace(policy, max_delay=policy.max_delay - elapsed),
-            again,
-            retry_if=retry_if,
-            retry_result=retry_result,
-            what=what,
         )
     )

@@ -51,45 +51,43 @@ from lsiorm._ops.unchanged import (
     watched_attributes,
     withdraw_copy,
 )
-from lsiorm._ops.write_tally import TallyingKind, WriteTally, failed_keys, written_estimate
+from lsiorm._ops.write_tally import (
+    TallyingKind,
+    WriteJobReport,
+    WriteTally,
+    closing_lines,
+    take_run,
+    written_estimate,
+)
 from lsiorm.errors import ConditionFailedError, ValidationError
 
 __all__ = ["ItemFile", "ReliefReport", "relieve_collection"]
 
 
 @dataclass
-class ReliefReport:
+class ReliefReport(WriteJobReport):
     """What a relief did to one collection.
 
     ``moved`` items were copied, verified and deleted; ``kept`` did not match; ``retried``
-    counts originals that changed between copy and delete (each was read again); ``gone``
-    counts originals another writer deleted between copy and delete (a table's copies of them
-    are withdrawn); ``stale_copies`` counts lines left in a file for originals that changed so
-    that they no longer match and stayed, or that another writer deleted (a table's such copies
-    are deleted); ``failed`` lists keys and reasons. ``bytes_before`` and ``bytes_after`` are
-    the collection's size by the audit's size model (item plus LSI entries, with overheads). In
-    a ``dry_run`` nothing is written: ``moved`` counts the matching items and ``bytes_after``
-    is what would remain.
+    counts originals that changed between copy and delete; ``gone`` counts originals another
+    writer deleted between copy and delete (a table's copies of them are withdrawn);
+    ``stale_copies`` counts lines left in a file for originals that changed so that they no
+    longer match and stayed, or that another writer deleted (a table's such copies are
+    deleted). ``bytes_before`` and ``bytes_after`` are the collection's size by the audit's
+    size model (item plus LSI entries, with overheads). In a ``dry_run`` nothing is written:
+    ``moved`` counts the matching items and ``bytes_after`` is what would remain.
     """
 
     table: str
     partition: Any
     destination: str
-    dry_run: bool = False
-    scanned: int = 0
     moved: int = 0
     kept: int = 0
-    retried: int = 0
-    gone: int = 0
     stale_copies: int = 0
-    failed: list[tuple[dict[str, Any], str]] = field(default_factory=list)
     bytes_before: int = 0
     bytes_after: int = 0
     estimate: WriteEstimate | None = None
     read_estimate: ReadEstimate | None = None
-    elapsed: float = 0.0
-    job: str | None = None
-    resumed: bool = False
 
     @property
     def shrank_bytes(self) -> int:
@@ -114,9 +112,7 @@ class ReliefReport:
             lines.append(f"  its read of the collection priced at {self.read_estimate}")
         if self.estimate is not None:
             lines.append(f"  writes priced at {self.estimate} ({self.estimate.total:g} units)")
-        lines.extend(f"    {key}: {why}" for key, why in self.failed[:10])
-        if self.job is not None and not self.dry_run:
-            lines.append(f"  job: {self.job}")
+        lines.extend(closing_lines(self))
         return "\n".join(lines)
 
 
@@ -185,7 +181,7 @@ def relieve_collection(
         ctx, table, partition, page_size=page_size
     )
     report = ReliefReport(
-        table.name, before.key, destination, dry_run, bytes_before=before.total_bytes
+        table.name, before.key, destination, dry_run=dry_run, bytes_before=before.total_bytes
     )
     report.read_estimate = read_estimate
     matched: list[WireItem] = []
@@ -224,19 +220,14 @@ def relieve_collection(
     )
     ledger = options.ledger_for(ctx, table, writes=not dry_run)
     record, resumed = yield from options.run(ctx, ledger, run, progress, concurrency=1)
-    counts = record.counts()
-    for name in _COUNTERS:
-        setattr(report, name, counts.get(name, 0))
-    report.failed.extend(failed_keys(u.notes for u in record.units))
+    counts = take_run(report, record, resumed, _COUNTERS)
     report.estimate = written_estimate(table.name, counts)
-    report.job, report.resumed = record.id, resumed
     if dry_run:
         gone = collection_size(table, before.key, matched)
         report.bytes_after = report.bytes_before - gone.total_bytes
     else:
         after = yield from audit_collection(ctx, table, partition)
         report.bytes_after = after.total_bytes
-    report.elapsed = record.elapsed
     return report
 
 

@@ -20,7 +20,7 @@ from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
 from lsiorm.errors import ValidationError
 
-__all__ = ["ScanSpec", "price_scan", "target_of"]
+__all__ = ["ScanSpec", "price_scan", "priced_scan"]
 
 
 @dataclass(frozen=True)
@@ -114,8 +114,18 @@ def price_scan(ctx: Context, spec: ScanSpec) -> Operation[tuple[ReadEstimate, in
     return ReadEstimate(spec.table.name, units), (int(count) if count is not None else None)
 
 
-def target_of(target: Table | type[Entity]) -> tuple[type[Entity] | None, Table]:
-    """Split a job's target into (entity class or None, table)."""
+def priced_scan(
+    ctx: Context,
+    target: Table | type[Entity],
+    partition: Any,
+    segments: int,
+    page_size: int | None,
+) -> Operation[tuple[ScanSpec, ReadEstimate, int | None]]:
+    """The read of a job's target (a table: every type; an entity class: its items), with its
+    price and item count (`price_scan`)."""
     if isinstance(target, Table):
-        return None, target
-    return target, meta_of(target).table
+        spec = ScanSpec(target, None, partition, segments, page_size=page_size)
+    else:
+        spec = ScanSpec(meta_of(target).table, target, partition, segments, page_size=page_size)
+    estimate, total = yield from price_scan(ctx, spec)
+    return spec, estimate, total

@@ -14,13 +14,17 @@ The generator's return value is the operation's result. Nothing here does I/O.
 
 `advance` is the one place that resumes an operation: both drivers call it after each
 step, with the step's result or its failure, and get back the next step or `Done`.
+`relayed` runs an operation inside another one that changes its steps on their way out
+(middleware: the retry note, the capacity meter).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from lsiorm.errors import LsiormError
 
 if TYPE_CHECKING:
     from lsiorm._model.schema import Table
@@ -37,6 +41,7 @@ __all__ = [
     "Sleep",
     "Step",
     "advance",
+    "relayed",
 ]
 
 T = TypeVar("T")
@@ -147,3 +152,31 @@ def advance(
         return op.send(result)
     except StopIteration as stop:
         return Done(stop.value)
+
+
+def relayed(
+    op: Operation[T],
+    rewrite: Callable[[Step], Step],
+    answered: Callable[[Step, Any], None] | None = None,
+) -> Operation[T]:
+    """Run ``op`` as a step of this operation, each of its steps passed through ``rewrite``.
+
+    ``answered`` sees each step as it was sent, with its result; a failure is thrown into
+    ``op`` as it came. ``op`` is closed however this ends.
+    """
+    try:
+        step = advance(op)
+        while not isinstance(step, Done):
+            sent = rewrite(step)
+            try:
+                result = yield sent
+            except LsiormError as exc:
+                step = advance(op, error=exc)
+                continue
+            if answered is not None:
+                answered(sent, result)
+            step = advance(op, result)
+        value: T = step.value
+        return value
+    finally:
+        op.close()

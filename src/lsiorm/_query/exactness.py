@@ -41,7 +41,6 @@ from lsiorm._model.template import KeyTemplate
 from lsiorm._model.wire import from_wire
 from lsiorm._query.keyrange import SortCondition
 from lsiorm._query.multikey import foreign_types as multi_key_types
-from lsiorm.errors import KeyEncodingError
 
 
 def _may_be_none(meta: EntityMeta[Entity], name: str) -> bool:
@@ -101,15 +100,7 @@ def sparse_fields(
 
 def _renders(tpl: KeyTemplate, value: Any) -> bool:
     """Whether the template can render exactly this key value (conservatively True)."""
-    if tpl.is_direct:
-        return True
-    if not isinstance(value, str):
-        return False
-    try:
-        tpl.parse(value)
-    except KeyEncodingError:
-        return False
-    return True
+    return tpl.is_direct or tpl.parses(value)
 
 
 def _sort_interval(sort: SortCondition) -> tuple[str, str] | None:

@@ -21,8 +21,6 @@ from typing import Any
 
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta, meta_of
-from lsiorm._model.template import KeyTemplate
-from lsiorm.errors import KeyEncodingError
 
 __all__ = ["FormCheck", "form_check", "new_form_sort_text", "row_kept"]
 
@@ -50,16 +48,6 @@ def form_check(
     return FormCheck(meta.cls, differing, keep_old) if differing else None
 
 
-def _parses(template: KeyTemplate, value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        template.parse(value)
-    except KeyEncodingError:
-        return False
-    return True
-
-
 def _text(item: Mapping[str, Any], attribute: str) -> Any:
     av = item.get(attribute)
     return av.get("S") if isinstance(av, Mapping) else None
@@ -73,10 +61,10 @@ def _old_row(check: FormCheck, item: Mapping[str, Any]) -> bool:
         return False
     texts = [_text(item, a) for a in check.attributes]
     new = [meta.templates[a] for a in check.attributes]
-    if all(_parses(t, x) for t, x in zip(new, texts, strict=True)):
+    if all(t.parses(x) for t, x in zip(new, texts, strict=True)):
         return False
     old = [meta.old_templates[a] for a in check.attributes]
-    return all(_parses(t, x) for t, x in zip(old, texts, strict=True))
+    return all(t.parses(x) for t, x in zip(old, texts, strict=True))
 
 
 def row_kept(checks: tuple[FormCheck, ...], item: Mapping[str, Any]) -> bool:

@@ -23,8 +23,8 @@ from lsiorm._model.wire import item_from_wire, item_to_wire
 from lsiorm._requests.batch import KeyIdentity, key_identity, primary_key_of
 from lsiorm._requests.items import delete_request, key_values, put_request
 from lsiorm._requests.limits import MAX_TRANSACTION_ACTIONS
-from lsiorm._requests.update_expression import update_request
-from lsiorm._requests.update_plan import UpdateSpec, update_spec
+from lsiorm._requests.update_expression import render_update
+from lsiorm._requests.update_plan import UpdateSpec, plan_update, update_spec
 from lsiorm.errors import ValidationError
 
 
@@ -176,9 +176,10 @@ def _write_part(action: TransactAction) -> TransactPart:
         return replace(part, stored=stored)
     if isinstance(action, Update):
         cls, instance, meta, values = _target(action.target, action.key)
-        params = update_request(
+        plan = plan_update(
             meta, values, action.spec(), condition=action.condition, instance=instance
         )
+        params = render_update(meta, plan)
         return _part("Update", cls, params, _subject(instance, cls, values))
     if isinstance(action, Delete):
         return _part("Delete", *_delete_params(action))

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
-from lsiorm._conditions import Condition, Placeholders
+from lsiorm._conditions import Placeholders
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta
 from lsiorm._requests.items import compile_entity_condition, join_conditions
 from lsiorm._requests.paths import render
-from lsiorm._requests.update_plan import Guard, Op, UpdatePlan, UpdateSpec, plan_update
+from lsiorm._requests.update_plan import Guard, Op, UpdatePlan
 
 _CLAUSES: dict[Op, str] = {
     "set": "SET",
@@ -75,17 +73,3 @@ def _guard_text(guard: Guard, ph: Placeholders) -> str:
     if guard.value is None:
         return f"(attribute_not_exists({name}) OR attribute_not_exists({ph.name(guard.other)}))"
     return f"(attribute_not_exists({name}) OR {ph.name(guard.other)} = {ph.value(guard.value)})"
-
-
-def update_request(
-    meta: EntityMeta[Entity],
-    values: Mapping[str, Any],
-    spec: UpdateSpec,
-    *,
-    condition: Condition | None = None,
-    instance: Entity | None = None,
-    now: datetime | None = None,
-) -> dict[str, Any]:
-    """Return UpdateItem params (see `plan_update` for what is refused, and why)."""
-    plan = plan_update(meta, values, spec, condition=condition, instance=instance, now=now)
-    return render_update(meta, plan)

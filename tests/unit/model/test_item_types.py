@@ -23,9 +23,9 @@ from lsiorm import (
 )
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.item_types import entity_class, item_types
-from lsiorm._requests.update_expression import update_request
 from lsiorm._requests.update_plan import UpdateSpec
 from lsiorm.errors import DeclarationError, QueryPlanError, ValidationError
+from support.updates import update_params
 
 shop = Table(
     "shop",
@@ -227,7 +227,7 @@ def test_untyped_types_that_no_filter_separates_are_refused() -> None:
 
 def test_upsert_of_an_untyped_entity_guards_on_the_absence_of_the_type() -> None:
     spec = UpdateSpec(set={"city": "Oslo"}, upsert=True)
-    params = update_request(meta_of(Order), {"cid": "1", "oid": "7"}, spec)
+    params = update_params(meta_of(Order), {"cid": "1", "oid": "7"}, spec)
     assert "attribute_not_exists(#n0) OR attribute_not_exists(" in params["ConditionExpression"]
     assert "_type" in params["ExpressionAttributeNames"].values()
     assert "_type" not in str(params["UpdateExpression"])
@@ -298,7 +298,7 @@ def test_an_own_key_index_field_is_updated_once() -> None:
         tier: Tier | None = None
 
     spec = UpdateSpec(set={"tier": Tier.GOLD})
-    params = update_request(meta_of(Member), {"m": "1"}, spec)
+    params = update_params(meta_of(Member), {"m": "1"}, spec)
     assert list(params["ExpressionAttributeNames"].values()).count("tier") == 1
     assert params["UpdateExpression"].startswith("SET ")
 

@@ -12,14 +12,7 @@ from lsiorm._ops.memory_ledger import MemoryLedger
 from lsiorm._ops.steps import Done, Sleep, advance
 from lsiorm._ops.units import ScanUnit
 from lsiorm.errors import ThrottledError, ValidationError
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from support.fakes import Clock
 
 
 def run(op: Any) -> Any:

@@ -26,7 +26,7 @@ from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.service_errors import collection_key_of, from_error_response
 from lsiorm._ops.steps import Operation
 from lsiorm.errors import ItemCollectionSizeLimitError, ValidationError
-from support.fakes import AsyncScriptedClient, ScriptedClient
+from support.fakes import AsyncScriptedClient, Clock, ScriptedClient
 from support.models import forum_table
 
 THREADS = forum_table()
@@ -88,14 +88,6 @@ class Harness:
 
     def sent(self, n: int = 0) -> dict[str, Any]:
         return self.client.calls[n][1]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture(params=["sync", "async"])

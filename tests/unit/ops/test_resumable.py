@@ -10,14 +10,7 @@ import pytest
 
 from lsiorm._ops.resumable import WriteBudget
 from lsiorm._ops.steps import Sleep
-
-
-class FrozenClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from support.fakes import Clock
 
 
 def _granted(budget: WriteBudget, units: float) -> bool:
@@ -42,7 +35,7 @@ def _taker(budget: WriteBudget, start: threading.Barrier, granted: Counter[int],
 
 @pytest.mark.parametrize("attempt", range(5))
 def test_the_write_budget_holds_across_threads(attempt: int) -> None:
-    clock = FrozenClock()
+    clock = Clock(100.0)
     budget = WriteBudget(40.0, clock)
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # switch threads as often as possible: provoke any race

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import aiohttp
@@ -30,8 +30,9 @@ from lsiorm import (
     Session,
     Table,
 )
-from lsiorm._ops.retry import is_retryable
+from lsiorm._ops.retry import is_retryable, run_with_retries
 from lsiorm._ops.service_errors import from_error_response
+from lsiorm._ops.steps import Done, Operation, Sleep, advance
 from lsiorm.errors import (
     ConditionFailedError,
     DynamoError,
@@ -342,3 +343,127 @@ def test_a_client_passed_in_keeps_its_own_retries(failing_proxy: FaultProxy) -> 
         Session(client=client, retry=policy).put(Note(name="c"))
     client.close()
     assert failing_proxy.stats["requests"] == 2 * 3
+
+
+# -- the first attempt, made before tenacity's loop -------------------------------------------
+
+#: One attempt's outcome: ("ok", value), ("left", n) (a result to retry when n > 0),
+#: ("throttle", _) (retryable), ("refused", _) (never retried), ("bug", _) (not a DynamoError).
+outcomes = st.lists(
+    st.tuples(st.sampled_from(["ok", "left", "throttle", "refused", "bug"]), st.integers(0, 3)),
+    min_size=1,
+    max_size=6,
+)
+
+
+class Script:
+    """Attempts that play a script of outcomes (the last one again once it runs out)."""
+
+    def __init__(self, script: list[tuple[str, int]]) -> None:
+        self.script = script
+        self.made = 0
+
+    def attempt(self) -> Operation[Any]:
+        kind, n = self.script[min(self.made, len(self.script) - 1)]
+        self.made += 1
+        if kind == "throttle":
+            raise ThrottledError("slow down", code="ThrottlingException")
+        if kind == "refused":
+            raise ConditionFailedError("no", code="ConditionalCheckFailedException")
+        if kind == "bug":
+            raise KeyError(n)
+        return [0] * n if kind == "left" else n
+        yield  # a generator, as every attempt is
+
+
+def outcome_of(run: Callable[[], Any]) -> Any:
+    try:
+        return ("result", run())
+    except (DynamoError, KeyError) as exc:
+        return ("error", type(exc), str(exc))
+
+
+def by_run_with_retries(
+    policy: RetryPolicy, script: list[tuple[str, int]], retry_result: Any
+) -> tuple[Any, int, int]:
+    """Run `run_with_retries` to its end; return (outcome, attempts made, sleeps yielded)."""
+    attempts, sleeps = Script(script), 0
+
+    def run() -> Any:
+        nonlocal sleeps
+        op = run_with_retries(policy, attempts.attempt, retry_result=retry_result)
+        step = advance(op)
+        while not isinstance(step, Done):
+            assert isinstance(step, Sleep)
+            sleeps += 1
+            step = advance(op)
+        return step.value
+
+    return outcome_of(run), attempts.made, sleeps
+
+
+def by_tenacity(
+    policy: RetryPolicy, script: list[tuple[str, int]], retry_result: Any
+) -> tuple[Any, int, int]:
+    """Run the same attempts in tenacity's own loop, as the policy configures it."""
+    attempts, sleeps = Script(script), 0
+
+    def sleep(seconds: float) -> None:
+        nonlocal sleeps
+        sleeps += 1
+
+    retrying = policy.retrying(retry_result=retry_result).copy(sleep=sleep)
+    return (
+        outcome_of(lambda: retrying(lambda: run_to_end(attempts.attempt()))),
+        attempts.made,
+        sleeps,
+    )
+
+
+def run_to_end(op: Operation[Any]) -> Any:
+    step = advance(op)
+    assert isinstance(step, Done)
+    return step.value
+
+
+@given(outcomes, st.integers(1, 5), st.booleans())
+def test_same_attempts_sleeps_and_outcome_as_tenacitys_loop(
+    script: list[tuple[str, int]], attempts: int, with_result: bool
+) -> None:
+    if not with_result:
+        script = [(k if k != "left" else "ok", n) for k, n in script]
+    policy = RetryPolicy(max_attempts=attempts, initial=0.0, maximum=0.0)
+    retry_result = bool if with_result else None
+    assert by_run_with_retries(policy, script, retry_result) == by_tenacity(
+        policy, script, retry_result
+    )
+
+
+def test_the_time_bound_counts_the_first_attempt(monkeypatch: pytest.MonkeyPatch) -> None:
+    import lsiorm._ops.retry as retry
+
+    readings = [100.0]  # the first attempt takes 7 of the 10 seconds allowed
+
+    def clock() -> float:
+        now = readings[-1]
+        readings.append(107.0)
+        return now
+
+    monkeypatch.setattr(retry.time, "monotonic", clock)
+    seen: list[RetryPolicy] = []
+    configure = RetryPolicy.retrying
+
+    def retrying(policy: RetryPolicy, **options: Any) -> Any:
+        seen.append(policy)
+        return configure(policy, **options)
+
+    monkeypatch.setattr(RetryPolicy, "retrying", retrying)
+
+    def attempt() -> Operation[Any]:
+        raise ThrottledError("slow down", code="ThrottlingException")
+        yield
+
+    op = run_with_retries(RetryPolicy(max_attempts=1, max_delay=10.0), attempt)
+    with pytest.raises(ThrottledError):
+        advance(op)
+    assert [p.max_delay for p in seen] == [3.0]

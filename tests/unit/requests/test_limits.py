@@ -9,8 +9,8 @@ import pytest
 from lsiorm import Entity, Table, ValidationError
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._requests.limits import check_request, count_operators
-from lsiorm._requests.update_expression import update_request
 from lsiorm._requests.update_plan import update_spec
+from support.updates import update_params
 
 
 @pytest.mark.parametrize(
@@ -51,7 +51,7 @@ class Deep(Entity, table=Table("deep_paths", "pk"), keys={"pk": "{k}"}):
 
 def test_a_path_deeper_than_32_levels_is_refused() -> None:
     meta = meta_of(Deep)
-    update_request(meta, {"k": "a"}, update_spec(set={"doc" + ".x" * 31: 1}))
+    update_params(meta, {"k": "a"}, update_spec(set={"doc" + ".x" * 31: 1}))
     with pytest.raises(ValidationError) as info:
-        update_request(meta, {"k": "a"}, update_spec(set={"doc" + ".x" * 32: 1}))
+        update_params(meta, {"k": "a"}, update_spec(set={"doc" + ".x" * 32: 1}))
     assert info.value.rule == "update.path-too-deep"

@@ -12,16 +12,16 @@ import pytest
 from lsiorm import Entity, GlobalIndex, KeyAttribute, PartialKeyUpdateError, Table, ValidationError
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.wire import item_from_wire
-from lsiorm._requests.update_expression import update_request
 from lsiorm._requests.update_plan import UpdateSpec, update_spec
 from support.models import declare_nested_doc, declare_ranked_thread, ranked_forum_table
+from support.updates import update_params
 
 TABLE, DOC = declare_nested_doc()
 KEY = {"did": "a"}
 
 
 def request(spec: UpdateSpec, **kw: Any) -> dict[str, Any]:
-    return update_request(meta_of(DOC), KEY, spec, **kw)
+    return update_params(meta_of(DOC), KEY, spec, **kw)
 
 
 def test_nested_paths_name_every_step_and_validate_the_leaf() -> None:
@@ -124,7 +124,7 @@ def test_bad_updates_are_refused_before_sending(spec: UpdateSpec, rule: str) -> 
 def test_an_upsert_takes_a_class_not_an_instance() -> None:
     doc = DOC(did="a", title="t")
     with pytest.raises(ValidationError) as info:
-        update_request(meta_of(DOC), KEY, update_spec(set={"views": 1}, upsert=True), instance=doc)
+        update_params(meta_of(DOC), KEY, update_spec(set={"views": 1}, upsert=True), instance=doc)
     assert info.value.rule == "update.upsert-instance"
 
 
@@ -143,12 +143,12 @@ def test_a_key_written_where_absent_needs_every_field_of_its_template() -> None:
 
     meta = meta_of(Two)
     with pytest.raises(PartialKeyUpdateError):
-        update_request(meta, {"a": "1"}, update_spec(if_not_exists={"b": "x"}, set={"c": "y"}))
+        update_params(meta, {"a": "1"}, update_spec(if_not_exists={"b": "x"}, set={"c": "y"}))
     with pytest.raises(PartialKeyUpdateError):
-        update_request(meta, {"a": "1"}, update_spec(set={"b": "x"}, upsert=True))
+        update_params(meta, {"a": "1"}, update_spec(set={"b": "x"}, upsert=True))
     # Both fields set: the key is written for sure; both left alone: written where absent.
-    update_request(meta, {"a": "1"}, update_spec(set={"b": "x", "c": "y"}, upsert=True))
-    update_request(meta, {"a": "1"}, update_spec(upsert=True))
+    update_params(meta, {"a": "1"}, update_spec(set={"b": "x", "c": "y"}, upsert=True))
+    update_params(meta, {"a": "1"}, update_spec(upsert=True))
 
 
 UTC = timezone.utc
@@ -159,7 +159,7 @@ def test_update_rewrites_every_affected_key_in_one_request() -> None:
     Thread, _ = declare_ranked_thread(table)
     meta = meta_of(Thread)
     at = datetime(2015, 9, 1, tzinfo=UTC)
-    params = update_request(
+    params = update_params(
         meta,
         {"forum": "S3", "subject": "a"},
         UpdateSpec({"last_post": at, "tier": "gold", "score": 7}, add={"replies": 1}),
@@ -196,14 +196,14 @@ def test_update_rewrites_every_affected_key_in_one_request() -> None:
 def test_partial_template_update_refused() -> None:
     Thread, _ = declare_ranked_thread(ranked_forum_table("PureTable"))
     with pytest.raises(PartialKeyUpdateError) as info:
-        update_request(meta_of(Thread), {"forum": "S3", "subject": "a"}, UpdateSpec({"score": 3}))
+        update_params(meta_of(Thread), {"forum": "S3", "subject": "a"}, UpdateSpec({"score": 3}))
     assert info.value.rule == "update.partial-key"
     assert "tier" in str(info.value)
 
 
 def test_removing_a_template_field_removes_the_key() -> None:
     Thread, _ = declare_ranked_thread(ranked_forum_table("PureTable"))
-    params = update_request(
+    params = update_params(
         meta_of(Thread), {"forum": "S3", "subject": "a"}, UpdateSpec({}, remove=("score",))
     )
     assert params["UpdateExpression"] == "REMOVE #n1, #n2"
@@ -228,5 +228,5 @@ def test_removing_a_template_field_removes_the_key() -> None:
 def test_update_input_errors(spec: UpdateSpec, rule: str) -> None:
     Thread, _ = declare_ranked_thread(ranked_forum_table("PureTable"))
     with pytest.raises(ValidationError) as info:
-        update_request(meta_of(Thread), {"forum": "S3", "subject": "a"}, spec)
+        update_params(meta_of(Thread), {"forum": "S3", "subject": "a"}, spec)
     assert info.value.rule == rule
