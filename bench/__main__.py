@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lsiorm.testing import DynamoDBLocal
 
-from . import async_calls, cold_start, dynamoxy_peer, report, tracing, workloads
+from . import async_calls, cold_start, dynamoxy_peer, read_share, report, tracing, workloads
 from .models import rows
 from .report import Target
 from .timing import machine, versions
@@ -376,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
                 ("single", lambda: workloads.single_calls(engine, query_rounds)),
                 ("single, async", lambda: async_calls.async_single(engine, peer, query_rounds)),
                 ("client CPU per call", lambda: async_calls.client_cpu(groups, cpu_rounds)),
+                ("read share", lambda: read_share.read_share(engine.url, page, cpu_rounds)),
                 ("cold", lambda: [cold_start.cold_start(engine.url, cold_rounds)]),
                 (
                     "tracing",
