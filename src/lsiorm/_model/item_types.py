@@ -105,6 +105,16 @@ def entity_class(
     Raises ValidationError (rule ``item.ambiguous-type``) when the keys of an item without a
     type attribute parse under several entities' templates: lsiorm never guesses.
     """
+    av = item.get(table.type_attribute)
+    if type(av) is dict:
+        # The usual item, as lsiorm parses it: a plain dict naming its type in an S value. The
+        # same answer as below, without building the list of candidates.
+        name = av.get("S")
+        if type(name) is str:
+            cls = typing.cast("type[EntityModel] | None", table.entities.get(name))
+            if cls is None or not meta_of(cls).typed:
+                return None
+            return cls if only is None or cls in only else None
     found = item_types(table, item)
     if only is not None:
         allowed = tuple(only)
