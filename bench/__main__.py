@@ -57,8 +57,9 @@ WHY_DECODE = (
     "(the interleaved figure under the decode table) every model-building path is slower."
 )
 WHY_QUERY_PATH = (
-    "The query result decoder, not decode_item, decodes query results: it runs from_wire on every "
-    "field and also parses pk, sk and lsi1 back into fields the item already holds."
+    "The query result decoder finds each item's class from its type attribute and hands a "
+    "whole item to the class's generated decoder, as decode_item does; only a partial item (a "
+    "projection, a KEYS_ONLY or INCLUDE index) has its key text parsed back into fields."
 )
 
 WHY_COLD = (
