@@ -24,17 +24,11 @@ repeat on a loaded machine.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
-import os
-import re
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -50,8 +44,8 @@ from lsiorm._model.number_fit import field_checks
 from lsiorm._ops import batch as lsiorm_batch
 from lsiorm._query.decode import decode
 from lsiorm._requests.items import get_request
-from lsiorm.testing import DynamoDBLocal
 
+from .callgrind import engine, marked_counts
 from .models import LSIORM_TABLE, Order, lsiorm_entities, orders, rows
 from .timing import CPU, Variant, measure
 from .workloads import Group, check
@@ -130,7 +124,7 @@ def _signing(lane: lean.LeanLane, url: str, params: dict[str, Any]) -> Callable[
 
 def _orders(size: int) -> tuple[Order, list[Order]]:
     """The order the GetItem reads, and the page the query reads."""
-    return lsiorm_entities(rows(1, prefix="g"))[0], lsiorm_entities(rows(size, prefix="h"))
+    return lsiorm_entities(rows(1, prefix="g"))[0], lsiorm_entities(rows(size, prefix=f"h{size}-"))
 
 
 def write(session: Session, size: int) -> None:
@@ -298,37 +292,9 @@ def callgrind(url: str, size: int, calls: int) -> list[Group]:
     """Instructions per part (per call), counted by callgrind in a child process."""
     with Session(endpoint_url=url, region_name=REGION) as session:
         write(session, size)
-    with tempfile.TemporaryDirectory(prefix="lsiorm-share-") as folder:
-        out = Path(folder) / "parts.out"
-        done = subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                "--dump-before=tzset",
-                f"--callgrind-out-file={out}",
-                sys.executable,
-                "-m",
-                "bench.read_share",
-                "--url",
-                url,
-                "--size",
-                str(size),
-                "--calls",
-                str(calls),
-                "--count",
-            ],
-            check=False,
-            capture_output=True,
-            text=True,
-            cwd=Path(__file__).resolve().parent.parent,
-        )
-        if done.returncode:
-            raise RuntimeError(f"the valgrind run failed:\n{done.stderr[-3000:]}")
-        totals = {}
-        for part in Path(folder).glob("parts.out.*"):
-            found = re.search(r"^totals:\s*(\d+)", part.read_text(), re.M)
-            totals[int(part.name.rsplit(".", 1)[1])] = int(found.group(1)) if found else 0
-    blocks = [line.split("\t") for line in done.stdout.splitlines() if line.count("\t") == 3]
+    arguments = ["--url", url, "--size", str(size), "--calls", str(calls), "--count"]
+    output, totals = marked_counts("bench.read_share", arguments)
+    blocks = [line.split("\t") for line in output.splitlines() if line.count("\t") == 3]
     # Dump 1 is everything before the first marker; then each block and the gap after it.
     per_call: dict[tuple[str, int], dict[str, float]] = {}
     for number, (read, items, name, times) in enumerate(blocks):
@@ -372,13 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--callgrind", action="store_true")
     parser.add_argument("--count", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
-        os.environ.setdefault(name, value)
-    if args.count:
-        _count(args.url, args.size, args.calls)
-        return 0
-    with contextlib.ExitStack() as stack:
-        url = args.url or stack.enter_context(DynamoDBLocal()).endpoint_url
+    with engine(args.url) as url:
+        if args.count:
+            _count(url, args.size, args.calls)
+            return 0
         if args.callgrind:
             groups = callgrind(url, args.size, args.calls)
         else:
