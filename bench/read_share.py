@@ -256,6 +256,8 @@ def read_share(url: str, size: int, rounds: int) -> list[Group]:
             measure(variants, rounds=rounds, warmup=1, repeat=repeat, clock=CPU)
             medians = {v.name: v.median for v in variants}
             group = split(read.name, read.items, key, medians, CPU)
+            for row in group.variants:  # the measured rows keep their samples (and spread)
+                row.samples = next((v.samples for v in variants if v.name == row.name), row.samples)
             group.notes.append(
                 "Each part is timed on its own, in interleaved rounds, on the input the whole "
                 "read gives it (the answer of the transport row is recorded for the parse "
