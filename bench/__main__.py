@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lsiorm.testing import DynamoDBLocal
 
-from . import async_calls, cold_start, dynamoxy_peer, report, tracing, workloads
+from . import async_calls, cold_start, dynamoxy_peer, read_share, report, tracing, workloads
 from .models import rows
 from .report import Target
 from .timing import Variant, machine, versions
@@ -58,8 +58,9 @@ WHY_DECODE = (
     "(the interleaved figure under the decode table) every model-building path is slower."
 )
 WHY_QUERY_PATH = (
-    "The query result decoder, not decode_item, decodes query results: it runs from_wire on every "
-    "field and also parses pk, sk and lsi1 back into fields the item already holds."
+    "The query result decoder finds each item's class from its type attribute and hands a "
+    "whole item to the class's generated decoder, as decode_item does; only a partial item (a "
+    "projection, a KEYS_ONLY or INCLUDE index) has its key text parsed back into fields."
 )
 
 WHY_COLD = (
@@ -417,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
                 ("single", lambda: workloads.single_calls(engine, query_rounds)),
                 ("single, async", lambda: async_calls.async_single(engine, peer, query_rounds)),
                 ("client CPU per call", lambda: async_calls.client_cpu(groups, cpu_rounds)),
+                ("read share", lambda: read_share.read_share(engine.url, page, cpu_rounds)),
                 ("cold", lambda: [cold_start.cold_start(engine.url, cold_rounds)]),
                 (
                     "tracing",

@@ -27,13 +27,10 @@ measures only those ways (without awscrt installed).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import os
-import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,8 +41,8 @@ from lsiorm._io import fastjson, integrity, lean
 from lsiorm._model.entity import decode_item
 from lsiorm._model.item_encoding import wire_item
 from lsiorm._ops import batch as lsiorm_batch
-from lsiorm.testing import DynamoDBLocal
 
+from .callgrind import engine, marked_counts
 from .models import LSIORM_TABLE, Order, lsiorm_entities, orders, rows
 from .timing import CPU, WALL, Variant, measure
 
@@ -303,42 +300,10 @@ def _count(url: str, way: str, calls: int) -> None:
 
 def callgrind(url: str, calls: int, chosen: list[str]) -> None:
     """Instructions per call of each way, counted by callgrind between markers."""
-    import re
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="lsiorm-crt-") as folder:
-        for way in chosen:
-            label = WAYS[way]
-            out = Path(folder) / f"{way}.out"
-            done = subprocess.run(
-                [
-                    "valgrind",
-                    "--tool=callgrind",
-                    "--dump-before=tzset",
-                    f"--callgrind-out-file={out}",
-                    sys.executable,
-                    "-m",
-                    "bench.crt_lane",
-                    "--url",
-                    url,
-                    "--count",
-                    way,
-                    "--calls",
-                    str(calls),
-                ],
-                check=False,
-                capture_output=True,
-                text=True,
-                cwd=Path(__file__).resolve().parent.parent,
-            )
-            if done.returncode:
-                raise RuntimeError(f"valgrind run of {way} failed:\n{done.stderr[-3000:]}")
-            totals = []
-            for part in sorted(Path(folder).glob(f"{way}.out*")):
-                found = re.search(r"^totals:\s*(\d+)", part.read_text(), re.M)
-                if found:
-                    totals.append((part.name, int(found.group(1))))
-            print(f"{label}: {totals}")
+    for way in chosen:
+        arguments = ["--url", url, "--count", way, "--calls", str(calls)]
+        _, totals = marked_counts("bench.crt_lane", arguments)
+        print(f"{WAYS[way]}: {[totals[n] for n in sorted(totals)]}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -356,14 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [way.strip() for way in args.ways.split(",")]
     if not chosen or any(way not in WAYS for way in chosen):
         parser.error(f"--ways takes some of {', '.join(WAYS)}")
-    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
-        os.environ.setdefault(name, value)
-    if args.count:
-        _count(args.url, args.count, args.calls)
-        return 0
-    with contextlib.ExitStack() as stack:
-        url = args.url or stack.enter_context(DynamoDBLocal()).endpoint_url
-        if args.callgrind:
+    with engine(args.url) as url:
+        if args.count:
+            _count(url, args.count, args.calls)
+        elif args.callgrind:
             callgrind(url, args.calls, chosen)
         else:
             timed(url, args.rounds, args.calls, chosen)

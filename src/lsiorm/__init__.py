@@ -7,6 +7,9 @@ leading underscore is machinery and may change without notice; `docs/architectur
 its layers.
 """
 
+import importlib as _importlib
+import typing as _typing
+
 from lsiorm import _compat
 from lsiorm._conditions import (
     Attr,
@@ -41,7 +44,6 @@ from lsiorm._io.fastjson import FastPathStats, ResponseFastPath
 from lsiorm._io.fastjson import fast_path_of as fast_json_of
 from lsiorm._io.fastjson import install as install_fast_json
 from lsiorm._io.fastjson import uninstall as uninstall_fast_json
-from lsiorm._io.jsonlines import read_relief_file
 from lsiorm._io.telemetry import Telemetry
 from lsiorm._model.capacity import (
     CapacityUnits,
@@ -83,9 +85,7 @@ from lsiorm._model.number_fit import LossyFloat
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard
 from lsiorm._model.wire import AttributeValue, WireItem, item_size
-from lsiorm._ops.adoption import AdoptionExample, AdoptionReport, EntityAdoption
 from lsiorm._ops.audit import CollectionSize
-from lsiorm._ops.backfill import BackfillReport
 from lsiorm._ops.batch import BatchWriteResult
 from lsiorm._ops.collection_guard import (
     CollectionEstimate,
@@ -93,27 +93,13 @@ from lsiorm._ops.collection_guard import (
     CollectionWatcher,
     Hookable,
 )
-from lsiorm._ops.dual_writes import DualFallback, DualWrites
 from lsiorm._ops.hooks import HookRequest
 from lsiorm._ops.items import DeleteResult, Idempotency
-from lsiorm._ops.key_audit import (
-    AttributeTally,
-    EntityKeyAudit,
-    ItemKeyCheck,
-    KeyAuditReport,
-    KeyProblem,
-    ProblemKind,
-)
-from lsiorm._ops.ledger import JobRecord, UnitRecord, ledger_table
 from lsiorm._ops.meter import CapacityMeter, Measurement
-from lsiorm._ops.migration_plan import MigrationReport, VerifyReport
 from lsiorm._ops.reads import Page
-from lsiorm._ops.relief import ReliefReport
-from lsiorm._ops.resumable import JobProgress
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import TransactWriteResult
-from lsiorm._ops.units import ExportUnit, ScanUnit, Unit, unit_from_json, unit_to_json
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.explain import Explanation
 from lsiorm._query.plan import (
@@ -169,6 +155,70 @@ from lsiorm.errors import (
     TransportError,
     ValidationError,
 )
+
+if _typing.TYPE_CHECKING:
+    from lsiorm._io.jsonlines import read_relief_file
+    from lsiorm._ops.adoption import AdoptionExample, AdoptionReport, EntityAdoption
+    from lsiorm._ops.backfill import BackfillReport
+    from lsiorm._ops.dual_writes import DualFallback, DualWrites
+    from lsiorm._ops.key_audit import (
+        AttributeTally,
+        EntityKeyAudit,
+        ItemKeyCheck,
+        KeyAuditReport,
+        KeyProblem,
+        ProblemKind,
+    )
+    from lsiorm._ops.ledger import JobRecord, UnitRecord, ledger_table
+    from lsiorm._ops.migration_plan import MigrationReport, VerifyReport
+    from lsiorm._ops.relief import ReliefReport
+    from lsiorm._ops.resumable import JobProgress
+    from lsiorm._ops.units import ExportUnit, ScanUnit, Unit, unit_from_json, unit_to_json
+
+#: Public names whose module is imported when the name is first used (PEP 562): the key jobs,
+#: table migrations, dual writes and their reports, which a program's first request does not
+#: need. ``from lsiorm import X`` imports X's module then.
+_LAZY: dict[str, str] = {
+    "AdoptionExample": "lsiorm._ops.adoption",
+    "AdoptionReport": "lsiorm._ops.adoption",
+    "AttributeTally": "lsiorm._ops.key_audit",
+    "BackfillReport": "lsiorm._ops.backfill",
+    "DualFallback": "lsiorm._ops.dual_writes",
+    "DualWrites": "lsiorm._ops.dual_writes",
+    "EntityAdoption": "lsiorm._ops.adoption",
+    "EntityKeyAudit": "lsiorm._ops.key_audit",
+    "ExportUnit": "lsiorm._ops.units",
+    "ItemKeyCheck": "lsiorm._ops.key_audit",
+    "JobProgress": "lsiorm._ops.resumable",
+    "JobRecord": "lsiorm._ops.ledger",
+    "KeyAuditReport": "lsiorm._ops.key_audit",
+    "KeyProblem": "lsiorm._ops.key_audit",
+    "MigrationReport": "lsiorm._ops.migration_plan",
+    "ProblemKind": "lsiorm._ops.key_audit",
+    "ReliefReport": "lsiorm._ops.relief",
+    "ScanUnit": "lsiorm._ops.units",
+    "Unit": "lsiorm._ops.units",
+    "UnitRecord": "lsiorm._ops.ledger",
+    "VerifyReport": "lsiorm._ops.migration_plan",
+    "ledger_table": "lsiorm._ops.ledger",
+    "read_relief_file": "lsiorm._io.jsonlines",
+    "unit_from_json": "lsiorm._ops.units",
+    "unit_to_json": "lsiorm._ops.units",
+}
+
+if not _typing.TYPE_CHECKING:  # type checkers read the imports above
+
+    def __getattr__(name: str) -> _typing.Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(_importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 def _version() -> str:

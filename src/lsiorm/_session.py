@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mappin
 from contextlib import AsyncExitStack
 from functools import partial
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 import lsiorm._session_methods as methods
 from lsiorm._io import environment, fastjson, integrity
@@ -42,16 +42,18 @@ from lsiorm._io.telemetry import (
 from lsiorm._model.entity import Entity
 from lsiorm._model.schema import Table
 from lsiorm._ops import reads
-from lsiorm._ops.dual_writes import DualFallback
-from lsiorm._ops.ledger import LedgerLocation
 from lsiorm._ops.meter import CapacityMeter
 from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
-from lsiorm._ops.units import Unit
 from lsiorm._query.values import Query, Scan
 from lsiorm._session_methods import SessionConfig, SessionCore
 from lsiorm.errors import ConfigurationError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from lsiorm._ops.dual_writes import DualFallback
+    from lsiorm._ops.ledger import LedgerLocation
+    from lsiorm._ops.units import Unit
 
 __all__ = ["AsyncSession", "Session"]
 

@@ -20,53 +20,35 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from lsiorm._conditions import Condition
 from lsiorm._io import environment
-from lsiorm._io.exports import open_export
-from lsiorm._io.jsonlines import JsonLinesFile
 from lsiorm._io.telemetry import Telemetry, telemetry_for
 from lsiorm._model.drift import DriftReport
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
 from lsiorm._ops import (
-    adoption,
     audit,
     batch,
     items,
-    key_audit,
-    migration,
     pipeline,
     reads,
-    relief,
     tables,
     transactions,
 )
-from lsiorm._ops import backfill as backfill_job
-from lsiorm._ops.adoption import AdoptionReport
 from lsiorm._ops.audit import CollectionSize
-from lsiorm._ops.backfill import BackfillReport
 from lsiorm._ops.batch import BatchWriteResult
 from lsiorm._ops.collection_guard import CollectionWatcher
-from lsiorm._ops.dual_writes import DualFallback, DualWrites, open_dual_writes
 from lsiorm._ops.items import DeleteResult, Idempotency
-from lsiorm._ops.job_catalog import run_declared_unit
-from lsiorm._ops.job_options import JobOptions, ledger_location
-from lsiorm._ops.key_audit import KeyAuditReport
-from lsiorm._ops.ledger import JobLedger, JobRecord
 from lsiorm._ops.meter import CapacityMeter
-from lsiorm._ops.migration_plan import MigrationReport
 from lsiorm._ops.naming import TableNames, prefixed
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.reads import Page
-from lsiorm._ops.relief import ReliefReport
-from lsiorm._ops.resumable import JobProgress
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import TransactWriteResult
-from lsiorm._ops.units import Unit
 from lsiorm._query.cursor import cursor_key
 from lsiorm._query.values import Query, Scan
 from lsiorm._requests.batch import DeleteTarget, GetKey
@@ -74,6 +56,20 @@ from lsiorm._requests.items import key_values
 from lsiorm._requests.transactions import Get, TransactAction
 from lsiorm._requests.update_plan import update_spec
 from lsiorm.errors import ValidationError
+
+if TYPE_CHECKING:
+    # The key jobs, migrations and dual writes are imported by the methods that run them, so
+    # that a program's first request does not wait for them.
+    from lsiorm._ops.adoption import AdoptionReport
+    from lsiorm._ops.backfill import BackfillReport
+    from lsiorm._ops.dual_writes import DualFallback, DualWrites
+    from lsiorm._ops.job_options import JobOptions
+    from lsiorm._ops.key_audit import KeyAuditReport
+    from lsiorm._ops.ledger import JobLedger, JobRecord
+    from lsiorm._ops.migration_plan import MigrationReport
+    from lsiorm._ops.relief import ReliefReport
+    from lsiorm._ops.resumable import JobProgress
+    from lsiorm._ops.units import Unit
 
 __all__ = ["SessionConfig", "SessionCore"]
 
@@ -375,6 +371,8 @@ def audit_keys(
     `detach` only opens the run in the ledger and returns at once (`report.job` names it):
     its units are then run anywhere with `run_unit`, one call each.
     """
+    from lsiorm._ops import key_audit
+
     options = _options(
         session,
         executor=executor,
@@ -417,6 +415,8 @@ def adopt(
     report); `dry_run` stops there. `progress` is called with a JobProgress after each page;
     True draws a progress bar on stderr. See docs/existing-tables.md.
     """
+    from lsiorm._ops import adoption
+
     job = partial(
         adoption.adopt,
         session.ctx,
@@ -475,6 +475,8 @@ def backfill(
     JobProgress after each page; True draws a progress bar (items, rate, ETA from an estimated
     total) on stderr.
     """
+    from lsiorm._ops import backfill as backfill_job
+
     _ignored_checkpoint(checkpoint)
     options = _options(
         session,
@@ -523,6 +525,9 @@ def relieve_collection(
     that stopped resumes. `progress` is called with a JobProgress after each page; True draws a
     progress bar (items, rate, ETA from an estimated total) on stderr.
     """
+    from lsiorm._io.jsonlines import JsonLinesFile
+    from lsiorm._ops import relief
+
     _ignored_checkpoint(checkpoint)
     options = _options(session, ledger=ledger, write_budget=write_budget)
     job = partial(
@@ -594,6 +599,8 @@ def migrate_table(
         detach=detach,
     )
     ctx = dataclasses.replace(session.ctx, route=None)  # also from a session with dual writes
+    from lsiorm._ops import migration
+
     if status:
         return migration.migration_status(ctx, table, source, options)
     if abandon:
@@ -626,6 +633,8 @@ def dual_writes(
     declares: check that its copy is done and that both tables have the same primary key (a
     typed error before any write otherwise), record it in the ledger, and return the route a
     session with dual writes takes (`Session.dual_writes` returns that session)."""
+    from lsiorm._ops.dual_writes import open_dual_writes
+
     options = _options(session, ledger=ledger)
     plain = dataclasses.replace(session.ctx, route=None)  # a session with dual writes too
     return open_dual_writes(plain, table, source, options, reads=reads, on_fallback=on_fallback)
@@ -678,11 +687,18 @@ def run_unit(
     before), ``"held"`` (another worker holds its lease: try again after it expires) or
     ``"lost"`` (its lease was taken over, or the run was stopped or cancelled).
     """
+    from lsiorm._io.exports import open_export
+    from lsiorm._ops.job_catalog import run_declared_unit
+    from lsiorm._ops.job_options import ledger_location
+
     location = ledger_location(session.ctx, table, ledger)
     return run_declared_unit(session.ctx, location, lease_seconds, job_id, unit, open_export)
 
 
 def _ledger(session: SessionCore, table: Table, ledger: str | None) -> JobLedger:
+    from lsiorm._ops.job_options import ledger_location
+    from lsiorm._ops.ledger import JobLedger
+
     return JobLedger(session.ctx, ledger_location(session.ctx, table, ledger))
 
 
@@ -700,6 +716,9 @@ def _options(
     detach: bool = False,
 ) -> JobOptions:
     """How a key job runs, from a session method's keywords."""
+    from lsiorm._io.exports import open_export
+    from lsiorm._ops.job_options import JobOptions
+
     return JobOptions(
         ledger=ledger,
         in_memory=in_memory,

@@ -21,6 +21,24 @@ DEFERRED = {
 }
 
 
+#: lsiorm's own modules that neither ``import lsiorm`` nor a session's reads and writes load: the
+#: key jobs, table migrations and dual writes (their public names are looked up on first use).
+DEFERRED_OWN = (
+    "lsiorm._io.exports",
+    "lsiorm._io.jsonlines",
+    "lsiorm._ops.adoption",
+    "lsiorm._ops.backfill",
+    "lsiorm._ops.dual_writes",
+    "lsiorm._ops.job_engine",
+    "lsiorm._ops.key_audit",
+    "lsiorm._ops.ledger",
+    "lsiorm._ops.migration",
+    "lsiorm._ops.migration_plan",
+    "lsiorm._ops.relief",
+    "lsiorm._ops.units",
+)
+
+
 def _loaded_after(statement: str) -> set[str]:
     code = f"import sys; {statement}; print(' '.join(sorted(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -53,3 +71,29 @@ def test_deferred_modules_do_load_when_used(module: str) -> None:
         "from lsiorm._ops.retry import RetryPolicy; RetryPolicy().retrying()"
     )
     assert module in _loaded_after(statement)
+
+
+def test_a_session_leaves_the_key_jobs_until_they_are_used() -> None:
+    loaded = _loaded_after("from lsiorm import AsyncSession, Session, query")
+    assert sorted(set(DEFERRED_OWN) & loaded) == []
+
+
+def test_a_name_looked_up_on_use_is_the_class_of_its_module() -> None:
+    statement = (
+        "from lsiorm import KeyAuditReport, MigrationReport; "
+        "import lsiorm, lsiorm._ops.key_audit as k, lsiorm._ops.migration_plan as m; "
+        "assert KeyAuditReport is k.KeyAuditReport is lsiorm.KeyAuditReport; "
+        "assert MigrationReport is m.MigrationReport; "
+        "assert {'KeyAuditReport', 'DualWrites', 'read_relief_file'} <= set(dir(lsiorm))"
+    )
+    loaded = _loaded_after(statement)
+    assert {"lsiorm._ops.key_audit", "lsiorm._ops.migration_plan"} <= loaded
+
+
+def test_an_unknown_name_is_still_an_attribute_error() -> None:
+    import lsiorm
+
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        lsiorm.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
+    with pytest.raises(ImportError):
+        exec("from lsiorm import NoSuchName")

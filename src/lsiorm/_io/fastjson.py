@@ -113,7 +113,11 @@ def _attribute_list(value: Any) -> Any:
 def _attribute_values(values: Iterable[Any]) -> None:
     expected = _SCALAR_TAGS.get
     for av in values:
-        # Raises ValueError unless av has exactly one member, AttributeError unless a dict.
+        # Most values are one S or N string: two lookups tell, without unpacking the items.
+        if len(av) == 1 and (type(av.get("S")) is str or type(av.get("N")) is str):
+            continue
+        # Raises ValueError unless av has exactly one member, AttributeError or TypeError
+        # unless a dict.
         ((tag, raw),) = av.items()
         if expected(tag) is not type(raw):
             _other_attribute_value(av, tag, raw)

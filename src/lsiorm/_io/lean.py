@@ -327,6 +327,26 @@ class LeanLane:
         Raises ``botocore.exceptions.ClientError`` for an error response (with the response
         shape botocore gives) and botocore's connection errors, as the client would.
         """
+        response = self.exchange(operation, params)
+        if response is None:
+            return None
+        parsed = self._parsed_success(operation, response)
+        if parsed is not None:
+            return parsed
+        operation_model = self._service.operation_model(operation)
+        parsed = self._parser.parse(response, operation_model.output_shape)
+        if response["status_code"] >= 300:
+            error_shape = self._error_shape(parsed)
+            if error_shape is not None:
+                parsed.update(self._parser.parse(response, error_shape))
+        return self._final(operation, response, parsed)
+
+    def exchange(self, operation: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Send one request; return botocore's response dict, its body checked, not parsed.
+
+        None when the request must go to botocore instead. Raises botocore's connection errors
+        and `TransportError` for a damaged body (see `lsiorm._io.integrity`).
+        """
         body = self._body(operation, params)
         if body is None:
             return None
@@ -336,7 +356,7 @@ class LeanLane:
             return None
         headers = self._signed_headers(operation, body, credentials)
         direct = self.direct
-        operation_model = self._service.operation_model(operation)
+        response: dict[str, Any]
         if direct is not None and direct.usable():
             response = direct.send(headers, body, operation)
             self._count_sent(direct=True)
@@ -345,17 +365,10 @@ class LeanLane:
                 self._request("POST", self._url, headers, body, stream_output=False)
             )
             self._count_sent()
+            operation_model = self._service.operation_model(operation)
             response = self._to_response_dict(http_response, operation_model)
         response["body"] = integrity.verified_body(response["headers"], response["body"])
-        parsed = self._parsed_success(operation, response)
-        if parsed is not None:
-            return parsed
-        parsed = self._parser.parse(response, operation_model.output_shape)
-        if response["status_code"] >= 300:
-            error_shape = self._error_shape(parsed)
-            if error_shape is not None:
-                parsed.update(self._parser.parse(response, error_shape))
-        return self._final(operation, response, parsed)
+        return response
 
     def _count_sent(self, *, direct: bool = False) -> None:
         with self._count:

@@ -11,8 +11,9 @@ from typing import (
     cast,
 )
 
-from lsiorm._model.entity import Entity, decode_stored
+from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.item_decoding import item_decoder
 from lsiorm._model.number_fit import check_values
 from lsiorm._model.wire import from_wire
 from lsiorm._query.plan import QueryPlan
@@ -55,11 +56,15 @@ def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]
         if plan.selected is None and not plan.unavailable:
             # A whole item of a known type: its stored fields already hold every value, so the
             # class's decoder reads them directly instead of parsing key strings back.
-            stored = _STORED.get(known)
-            if stored is None:
-                stored = _STORED[known] = frozenset(meta_of(known).attributes.values())
+            whole = _WHOLE.get(known)
+            if whole is None:
+                meta = meta_of(known)
+                whole = _WHOLE[known] = (frozenset(meta.attributes.values()), meta.typed)
+            stored, typed = whole
             if item.keys() >= stored:
-                return decode_stored(table, item, only=classes)
+                # What decode_stored gives, without finding the class again: an entity whose
+                # items carry no type attribute does not own an item that names it.
+                return item_decoder(known)(item) if typed else None
         candidates: Sequence[type[Entity]] = (known,)
     else:
         candidates = classes
@@ -78,8 +83,9 @@ def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]
     return None
 
 
-#: Per entity class, the attribute names of its stored fields (worked out once).
-_STORED: dict[type[Entity], frozenset[str]] = {}
+#: Per entity class, the attribute names of its stored fields and whether its items carry the
+#: type attribute (worked out once).
+_WHOLE: dict[type[Entity], tuple[frozenset[str], bool]] = {}
 
 _UNFETCHED_SEEN: set[tuple[str, str | None]] = set()
 

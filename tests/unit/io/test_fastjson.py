@@ -258,6 +258,14 @@ UNUSUAL_ITEMS = [
     {"a": {"M": {"b": {"S": "x", "__type": "y"}}}},
     {"a": ["S", "x"]},
     {"a": "x"},
+    # One member, as the common S and N values have, of anything but an AttributeValue.
+    {"a": ["S"]},
+    {"a": "S"},
+    {"a": 1},
+    {"a": {"S": ["x"]}},
+    {"a": {"N": "1", "S": 2}},
+    {"a": {"L": [{"S": "x"}, ["S"]]}},
+    {"a": {"M": {"b": "N"}}},
 ]
 
 

@@ -6,6 +6,8 @@ from enum import Enum
 from typing import Annotated, Any, Literal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import Field
 from pydantic import ValidationError as PydanticValidationError
 
@@ -100,6 +102,53 @@ def test_typed_and_untyped_items_share_a_table() -> None:
     assert item_types(shop, wire) == []
     # Keys no declared template parses: no type.
     assert item_types(shop, {"pk": {"S": "CUSTOMER#1"}, "sk": {"S": "RETURN#3"}}) == []
+
+
+#: Type attributes as items carry them: declared names (typed and untyped), unknown ones,
+#: other tags, a value of another JSON type, and what is not an AttributeValue at all.
+_TYPE_ATTRIBUTES = st.one_of(
+    st.builds(lambda name: {"S": name}, st.sampled_from(["Note", "Customer", "Order", "Invoice"])),
+    st.builds(lambda name: {"S": name}, st.text(max_size=6)),
+    st.sampled_from([{"N": "1"}, {"S": 1}, {"S": None}, {"S": "Note", "N": "1"}, {}, "Note", None]),
+)
+_KEYS = st.sampled_from(
+    [
+        {},
+        {"pk": {"S": "CUSTOMER#1"}},
+        {"pk": {"S": "CUSTOMER#1"}, "sk": {"S": "PROFILE"}},
+        {"pk": {"S": "CUSTOMER#1"}, "sk": {"S": "ORDER#7"}},
+        {"pk": {"S": "CUSTOMER#1"}, "sk": {"S": "NOTE#a"}},
+    ]
+)
+_ONLY = st.sampled_from([None, (Note,), (Customer,), (Order,), (Note, Order), ()])
+
+
+@given(_TYPE_ATTRIBUTES, _KEYS, _ONLY)
+def test_entity_class_is_the_one_candidate_item_types_gives(
+    type_av: Any, keys: dict[str, Any], only: tuple[type[Entity], ...] | None
+) -> None:
+    item = keys if type_av is None else {**keys, "_type": type_av}
+    found = item_types(shop, item)
+    if only is not None:
+        found = [cls for cls in found if cls in only]
+    assert len(found) <= 1  # the declarations of shop can be told apart
+    assert entity_class(shop, item, only) is (found[0] if found else None)
+    # ``only`` may be any iterable, read once.
+    assert entity_class(shop, item, None if only is None else iter(only)) is (
+        found[0] if found else None
+    )
+
+
+def test_an_item_naming_an_untyped_entity_is_of_no_type_on_every_read_path() -> None:
+    from lsiorm._query.decode import decode
+
+    ann = Customer(cid="1", name="Ann", city="Oslo")  # every field stored: a whole item
+    plan = query(Customer).where(cid="1").plan()
+    assert decode(plan, ann.to_wire(), (Customer,)) == ann
+    # Its items carry no type attribute: one that names it was written by something else.
+    named = {**ann.to_wire(), "_type": {"S": "Customer"}}
+    assert decode_item(shop, named) is None
+    assert decode(plan, named, (Customer,)) is None
 
 
 def test_an_item_without_its_primary_key_is_of_no_type() -> None:
