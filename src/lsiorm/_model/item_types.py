@@ -91,10 +91,8 @@ def named_type(table: Table, av: Any) -> type[EntityModel] | None:
     """The typed entity a type attribute's value ``av`` names, or None."""
     name = av.get("S") if type(av) is dict or isinstance(av, Mapping) else None
     found: type[EntityModel] | None = table.entities.get(name) if type(name) is str else None
-    # A table's entities are bound classes: their metadata is set (see `meta_of`).
-    if found is None or not found.__lsiorm__.typed:  # type: ignore[union-attr]
-        return None
-    return found
+    meta = found.__lsiorm__ if found is not None else None  # set on every bound class
+    return found if meta is not None and meta.typed else None
 
 
 def entity_class(
