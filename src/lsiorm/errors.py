@@ -70,7 +70,11 @@ class DeclarationError(LsiormError, TypeError):
 
 
 class ValidationError(LsiormError, ValueError):
-    """A value or request breaks a rule; raised before any request is sent."""
+    """A value or request breaks a rule; raised before any request is sent.
+
+    Also raised by a read whose stored item does not fit its entity (rule ``item.invalid``),
+    with the item's key and Pydantic's error as ``__cause__``.
+    """
 
     def __init__(
         self,

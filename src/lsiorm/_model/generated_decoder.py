@@ -10,11 +10,13 @@ from typing import Any, Final, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
 
 from lsiorm._model.codegen import ABSENT, compile_function, indent
 from lsiorm._model.field_types import strip_optional
 from lsiorm._model.number_fit import NumberCheck, check_float, check_int, exact_float
 from lsiorm._model.number_text import number_from_text
+from lsiorm._model.stored_item import invalid_stored_item
 from lsiorm._model.wire import from_wire, item_from_wire
 
 M = TypeVar("M", bound=BaseModel)
@@ -168,12 +170,17 @@ def decode(wire):
     for name in absent_none:
         if name not in out:
             out[name] = None
-    return cls.__pydantic_validator__.validate_python(out)
+    try:
+        return cls.__pydantic_validator__.validate_python(out)
+    except PydanticValidationError as error:
+        raise invalid_stored_item(cls, wire, error) from error
 """
     namespace: dict[str, Any] = {
         "absent": ABSENT,
         "absent_none": absent,
         "cls": cls,
+        "PydanticValidationError": PydanticValidationError,
+        "invalid_stored_item": invalid_stored_item,
         "from_wire": from_wire,
         "item_from_wire": item_from_wire,
         "number": number_from_text,

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from pydantic import ValidationError as PydanticValidationError
+
 from lsiorm._model.entity_meta import EntityModel, meta_of
 from lsiorm._model.generated_decoder import generate_decoder, model_keys
 from lsiorm._model.number_fit import check_values, field_checks
+from lsiorm._model.stored_item import invalid_stored_item
 from lsiorm._model.template import KeyTemplate
 from lsiorm._model.wire import item_from_wire
 from lsiorm.errors import KeyEncodingError
@@ -66,7 +69,10 @@ def _item_decoder(cls: type[M]) -> Callable[[Mapping[str, Any]], M]:
         check_values(numbers, item)  # pydantic would round a float silently
         for name in absent:
             item.setdefault(name, None)
-        return cls.model_validate(item)
+        try:
+            return cls.model_validate(item)
+        except PydanticValidationError as error:
+            raise invalid_stored_item(cls, wire, error) from error
 
     if keys is None:
         return validate

@@ -29,7 +29,7 @@ from lsiorm._ops.pipeline import Context
 from lsiorm._ops.resumable import JobProgress
 from lsiorm._ops.scans import priced_scan
 from lsiorm._ops.steps import Operation
-from lsiorm.errors import LsiormError, ValidationError
+from lsiorm.errors import ValidationError
 
 if TYPE_CHECKING:
     from lsiorm._ops.budget import RateBudget
@@ -114,18 +114,9 @@ def check_item_keys(
 ) -> ItemKeyCheck | None:
     """Check one stored item (wire form); None when it is of no declared type (or not in only).
 
-    Raises `ValidationError` when the item cannot be decoded as its type.
+    Raises `ValidationError` (rule ``item.invalid``) when the item's fields do not fit its type.
     """
-    try:
-        entity = decode_stored(table, item, only)
-    except LsiormError:
-        raise
-    except Exception as exc:  # pydantic's own ValidationError: the stored fields are invalid
-        raise ValidationError(
-            "audit.undecodable",
-            f"A stored item of table {table.name!r} cannot be decoded as its type: {exc}",
-            table=table.name,
-        ) from exc
+    entity = decode_stored(table, item, only)
     if entity is None:
         return None
     expected = derived_keys(entity)

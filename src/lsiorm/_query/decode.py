@@ -4,24 +4,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Final,
-    cast,
-)
+from typing import Any, Final, cast
+
+from pydantic import ValidationError as PydanticValidationError
 
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.item_decoding import item_decoder
+from lsiorm._model.item_types import named_type
 from lsiorm._model.number_fit import check_values
+from lsiorm._model.stored_item import invalid_stored_item
 from lsiorm._model.wire import from_wire
 from lsiorm._query.plan import QueryPlan
-from lsiorm.errors import KeyEncodingError
-
-if TYPE_CHECKING:
-    pass
-
+from lsiorm.errors import KeyEncodingError, ValidationError
 
 #: Key of the set of missing fields in a partial model's ``__dict__`` (see `missing_fields`).
 MISSING_KEY: Final = "__lsiorm_missing__"
@@ -49,22 +44,20 @@ def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]
     table = plan.table
     type_av = item.get(table.type_attribute)
     if type_av is not None:
-        found = table.entities.get(type_av.get("S", ""))
+        # An entity whose items carry no type attribute does not own an item that names it,
+        # whole or not (what decode_stored gives).
+        found = named_type(table, type_av)
         if found is None or found not in classes:
             return None
         known = cast("type[Entity]", found)
         if plan.selected is None and not plan.unavailable:
             # A whole item of a known type: its stored fields already hold every value, so the
             # class's decoder reads them directly instead of parsing key strings back.
-            whole = _WHOLE.get(known)
-            if whole is None:
-                meta = meta_of(known)
-                whole = _WHOLE[known] = (frozenset(meta.attributes.values()), meta.typed)
-            stored, typed = whole
+            stored = _WHOLE.get(known)
+            if stored is None:
+                stored = _WHOLE[known] = frozenset(meta_of(known).attributes.values())
             if item.keys() >= stored:
-                # What decode_stored gives, without finding the class again: an entity whose
-                # items carry no type attribute does not own an item that names it.
-                return item_decoder(known)(item) if typed else None
+                return item_decoder(known)(item)
         candidates: Sequence[type[Entity]] = (known,)
     else:
         candidates = classes
@@ -79,13 +72,12 @@ def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]
         unfetched = type_av is None and meta.typed and bool(plan.fetched)
         if unfetched:
             _warn_unfetched(plan)
-        return _build(plan, meta, values, unfetched=unfetched)
+        return _build(plan, meta, item, values, unfetched=unfetched)
     return None
 
 
-#: Per entity class, the attribute names of its stored fields and whether its items carry the
-#: type attribute (worked out once).
-_WHOLE: dict[type[Entity], tuple[frozenset[str], bool]] = {}
+#: Per entity class, the attribute names of its stored fields (worked out once).
+_WHOLE: dict[type[Entity], frozenset[str]] = {}
 
 _UNFETCHED_SEEN: set[tuple[str, str | None]] = set()
 
@@ -141,10 +133,18 @@ def _values(
 
 
 def _build(
-    plan: QueryPlan, meta: EntityMeta[Entity], values: dict[str, Any], *, unfetched: bool = False
+    plan: QueryPlan,
+    meta: EntityMeta[Entity],
+    item: dict[str, Any],
+    values: dict[str, Any],
+    *,
+    unfetched: bool = False,
 ) -> Entity:
     """Return the entity, partial when the read selected fields, could not return some (a GSI
-    in partial mode) or the engine did not fetch them (``unfetched``)."""
+    in partial mode) or the engine did not fetch them (``unfetched``).
+
+    Values the model refuses raise ValidationError (``item.invalid``) naming the ``item``.
+    """
     cls = meta.cls
     partial = (
         unfetched
@@ -155,10 +155,22 @@ def _build(
         check_values(meta.number_checks, values)  # pydantic would round a float silently
         for name in meta.absent_is_none:  # None is stored as absence
             values.setdefault(name, None)
-        entity: Entity = cls.model_validate(values)
+        try:
+            entity: Entity = cls.model_validate(values)
+        except PydanticValidationError as error:
+            raise invalid_stored_item(cls, item, error) from error
         return entity
     wanted = plan.selected if plan.selected is not None else tuple(cls.model_fields)
-    present = {n: meta.validate_field(n, values[n]) for n in wanted if n in values}
+    present = {}
+    for name in wanted:
+        if name in values:
+            try:
+                present[name] = meta.validate_field(name, values[name])
+            except ValidationError as error:
+                cause = error.__cause__
+                if not isinstance(cause, PydanticValidationError):
+                    raise  # a number the field cannot hold exactly, say: its own error
+                raise invalid_stored_item(cls, item, cause, field=name) from cause
     if not unfetched:
         # None is stored as absence: a field the read asked for and could return, but did not
         # get, is None. A field the index does not project (GSI) stays missing.

@@ -125,7 +125,13 @@ MALFORMED_AVS: list[Any] = [
 
 def decoded_outcome(decode: Any, wire: dict[str, Any]) -> Any:
     try:
-        entity = decode(wire)
+        try:
+            entity = decode(wire)
+        except LsiormError as exc:
+            if getattr(exc, "rule", None) != "item.invalid":
+                raise
+            # A read names the stored item; what Pydantic refused is kept as the cause.
+            raise exc.__cause__ or exc from None
     except LsiormError as exc:
         return ("lsiorm", type(exc), getattr(exc, "rule", None))
     except ValueError as exc:  # pydantic's ValidationError

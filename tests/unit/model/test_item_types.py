@@ -149,6 +149,11 @@ def test_an_item_naming_an_untyped_entity_is_of_no_type_on_every_read_path() -> 
     named = {**ann.to_wire(), "_type": {"S": "Customer"}}
     assert decode_item(shop, named) is None
     assert decode(plan, named, (Customer,)) is None
+    # Not whole either: the read then cannot take its fields from the stored attributes alone.
+    for dropped in ("name", "city"):
+        part = {k: v for k, v in named.items() if k != dropped}
+        assert decode_item(shop, part) is None
+        assert decode(plan, part, (Customer,)) is None
 
 
 def test_an_item_without_its_primary_key_is_of_no_type() -> None:
@@ -482,8 +487,10 @@ def test_a_field_only_its_key_holds_is_read_from_the_key() -> None:
     # The item's own attribute wins over its key text.
     assert decode_item(table, {**wire, "since": {"N": "2020"}}).since == 2020  # type: ignore[union-attr]
     # A field stored as an attribute is never read from a key: its absence is reported.
-    with pytest.raises(PydanticValidationError) as caught:
+    with pytest.raises(ValidationError) as caught:
         decode_item(table, {k: v for k, v in wire.items() if k != "team"})
+    assert caught.value.rule == "item.invalid"
+    assert isinstance(caught.value.__cause__, PydanticValidationError)
     assert "team" in str(caught.value)
 
 
