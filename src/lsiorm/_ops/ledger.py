@@ -331,7 +331,9 @@ class JobLedger:
         pointer = f"run#{print_}"
         for attempt in range(40):
             head = yield from self._get(pointer)
-            current = head["current"]["S"] if head else None
+            # A pointer without a run is read as none (moto shows an item that an UpdateItem
+            # is creating by its key alone for a moment; DynamoDB never does).
+            current = head["current"]["S"] if head and "current" in head else None
             if current is not None:
                 job = yield from self._get(f"job#{current}")
                 if job is None and attempt < 30:
