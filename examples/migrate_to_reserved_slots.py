@@ -66,7 +66,7 @@ class Writer(threading.Thread):
     def run(self) -> None:
         with Session(endpoint_url=self.endpoint_url, region_name="us-east-1") as session:
             n = 100
-            while not self.stop.wait(0.01):
+            while not self.stop.wait(0.05):  # about 20 rounds of three writes a second
                 n += 1
                 session.put(TaskV1(project=PROJECT, n=n, due=START + timedelta(days=n % 30)))
                 moved = START + timedelta(days=(n * 7) % 30)
