@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from lsiorm import Entity, Table
@@ -34,6 +34,7 @@ __all__ = [
     "source_item",
     "source_request",
     "stream_table",
+    "streamed_shop",
 ]
 
 TYPES = ("Customer", "Order", "Product", "Review", "Ticket")
@@ -126,6 +127,24 @@ def stream_table(client: Any, name: str, *, items: int, stream: str | None = Non
         client.put_item(TableName=name, Item=source_item(n))
     legacy = {"PK": {"S": "LEGACY"}, "SK": {"S": "X"}, "_type": {"S": "Gone"}, "v": {"N": "1"}}
     client.put_item(TableName=name, Item=legacy)
+
+
+def streamed_shop(
+    client: Any,
+    names: tuple[str, str],
+    *,
+    items: int,
+    stream: str | None = None,
+    prefix: str = "",
+    declare: Callable[[str], tuple[Table, dict[str, type[Entity]]]] = declare_shop,
+) -> tuple[str, str, Table]:
+    """A migration's two ends: the source ``names[0]`` made by `stream_table` (under ``prefix``,
+    as a session with that table prefix finds it) and the destination ``names[1]`` declared by
+    ``declare``. Returns the source's and the destination's names and the destination table."""
+    source, dest = names
+    table, _ = declare(dest)
+    stream_table(client, f"{prefix}{source}", items=items, stream=stream)
+    return source, dest, table
 
 
 def scan_all(client: Any, name: str) -> Iterator[dict[str, Any]]:
