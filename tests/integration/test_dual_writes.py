@@ -42,6 +42,7 @@ from support.migration import (
     stream_table,
     streamed_shop,
 )
+from support.tables import table_request
 
 SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
 ITEMS = 40
@@ -372,13 +373,8 @@ def test_a_source_keyed_otherwise_refuses_dual_writes(
 ) -> None:
     source, dest = names
     table, _ = shop(dest)
-    dynamodb_client.create_table(
-        TableName=source,
-        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )
+    streamed = {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    dynamodb_client.create_table(**table_request(source, "PK", StreamSpecification=streamed))
     dynamodb_client.get_waiter("table_exists").wait(TableName=source)
     dynamodb_client.put_item(TableName=source, Item=source_item(1))
     session.migrate_table(table, source)

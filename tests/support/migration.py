@@ -20,6 +20,7 @@ from lsiorm._model.wire import from_wire, same_item
 from lsiorm._ops.key_audit import check_item_keys, derived_keys
 from lsiorm._ops.ledger import NAMESPACE
 from support.jobs import Killed
+from support.tables import table_request
 from support.writers import WriterThreads
 
 __all__ = [
@@ -109,19 +110,8 @@ def stream_table(client: Any, name: str, *, items: int, stream: str | None = Non
     """Create the source table (with a stream of ``stream`` images, both by default; "" for no
     stream) and put items 0..items-1, plus one item of a type no model declares."""
     spec: dict[str, Any] = {"StreamEnabled": True, "StreamViewType": stream or "NEW_AND_OLD_IMAGES"}
-    client.create_table(
-        TableName=name,
-        KeySchema=[
-            {"AttributeName": "PK", "KeyType": "HASH"},
-            {"AttributeName": "SK", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "PK", "AttributeType": "S"},
-            {"AttributeName": "SK", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-        **({"StreamSpecification": spec} if stream != "" else {}),
-    )
+    streamed = {"StreamSpecification": spec} if stream != "" else {}
+    client.create_table(**table_request(name, "PK", "SK", **streamed))
     client.get_waiter("table_exists").wait(TableName=name)
     for n in range(items):
         client.put_item(TableName=name, Item=source_item(n))
