@@ -56,8 +56,9 @@ def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def tasks_of(module: str, endpoint_url: str, count: int) -> Iterator[None]:
-    """The module's table made by `lsiorm create-table`, with ``count`` tasks; deleted after."""
+def tasks_of(module: str, endpoint_url: str, count: int) -> Iterator[tuple[str, str]]:
+    """The module's table made by `lsiorm create-table`, with ``count`` tasks; deleted after.
+    Yields the command line's options that name the engine."""
     assert run("create-table", f"{module}:app", "--endpoint-url", endpoint_url)[0] == EXIT_OK
     app = sys.modules[module]
     with Session(endpoint_url=endpoint_url, region_name="us-east-1") as session:
@@ -65,7 +66,7 @@ def tasks_of(module: str, endpoint_url: str, count: int) -> Iterator[None]:
             [app.Task(project="x", n=n, due=f"2024-0{1 + n % 9}-01") for n in range(count)]
         )
         try:
-            yield
+            yield ("--endpoint-url", endpoint_url)
         finally:
             session.delete_table(app.app)
 
@@ -74,8 +75,7 @@ def test_audit_then_backfill_then_audit(
     modules: tuple[str, str], endpoint_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     old, new = modules
-    url = ("--endpoint-url", endpoint_url)
-    with tasks_of(old, endpoint_url, 25):
+    with tasks_of(old, endpoint_url, 25) as url:
         code, out = run("audit-keys", f"{new}:Task", *url, "--segments", "2")
         assert code == EXIT_FOUND
         assert "LSI3SK: 0 stale, 25 missing, 0 extra" in out
@@ -118,8 +118,7 @@ def test_relieve_moves_old_items_to_a_file(
     from lsiorm import read_relief_file
 
     old, _ = modules
-    url = ("--endpoint-url", endpoint_url)
-    with tasks_of(old, endpoint_url, 18):
+    with tasks_of(old, endpoint_url, 18) as url:
         args = ("relieve", f"{old}:app", *url, "--partition", "P#x", "--entity", "Task")
         code, out = run(*args, "--before", "due=2024-03-01", "--to-file", "old.jsonl")
         assert code == EXIT_OK, out
@@ -136,8 +135,7 @@ def test_a_checkpoint_option_of_0_2_is_accepted_and_said_to_be_ignored(
     modules: tuple[str, str], endpoint_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     old, new = modules
-    url = ("--endpoint-url", endpoint_url)
-    with tasks_of(old, endpoint_url, 5):
+    with tasks_of(old, endpoint_url, 5) as url:
         code, out = run("backfill", f"{new}:Task", *url, "--checkpoint", str(tmp_path / "c.json"))
         assert code == EXIT_OK, out
         assert "rewritten: 5" in out
