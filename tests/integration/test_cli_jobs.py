@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import textwrap
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,46 +12,35 @@ import pytest
 
 from lsiorm import Session
 from lsiorm._cli import EXIT_FOUND, EXIT_OK, EXIT_USAGE
-from support.cli import run
+from support.cli import app_module, run
 
-OLD = """
+#: The tasks app: the old release keys tasks by project and number, the new one adds LSI3SK.
+APP = """
 from lsiorm import Entity, Table
 
-app = Table.with_reserved_lsi_slots("{name}", "PK", "SK")
+app = Table.with_reserved_lsi_slots({name!r}, "PK", "SK")
 
 
-class Task(Entity, table=app, keys={{"PK": "P#{{project}}", "SK": "TASK#{{n:04d}}"}}):
+class Task(Entity, table=app, keys={keys!r}):
     project: str
     n: int
     due: str
 """
-NEW = """
-from lsiorm import Entity, Table
-
-app = Table.with_reserved_lsi_slots("{name}", "PK", "SK")
-
-
-class Task(
-    Entity,
-    table=app,
-    keys={{"PK": "P#{{project}}", "SK": "TASK#{{n:04d}}", "LSI3SK": "DUE#{{due}}#{{n:04d}}"}},
-):
-    project: str
-    n: int
-    due: str
-"""
+OLD_KEYS = {"PK": "P#{project}", "SK": "TASK#{n:04d}"}
+NEW_KEYS = {**OLD_KEYS, "LSI3SK": "DUE#{due}#{n:04d}"}
 
 
 @pytest.fixture
-def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
+    """The old and the new release of the tasks app, on one table; their module names."""
     name = f"cli_{uuid.uuid4().hex[:10]}"
-    old, new = f"old_{uuid.uuid4().hex[:8]}", f"new_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{old}.py").write_text(textwrap.dedent(OLD).format(name=name))
-    (tmp_path / f"{new}.py").write_text(textwrap.dedent(NEW).format(name=name))
-    monkeypatch.chdir(tmp_path)
-    yield old, new
-    sys.modules.pop(old, None)
-    sys.modules.pop(new, None)
+    old, new = (
+        app_module(tmp_path, monkeypatch, APP.format(name=name, keys=keys), stem)
+        for keys, stem in ((OLD_KEYS, "old"), (NEW_KEYS, "new"))
+    )
+    yield next(old), next(new)
+    for module in (old, new):
+        next(module, None)  # forgets the module
 
 
 @contextlib.contextmanager
