@@ -17,7 +17,7 @@ import pytest
 from pydantic import Field
 
 from lsiorm import Entity, Session, Table, gt, query
-from support.tables import create_and_wait
+from support.tables import create_and_wait, table_request
 
 DEVICES = (3, 42, 100)
 
@@ -48,21 +48,7 @@ def lsiorm_devices(table_name: str) -> tuple[Table, type[Entity], type[Entity]]:
 def script_table(endpoint_url: str, table_name: str) -> Iterator[Any]:
     """The table, created and written by boto3 alone, as the script does."""
     client = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name="us-east-1")
-    create_and_wait(
-        client,
-        dict(
-            TableName=table_name,
-            BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-        ),
-    )
+    create_and_wait(client, table_request(table_name, "pk", "sk"))
     for device in DEVICES:
         pk = {"S": f"DEVICE#{device}"}
         client.put_item(

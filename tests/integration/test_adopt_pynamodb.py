@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 import boto3
 import pytest
-from pydantic import Field, PlainSerializer
+from pydantic import PlainSerializer
 
 pynamodb = pytest.importorskip("pynamodb", reason="pynamodb is in the dev extra")
 
@@ -40,6 +40,7 @@ from lsiorm import (  # noqa: E402
     scan,
 )
 from support.cli import run  # noqa: E402
+from support.peers import lsiorm_users  # noqa: E402
 from support.tables import wait_for_table  # noqa: E402
 
 TEAMS = ("red", "blue", "green")
@@ -59,16 +60,15 @@ def pynamodb_meta(table_name: str, endpoint_url: str) -> type:
     )
 
 
+def pynamodb_index(name: str, **keys: Any) -> Any:
+    """A PynamoDB global index ``name`` projecting all attributes, keyed by ``keys`` (attribute
+    name: PynamoDB attribute, with ``hash_key`` or ``range_key`` set)."""
+    meta = type("Meta", (), {"index_name": name, "projection": AllProjection()})
+    return type(name, (GlobalSecondaryIndex,), {"Meta": meta, **keys})()
+
+
 def pynamodb_user_model(table_name: str, endpoint_url: str) -> type[Model]:
     """PynamoDB's model of a users table: keyed by a number, a GSI on team and score."""
-
-    class ByTeam(GlobalSecondaryIndex[Any]):
-        class Meta:
-            index_name = "by_team"
-            projection = AllProjection()
-
-        team = UnicodeAttribute(hash_key=True)
-        score = NumberAttribute(range_key=True)
 
     class UserModel(Model):
         Meta = pynamodb_meta(table_name, endpoint_url)
@@ -77,32 +77,11 @@ def pynamodb_user_model(table_name: str, endpoint_url: str) -> type[Model]:
         name = UnicodeAttribute()
         team = UnicodeAttribute(null=True)
         score = NumberAttribute(default=0)
-        by_team = ByTeam()
+        by_team = pynamodb_index(
+            "by_team", team=UnicodeAttribute(hash_key=True), score=NumberAttribute(range_key=True)
+        )
 
     return UserModel
-
-
-def lsiorm_users(table_name: str) -> tuple[Table, type[Entity]]:
-    """lsiorm's declaration of the same table, written from what PynamoDB stores."""
-    users = Table(
-        table_name,
-        KeyAttribute("user_id", "N"),
-        global_indexes=[GlobalIndex("by_team", KeyAttribute("team"), KeyAttribute("score", "N"))],
-    )
-
-    class User(
-        Entity,
-        table=users,
-        keys={"user_id": "{user_id}", "team": "{team}", "score": "{score}"},
-        type_attribute=None,
-    ):
-        user_id: int
-        email: str = Field(alias="emailAddress")
-        name: str
-        team: str | None = None
-        score: int = 0
-
-    return users, User
 
 
 @pytest.fixture
@@ -249,27 +228,9 @@ def test_the_adopt_command_exits_0_only_when_every_item_is_accounted_for(
 
 
 _APP = """
-from pydantic import Field
-from lsiorm import Entity, GlobalIndex, KeyAttribute, Table
+from support.peers import lsiorm_users
 
-users = Table(
-    "{name}",
-    KeyAttribute("user_id", "N"),
-    global_indexes=[GlobalIndex("by_team", KeyAttribute("team"), KeyAttribute("score", "N"))],
-)
-
-
-class User(
-    Entity,
-    table=users,
-    keys={{"user_id": "{{user_id}}", "team": "{{team}}", "score": "{{score}}"}},
-    type_attribute=None,
-):
-    user_id: int
-    email: str = Field(alias="emailAddress")
-    name: str
-    team: str | None = None
-    score: int = 0
+users, User = lsiorm_users("{name}")
 """
 
 
@@ -298,14 +259,6 @@ def pynamodb_shop_models(table_name: str, endpoint_url: str) -> dict[str, type[M
     """Three PynamoDB models in one table, its keys built by hand: unpadded numbers and
     datetimes as UTCDateTimeAttribute writes them, no type attribute."""
 
-    class ByStatus(GlobalSecondaryIndex[Any]):
-        class Meta:
-            index_name = "by_status"
-            projection = AllProjection()
-
-        gsi1pk = UnicodeAttribute(hash_key=True)
-        gsi1sk = UnicodeAttribute(range_key=True)
-
     class ShopModel(Model):
         Meta = pynamodb_meta(table_name, endpoint_url)
         pk = UnicodeAttribute(hash_key=True)
@@ -322,7 +275,11 @@ def pynamodb_shop_models(table_name: str, endpoint_url: str) -> dict[str, type[M
         placed = UTCDateTimeAttribute()
         status = UnicodeAttribute()
         total = NumberAttribute()
-        by_status = ByStatus()
+        by_status = pynamodb_index(
+            "by_status",
+            gsi1pk=UnicodeAttribute(hash_key=True),
+            gsi1sk=UnicodeAttribute(range_key=True),
+        )
 
     class LineModel(ShopModel):
         order_no = NumberAttribute()

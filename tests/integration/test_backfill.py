@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import threading
 from collections import Counter
@@ -241,20 +242,32 @@ def prefixed_notes(table_name: str, prefix: str) -> tuple[Table, type[Entity]]:
     return table, Note
 
 
+@contextlib.contextmanager
+def renamed_notes(
+    session: Session, table_name: str, old: str, new: str, users: int, count: int
+) -> Iterator[type[Entity]]:
+    """``count`` notes of ``users`` users (one user is "u", more are "u0", "u1", ...) written
+    under the sort key prefix ``old``; yields the note as declared with the prefix ``new``, and
+    deletes the table after."""
+    old_table, old_note = prefixed_notes(table_name, old)
+    session.create_table(old_table)
+    try:
+        session.batch_write(
+            [old_note(user=f"u{n % users}" if users > 1 else "u", n=n) for n in range(count)]
+        )
+        yield prefixed_notes(table_name, new)[1]
+    finally:
+        session.delete_table(old_table)
+
+
 def test_items_moved_ahead_of_the_scan_are_not_counted_again(
     session: Session, table_name: str
 ) -> None:
     """A namespace rename moves every item to a key the scan has not reached yet."""
-    old_table, old_note = prefixed_notes(table_name, "A#")
-    session.create_table(old_table)
-    try:
-        session.batch_write([old_note(user="u", n=n) for n in range(25)])
-        _table, new_note = prefixed_notes(table_name, "Z#")
+    with renamed_notes(session, table_name, "A#", "Z#", users=1, count=25) as new_note:
         report = session.backfill(new_note, partition="U#u", page_size=4, segments=1)
         assert (report.scanned, report.rewritten, report.moved, report.current) == (25, 25, 25, 0)
         assert session.audit_keys(new_note).clean
-    finally:
-        session.delete_table(old_table)
 
 
 def test_the_same_backfill_after_a_stale_writer_rewrites_what_is_stale_now(
@@ -281,11 +294,7 @@ def test_a_resumed_rekey_counts_each_item_once(
     session: Session, endpoint_url: str, table_name: str, prefix: str, limit: int
 ) -> None:
     """Moves ahead of the scan (Z#) and behind it (0#), killed mid-run and resumed."""
-    old_table, old_note = prefixed_notes(table_name, "M#")
-    session.create_table(old_table)
-    try:
-        session.batch_write([old_note(user=f"u{n % 3}", n=n) for n in range(60)])
-        _table, new_note = prefixed_notes(table_name, prefix)
+    with renamed_notes(session, table_name, "M#", prefix, users=3, count=60) as new_note:
         log = WriteLog(limit)
         with session_on(endpoint_url, log) as doomed, pytest.raises(Killed):
             doomed.backfill(new_note, page_size=4, segments=2)
@@ -298,8 +307,6 @@ def test_a_resumed_rekey_counts_each_item_once(
         assert set(log.writes.values()) == {1}
         assert len(log.writes) == 60
         assert session.audit_keys(new_note).clean
-    finally:
-        session.delete_table(old_table)
 
 
 def test_a_checkpoint_of_0_2_still_runs_and_warns_that_the_ledger_replaced_it(

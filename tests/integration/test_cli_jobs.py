@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import textwrap
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,51 +12,41 @@ import pytest
 
 from lsiorm import Session
 from lsiorm._cli import EXIT_FOUND, EXIT_OK, EXIT_USAGE
-from support.cli import run
+from support.cli import app_module, run
 
-OLD = """
+#: The tasks app: the old release keys tasks by project and number, the new one adds LSI3SK.
+APP = """
 from lsiorm import Entity, Table
 
-app = Table.with_reserved_lsi_slots("{name}", "PK", "SK")
+app = Table.with_reserved_lsi_slots({name!r}, "PK", "SK")
 
 
-class Task(Entity, table=app, keys={{"PK": "P#{{project}}", "SK": "TASK#{{n:04d}}"}}):
+class Task(Entity, table=app, keys={keys!r}):
     project: str
     n: int
     due: str
 """
-NEW = """
-from lsiorm import Entity, Table
-
-app = Table.with_reserved_lsi_slots("{name}", "PK", "SK")
-
-
-class Task(
-    Entity,
-    table=app,
-    keys={{"PK": "P#{{project}}", "SK": "TASK#{{n:04d}}", "LSI3SK": "DUE#{{due}}#{{n:04d}}"}},
-):
-    project: str
-    n: int
-    due: str
-"""
+OLD_KEYS = {"PK": "P#{project}", "SK": "TASK#{n:04d}"}
+NEW_KEYS = {**OLD_KEYS, "LSI3SK": "DUE#{due}#{n:04d}"}
 
 
 @pytest.fixture
-def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
+    """The old and the new release of the tasks app, on one table; their module names."""
     name = f"cli_{uuid.uuid4().hex[:10]}"
-    old, new = f"old_{uuid.uuid4().hex[:8]}", f"new_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{old}.py").write_text(textwrap.dedent(OLD).format(name=name))
-    (tmp_path / f"{new}.py").write_text(textwrap.dedent(NEW).format(name=name))
-    monkeypatch.chdir(tmp_path)
-    yield old, new
-    sys.modules.pop(old, None)
-    sys.modules.pop(new, None)
+    old, new = (
+        app_module(tmp_path, monkeypatch, APP.format(name=name, keys=keys), stem)
+        for keys, stem in ((OLD_KEYS, "old"), (NEW_KEYS, "new"))
+    )
+    yield next(old), next(new)
+    for module in (old, new):
+        next(module, None)  # forgets the module
 
 
 @contextlib.contextmanager
-def tasks_of(module: str, endpoint_url: str, count: int) -> Iterator[None]:
-    """The module's table made by `lsiorm create-table`, with ``count`` tasks; deleted after."""
+def tasks_of(module: str, endpoint_url: str, count: int) -> Iterator[tuple[str, str]]:
+    """The module's table made by `lsiorm create-table`, with ``count`` tasks; deleted after.
+    Yields the command line's options that name the engine."""
     assert run("create-table", f"{module}:app", "--endpoint-url", endpoint_url)[0] == EXIT_OK
     app = sys.modules[module]
     with Session(endpoint_url=endpoint_url, region_name="us-east-1") as session:
@@ -65,7 +54,7 @@ def tasks_of(module: str, endpoint_url: str, count: int) -> Iterator[None]:
             [app.Task(project="x", n=n, due=f"2024-0{1 + n % 9}-01") for n in range(count)]
         )
         try:
-            yield
+            yield ("--endpoint-url", endpoint_url)
         finally:
             session.delete_table(app.app)
 
@@ -74,8 +63,7 @@ def test_audit_then_backfill_then_audit(
     modules: tuple[str, str], endpoint_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     old, new = modules
-    url = ("--endpoint-url", endpoint_url)
-    with tasks_of(old, endpoint_url, 25):
+    with tasks_of(old, endpoint_url, 25) as url:
         code, out = run("audit-keys", f"{new}:Task", *url, "--segments", "2")
         assert code == EXIT_FOUND
         assert "LSI3SK: 0 stale, 25 missing, 0 extra" in out
@@ -118,8 +106,7 @@ def test_relieve_moves_old_items_to_a_file(
     from lsiorm import read_relief_file
 
     old, _ = modules
-    url = ("--endpoint-url", endpoint_url)
-    with tasks_of(old, endpoint_url, 18):
+    with tasks_of(old, endpoint_url, 18) as url:
         args = ("relieve", f"{old}:app", *url, "--partition", "P#x", "--entity", "Task")
         code, out = run(*args, "--before", "due=2024-03-01", "--to-file", "old.jsonl")
         assert code == EXIT_OK, out
@@ -136,8 +123,7 @@ def test_a_checkpoint_option_of_0_2_is_accepted_and_said_to_be_ignored(
     modules: tuple[str, str], endpoint_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     old, new = modules
-    url = ("--endpoint-url", endpoint_url)
-    with tasks_of(old, endpoint_url, 5):
+    with tasks_of(old, endpoint_url, 5) as url:
         code, out = run("backfill", f"{new}:Task", *url, "--checkpoint", str(tmp_path / "c.json"))
         assert code == EXIT_OK, out
         assert "rewritten: 5" in out

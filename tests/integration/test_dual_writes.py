@@ -33,8 +33,16 @@ from lsiorm import (
     cond,
 )
 from lsiorm.errors import ConditionFailedError, NotFoundError, ValidationError
-from support.jobs import Killed
-from support.migration import WRITES, assert_migrated, declare_shop, source_item, stream_table
+from support.jobs import Killed, session_on
+from support.migration import (
+    WRITES,
+    assert_migrated,
+    declare_shop,
+    source_item,
+    stream_table,
+    streamed_shop,
+)
+from support.tables import table_request
 
 SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
 ITEMS = 40
@@ -257,7 +265,7 @@ def test_writes_that_cannot_be_mirrored_fall_back_are_reported_and_converge(
 ) -> None:
     source, _ = names
     meddler = Meddler(dynamodb_client, source, 6)
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=[meddler]) as session:
+    with session_on(endpoint_url, meddler) as session:
         table, classes = migrated(session, dynamodb_client, names)
         Order, Tally = classes["Order"], classes["Tally"]
         fell: list[DualFallback] = []
@@ -305,9 +313,9 @@ def test_dual_writes_are_refused_with_a_rule_before_any_write(
     endpoint_url: str, dynamodb_client: Any, names: tuple[str, str]
 ) -> None:
     source, dest = names
+    table, _ = shop(dest)
     seen = Requests()
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=[seen]) as session:
-        table, _ = shop(dest)
+    with session_on(endpoint_url, seen) as session:
         with pytest.raises(ValidationError) as caught:
             session.dual_writes(table, source, reads="sideways")
         assert (caught.value.rule, seen.sent) == ("dual.reads", [])
@@ -330,11 +338,11 @@ def test_dual_writes_are_refused_with_a_rule_before_any_write(
                 if self.copies > 5:
                     raise Killed
 
-    killer = Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=[KillCopy()])
+    killer = session_on(endpoint_url, KillCopy())
     with killer, pytest.raises(Killed):
         killer.migrate_table(table, source, segments=1)
     seen.sent.clear()
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=[seen]) as session:
+    with session_on(endpoint_url, seen) as session:
         with pytest.raises(ValidationError) as caught:
             session.dual_writes(table, source)
         assert (caught.value.rule, seen.writes) == ("dual.copy-not-done", [])
@@ -349,9 +357,7 @@ def test_dual_writes_are_refused_with_a_rule_before_any_write(
 def test_a_new_primary_key_refuses_dual_writes(
     session: Session, dynamodb_client: Any, names: tuple[str, str]
 ) -> None:
-    source, dest = names
-    table, _ = shop(dest)
-    stream_table(dynamodb_client, source, items=10)
+    source, _, table = streamed_shop(dynamodb_client, names, items=10, declare=shop)
     # An order stored under another key format than the declaration derives.
     item = {**source_item(6), "SK": {"S": "ORDER#6"}}
     dynamodb_client.put_item(TableName=source, Item=item)
@@ -367,13 +373,8 @@ def test_a_source_keyed_otherwise_refuses_dual_writes(
 ) -> None:
     source, dest = names
     table, _ = shop(dest)
-    dynamodb_client.create_table(
-        TableName=source,
-        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )
+    streamed = {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    dynamodb_client.create_table(**table_request(source, "PK", StreamSpecification=streamed))
     dynamodb_client.get_waiter("table_exists").wait(TableName=source)
     dynamodb_client.put_item(TableName=source, Item=source_item(1))
     session.migrate_table(table, source)
@@ -390,7 +391,7 @@ def test_reads_go_where_told_and_transactions_and_batches_are_mirrored(
 ) -> None:
     source, dest = names
     seen = Requests()
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=[seen]) as session:
+    with session_on(endpoint_url, seen) as session:
         table, classes = migrated(session, dynamodb_client, names)
         Order = classes["Order"]
         to_source = session.dual_writes(table, source)
@@ -420,7 +421,7 @@ def test_reads_go_where_told_and_transactions_and_batches_are_mirrored(
         assert dynamodb_client.get_item(
             TableName=dest, Key={"PK": {"S": "G#001"}, "SK": {"S": "ORDER#000001"}}
         )["Item"]["title"] == {"S": "tx"}
-    with Session(endpoint_url=endpoint_url, region_name="us-east-1") as session:
+    with session_on(endpoint_url) as session:
         finish(session, dynamodb_client, names, table)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from support.tables import created
+from support.tables import created, table_request
 
 LSI = "by_rank"
 
@@ -16,17 +16,11 @@ LSI = "by_rank"
 @pytest.fixture
 def lsi_table(dynamodb_client: Any, table_name: str) -> Iterator[str]:
     """A fresh table with string keys pk/sk and one LSI on the string attribute ``rank``."""
-    request = dict(
-        TableName=table_name,
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-            {"AttributeName": "rank", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
+    request = table_request(
+        table_name,
+        "pk",
+        "sk",
+        indexed=["rank"],
         LocalSecondaryIndexes=[
             {
                 "IndexName": LSI,
@@ -37,7 +31,6 @@ def lsi_table(dynamodb_client: Any, table_name: str) -> Iterator[str]:
                 "Projection": {"ProjectionType": "ALL"},
             }
         ],
-        BillingMode="PAY_PER_REQUEST",
     )
     with created(dynamodb_client, request) as name:
         yield name

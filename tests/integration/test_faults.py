@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from lsiorm import AsyncSession, Entity, RetryPolicy, Session, Table
+from lsiorm import AsyncSession, RetryPolicy, Session, Table
 from lsiorm._ops.batch import batch_get, batch_write
 from lsiorm._ops.transactions import transact_write
 from lsiorm._requests.transactions import Put, Update
 from lsiorm.errors import BatchWriteIncompleteError
 from lsiorm.testing import FaultInjector
 from support.faults import ErrorLog, FaultProxy
+from support.models import declare_grouped
 from support.tables import created
 
 # Enough attempts that 30% faults never exhaust them (0.3**25 per chunk), small sleeps.
@@ -39,21 +39,8 @@ MAX_PAGES = 1000
 TIME_LIMIT = 120.0
 
 
-def declare() -> tuple[Table, type[Any]]:
-    """A fresh table and its entity (tables are per test, so runs never see each other)."""
-    table = Table(f"faults_{uuid.uuid4().hex[:10]}", "pk", "sk")
-
-    class Item(Entity, table=table, keys={"pk": "G#{group:03d}", "sk": "N#{n:05d}"}):
-        group: int
-        n: int
-        body: str = ""
-        hits: int = 0
-
-    return table, Item
-
-
 def make_items(cls: type[Any], count: int) -> list[Any]:
-    return [cls(group=i % 97, n=i, body=f"body-{i}") for i in range(count)]
+    return [cls(group=str(i % 97), n=i, body=f"body-{i}") for i in range(count)]
 
 
 def stored_keys(client: Any, table: Table) -> list[tuple[str, str, int, str]]:
@@ -90,7 +77,7 @@ class Fresh:
 
 @pytest.fixture
 def fresh(endpoint_url: str, dynamodb_client: Any) -> Iterator[Fresh]:
-    table, cls = declare()
+    table, cls = declare_grouped("faults")  # a fresh table per test: runs never meet
     with created(dynamodb_client, table):
         yield Fresh(table, cls, dynamodb_client)
 
@@ -168,7 +155,7 @@ async def test_batch_get_survives_faults(
     cls = fresh.cls
     items = make_items(cls, 450)
     direct.run(batch_write(direct.ctx, items))
-    keys = [{"group": n % 97, "n": n} for n in range(500)]  # 450..499 are absent
+    keys = [{"group": str(n % 97), "n": n} for n in range(500)]  # 450..499 are absent
     with proxy_for(endpoint_url, 0.3, ALL_KINDS) as proxy:
         url = proxy.endpoint_url
         if mode == "sync":
@@ -192,10 +179,10 @@ async def test_a_transaction_whose_answer_was_lost_applies_once(
     if backend == "moto":
         pytest.skip("moto ignores ClientRequestToken, so a re-sent transaction applies twice")
     cls = fresh.cls
-    direct.put(cls(group=1, n=1, body="x"))
+    direct.put(cls(group="1", n=1, body="x"))
     actions = [
-        Update(cls, {"group": 1, "n": 1}, add={"hits": 1}),
-        Put(cls(group=1, n=2, body="new"), create_only=True),
+        Update(cls, {"group": "1", "n": 1}, add={"hits": 1}),
+        Put(cls(group="1", n=2, body="new"), create_only=True),
     ]
     hook = ErrorLog()
     with FaultInjector() as faults:  # lsiorm's public fault injection: applied, answer lost
@@ -210,5 +197,5 @@ async def test_a_transaction_whose_answer_was_lost_applies_once(
     assert stats["lost-answer"] == 1
     assert stats["forwarded"] == 2  # applied, answer lost; re-sent with the same token
     assert len(hook.errors) == 1
-    assert direct.get(cls, group=1, n=1, consistent=True) == cls(group=1, n=1, body="x", hits=1)
-    assert direct.get(cls, group=1, n=2, consistent=True) == cls(group=1, n=2, body="new")
+    assert direct.get(cls, group="1", n=1, consistent=True) == cls(group="1", n=1, body="x", hits=1)
+    assert direct.get(cls, group="1", n=2, consistent=True) == cls(group="1", n=2, body="new")

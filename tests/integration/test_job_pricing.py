@@ -17,7 +17,7 @@ import pytest
 
 from lsiorm import Entity, Session, Table
 from lsiorm._ops.hooks import HookRequest
-from support.jobs import on_ledger
+from support.jobs import on_ledger, session_on
 from support.models import declare_dated_doc, declare_readings
 
 
@@ -46,12 +46,7 @@ class Reads:
 @pytest.fixture
 def metered(capacity_endpoint_url: str) -> Iterator[tuple[Session, Reads]]:
     reads = Reads()
-    with Session(
-        endpoint_url=capacity_endpoint_url,
-        region_name="us-east-1",
-        hooks=[reads],
-        consumed_capacity=True,
-    ) as s:
+    with session_on(capacity_endpoint_url, reads, consumed_capacity=True) as s:
         yield s, reads
 
 

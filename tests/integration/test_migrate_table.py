@@ -32,16 +32,16 @@ from lsiorm._cli import EXIT_OK, EXIT_USAGE
 from lsiorm.errors import ValidationError
 from support.cli import app_module, run
 from support.faults import FaultProxy
-from support.jobs import Killed
+from support.jobs import Killed, session_on
 from support.migration import (
     WRITES,
     PageReads,
     SourceWriters,
     assert_migrated,
-    declare_shop,
     scan_all,
     source_request,
     stream_table,
+    streamed_shop,
 )
 
 SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
@@ -83,18 +83,12 @@ def names() -> tuple[str, str]:
     return f"src_{tag}", f"dst_{tag}"
 
 
-def on(endpoint_url: str, *hooks: object, **options: Any) -> Session:
-    return Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=hooks, **options)
-
-
 def test_copy_catch_up_verify_and_switch(
     endpoint_url: str, dynamodb_client: Any, names: tuple[str, str]
 ) -> None:
-    source, dest = names
-    table, _ = declare_shop(dest)
-    stream_table(dynamodb_client, source, items=60)
+    source, dest, table = streamed_shop(dynamodb_client, names, items=60)
     guard = SourceGuard(source)
-    with on(endpoint_url, guard) as session:
+    with session_on(endpoint_url, guard) as session:
         report = session.migrate_table(table, source, segments=2)
         assert (report.copied, report.as_stored, report.unmatched) == (61, 1, 0)
         assert report.verify is not None
@@ -122,9 +116,7 @@ def test_copy_catch_up_verify_and_switch(
 def test_finish_does_not_switch_while_a_changed_item_differs(
     session: Session, dynamodb_client: Any, names: tuple[str, str]
 ) -> None:
-    source, dest = names
-    table, _ = declare_shop(dest)
-    stream_table(dynamodb_client, source, items=10)
+    source, dest, table = streamed_shop(dynamodb_client, names, items=10)
     assert session.migrate_table(table, source).ready
     dynamodb_client.update_item(**source_request("update", source, 5, title="changed"))
     # Something else writes the destination's copy: the change's condition no longer holds.
@@ -146,10 +138,8 @@ def test_finish_does_not_switch_while_a_changed_item_differs(
 def test_a_session_with_a_table_prefix_migrates_its_tables(
     endpoint_url: str, dynamodb_client: Any, names: tuple[str, str], prefix: str
 ) -> None:
-    source, dest = names
-    table, _ = declare_shop(dest)
-    stream_table(dynamodb_client, f"{prefix}{source}", items=6)
-    with on(endpoint_url, table_prefix=prefix) as session:
+    source, dest, table = streamed_shop(dynamodb_client, names, items=6, prefix=prefix)
+    with session_on(endpoint_url, table_prefix=prefix) as session:
         assert session.migrate_table(table, source).ready
         dynamodb_client.delete_item(**source_request("delete", f"{prefix}{source}", 2))
         assert session.migrate_table(table, source, finish=True).phase == "switched"
@@ -159,9 +149,7 @@ def test_a_session_with_a_table_prefix_migrates_its_tables(
 def test_the_async_session_migrates_too(
     endpoint_url: str, dynamodb_client: Any, names: tuple[str, str]
 ) -> None:
-    source, dest = names
-    table, _ = declare_shop(dest)
-    stream_table(dynamodb_client, source, items=12)
+    source, dest, table = streamed_shop(dynamodb_client, names, items=12)
 
     async def run() -> Any:
         async with AsyncSession(endpoint_url=endpoint_url, region_name="us-east-1") as session:
@@ -177,9 +165,7 @@ def test_the_async_session_migrates_too(
 def test_a_source_without_both_images_is_refused_before_any_write(
     session: Session, dynamodb_client: Any, names: tuple[str, str]
 ) -> None:
-    source, dest = names
-    table, _ = declare_shop(dest)
-    stream_table(dynamodb_client, source, items=2, stream="")
+    source, dest, table = streamed_shop(dynamodb_client, names, items=2, stream="")
     with pytest.raises(ValidationError) as refused:
         session.migrate_table(table, source)
     assert refused.value.rule == "migrate.no-stream"
@@ -195,9 +181,7 @@ def test_a_source_without_both_images_is_refused_before_any_write(
 def test_a_destination_holding_other_items_is_refused(
     session: Session, dynamodb_client: Any, names: tuple[str, str]
 ) -> None:
-    source, dest = names
-    table, _ = declare_shop(dest)
-    stream_table(dynamodb_client, source, items=3)
+    source, dest, table = streamed_shop(dynamodb_client, names, items=3)
     session.create_table(table)
     dynamodb_client.put_item(TableName=dest, Item={"PK": {"S": "X"}, "SK": {"S": "Y"}})
     with pytest.raises(ValidationError) as refused:
@@ -209,9 +193,7 @@ def test_a_destination_holding_other_items_is_refused(
 def test_a_copy_that_may_outrun_the_stream_is_warned_about(
     session: Session, dynamodb_client: Any, names: tuple[str, str]
 ) -> None:
-    source, dest = names
-    table, _ = declare_shop(dest)
-    stream_table(dynamodb_client, source, items=1)
+    source, _, table = streamed_shop(dynamodb_client, names, items=1)
     described = dynamodb_client.describe_table(TableName=source)["Table"]
     if not described.get("ItemCount"):
         pytest.skip("this engine reports no ItemCount right after the writes")
@@ -222,9 +204,7 @@ def test_a_copy_that_may_outrun_the_stream_is_warned_about(
 def test_abandon_deletes_only_what_the_migration_created(
     session: Session, dynamodb_client: Any, names: tuple[str, str]
 ) -> None:
-    source, dest = names
-    table, _ = declare_shop(dest)
-    stream_table(dynamodb_client, source, items=8)
+    source, dest, table = streamed_shop(dynamodb_client, names, items=8)
     before = sorted(map(repr, scan_all(dynamodb_client, source)))
     session.migrate_table(table, source)
     abandoned = session.migrate_table(table, source, abandon=True)
@@ -245,15 +225,13 @@ def test_abandon_deletes_only_what_the_migration_created(
 def test_a_copy_killed_and_resumed_copies_each_item_once(
     endpoint_url: str, dynamodb_client: Any, names: tuple[str, str]
 ) -> None:
-    source, dest = names
-    table, _ = declare_shop(dest)
-    stream_table(dynamodb_client, source, items=40)
+    source, dest, table = streamed_shop(dynamodb_client, names, items=40)
     guard = SourceGuard(source, limit=17)
-    with on(endpoint_url, guard) as doomed, pytest.raises(Killed):
+    with session_on(endpoint_url, guard) as doomed, pytest.raises(Killed):
         doomed.migrate_table(table, source, segments=3, page_size=5)
     guard.limit = None
     dynamodb_client.delete_item(**source_request("delete", source, 0))
-    with on(endpoint_url, guard) as resumed:
+    with session_on(endpoint_url, guard) as resumed:
         report = resumed.migrate_table(table, source, segments=3, page_size=5)
         # Each item copied once; a page cut short counted by its intent, not as present.
         assert report.present == 0
@@ -284,18 +262,16 @@ def _tamper(client: Any, dest: str) -> None:
 def test_a_verification_killed_and_resumed_reports_what_an_uninterrupted_one_does(
     endpoint_url: str, dynamodb_client: Any, names: tuple[str, str], phase: str
 ) -> None:
-    source, dest = names
-    table, _ = declare_shop(dest)
-    stream_table(dynamodb_client, source, items=40)
+    source, dest, table = streamed_shop(dynamodb_client, names, items=40)
     shape = {"segments": 3, "page_size": 5}
-    with on(endpoint_url) as session:
+    with session_on(endpoint_url) as session:
         assert session.migrate_table(table, source, **shape).ready
     _tamper(dynamodb_client, dest)
     killer = PageReads(dest if phase == "source" else source, limit=4)
-    with on(endpoint_url, killer) as doomed, pytest.raises(Killed):
+    with session_on(endpoint_url, killer) as doomed, pytest.raises(Killed):
         doomed.migrate_table(table, source, **shape)
     killer.limit, killer.reads = None, 0
-    with on(endpoint_url, killer) as session:
+    with session_on(endpoint_url, killer) as session:
         resumed = session.migrate_table(table, source, **shape)
         resumed_reads, killer.reads = killer.reads, 0
         fresh = session.migrate_table(table, source, **shape)  # a new verification
@@ -363,10 +339,8 @@ def _migrate_under_writers(
     kill_after: int | None = None,
     share: float = 1.0,
 ) -> None:
-    source, dest = names
-    table, _ = declare_shop(dest)
     items = max(100, int(20_000 * SCALE * share))
-    stream_table(direct_client, source, items=items)
+    source, dest, table = streamed_shop(direct_client, names, items=items)
     guard = SourceGuard(source, limit=kill_after)
     session.add_hook(guard)
     with SourceWriters(_client_for(endpoint_url), source, items, threads=2) as writers:
@@ -386,7 +360,7 @@ def _migrate_under_writers(
 def test_a_live_table_migrates_with_two_writers(
     endpoint_url: str, dynamodb_client: Any, names: tuple[str, str]
 ) -> None:
-    with on(endpoint_url) as session:
+    with session_on(endpoint_url) as session:
         _migrate_under_writers(endpoint_url, dynamodb_client, names, session)
 
 

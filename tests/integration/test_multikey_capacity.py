@@ -38,6 +38,7 @@ from lsiorm import (
 )
 from lsiorm._model.capacity import write_units
 from support.hooks import Recorder
+from support.jobs import session_on
 from support.models import TaskStatus, declare_tasks, tasks_table
 
 START = datetime(2024, 5, 1, tzinfo=timezone.utc)
@@ -63,12 +64,7 @@ def tables(
 ) -> Iterator[tuple[Session, Recorder, Any, Table]]:
     table = tasks_table(table_name)
     recorder = Recorder()
-    with Session(
-        endpoint_url=capacity_endpoint_url,
-        region_name="us-east-1",
-        hooks=[recorder],
-        consumed_capacity=True,
-    ) as session:
+    with session_on(capacity_endpoint_url, recorder, consumed_capacity=True) as session:
         session.create_table(table)
         raw = boto3.client("dynamodb", endpoint_url=capacity_endpoint_url, region_name="us-east-1")
         try:

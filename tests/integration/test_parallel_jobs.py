@@ -9,9 +9,11 @@ stored items, and a job killed at a random point and resumed rewrites each stale
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +107,20 @@ def brute_force(table: Table, items: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def random_table(
+    session: Session, name: str, seed: int
+) -> Iterator[tuple[random.Random, Table, type[Entity], dict[str, Any]]]:
+    """The table `seed_random` fills from ``seed``: yields the random source (to draw more from),
+    the table, its document and what its `brute_force` count is; deletes the table after."""
+    rng = random.Random(seed)
+    table, doc = seed_random(session, name, rng)
+    try:
+        yield rng, table, doc, brute_force(table, everything(session, name))
+    finally:
+        session.delete_table(table)
+
+
 # -- the segments overlap ----------------------------------------------------------------------
 
 
@@ -133,11 +149,8 @@ def test_segments_overlap_under_the_sync_session(
 def test_parallel_reports_equal_a_brute_force_count(
     session: Session, endpoint_url: str, table_name: str, seed: int
 ) -> None:
-    rng = random.Random(seed)
-    table, doc = seed_random(session, table_name, rng)
-    segments, page_size = rng.randrange(2, 6), rng.randrange(1, 8)
-    try:
-        expected = brute_force(table, everything(session, table_name))
+    with random_table(session, table_name, seed) as (rng, table, doc, expected):
+        segments, page_size = rng.randrange(2, 6), rng.randrange(1, 8)
         report = session.audit_keys(table, segments=segments, page_size=page_size)
         assert report.scanned == expected["scanned"]
         assert report.other == expected["other"]
@@ -159,19 +172,14 @@ def test_parallel_reports_equal_a_brute_force_count(
         assert set(log.writes) == expected["stale_keys"]
         assert set(log.writes.values()) <= {1}
         assert session.audit_keys(table, segments=segments).stale_items == 0
-    finally:
-        session.delete_table(table)
 
 
 @pytest.mark.parametrize("seed", [6, 7, 8, 9])
 def test_a_parallel_backfill_killed_at_a_random_point_resumes_exactly(
     session: Session, endpoint_url: str, table_name: str, tmp_path: Path, seed: int
 ) -> None:
-    rng = random.Random(seed)
-    table, doc = seed_random(session, table_name, rng)
-    segments, page_size = rng.randrange(2, 5), rng.randrange(1, 6)
-    try:
-        expected = brute_force(table, everything(session, table_name))
+    with random_table(session, table_name, seed) as (rng, table, doc, expected):
+        segments, page_size = rng.randrange(2, 5), rng.randrange(1, 6)
         stale = expected["stale_keys"]
         limit = rng.randrange(1, max(2, len(stale)))
         log = WriteLog(limit)
@@ -191,8 +199,6 @@ def test_a_parallel_backfill_killed_at_a_random_point_resumes_exactly(
         assert report.current == expected["current"]
         assert report.failed == []
         assert session.audit_keys(table).stale_items == 0
-    finally:
-        session.delete_table(table)
 
 
 # -- a kill stops every segment -----------------------------------------------------------------

@@ -67,9 +67,10 @@ def on_ledger(request: HookRequest) -> bool:
     )
 
 
-def session_on(endpoint_url: str, *hooks: object) -> Session:
-    """A Session on the engine with these hooks (a job's sessions differ only in their hooks)."""
-    return Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=hooks)
+def session_on(endpoint_url: str, *hooks: object, **options: Any) -> Session:
+    """A Session on the engine with these hooks and ``options`` (a job's sessions differ only in
+    their hooks)."""
+    return Session(endpoint_url=endpoint_url, region_name="us-east-1", hooks=hooks, **options)
 
 
 def everything(session: Session, name: str, *, ledger: bool = False) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from lsiorm import Entity, Table
@@ -20,6 +20,7 @@ from lsiorm._model.wire import from_wire, same_item
 from lsiorm._ops.key_audit import check_item_keys, derived_keys
 from lsiorm._ops.ledger import NAMESPACE
 from support.jobs import Killed
+from support.tables import table_request
 from support.writers import WriterThreads
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "source_item",
     "source_request",
     "stream_table",
+    "streamed_shop",
 ]
 
 TYPES = ("Customer", "Order", "Product", "Review", "Ticket")
@@ -108,24 +110,31 @@ def stream_table(client: Any, name: str, *, items: int, stream: str | None = Non
     """Create the source table (with a stream of ``stream`` images, both by default; "" for no
     stream) and put items 0..items-1, plus one item of a type no model declares."""
     spec: dict[str, Any] = {"StreamEnabled": True, "StreamViewType": stream or "NEW_AND_OLD_IMAGES"}
-    client.create_table(
-        TableName=name,
-        KeySchema=[
-            {"AttributeName": "PK", "KeyType": "HASH"},
-            {"AttributeName": "SK", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "PK", "AttributeType": "S"},
-            {"AttributeName": "SK", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-        **({"StreamSpecification": spec} if stream != "" else {}),
-    )
+    streamed = {"StreamSpecification": spec} if stream != "" else {}
+    client.create_table(**table_request(name, "PK", "SK", **streamed))
     client.get_waiter("table_exists").wait(TableName=name)
     for n in range(items):
         client.put_item(TableName=name, Item=source_item(n))
     legacy = {"PK": {"S": "LEGACY"}, "SK": {"S": "X"}, "_type": {"S": "Gone"}, "v": {"N": "1"}}
     client.put_item(TableName=name, Item=legacy)
+
+
+def streamed_shop(
+    client: Any,
+    names: tuple[str, str],
+    *,
+    items: int,
+    stream: str | None = None,
+    prefix: str = "",
+    declare: Callable[[str], tuple[Table, dict[str, type[Entity]]]] = declare_shop,
+) -> tuple[str, str, Table]:
+    """A migration's two ends: the source ``names[0]`` made by `stream_table` (under ``prefix``,
+    as a session with that table prefix finds it) and the destination ``names[1]`` declared by
+    ``declare``. Returns the source's and the destination's names and the destination table."""
+    source, dest = names
+    table, _ = declare(dest)
+    stream_table(client, f"{prefix}{source}", items=items, stream=stream)
+    return source, dest, table
 
 
 def scan_all(client: Any, name: str) -> Iterator[dict[str, Any]]:

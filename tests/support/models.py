@@ -590,7 +590,9 @@ class Scheduled(TenantItem):
     title: str
 
 
-def _scheduled_keys(kind: str) -> dict[str, str]:
+def scheduled_keys(kind: str) -> dict[str, str]:
+    """The keys of a scheduled item of ``kind``: its id, and its priority and due date for
+    ByTenant's sort key."""
     return {"PK": f"{kind}#{{task_id}}", "SK": kind, "prio": "{priority}", "due": "{due_at}"}
 
 
@@ -598,12 +600,12 @@ def declare_tasks(table: Table) -> tuple[type[Entity], type[Entity], type[Entity
     """Task and Bug share ByTenant (priority and due date copied, the rest stored as the keys);
     only Task is in ByOwner; Note binds part of ByTenant only, so it is in neither."""
 
-    class Task(Scheduled, table=table, keys=_scheduled_keys("TASK")):
+    class Task(Scheduled, table=table, keys=scheduled_keys("TASK")):
         owner: str | None = None
         status: TaskStatus = TaskStatus.OPEN
         score: Decimal | None = None
 
-    class Bug(Scheduled, table=table, keys=_scheduled_keys("BUG")):
+    class Bug(Scheduled, table=table, keys=scheduled_keys("BUG")):
         severity: int = 1
 
     class Note(TenantItem, table=table, keys={"PK": "NOTE#{task_id}", "SK": "NOTE"}):

@@ -1,4 +1,5 @@
-"""Other tools that write DynamoDB tables, run for the adoption tests: ElectroDB through Node.
+"""Other tools that write DynamoDB tables, run for the adoption tests: ElectroDB through Node;
+and lsiorm's declarations of what they wrote.
 
 `make electrodb` installs ElectroDB and the AWS SDK for JavaScript into ``.cache/electrodb``
 (``$LSIORM_ELECTRODB_DIR`` names another folder); ``tests/peers/electrodb_service.cjs`` writes
@@ -16,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import Field
+
+from lsiorm import Entity, GlobalIndex, KeyAttribute, Table
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "peers" / "electrodb_service.cjs"
@@ -60,3 +64,30 @@ def electrodb(mode: str, endpoint_url: str, table_name: str) -> Any:
     )
     assert done.returncode == 0, f"electrodb_service.cjs {mode} failed:\n{done.stderr}"
     return json.loads(done.stdout)
+
+
+# -- lsiorm's declarations of what the peers wrote ---------------------------------------------
+
+
+def lsiorm_users(table_name: str) -> tuple[Table, type[Entity]]:
+    """lsiorm's declaration of PynamoDB's users table (``test_adopt_pynamodb``), written from
+    what PynamoDB stores."""
+    users = Table(
+        table_name,
+        KeyAttribute("user_id", "N"),
+        global_indexes=[GlobalIndex("by_team", KeyAttribute("team"), KeyAttribute("score", "N"))],
+    )
+
+    class User(
+        Entity,
+        table=users,
+        keys={"user_id": "{user_id}", "team": "{team}", "score": "{score}"},
+        type_attribute=None,
+    ):
+        user_id: int
+        email: str = Field(alias="emailAddress")
+        name: str
+        team: str | None = None
+        score: int = 0
+
+    return users, User

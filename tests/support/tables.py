@@ -13,6 +13,24 @@ from lsiorm import Entity, Session, Table
 from lsiorm.testing import created_tables
 
 
+def table_request(name: str, *key: str, indexed: Iterable[str] = (), **more: Any) -> dict[str, Any]:
+    """The CreateTable request of another tool's on-demand table ``name``: keyed by the string
+    attributes ``key`` (partition key, then sort key, if any), defining the string attributes
+    ``indexed`` too (the keys of its indexes); ``more`` goes into the request as it is."""
+    return {
+        "TableName": name,
+        "AttributeDefinitions": [
+            {"AttributeName": attribute, "AttributeType": "S"} for attribute in (*key, *indexed)
+        ],
+        "KeySchema": [
+            {"AttributeName": attribute, "KeyType": kind}
+            for attribute, kind in zip(key, ("HASH", "RANGE"), strict=False)
+        ],
+        "BillingMode": "PAY_PER_REQUEST",
+        **more,
+    }
+
+
 def create_and_wait(client: Any, request: dict[str, Any]) -> str:
     """Send a CreateTable request with a boto3 client, wait until the table exists; its name."""
     client.create_table(**request)

@@ -20,6 +20,7 @@ from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.item_encoding import build_item, wire_item
 from lsiorm._model.multikey import NativeTextCodec, binds_index, key_field, key_wire
 from lsiorm.errors import DeclarationError, ValidationError
+from support.models import scheduled_keys
 
 UTC = timezone.utc
 
@@ -43,11 +44,7 @@ class Color(str, Enum):
 
 
 def declare_task(table: Table) -> type[Entity]:
-    class Task(
-        Entity,
-        table=table,
-        keys={"PK": "TASK#{task_id}", "SK": "TASK", "prio": "{priority}", "due": "{due_at}"},
-    ):
+    class Task(Entity, table=table, keys=scheduled_keys("TASK")):
         task_id: str
         tenant: str
         region: str | None = None

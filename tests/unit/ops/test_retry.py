@@ -23,9 +23,6 @@ from hypothesis import strategies as st
 from lsiorm import (
     AsyncSession,
     Entity,
-    KeyAttribute,
-    LocalIndex,
-    Projection,
     RetryPolicy,
     Session,
     Table,
@@ -47,6 +44,7 @@ from lsiorm.errors import (
 )
 from support.fakes import AsyncScriptedClient, ScriptedClient
 from support.faults import FaultProxy
+from support.models import Thread
 
 table = Table("retry_tests", "pk", "sk")
 
@@ -155,19 +153,6 @@ def test_unknown_client_errors_are_not_retried() -> None:
 
 # -- through both drivers -----------------------------------------------------------------------
 
-lsi_table = Table(
-    "retry_lsi_tests",
-    "pk",
-    "sk",
-    local_indexes=[LocalIndex("ByRank", KeyAttribute("rank"), Projection.keys_only())],
-)
-
-
-class Ranked(Entity, table=lsi_table, keys={"pk": "R#{group}", "sk": "{name}", "rank": "{level}"}):
-    group: str
-    name: str
-    level: str = "a"
-
 
 @pytest.mark.parametrize("code", list(RETRIED))
 async def test_retryable_errors_are_retried_then_succeed(harness: Harness, code: str) -> None:
@@ -212,10 +197,10 @@ async def test_transport_failures_are_retried(harness: Harness) -> None:
 
 async def test_a_full_item_collection_names_its_key_and_is_not_retried(harness: Harness) -> None:
     error = client_error("ItemCollectionSizeLimitExceededException")
-    with pytest.raises(ItemCollectionSizeLimitError) as caught:
-        await harness.put([error], entity=Ranked(group="g", name="n"))
-    assert caught.value.collection_key == {"pk": {"S": "R#g"}}
-    assert caught.value.table == "retry_lsi_tests"
+    with pytest.raises(ItemCollectionSizeLimitError) as caught:  # the forum's table has an LSI
+        await harness.put([error], entity=Thread(forum="g", subject="n"))
+    assert caught.value.collection_key == {"ForumName": {"S": "g"}}
+    assert caught.value.table == "Thread"
     assert harness.attempts == 1
 
 
