@@ -23,7 +23,7 @@ from enum import Enum
 from typing import Annotated, Any, Literal
 
 import pytest
-from hypothesis import HealthCheck, Phase, event, given, settings
+from hypothesis import HealthCheck, Phase, event
 from hypothesis import strategies as st
 from pydantic import Field, StringConstraints
 
@@ -57,6 +57,7 @@ from lsiorm._query.decode import missing_fields
 from lsiorm._query.plan import QueryPlan
 from lsiorm._query.values import Query, query
 from lsiorm.errors import QueryPlanError, ValidationError
+from support.oracle_runs import run_oracle
 from support.oracles import holds
 from support.reading import draw_reading, resumed
 from support.strategies import LOWEST_CHARS
@@ -372,13 +373,18 @@ def _fields_match(
             assert getattr(got, name) == getattr(original, name), name
 
 
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(data=st.data())
-def test_query_results_equal_brute_force(store: Loaded, data: st.DataObject) -> None:
+def test_query_results_equal_brute_force(store: Loaded) -> None:
+    run_oracle(
+        _query_results_equal_brute_force,
+        store,
+        store.backend,
+        EXAMPLES,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+
+
+def _query_results_equal_brute_force(store: Loaded, data: st.DataObject) -> None:
     case = _draw_case(data)
     q = case.q
     if case.inexact:
@@ -1084,17 +1090,20 @@ def _same(
         _fields_match(entity, allowed[_identity(entity)], backend, absent)
 
 
-@settings(
-    max_examples=SIX_EXAMPLES,
-    deadline=None,
-    # Shrinking replays many network queries; the failing example is printed unshrunk.
-    phases=[Phase.explicit, Phase.reuse, Phase.generate],
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(data=st.data())
-def test_every_read_mode_equals_brute_force_across_nine_types(
-    six: SixStore, data: st.DataObject
-) -> None:
+def test_every_read_mode_equals_brute_force_across_nine_types(six: SixStore) -> None:
+    run_oracle(
+        _every_read_mode_equals_brute_force,
+        six,
+        six.backend,
+        SIX_EXAMPLES,
+        deadline=None,
+        # Shrinking replays many network queries; the failing example is printed unshrunk.
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+
+
+def _every_read_mode_equals_brute_force(six: SixStore, data: st.DataObject) -> None:
     case = _draw_six(data)
     q, refused = _readable(case.q, data)
     if refused == "query.sparse-index":
@@ -1462,14 +1471,19 @@ def _draw_style_case(data: st.DataObject) -> tuple[Query[Any], type[Entity], Any
     return q, cls, predicate, attribute
 
 
-@settings(
-    max_examples=STYLE_EXAMPLES,
-    deadline=None,
-    phases=[Phase.explicit, Phase.reuse, Phase.generate],
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(data=st.data())
-def test_every_key_style_equals_brute_force(styled: Loaded, data: st.DataObject) -> None:
+def test_every_key_style_equals_brute_force(styled: Loaded) -> None:
+    run_oracle(
+        _every_key_style_equals_brute_force,
+        styled,
+        styled.backend,
+        STYLE_EXAMPLES,
+        deadline=None,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+
+
+def _every_key_style_equals_brute_force(styled: Loaded, data: st.DataObject) -> None:
     q, cls, predicate, _ = _draw_style_case(data)
     refused = _refusal(q)
     if refused is not None:
