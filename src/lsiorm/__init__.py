@@ -119,7 +119,7 @@ from lsiorm._query.values import Query, Scan, query, scan
 from lsiorm._requests.batch import DeleteTarget, GetKey
 from lsiorm._requests.transactions import ConditionCheck, Delete, Get, Put, TransactAction, Update
 from lsiorm._requests.update_effect import dry_run_update
-from lsiorm._requests.update_plan import UpdateSpec
+from lsiorm._requests.update_plan import UpdateChanges, UpdateSpec
 from lsiorm._session import AsyncSession, Session
 from lsiorm._session_methods import SessionConfig
 from lsiorm.errors import (
@@ -363,6 +363,7 @@ __all__ = [
     "Unit",
     "UnitRecord",
     "Update",
+    "UpdateChanges",
     "UpdateSpec",
     "ValidationError",
     "VerifyReport",

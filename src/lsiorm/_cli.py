@@ -434,10 +434,7 @@ def cmd_audit_keys(args: argparse.Namespace, out: TextIO, progress: Progress) ->
             report = session.audit_keys(
                 target,
                 **_scan_options(args),
-                progress=shown,
-                executor=executor,
-                ledger=args.ledger,
-                read_budget=args.read_budget,
+                **_job_options(args, shown, executor),
                 export=args.export,
             )
     return _reported(out, report, report.clean)
@@ -476,12 +473,9 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> i
         report = session.backfill(
             target,
             **_scan_options(args),
+            **_job_options(args, shown, executor),
             write_budget=args.budget,
-            read_budget=args.read_budget,
             dry_run=args.dry_run,
-            progress=shown,
-            executor=executor,
-            ledger=args.ledger,
             export=args.export,
         )
     return _reported(out, report, report.complete)
@@ -557,13 +551,10 @@ def cmd_migrate_table(args: argparse.Namespace, out: TextIO, progress: Progress)
             abandon=args.abandon,
             segments=args.segments,
             write_budget=args.budget,
-            read_budget=args.read_budget,
             page_size=args.page_size,
             follow=args.follow,
-            ledger=args.ledger,
-            progress=shown,
-            executor=executor,
             detach=args.detach,
+            **_job_options(args, shown, executor),
         )
     for warning in warned:
         out.write(f"warning: {warning.message}\n")
@@ -576,6 +567,19 @@ def cmd_migrate_table(args: argparse.Namespace, out: TextIO, progress: Progress)
 def _scan_options(args: argparse.Namespace) -> dict[str, Any]:
     """How a key job reads: one partition or the whole table, in segments, in pages."""
     return {"partition": args.partition, "segments": args.segments, "page_size": args.page_size}
+
+
+def _job_options(
+    args: argparse.Namespace, shown: Callable[[Any], object], executor: Any
+) -> dict[str, Any]:
+    """What every key job that runs units takes alike: where its progress goes, the executor
+    and the ledger of its units, and its read budget."""
+    return {
+        "progress": shown,
+        "executor": executor,
+        "ledger": args.ledger,
+        "read_budget": args.read_budget,
+    }
 
 
 def cmd_jobs(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:

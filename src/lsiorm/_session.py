@@ -171,6 +171,17 @@ def lean_lane_for(client: Any) -> Any:
     return lane_for(client)
 
 
+def _driver_parts(
+    session: SessionCore, client: Any, fast_json: bool, lean: bool
+) -> tuple[Any, Any, ClientTelemetry]:
+    """Give a client lsiorm's handlers; return what a driver for it is built with, besides the
+    streams client: the client, its lean lane (None with `lean=False`) and the session's
+    telemetry of its requests."""
+    _install_handlers(client, fast_json)
+    lane = lean_lane_for(client) if lean else None
+    return client, lane, ClientTelemetry(session.telemetry, client)
+
+
 def _install_handlers(client: Any, fast_json: bool) -> None:
     """Give a botocore DynamoDB client lsiorm's answer checks, and the fast path when asked.
 
@@ -342,17 +353,9 @@ class Session(SessionCore, Closing):
             streams = partial(_streams_like, client)
         if streams_client is not None:
             streams = partial(_given, streams_client)
-        _install_handlers(client, fast_json)
         self.client = client
-        self.driver = _MeteredSync(
-            SyncDriver(
-                client,
-                lean_lane_for(client) if lean else None,
-                ClientTelemetry(self.telemetry, client),
-                streams,
-            ),
-            self.capacity,
-        )
+        driver = SyncDriver(*_driver_parts(self, client, fast_json, lean), streams)
+        self.driver = _MeteredSync(driver, self.capacity)
 
     def close(self) -> None:
         """Close the underlying HTTP connections."""
@@ -495,21 +498,10 @@ class AsyncSession(SessionCore):
         self._profile_name = profile_name
         self._held = LoopHeld()
         self.client = client
+        self.driver: _MeteredAsync | _OpeningDriver = _OpeningDriver(self)
         if client is not None:
-            _install_handlers(client, fast_json)
-        self.driver: _MeteredAsync | _OpeningDriver = (
-            _MeteredAsync(
-                AsyncDriver(
-                    client,
-                    lean_lane_for(client) if lean else None,
-                    ClientTelemetry(self.telemetry, client),
-                    streams_client,
-                ),
-                self.capacity,
-            )
-            if client is not None
-            else _OpeningDriver(self)
-        )
+            driver = AsyncDriver(*_driver_parts(self, client, fast_json, lean), streams_client)
+            self.driver = _MeteredAsync(driver, self.capacity)
 
     async def _open(self) -> AsyncSession:
         """Open the client (`async with` does this; so does the first call)."""
@@ -531,11 +523,8 @@ class AsyncSession(SessionCore):
             except (BotoCoreError, ValueError) as exc:
                 raise _client_error(exc) from exc
             await self._held.hold(stack, _forgets_client(weakref.ref(self)))
-            _install_handlers(self.client, self._fast_json)
-            lane = lean_lane_for(self.client) if self._lean else None
-            telemetry = ClientTelemetry(self.telemetry, self.client)
-            driver = AsyncDriver(self.client, lane, telemetry, self._streams)
-            self.driver = _MeteredAsync(driver, self.capacity)
+            parts = _driver_parts(self, self.client, self._fast_json, self._lean)
+            self.driver = _MeteredAsync(AsyncDriver(*parts, self._streams), self.capacity)
         return self
 
     async def __aenter__(self) -> AsyncSession:

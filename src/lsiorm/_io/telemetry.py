@@ -82,6 +82,8 @@ _PARAMETERS: Final = (
 _READS: Final = frozenset({"Query", "Scan"})
 #: Response fields that become span attributes as they are.
 _COUNTS: Final = (("Count", "aws.dynamodb.count"), ("ScannedCount", "aws.dynamodb.scanned_count"))
+#: What `next` gives at the end of the pages of a traced iteration.
+_END: Final = object()
 
 
 class _Api:
@@ -384,40 +386,40 @@ class _Resumed:
         trace._api.context.detach(trace._tokens.pop())
 
 
+class _Ended:
+    """Ends a trace when the iteration it wraps ends: with its error, or without one when it
+    ends early (closed, or interrupted)."""
+
+    def __init__(self, trace: OperationTrace) -> None:
+        self._trace = trace
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self._trace.end(exc if isinstance(exc, Exception) else None)
+
+
 def _traced_pages(trace: OperationTrace, pages: Iterator[Any]) -> Iterator[Any]:
-    error: BaseException | None = None
-    try:
+    with _Ended(trace):
         while True:
             with trace.resumed():
-                try:
-                    page = next(pages)
-                except StopIteration:
-                    return
+                page = next(pages, _END)
+            if page is _END:
+                return
             yield page
-    except BaseException as exc:
-        error = exc
-        raise
-    finally:
-        trace.end(error if isinstance(error, Exception) else None)
 
 
 async def _async_traced_pages(
     trace: OperationTrace, pages: AsyncIterator[Any]
 ) -> AsyncIterator[Any]:
-    error: BaseException | None = None
-    try:
+    with _Ended(trace):
         while True:
             with trace.resumed():
-                try:
-                    page = await pages.__anext__()
-                except StopAsyncIteration:
-                    return
+                page = await anext(pages, _END)
+            if page is _END:
+                return
             yield page
-    except BaseException as exc:
-        error = exc
-        raise
-    finally:
-        trace.end(error if isinstance(error, Exception) else None)
 
 
 # -- requests ---------------------------------------------------------------------------------

@@ -220,11 +220,9 @@ def moved_from(source: Table, item: Mapping[str, Any], derived: Mapping[str, Any
     return digest(key_of(source, derived)) != digest(key_of(source, item))
 
 
-class VerifyKind(_Kind):
-    """What the verification does with each source item: derive it, compare with the
-    destination (read a page at a time). The source keys of the items missing or different are
-    kept in the unit's notes, up to `FINDINGS` of each; ``moved`` counts the items whose
-    derivation changed their source key."""
+class _Comparing(_Kind):
+    """What the verification and the scan for extras share: they read both tables and keep
+    the keys of what they find in the unit's notes, up to `FINDINGS` of each kind."""
 
     note_limit = FINDINGS
 
@@ -235,6 +233,13 @@ class VerifyKind(_Kind):
 
     def new_part(self) -> Part:
         return Part(limit=FINDINGS)
+
+
+class VerifyKind(_Comparing):
+    """What the verification does with each source item: derive it, compare with the
+    destination (read a page at a time). The source keys of the items missing or different are
+    kept in the unit's notes, up to `FINDINGS` of each; ``moved`` counts the items whose
+    derivation changed their source key."""
 
     def changed(self, counts: Mapping[str, int]) -> int:
         return int(counts.get("missing", 0) + counts.get("different", 0))
@@ -276,7 +281,7 @@ class VerifyKind(_Kind):
         part.derived.clear()
 
 
-class ExtraKind(_Kind):
+class ExtraKind(_Comparing):
     """What the scan of the destination does: find items no source item derives.
 
     Each destination item is looked for in the source (consistently, a page at a time) at the
@@ -286,18 +291,11 @@ class ExtraKind(_Kind):
     `FINDINGS`.
     """
 
-    note_limit = FINDINGS
-
     def __init__(
         self, ctx: Context, source: Table, destination: Table, moved: frozenset[str]
     ) -> None:
-        self.ctx = ctx
-        self.source = source
-        self.destination = destination
+        super().__init__(ctx, source, destination)
         self.moved = moved
-
-    def new_part(self) -> Part:
-        return Part(limit=FINDINGS)
 
     def changed(self, counts: Mapping[str, int]) -> int:
         return int(counts.get("extra", 0))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsiorm._model.capacity import WriteEstimate, estimate_write
 from lsiorm._model.entity import Entity
@@ -20,8 +20,17 @@ from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.item_encoding import wire_item
 from lsiorm._model.wire import number_to_wire, same_item
 from lsiorm._requests.paths import Step, quoted
-from lsiorm._requests.update_plan import Action, UpdatePlan, plan_update, update_spec
+from lsiorm._requests.update_plan import (
+    Action,
+    UpdateChanges,
+    UpdatePlan,
+    plan_update,
+    update_spec,
+)
 from lsiorm.errors import ValidationError
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class PathError(Exception):
@@ -81,25 +90,23 @@ def applied(plan: UpdatePlan, stored: Mapping[str, Any]) -> bool:
 def dry_run_update(
     entity: Entity,
     *,
-    set: Mapping[str, Any] | None = None,
-    remove: Sequence[str] = (),
-    add: Mapping[str, Any] | None = None,
-    delete: Mapping[str, Any] | None = None,
-    append: Mapping[str, Any] | None = None,
-    prepend: Mapping[str, Any] | None = None,
-    if_not_exists: Mapping[str, Any] | None = None,
     transactional: bool = False,
+    **changes: Unpack[UpdateChanges],
 ) -> WriteEstimate:
     """Return the write units of updating the stored ``entity`` with these changes.
 
-    The changes are spelled and validated as ``Session.update`` takes them, and applied to the
-    entity as DynamoDB applies them: a removed field (or one set to None) leaves the item,
-    ``add`` sums numbers and joins sets, key attributes derived from changed fields are
-    rewritten (and dropped when a field they need is gone), declared timestamps are set, and a
-    versioned entity's version goes up by one.
+    The changes (`UpdateChanges`: ``set=``, ``remove=``, ``add=``, ``delete=``, ``append=``,
+    ``prepend=``, ``if_not_exists=``) are spelled and validated as ``Session.update`` takes
+    them, and applied to the entity as DynamoDB applies them: a removed field (or one set to
+    None) leaves the item, ``add`` sums numbers and joins sets, key attributes derived from
+    changed fields are rewritten (and dropped when a field they need is gone), declared
+    timestamps are set, and a versioned entity's version goes up by one.
     """
+    unknown = changes.keys() - UpdateChanges.__optional_keys__
+    if unknown:  # as Python words it for a keyword the signature does not have
+        raise TypeError(f"dry_run_update() got an unexpected keyword argument {min(unknown)!r}")
     meta = meta_of(entity)
-    spec = update_spec(set, remove, add, delete, append, prepend, if_not_exists)
+    spec = update_spec(**changes)
     values = {name: getattr(entity, name) for name in meta.primary_fields}
     plan = plan_update(meta, values, spec, instance=entity)
     before = wire_item(entity)

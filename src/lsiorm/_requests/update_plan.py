@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import ValidationError as PydanticValidationError
 
@@ -60,6 +60,19 @@ class UpdateSpec:
         """
         numbers = any(not isinstance(v, (set, frozenset)) for v in (self.add or {}).values())
         return numbers or bool(self.append) or bool(self.prepend)
+
+
+class UpdateChanges(TypedDict, total=False):
+    """The changes of an update, as the keywords ``Session.update`` and ``dry_run_update``
+    take them, each keyed by a field name or a path into a field (see `UpdateSpec`)."""
+
+    set: Mapping[str, Any] | None
+    remove: Sequence[str]
+    add: Mapping[str, Any] | None
+    delete: Mapping[str, Any] | None
+    append: Mapping[str, Any] | None
+    prepend: Mapping[str, Any] | None
+    if_not_exists: Mapping[str, Any] | None
 
 
 def update_spec(
