@@ -58,10 +58,9 @@ class Page(Generic[E]):
 _Sink = Callable[[Page[Any]], None]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Row:
-    order: Any
-    key: dict[str, Any]
+    order: Any  # the sort value merging orders rows by (None when the plan does not merge)
     item: dict[str, Any]
 
 
@@ -145,13 +144,13 @@ def _fetch(
 
 
 def _accept(plan: QueryPlan, stream: _Stream, response: dict[str, Any]) -> None:
-    keys = plan.key_attributes
     forms = stream.request.forms
+    merge = _merges(plan)
+    buffer = stream.buffer
     for item in response.get("Items") or ():
         if forms and not row_kept(forms, item):
             continue  # a row of the other key form: another request reads it
-        key = {k: item[k] for k in keys if k in item}
-        stream.buffer.append(_Row(_order_of(plan, stream.request, item), key, item))
+        buffer.append(_Row(_order_of(plan, stream.request, item) if merge else None, item))
     last = response.get("LastEvaluatedKey")
     stream.position = last if last else "done"
     stream.pages += 1
@@ -212,19 +211,41 @@ class _Ranked:
 
 
 def _take(
-    streams: Sequence[_Stream], merge: bool, budget: int | None
+    plan: QueryPlan, streams: Sequence[_Stream], merge: bool, budget: int | None
 ) -> list[tuple[_Stream, _Row]]:
+    """Release up to ``budget`` buffered rows: in sort order across the streams when merging,
+    else each stream's rows in turn; each stream's ``resume`` then follows its last row."""
     taken: list[tuple[_Stream, _Row]] = []
+    if not merge:
+        for stream in streams:
+            buffer = stream.buffer
+            room = len(buffer) if budget is None else min(len(buffer), budget - len(taken))
+            if room <= 0:
+                if budget is not None and len(taken) >= budget:
+                    break
+                continue
+            rows = [buffer.popleft() for _ in range(room)]
+            taken.extend([(stream, row) for row in rows])
+            _resume_after(plan, stream, rows[-1])
+        return taken
     while budget is None or len(taken) < budget:
-        stream = _next(streams, merge)
-        if stream is None:
+        head = _next(streams, merge)
+        if head is None:
             break
-        row = stream.buffer.popleft()
-        # Once the buffer is empty the request's own LastEvaluatedKey (or "done") is exact:
-        # rows between the last released one and it were dropped by the filter.
-        stream.resume = row.key if stream.buffer else stream.position
-        taken.append((stream, row))
+        row = head.buffer.popleft()
+        _resume_after(plan, head, row)
+        taken.append((head, row))
     return taken
+
+
+def _resume_after(plan: QueryPlan, stream: _Stream, row: _Row) -> None:
+    """Set where the stream resumes once ``row`` is released: after that row's key, or, once
+    its buffer is empty, at the request's own LastEvaluatedKey (or "done"), which is exact:
+    rows between the last released one and it were dropped by the filter."""
+    if stream.buffer:
+        stream.resume = {k: row.item[k] for k in plan.key_attributes if k in row.item}
+    else:
+        stream.resume = stream.position
 
 
 def _cursor(ctx: Context, plan: QueryPlan, streams: Sequence[_Stream]) -> str | None:
@@ -274,7 +295,7 @@ def _pages(ctx: Context, plan: QueryPlan, sink: _Sink | None) -> Operation[None]
             yield from _fetch_round(ctx, plan, waiting, remaining)
             scanned += sum(s.scanned for s in waiting) - before
             continue
-        taken = _take(streams, merge, remaining)
+        taken = _take(plan, streams, merge, remaining)
         decoded = yield from _decode_rows(ctx, plan, taken)
         results.extend(decoded)
         if remaining is not None:
