@@ -23,7 +23,7 @@ from enum import Enum
 from typing import Annotated, Any, Literal
 
 import pytest
-from hypothesis import HealthCheck, Phase, event
+from hypothesis import event
 from hypothesis import strategies as st
 from pydantic import Field, StringConstraints
 
@@ -374,14 +374,7 @@ def _fields_match(
 
 
 def test_query_results_equal_brute_force(store: Loaded) -> None:
-    run_oracle(
-        _query_results_equal_brute_force,
-        store,
-        store.backend,
-        EXAMPLES,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow],
-    )
+    run_oracle(_query_results_equal_brute_force, store, EXAMPLES)
 
 
 def _query_results_equal_brute_force(store: Loaded, data: st.DataObject) -> None:
@@ -1091,16 +1084,8 @@ def _same(
 
 
 def test_every_read_mode_equals_brute_force_across_nine_types(six: SixStore) -> None:
-    run_oracle(
-        _every_read_mode_equals_brute_force,
-        six,
-        six.backend,
-        SIX_EXAMPLES,
-        deadline=None,
-        # Shrinking replays many network queries; the failing example is printed unshrunk.
-        phases=[Phase.explicit, Phase.reuse, Phase.generate],
-        suppress_health_check=[HealthCheck.too_slow],
-    )
+    # Shrinking replays many network queries; the failing example is printed unshrunk.
+    run_oracle(_every_read_mode_equals_brute_force, six, SIX_EXAMPLES, shrink=False)
 
 
 def _every_read_mode_equals_brute_force(six: SixStore, data: st.DataObject) -> None:
@@ -1472,15 +1457,7 @@ def _draw_style_case(data: st.DataObject) -> tuple[Query[Any], type[Entity], Any
 
 
 def test_every_key_style_equals_brute_force(styled: Loaded) -> None:
-    run_oracle(
-        _every_key_style_equals_brute_force,
-        styled,
-        styled.backend,
-        STYLE_EXAMPLES,
-        deadline=None,
-        phases=[Phase.explicit, Phase.reuse, Phase.generate],
-        suppress_health_check=[HealthCheck.too_slow],
-    )
+    run_oracle(_every_key_style_equals_brute_force, styled, STYLE_EXAMPLES, shrink=False)
 
 
 def _every_key_style_equals_brute_force(styled: Loaded, data: st.DataObject) -> None:

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Protocol, TypeVar
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
-T = TypeVar("T")
 
 SCALE = float(os.environ.get("LSIORM_ORACLE_SCALE", "1"))
 MOTO_SHARE = float(os.environ.get("LSIORM_ORACLE_MOTO_SHARE", "0.25" if SCALE <= 1 else "1"))
@@ -27,17 +25,32 @@ def examples_on(backend: str, examples: int) -> int:
     return max(1, round(examples * MOTO_SHARE)) if backend == "moto" else examples
 
 
-def run_oracle(
-    check: Callable[[T, st.DataObject], None],
-    store: T,
-    backend: str,
-    examples: int,
-    **options: Any,
-) -> None:
-    """Run ``check(store, data)`` on random ``data`` for `examples_on` cases, with hypothesis
-    ``settings(**options)``."""
+class Store(Protocol):
+    """What an oracle's fixture gives: at least the name of the engine under test."""
 
-    @settings(max_examples=examples_on(backend, examples), **options)
+    backend: str
+
+
+S = TypeVar("S", bound=Store)
+
+
+def run_oracle(
+    check: Callable[[S, st.DataObject], None], store: S, examples: int, *, shrink: bool = True
+) -> None:
+    """Run ``check(store, data)`` on random ``data`` for `examples_on` cases of the store's
+    engine, without a deadline (each case sends requests). ``shrink=False`` leaves a failing
+    case unshrunk, for checks whose every replay sends many requests."""
+    phases = tuple(Phase) if shrink else (Phase.explicit, Phase.reuse, Phase.generate)
+
+    @settings(
+        max_examples=examples_on(store.backend, examples),
+        deadline=None,
+        phases=phases,
+        suppress_health_check=[HealthCheck.too_slow],
+        # One inner function serves every oracle, so a failure saved by one would only be
+        # replayed as a random case by the others: keep none.
+        database=None,
+    )
     @given(data=st.data())
     def oracle(data: st.DataObject) -> None:
         check(store, data)
