@@ -218,11 +218,11 @@ def _take(
     taken: list[tuple[_Stream, _Row]] = []
     if not merge:
         for stream in streams:
+            if budget is not None and len(taken) >= budget:
+                break
             buffer = stream.buffer
             room = len(buffer) if budget is None else min(len(buffer), budget - len(taken))
-            if room <= 0:
-                if budget is not None and len(taken) >= budget:
-                    break
+            if not room:
                 continue
             rows = [buffer.popleft() for _ in range(room)]
             taken.extend([(stream, row) for row in rows])
