@@ -22,6 +22,10 @@ in one of these ways instead, chosen at random among ``kinds``:
 * ``"gzip"``: the request is forwarded and applied, and the answer comes back gzip-compressed
   (``Content-Encoding: gzip``, the checksum of the compressed body), as a proxy may send it.
 
+``latency`` (seconds) delays every request before it is forwarded or answered, as a network
+between client and engine would: a job of a few hundred items then lasts long enough to be
+watched (and interfered with) by a test.
+
 Bounded: at most ``max_connections`` client connections are served at once, idle connections
 time out, and every upstream request has a timeout. Counters in ``stats`` let tests check that
 faults really happened. The proxy puts real HTTP answers on the wire, so it also tests how each
@@ -37,6 +41,7 @@ import http.client
 import json
 import random
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from types import TracebackType
@@ -90,6 +95,8 @@ class _Handler(LoopbackHandler):
         proxy = self.server.proxy
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         operation = (self.headers.get("X-Amz-Target") or "").rpartition(".")[2]
+        if proxy.latency:
+            time.sleep(proxy.latency)
         kind = proxy.choose(operation)
         if kind == "drop":
             self.drop()
@@ -179,6 +186,7 @@ class FaultProxy:
         seed: int | None = 0,
         max_connections: int = 32,
         upstream_timeout: float = 30.0,
+        latency: float = 0.0,
     ) -> None:
         unknown = set(kinds) - set(KINDS)
         if unknown:
@@ -191,6 +199,7 @@ class FaultProxy:
         self.operations = frozenset(operations) if operations is not None else None
         self.throttle_code = throttle_code
         self.upstream_timeout = upstream_timeout
+        self.latency = latency
         self.stats: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._random = random.Random(seed)
