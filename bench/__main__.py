@@ -96,7 +96,7 @@ def _targets(
                 peer <= 1.0,
                 "one round trip to DynamoDB Local is most of it: the lean lane leaves about "
                 f"{g.variant(mine).median * 1e3:.2f} ms against "
-                f"{g.variant(g.baseline).median * 1e3:.2f} ms for the raw client. " + WHY_NATIVE,
+                f"{g.variant(g.baseline).median * 1e3:.2f} ms for the raw client; " + WHY_NATIVE,
             )
         )
     if "write-cpu" in groups:
@@ -270,9 +270,10 @@ def _targets(
                 "≤ 120 ms more",
                 f"{extra * 1e3:+.0f} ms",
                 extra <= 0.120,
-                "import lsiorm loads botocore and pydantic (with pydantic-core) and builds its "
-                "own Entity model; boto3, aioboto3, aiohttp, asyncio, tenacity and orjson are "
-                "left until first needed.",
+                "import lsiorm loads pydantic (with pydantic-core) and botocore's exceptions, "
+                "and builds its own Entity model and the classes of its query, request and job "
+                "layers; boto3, the rest of botocore, aioboto3, aiohttp, asyncio, tenacity "
+                "and orjson are left until first needed.",
             )
         )
     if memory is not None:
@@ -283,6 +284,8 @@ def _targets(
                 "about one page (≤ 2x the first page's peak)",
                 f"{bound:.2f}x the first page",
                 bound <= 2,
+                "pages() hands out one page at a time and keeps nothing of a page once the "
+                "caller moves on; a higher peak means rows or answers are held after that.",
             )
         )
     return out

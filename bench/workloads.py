@@ -827,8 +827,9 @@ def import_time(rounds: int) -> Group:
         1,
         notes=[
             f"import lsiorm takes {extra * 1e3:.0f} ms more than import boto3. It loads "
-            "botocore and pydantic; boto3, aioboto3, aiohttp, asyncio, tenacity and orjson "
-            "are imported when first needed."
+            "pydantic and botocore's exceptions; boto3, the rest of botocore, aioboto3, "
+            "aiohttp, asyncio, tenacity and orjson are imported when first needed (a "
+            "session's first use)."
         ],
     )
 
