@@ -147,8 +147,14 @@ def _backfill_in_a_process(endpoint_url: str, folder: str, module: str, out: Any
 
 
 def test_two_processes_started_on_one_job_run_each_unit_once(
-    session: Session, endpoint_url: str, apps: tuple[Any, Any], tmp_path: Path
+    session: Session, endpoint_url: str, apps: tuple[Any, Any], tmp_path: Path, backend: str
 ) -> None:
+    if backend == "moto":
+        # Both processes open the run and claim its units at once. moto checks a write's
+        # condition, then writes, without a lock: both can open a run, or both claim one unit
+        # (its claim count may still say one), and the later claimer may miss the intent of the
+        # page the other is rewriting and count its rewrites as current (docs/testing.md).
+        pytest.skip("moto's conditional writes are not atomic under concurrent requests")
     old, new = apps
     seed(session, old, 300)
     spawn = multiprocessing.get_context("spawn")
