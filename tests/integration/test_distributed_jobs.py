@@ -30,7 +30,7 @@ from lsiorm._ops.job_catalog import run_declared_unit
 from lsiorm._ops.job_options import ledger_location
 from lsiorm._ops.key_audit import check_item_keys
 from support.faults import FaultProxy
-from support.jobs import Killed, WriteLog, everything, session_on, worker_apps
+from support.jobs import Killed, WriteLog, everything, session_on, unit_counts, worker_apps
 from support.writers import ConcurrentWriters
 
 SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
@@ -147,8 +147,14 @@ def _backfill_in_a_process(endpoint_url: str, folder: str, module: str, out: Any
 
 
 def test_two_processes_started_on_one_job_run_each_unit_once(
-    session: Session, endpoint_url: str, apps: tuple[Any, Any], tmp_path: Path
+    session: Session, endpoint_url: str, apps: tuple[Any, Any], tmp_path: Path, backend: str
 ) -> None:
+    if backend == "moto":
+        # Both processes open the run and claim its units at once. moto checks a write's
+        # condition, then writes, without a lock: both can open a run, or both claim one unit
+        # (its claim count may still say one), and the later claimer may miss the intent of the
+        # page the other is rewriting and count its rewrites as current (docs/testing.md).
+        pytest.skip("moto's conditional writes are not atomic under concurrent requests")
     old, new = apps
     seed(session, old, 300)
     spawn = multiprocessing.get_context("spawn")
@@ -163,10 +169,11 @@ def test_two_processes_started_on_one_job_run_each_unit_once(
     results = [out.get(timeout=5) for _ in processes]
     assert len({job for job, _, _ in results}) == 1  # one run, joined by both
     record = session.job(new.table, results[0][0])
-    assert record.state == "done"
-    assert [u.runs for u in record.units] == [1] * 8  # each unit ran once
-    assert record.counts()["rewritten"] == 300
-    assert record.counts()["scanned"] == 300
+    counted = unit_counts(record)
+    assert record.state == "done", counted
+    assert [u.runs for u in record.units] == [1] * 8, counted  # each unit ran once
+    counts = record.counts()
+    assert (counts["scanned"], counts["rewritten"]) == (300, 300), counted
     assert session.audit_keys(new.Item).clean
 
 

@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from lsiorm import HookRequest, Session
+from lsiorm import HookRequest, JobRecord, Session
 from lsiorm._ops.ledger import NAMESPACE
 
 
@@ -65,6 +65,20 @@ def on_ledger(request: HookRequest) -> bool:
     return ledger in (params.get("ExpressionAttributeValues") or {}).values() and (
         request.operation == "Query"
     )
+
+
+def unit_counts(record: JobRecord) -> str:
+    """What each unit of a run counted, and how often it was claimed: one line per unit, for a
+    failure message that says where the items went (the priced ``units:`` counts left out)."""
+    lines = []
+    for unit in record.units:
+        counts = ", ".join(
+            f"{name} {value}"
+            for name, value in sorted(unit.counts.items())
+            if not name.startswith("units:")
+        )
+        lines.append(f"{unit.unit.id} ({unit.state}, claimed {unit.runs}x): {counts or '-'}")
+    return "\n".join(lines)
 
 
 def session_on(endpoint_url: str, *hooks: object, **options: Any) -> Session:
