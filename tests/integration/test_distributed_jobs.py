@@ -147,14 +147,8 @@ def _backfill_in_a_process(endpoint_url: str, folder: str, module: str, out: Any
 
 
 def test_two_processes_started_on_one_job_run_each_unit_once(
-    session: Session, endpoint_url: str, apps: tuple[Any, Any], tmp_path: Path, backend: str
+    session: Session, endpoint_url: str, apps: tuple[Any, Any], tmp_path: Path
 ) -> None:
-    if backend == "moto":
-        # Both processes open the run and claim its units at once. moto checks a write's
-        # condition, then writes, without a lock: both can open a run, or both claim one unit
-        # (its claim count may still say one), and the later claimer may miss the intent of the
-        # page the other is rewriting and count its rewrites as current (docs/testing.md).
-        pytest.skip("moto's conditional writes are not atomic under concurrent requests")
     old, new = apps
     seed(session, old, 300)
     spawn = multiprocessing.get_context("spawn")
@@ -262,12 +256,7 @@ def test_a_backfill_on_a_dask_cluster_survives_a_killed_worker_and_concurrent_wr
     apps: tuple[Any, Any],
     dask_client: Any,
     fault_rate: float,
-    backend: str,
 ) -> None:
-    if fault_rate and backend == "moto":
-        # A transaction that fails (a resent finish of a unit, say) puts back a copy of the
-        # whole table taken when it began, undoing what others wrote meanwhile (docs/testing.md).
-        pytest.skip("moto rolls a failed transaction back by restoring a copy of the table")
     old, new = apps
     count = max(400, int(20_000 * SCALE))
     items = seed(session, old, count)

@@ -215,14 +215,8 @@ class Follower:
 
 @pytest.mark.slow
 def test_dual_writes_from_threads_converge_while_the_catch_up_follows(
-    session: Session, dynamodb_client: Any, names: tuple[str, str], backend: str
+    session: Session, dynamodb_client: Any, names: tuple[str, str]
 ) -> None:
-    if backend == "moto":
-        # Writers' transactions fail (false conditions, changed items) while others write, and
-        # moto puts back a copy of the tables taken when a failed one began; and its stream
-        # records an update in a transaction that creates an item as two INSERTs, the first
-        # of the key alone (docs/testing.md). Both undo writes no engine of AWS would undo.
-        pytest.skip("moto undoes concurrent writes when a transaction fails")
     source, _ = names
     table, classes = migrated(session, dynamodb_client, names)
     dual = session.dual_writes(table, source)

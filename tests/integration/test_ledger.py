@@ -70,11 +70,8 @@ def test_an_expired_lease_is_taken_over_and_its_old_holder_stops(
 
 
 def test_many_workers_racing_for_a_unit_give_it_to_one(
-    session: Session, backend: str, ledgers: tuple[Any, Clock]
+    session: Session, ledgers: tuple[Any, Clock]
 ) -> None:
-    if backend == "moto":
-        # moto checks a condition and then writes, without a lock: two racers can both win.
-        pytest.skip("moto's conditional writes are not atomic under concurrent requests")
     worker, _ = ledgers
     job, _ = session.run(worker().open({"kind": "race"}, UNITS, {}))
     start = threading.Barrier(8)

@@ -252,14 +252,7 @@ def test_audit_counts_old_form_items_and_the_backfill_moves_them(both: Both) -> 
     assert s.audit_keys(new).clean
 
 
-def test_the_backfill_and_a_concurrent_writer_lose_no_write(
-    both: Both, endpoint_url: str, backend: str
-) -> None:
-    if backend == "moto":
-        # The writer's move and the backfill's move race; the one that fails is a cancelled
-        # transaction, and moto then puts back a copy of the table taken when it began,
-        # undoing the other's move (docs/testing.md). Seen: a writer's update found its item gone.
-        pytest.skip("moto rolls a failed transaction back by restoring a copy of the table")
+def test_the_backfill_and_a_concurrent_writer_lose_no_write(both: Both, endpoint_url: str) -> None:
     s, new = both.session, both.new
     # What each item should hold at the end: the writer applies its writes to this model.
     model: dict[tuple[Any, ...], dict[str, Any] | None] = {

@@ -14,7 +14,9 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -251,11 +253,41 @@ class DynamoDBLocal(Running):
         self._process = self._log = self._port = None
 
 
+class _OneRequestAtATime:
+    """A WSGI application that lets ``app`` answer one request at a time.
+
+    moto's server answers each request in a thread of its own and applies a request in steps
+    (a write checks its condition, then writes; a failed transaction puts back a copy of the
+    tables taken when it began), with nothing keeping other requests out meanwhile. Behind
+    this lock every request is applied whole before the next one starts, as DynamoDB applies
+    each write and each transaction whole. Connections are still served by their threads;
+    only the application's work is taken in turn, and its whole answer is built inside the lock.
+    """
+
+    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+        self.app = app
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        with self._lock:
+            answer = self.app(environ, start_response)
+            try:
+                return [b"".join(answer)]
+            finally:
+                close = getattr(answer, "close", None)
+                if close is not None:
+                    close()
+
+
 class MotoServer(Running):
     """moto's DynamoDB emulation served over HTTP from a thread of this process.
 
+    It answers one request at a time (`_OneRequestAtATime`): a conditional write, an item
+    created by UpdateItem and a transaction are each applied whole, as DynamoDB applies them,
+    where moto's own server lets concurrent requests interleave inside them.
+
     moto keeps its state in module globals, so ``mock_aws`` used in the same process sees and
-    resets the same tables.
+    resets the same tables (``mock_aws`` itself is not behind the lock).
     """
 
     def __init__(self) -> None:
@@ -292,6 +324,12 @@ class MotoServer(Running):
             werkzeug_log.setLevel(logging.WARNING)
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()
+        # The werkzeug server moto starts serves its app attribute; no request has reached it
+        # yet (its port is not known outside until this returns).
+        wsgi = server._server
+        if wsgi is None:  # pragma: no cover - start() returns once it is set
+            raise RuntimeError("moto's server did not start")
+        wsgi.app = _OneRequestAtATime(wsgi.app)
         _host, port = server.get_host_and_port()
         self._server, self._port = server, int(port)
         return self.endpoint_url
