@@ -253,7 +253,7 @@ class DynamoDBLocal(Running):
         self._process = self._log = self._port = None
 
 
-class _OneRequestAtATime:
+class OneRequestAtATime:
     """A WSGI application that lets ``app`` answer one request at a time.
 
     moto's server answers each request in a thread of its own and applies a request in steps
@@ -282,7 +282,7 @@ class _OneRequestAtATime:
 class MotoServer(Running):
     """moto's DynamoDB emulation served over HTTP from a thread of this process.
 
-    It answers one request at a time (`_OneRequestAtATime`): a conditional write, an item
+    It answers one request at a time (`OneRequestAtATime`): a conditional write, an item
     created by UpdateItem and a transaction are each applied whole, as DynamoDB applies them,
     where moto's own server lets concurrent requests interleave inside them.
 
@@ -329,7 +329,7 @@ class MotoServer(Running):
         wsgi = server._server
         if wsgi is None:  # pragma: no cover - start() returns once it is set
             raise RuntimeError("moto's server did not start")
-        wsgi.app = _OneRequestAtATime(wsgi.app)
+        wsgi.app = OneRequestAtATime(wsgi.app)
         _host, port = server.get_host_and_port()
         self._server, self._port = server, int(port)
         return self.endpoint_url

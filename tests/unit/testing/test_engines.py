@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from lsiorm.testing.engines import _OneRequestAtATime
+from lsiorm.testing.engines import OneRequestAtATime
 
 
 class SlowApp:
@@ -49,7 +49,7 @@ def call(app: Callable[..., Iterable[bytes]], n: int) -> tuple[str, bytes]:
 
 def test_requests_from_many_threads_are_answered_one_at_a_time() -> None:
     slow = SlowApp()
-    app = _OneRequestAtATime(slow)
+    app = OneRequestAtATime(slow)
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(lambda n: call(app, n), range(40)))
     assert answers == [("200 OK", f"answer {n}.".encode()) for n in range(40)]
