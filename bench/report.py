@@ -50,6 +50,87 @@ def gains(groups: Sequence[Group]) -> list[str]:
     return lines
 
 
+#: The rows of the side-by-side summary: (title, group, lsiorm's path, is it an async row).
+_SUMMARY_ROWS = (
+    ("typed query of 1,000, sync callers", "query", "lsiorm Session.all (fast path)", False),
+    ("typed query of 1,000, async", "query-async", async_calls.ASYNC_QUERY, True),
+    ("single put, sync", "put", workloads.LEAN_PUT, False),
+    ("single get, sync", "get", workloads.LEAN_GET, False),
+    ("single put, async", "put-async", async_calls.ASYNC_PUT, True),
+    ("single get, async", "get-async", async_calls.ASYNC_GET, True),
+    ("batch write of 10k, sync", "batch-sync", workloads.LEAN_BATCH, False),
+    ("batch write of 10k, async", "batch-async", workloads.ASYNC_BATCH, True),
+    ("cold start to the first GetItem", "cold", cold_start.LSIORM_SYNC, False),
+)
+#: The client-CPU rows: (title, group, lsiorm's sync path, lsiorm's async path).
+_CPU_ROWS = (
+    ("client CPU per get (µs)", "cpu-get", workloads.LEAN_GET, async_calls.ASYNC_GET),
+    ("client CPU per put (µs)", "cpu-put", workloads.LEAN_PUT, async_calls.ASYNC_PUT),
+)
+
+
+def _first(group: Group, prefix: str, *, asynchronous: bool | None = None) -> float | None:
+    """The median of the first row of ``group`` whose name starts with ``prefix`` (a peer's);
+    for pydynox, its sync or its async call as asked (its sync calls' names say ``sync_``)."""
+    for variant in group.variants:
+        if not variant.name.startswith(prefix):
+            continue
+        sync_call = "sync_" in variant.name or "Sync" in variant.name
+        if asynchronous is not None and prefix == "pydynox" and sync_call == asynchronous:
+            continue
+        return variant.median
+    return None
+
+
+def summary(groups: Mapping[str, Group]) -> list[str]:
+    """One table of lsiorm against the peers, workload by workload, as ratios to the raw
+    client of the same run (boto3 for sync rows, aioboto3 for async ones); "—" where a peer has
+    no such call or was not run."""
+    lines = [
+        "| workload | lsiorm | pydynox (Rust core) | dynamoxy (Rust core) | raw boto3 / aioboto3 |",
+        "|---|---:|---:|---:|---:|",
+    ]
+
+    def cell(value: float | None, base: float) -> str:
+        return "—" if value is None else f"{value / base:.2f}x"
+
+    for title, key, mine, asynchronous in _SUMMARY_ROWS:
+        group = groups.get(key)
+        if group is None:
+            continue
+        base = group.variant(group.baseline).median
+        pydynox = _first(group, "pydynox", asynchronous=asynchronous)
+        dynamoxy = _first(group, "dynamoxy")
+        lines.append(
+            f"| {title} | {cell(group.variant(mine).median, base)} | {cell(pydynox, base)} "
+            f"| {cell(dynamoxy, base)} | 1.00x |"
+        )
+    for title, key, mine_sync, mine_async in _CPU_ROWS:
+        group = groups.get(key)
+        if group is None:
+            continue
+
+        def micros(value: float | None) -> str:
+            return "—" if value is None else f"{value * 1e6:,.0f}"
+
+        raw_async = _first(group, "aioboto3")
+        lines.append(
+            f"| {title} | {micros(group.variant(mine_sync).median)} sync / "
+            f"{micros(group.variant(mine_async).median)} async "
+            f"| {micros(_first(group, 'pydynox', asynchronous=False))} sync / "
+            f"{micros(_first(group, 'pydynox', asynchronous=True))} async "
+            f"| {micros(_first(group, 'dynamoxy'))} "
+            f"| {micros(group.variant(group.baseline).median)} sync / {micros(raw_async)} async |"
+        )
+    if "import" in groups:
+        group = groups["import"]
+        lines.append(
+            f"| `import` (ms) | {group.variant('import lsiorm').median * 1e3:.0f} | — | — "
+            f"| {group.variant('import boto3').median * 1e3:.0f} (boto3) |"
+        )
+    return lines
+
+
 @dataclass(frozen=True)
 class Target:
     """One performance target of lsiorm's development and how this run did against it."""
@@ -164,6 +245,15 @@ def markdown(
         "these costs against the raw boto3 client handed ready wire items (below 1.00x is faster):",
         "",
         *gains(groups),
+        "",
+        "## lsiorm and the peers side by side",
+        "",
+        "Wall time as a ratio to the raw client of the same run (below 1.00x is faster), and "
+        "client CPU in µs per call. A dash: the peer has no such call (dynamoxy is async only) "
+        "or was not timed in that section (the async batch has no pydynox row, the import "
+        "section times boto3 and lsiorm only).",
+        "",
+        *summary({group.key: group for group in groups}),
         "",
         "## Results",
         "",
