@@ -69,7 +69,20 @@ def _async_transport() -> tuple[type[BaseException], ...]:
     return (*_TRANSPORT, aiohttp.ClientError, asyncio.TimeoutError)
 
 
-def _streams_client(build: Callable[[], Any] | None) -> Any:
+def _typed(
+    exc: BaseException, call: Call, transport: tuple[type[BaseException], ...]
+) -> LsiormError:
+    """The typed error for ``call`` failing in botocore: an error response, a failure of the
+    connection (one of ``transport``), or any other botocore failure (one function for both
+    drivers, so that they type every failure alike)."""
+    if isinstance(exc, ClientError):
+        return from_error_response(exc.response, call.operation, call.params, call.tables)
+    if isinstance(exc, transport):
+        return from_transport_failure(exc, call.operation, call.params)
+    return from_botocore_failure(exc, call.operation, call.params)
+
+
+def _required_streams(build: Callable[[], Any] | None) -> Any:
     """The streams client ``build`` gives, or the typed error that there is none."""
     client = build() if build is not None else None
     if client is None:
@@ -81,7 +94,27 @@ def _streams_client(build: Callable[[], Any] | None) -> Any:
     return client
 
 
-class SyncDriver:
+class _Driver:
+    """What both drivers hold, and which client (and lane) a request goes to."""
+
+    def __init__(self, client: Any, lane: Any, telemetry: ClientTelemetry | None) -> None:
+        self.client = client
+        #: The lean request lane (lsiorm._io.lean), tried first; None sends all via botocore.
+        self.lane = lane
+        #: The session's spans and metrics of each request; None when off.
+        self.telemetry = telemetry
+
+    def _target(self, call: Call) -> tuple[Any, Any]:
+        """The client to send ``call`` with, and the lean lane to try first (or None)."""
+        if call.operation not in STREAM_OPERATIONS:
+            return self.client, self.lane if call.built else None
+        return self._streams_client(), None
+
+    def _streams_client(self) -> Any:
+        raise NotImplementedError
+
+
+class SyncDriver(_Driver):
     """Runs operations with a boto3 DynamoDB client."""
 
     def __init__(
@@ -91,24 +124,17 @@ class SyncDriver:
         telemetry: ClientTelemetry | None = None,
         streams: Callable[[], Any] | None = None,
     ) -> None:
-        self.client = client
-        #: The lean request lane (lsiorm._io.lean), tried first; None sends all via botocore.
-        self.lane = lane
-        #: The session's spans and metrics of each request; None when off.
-        self.telemetry = telemetry
+        super().__init__(client, lane, telemetry)
         #: Builds the DynamoDB Streams client on first use; None when this session has none.
         self.streams = streams
-        self._streams_client: Any = None
+        self._streams: Any = None
         self._streams_lock = threading.Lock()
 
-    def _target(self, call: Call) -> tuple[Any, Any]:
-        """The client to send ``call`` with, and the lean lane to try first (or None)."""
-        if call.operation not in STREAM_OPERATIONS:
-            return self.client, self.lane if call.built else None
+    def _streams_client(self) -> Any:
         with self._streams_lock:
-            if self._streams_client is None:
-                self._streams_client = _streams_client(self.streams)
-        return self._streams_client, None
+            if self._streams is None:
+                self._streams = _required_streams(self.streams)
+        return self._streams
 
     def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""
@@ -130,14 +156,8 @@ class SyncDriver:
                 response = sent if sent is not None else method(**params)
             if plan is not None:
                 response = plan.after(response)
-        except ClientError as exc:
-            raise from_error_response(
-                exc.response, call.operation, call.params, call.tables
-            ) from exc
-        except _TRANSPORT as exc:
-            raise from_transport_failure(exc, call.operation, call.params) from exc
-        except BotoCoreError as exc:
-            raise from_botocore_failure(exc, call.operation, call.params) from exc
+        except (ClientError, BotoCoreError) as exc:  # the transport's errors are botocore's
+            raise _typed(exc, call, _TRANSPORT) from exc
         return response
 
     def _result(self, step: Step) -> Any:
@@ -189,7 +209,7 @@ class SyncDriver:
                 step = self._next(op, step)
 
 
-class AsyncDriver:
+class AsyncDriver(_Driver):
     """Runs operations with an aioboto3 (aiobotocore) DynamoDB client."""
 
     def __init__(
@@ -199,13 +219,12 @@ class AsyncDriver:
         telemetry: ClientTelemetry | None = None,
         streams: Any = None,
     ) -> None:
-        self.client = client
-        #: The lean request lane (lsiorm._io.lean), tried first; None sends all via aiobotocore.
-        self.lane = lane
-        #: The session's spans and metrics of each request; None when off.
-        self.telemetry = telemetry
+        super().__init__(client, lane, telemetry)
         #: The entered DynamoDB Streams client; None when this session has none.
         self.streams = streams
+
+    def _streams_client(self) -> Any:
+        return _required_streams(lambda: self.streams)
 
     async def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""
@@ -216,10 +235,7 @@ class AsyncDriver:
             return trace.done(await self._send(call))
 
     async def _send(self, call: Call) -> dict[str, Any]:
-        if call.operation in STREAM_OPERATIONS:
-            client, lane = _streams_client(lambda: self.streams), None
-        else:
-            client, lane = self.client, self.lane if call.built else None
+        client, lane = self._target(call)
         method = getattr(client, xform_name(call.operation))
         try:
             plan = interception.plan_for(call, client) if interception.active else None
@@ -230,14 +246,8 @@ class AsyncDriver:
                 response = sent if sent is not None else await method(**params)
             if plan is not None:
                 response = plan.after(response)
-        except ClientError as exc:
-            raise from_error_response(
-                exc.response, call.operation, call.params, call.tables
-            ) from exc
-        except _async_transport() as exc:
-            raise from_transport_failure(exc, call.operation, call.params) from exc
-        except BotoCoreError as exc:
-            raise from_botocore_failure(exc, call.operation, call.params) from exc
+        except (ClientError, BotoCoreError, *_async_transport()) as exc:
+            raise _typed(exc, call, _async_transport()) from exc
         return response
 
     async def _result(self, step: Step) -> Any:
