@@ -149,14 +149,15 @@ def _targets(
             )
         )
     if imports is not None:
-        ms = imports.seconds["lsiorm"] * 1e3
+        ms = imports.group.variant("import lsiorm").median * 1e3
         out.append(
             Target(
                 "import lsiorm",
                 "≤ 250 ms, without aiohttp",
                 f"{ms:.0f} ms{', imports aiohttp' if imports.lsiorm_imports_aiohttp else ''}",
                 ms <= 250 and not imports.lsiorm_imports_aiohttp,
-                f"import boto3 alone takes {imports.seconds['boto3'] * 1e3:.0f} ms here.",
+                "import boto3 alone takes "
+                f"{imports.group.variant('import boto3').median * 1e3:.0f} ms here.",
             )
         )
     if "cold" in groups:
@@ -401,6 +402,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"starting DynamoDB Local from {engine_process.locate()}", flush=True)
     groups: dict[str, workloads.Group] = {}
     memory = None
+    imports: workloads.ImportResult | None = None
+
+    def timed_imports() -> list[workloads.Group]:
+        nonlocal imports
+        imports = workloads.import_time(import_rounds)
+        return [imports.group]
+
     with engine_process:
         engine = workloads.Engine(engine_process.endpoint_url)
         engine.open()
@@ -411,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         batch_rows = rows(batch, customers=100, prefix="w")
         try:
             steps = [
-                ("import", lambda: [workloads.import_time(import_rounds)]),
+                ("import", timed_imports),
                 ("decode", lambda: [workloads.decode(rows(page, prefix="d"), cpu_rounds)]),
                 ("encode", lambda: [workloads.encode(rows(page, prefix="e"), cpu_rounds)]),
                 ("query", lambda: [workloads.full_query(engine, rows(page), query_rounds)]),
@@ -469,10 +477,6 @@ def main(argv: list[str] | None = None) -> int:
                 peer.close()
             engine.close()
 
-    print("\n== import (fresh interpreters)", flush=True)
-    imports = workloads.import_times(3 if quick else 7)
-    for module, seconds in imports.seconds.items():
-        print(f"  import {module}: {seconds * 1e3:.0f} ms", flush=True)
     targets = _targets(groups, memory, imports) + _async_targets(groups)
     ending = os.getloadavg()
     print(f"\nLoad average now: {', '.join(f'{x:.2f}' for x in ending)}")

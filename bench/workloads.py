@@ -692,55 +692,6 @@ def write_cpu(data: list[Row], rounds: int) -> Group:
 STUB_WRITE = "lsiorm batch_write to a stub client (watcher on)"
 
 
-# -- import time, in fresh interpreters ----------------------------------------------------------
-
-
-@dataclass
-class ImportResult:
-    """Median seconds to import each module in a fresh interpreter; what lsiorm pulled in."""
-
-    seconds: dict[str, float]
-    lsiorm_imports_aiohttp: bool
-
-
-def import_times(rounds: int) -> ImportResult:
-    """Time ``import X`` in fresh interpreters, interleaved, with bytecode as users have it.
-
-    One discarded warm-up round writes the bytecode of every module (into a temporary folder,
-    so also where PYTHONDONTWRITEBYTECODE is set) and fills the OS file cache.
-    """
-    import statistics
-    import subprocess
-    import sys
-
-    modules = ["boto3", "lsiorm", "pynamodb.models", "pydynox"]
-    samples: dict[str, list[float]] = {m: [] for m in modules}
-    code = (
-        "import sys, time; t = time.perf_counter(); import {m}; "
-        "print(time.perf_counter() - t, 'aiohttp' in sys.modules)"
-    )
-    aiohttp = False
-    with tempfile.TemporaryDirectory(prefix="lsiorm-bench-pyc-") as pyc:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env["PYTHONPYCACHEPREFIX"] = pyc
-        for round_number in range(1 + rounds):
-            for module in modules:
-                done = subprocess.run(
-                    [sys.executable, "-c", code.format(m=module)],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                    env=env,
-                )
-                seconds, pulled = done.stdout.split()
-                if round_number == 0:
-                    continue  # the warm-up round
-                samples[module].append(float(seconds))
-                if module == "lsiorm":
-                    aiohttp = aiohttp or pulled == "True"
-    return ImportResult({m: statistics.median(v) for m, v in samples.items()}, aiohttp)
-
-
 # -- query compile and index choice against one round trip ---------------------------------------
 
 
@@ -774,18 +725,27 @@ def compile_and_choose(engine: Engine, rounds: int) -> Group:
     )
 
 
-# -- import time -----------------------------------------------------------------------------------
+# -- import time ----------------------------------------------------------------------------------
 
-#: The modules whose import is timed, baseline first.
-IMPORTED = ("boto3", "lsiorm")
+#: The modules whose import is timed, baseline first: what a user imports to use each library.
+IMPORTED = ("boto3", "lsiorm", "pynamodb.models", "pydynox")
 _TIME_IMPORT = (
-    "import time; started = time.perf_counter(); import {module}; "
-    "print(time.perf_counter() - started)"
+    "import sys, time; started = time.perf_counter(); import {module}; "
+    "print(time.perf_counter() - started, 'aiohttp' in sys.modules)"
 )
 
 
-def _import_seconds(module: str, env: dict[str, str]) -> float:
-    """Import ``module`` in a fresh interpreter and return how long the import took there."""
+@dataclass
+class ImportResult:
+    """The import times (baseline ``import boto3``), and whether lsiorm pulled in aiohttp."""
+
+    group: Group
+    lsiorm_imports_aiohttp: bool
+
+
+def _import_seconds(module: str, env: dict[str, str]) -> tuple[float, bool]:
+    """Import ``module`` in a fresh interpreter: how long the import took there, and whether
+    it loaded aiohttp."""
     done = subprocess.run(
         [sys.executable, "-c", _TIME_IMPORT.format(module=module)],
         capture_output=True,
@@ -793,11 +753,12 @@ def _import_seconds(module: str, env: dict[str, str]) -> float:
         check=True,
         env=env,
     )
-    return float(done.stdout.strip())
+    seconds, aiohttp = done.stdout.split()
+    return float(seconds), aiohttp == "True"
 
 
-def import_time(rounds: int) -> Group:
-    """Time ``import boto3`` and ``import lsiorm``, each in a fresh subprocess, interleaved.
+def import_time(rounds: int) -> ImportResult:
+    """Time the import of each of ``IMPORTED``, each in a fresh subprocess, interleaved.
 
     The time is taken inside the subprocess around the import statement alone, so interpreter
     start-up is left out. Every round runs the imports in a new random order after one
@@ -808,17 +769,19 @@ def import_time(rounds: int) -> Group:
     variants = [Variant(f"import {m}", lambda _: None) for m in IMPORTED]
     order = list(zip(IMPORTED, variants, strict=True))
     shuffle = random.Random(1).shuffle
+    aiohttp = False
     with tempfile.TemporaryDirectory(prefix="lsiorm-bench-pyc-") as pyc:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = pyc
         for round_number in range(1 + rounds):
             shuffle(order)
             for module, variant in order:
-                seconds = _import_seconds(module, env)
+                seconds, pulled = _import_seconds(module, env)
                 if round_number:
                     variant.samples.append(seconds)
+                aiohttp = aiohttp or (module == "lsiorm" and pulled)
     extra = variants[1].median - variants[0].median
-    return Group(
+    group = Group(
         "import",
         "Import time, each in a fresh interpreter",
         WALL,
@@ -830,8 +793,10 @@ def import_time(rounds: int) -> Group:
             "pydantic and botocore's exceptions; boto3, the rest of botocore, aioboto3, "
             "aiohttp, asyncio, tenacity and orjson are imported when first needed (a "
             "session's first use)."
+            + (" This run's import of lsiorm loaded aiohttp." if aiohttp else "")
         ],
     )
+    return ImportResult(group, aiohttp)
 
 
 # -- memory while iterating a large query ---------------------------------------------------------
