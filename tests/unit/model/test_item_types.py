@@ -357,17 +357,17 @@ def test_an_own_key_index_field_is_updated_once() -> None:
     assert params["UpdateExpression"].startswith("SET ")
 
 
-def test_key_text_gives_back_only_values_it_determines() -> None:
-    table = Table(
-        "folded",
-        "pk",
-        "sk",
-        global_indexes=[
-            GlobalIndex(
-                "by_owner", KeyAttribute("gpk"), KeyAttribute("gsk"), Projection.keys_only()
-            )
-        ],
+def _plain_table(name: str, index_name: str, projection: Projection | None = None) -> Table:
+    """A table keyed in the plain style other tools write, with one GSI on gpk and gsk (that
+    projects every attribute unless ``projection`` says otherwise)."""
+    index = GlobalIndex(
+        index_name, KeyAttribute("gpk"), KeyAttribute("gsk"), projection or Projection.all()
     )
+    return Table(name, "pk", "sk", global_indexes=[index], key_style="plain")
+
+
+def test_key_text_gives_back_only_values_it_determines() -> None:
+    table = _plain_table("folded", "by_owner", Projection.keys_only())
     lower = KeyFormat(style="plain", case="lower")
 
     class Doc(
@@ -379,7 +379,6 @@ def test_key_text_gives_back_only_values_it_determines() -> None:
             "gpk": "O#{owner}",
             "gsk": "{n}",
         },
-        key_style="plain",
     ):
         project: str
         status: Literal["open", "closed"]
@@ -424,12 +423,6 @@ def test_untyped_items_still_in_the_old_key_form_are_recognised() -> None:
     assert decode_item(table, wire) == after(topic="ops", memo_id="1")
     done = declare(key_style="readable")
     assert item_types(meta_of(done).table, wire) == []
-
-
-def _plain_table(name: str, index_name: str) -> Table:
-    """A table keyed in the plain style other tools write, with one GSI on gpk and gsk."""
-    index = GlobalIndex(index_name, KeyAttribute("gpk"), KeyAttribute("gsk"))
-    return Table(name, "pk", "sk", global_indexes=[index], key_style="plain")
 
 
 def test_one_entity_with_several_prefixes_on_an_overloaded_index() -> None:

@@ -206,19 +206,11 @@ def test_may_hold_never_misses_a_key(x: dict[str, Any], low: str, high: str) -> 
 
 
 def test_may_hold_proves_hierarchies_apart() -> None:
-    orders = Table("KeyOrderShop", partition_key="PK", sort_key="SK")
-
-    class Order(Entity, table=orders, keys={"PK": "C#{c}", "SK": "ORDER#{order_id}"}):
-        c: str
-        order_id: str
-
-    class Item(Entity, table=orders, keys={"PK": "C#{c}", "SK": "ORDER#{order_id}#ITEM#{n:03d}"}):
-        c: str
-        order_id: str
-        n: int
-
-    order_shape = shape_of(meta_of(Order).templates["SK"])
-    item_shape = shape_of(meta_of(Item).templates["SK"])
+    shop = declare_shop(shop_table())  # an order's sort key, and its items' under it
+    order_template = meta_of(shop["Order"]).templates["SK"]
+    item_template = meta_of(shop["OrderItem"]).templates["SK"]
+    order_shape = shape_of(order_template)
+    item_shape = shape_of(item_template)
     assert order_shape is not None
     assert item_shape is not None
     item_prefix = "ORDER#o1" + TERMINATOR + "#ITEM#"
@@ -226,9 +218,7 @@ def test_may_hold_proves_hierarchies_apart() -> None:
     assert not item_shape.may_hold("ORDER#o1", "ORDER#o1")
     assert item_shape.may_hold("ORDER#", "ORDER#" + MAX_CHAR)
     assert order_shape.may_hold("ORDER#", "ORDER#" + MAX_CHAR)
-    assert (
-        intersection_witness(meta_of(Order).templates["SK"], meta_of(Item).templates["SK"]) is None
-    )
+    assert intersection_witness(order_template, item_template) is None
 
 
 @pytest.mark.parametrize(
