@@ -20,6 +20,7 @@ from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.item_encoding import build_item, wire_item
 from lsiorm._model.multikey import NativeTextCodec, binds_index, key_field, key_wire
 from lsiorm.errors import DeclarationError, ValidationError
+from support.describe_table import live_of
 from support.models import scheduled_keys
 
 UTC = timezone.utc
@@ -162,22 +163,6 @@ def test_create_table_names_every_key_attribute_in_order() -> None:
         table.index_key_attributes(table.index("ByTenant"))
 
 
-def _live(table: Table, **changes: Any) -> dict[str, Any]:
-    """A DescribeTable ``Table`` as DynamoDB Local returns it for the declared table."""
-    request = table.create_table_request()
-    live = {
-        "TableName": table.name,
-        "KeySchema": request["KeySchema"],
-        "AttributeDefinitions": request["AttributeDefinitions"],
-        "BillingModeSummary": {"BillingMode": "PAY_PER_REQUEST"},
-        "GlobalSecondaryIndexes": [
-            {**g, "IndexStatus": "ACTIVE"} for g in request["GlobalSecondaryIndexes"]
-        ],
-    }
-    live.update(changes)
-    return live
-
-
 def _index_with_keys(keys: list[tuple[str, str]]) -> dict[str, Any]:
     return {
         "GlobalSecondaryIndexes": [
@@ -192,8 +177,8 @@ def _index_with_keys(keys: list[tuple[str, str]]) -> dict[str, Any]:
 
 def test_drift_compares_every_attribute_of_a_multi_attribute_key_in_order() -> None:
     table = tasks_table()
-    assert table.check(_live(table)).ok
-    swapped = _live(
+    assert table.check(live_of(table)).ok
+    swapped = live_of(
         table,
         **_index_with_keys(
             [("region", "HASH"), ("tenant", "HASH"), ("prio", "RANGE"), ("due", "RANGE")]
@@ -208,9 +193,9 @@ def test_drift_compares_every_attribute_of_a_multi_attribute_key_in_order() -> N
         "('tenant', 'region') and sort key ('prio', 'due'); the index must be deleted and "
         "created again (UpdateTable can do both)."
     )
-    fewer = _live(table, **_index_with_keys([("tenant", "HASH"), ("prio", "RANGE")]))
+    fewer = live_of(table, **_index_with_keys([("tenant", "HASH"), ("prio", "RANGE")]))
     assert [d.kind for d in table.check(fewer).drifts] == ["gsi-key-schema"]
-    retyped = _live(
+    retyped = live_of(
         table,
         AttributeDefinitions=[
             {**d, "AttributeType": "S"} if d["AttributeName"] == "prio" else d

@@ -20,6 +20,7 @@ from lsiorm._model.indexes import (
 )
 from lsiorm._model.schema import Table
 from lsiorm.errors import DeclarationError, ValidationError
+from support.describe_table import describe, live_of
 from support.models import forum_table
 
 
@@ -30,56 +31,6 @@ def reserved_table() -> Table:
         "SK",
         global_indexes=[GlobalIndex("GSI1", KeyAttribute("GSI1PK"), KeyAttribute("GSI1SK"))],
     )
-
-
-def describe(request: dict[str, Any], *, summary: bool | None = None) -> dict[str, Any]:
-    """Shape a CreateTable request like the DescribeTable response DynamoDB gives for it.
-
-    ``summary`` None includes BillingModeSummary only for PAY_PER_REQUEST, as DynamoDB does for a
-    table that has never switched billing mode.
-    """
-    provisioned = request["BillingMode"] == "PROVISIONED"
-    arn = f"arn:aws:dynamodb:us-east-1:123456789012:table/{request['TableName']}"
-    zero = {"NumberOfDecreasesToday": 0, "ReadCapacityUnits": 0, "WriteCapacityUnits": 0}
-    table: dict[str, Any] = {
-        "TableName": request["TableName"],
-        "TableArn": arn,
-        "TableStatus": "ACTIVE",
-        "KeySchema": copy.deepcopy(request["KeySchema"]),
-        "AttributeDefinitions": copy.deepcopy(request["AttributeDefinitions"]),
-        "ItemCount": 0,
-        "TableSizeBytes": 0,
-        "ProvisionedThroughput": {**zero, **request.get("ProvisionedThroughput", {})},
-    }
-    if summary or (summary is None and not provisioned):
-        table["BillingModeSummary"] = {"BillingMode": request["BillingMode"]}
-    if "LocalSecondaryIndexes" in request:
-        table["LocalSecondaryIndexes"] = [
-            {
-                "IndexName": lsi["IndexName"],
-                "KeySchema": copy.deepcopy(lsi["KeySchema"]),
-                "Projection": copy.deepcopy(lsi["Projection"]),
-                "IndexSizeBytes": 0,
-                "ItemCount": 0,
-                "IndexArn": f"{arn}/index/{lsi['IndexName']}",
-            }
-            for lsi in request["LocalSecondaryIndexes"]
-        ]
-    if "GlobalSecondaryIndexes" in request:
-        table["GlobalSecondaryIndexes"] = [
-            {
-                "IndexName": gsi["IndexName"],
-                "KeySchema": copy.deepcopy(gsi["KeySchema"]),
-                "Projection": copy.deepcopy(gsi["Projection"]),
-                "IndexStatus": "ACTIVE",
-                "ProvisionedThroughput": {**zero, **gsi.get("ProvisionedThroughput", {})},
-                "IndexSizeBytes": 0,
-                "ItemCount": 0,
-                "IndexArn": f"{arn}/index/{gsi['IndexName']}",
-            }
-            for gsi in request["GlobalSecondaryIndexes"]
-        ]
-    return {"Table": table}
 
 
 def kinds(report: DriftReport) -> list[tuple[str, str | None]]:
@@ -642,11 +593,6 @@ def test_check_provisioned_without_summary() -> None:
     assert table.check(describe(request)).ok
     assert table.check(describe(request, summary=True)).ok
     assert not forum_table().check(describe(request)).ok
-
-
-def live_of(table: Table) -> dict[str, Any]:
-    live: dict[str, Any] = describe(table.create_table_request())["Table"]
-    return live
 
 
 def test_drift_key_schema() -> None:

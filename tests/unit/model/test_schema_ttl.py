@@ -11,6 +11,7 @@ from pydantic import Field
 
 from lsiorm import Entity, EpochSeconds, GlobalIndex, KeyAttribute, LocalIndex, Table
 from lsiorm.errors import DeclarationError, ValidationError
+from support.describe_table import describe
 from support.models import TTL_CACHE
 
 
@@ -124,17 +125,6 @@ def test_ttl_needs_enabling_only_when_disabled(
     assert Table("NoTtl", "PK").ttl_needs_enabling(ttl(status, attribute)) is False
 
 
-def describe(table: Table) -> dict[str, Any]:
-    request = table.create_table_request()
-    return {
-        "Table": {
-            "KeySchema": request["KeySchema"],
-            "AttributeDefinitions": request["AttributeDefinitions"],
-            "BillingModeSummary": {"BillingMode": request["BillingMode"]},
-        }
-    }
-
-
 @pytest.mark.parametrize(
     ("declared", "status", "attribute", "kinds", "words"),
     [
@@ -154,9 +144,9 @@ def test_ttl_drift(
     declared: str | None, status: str, attribute: str | None, kinds: list[str], words: str
 ) -> None:
     table = Table("TtlDrift", "PK", "SK", ttl_attribute=declared)
-    report = table.check(describe(table), ttl(status, attribute))
+    report = table.check(describe(table.create_table_request()), ttl(status, attribute))
     assert [d.kind for d in report.drifts] == kinds
     assert words in str(report)
     assert report.ok is (not kinds)
     # Without a DescribeTimeToLive response only the table is compared.
-    assert table.check(describe(table)).ok
+    assert table.check(describe(table.create_table_request())).ok
