@@ -11,12 +11,15 @@ import pytest
 
 from lsiorm import (
     AsyncSession,
+    ConditionFailedError,
     Entity,
     KeyAttribute,
     LocalIndex,
     Projection,
     Session,
     Table,
+    ValidationError,
+    cond,
     fast_json_of,
     query,
 )
@@ -98,6 +101,28 @@ def test_missing_table_is_drift_named_by_its_live_name(endpoint_url: str, prefix
     assert not report.ok
     assert report.table == f"{prefix}Shop"
     assert f"{prefix}Shop" in str(report)
+
+
+def test_errors_name_the_live_table_when_dynamodb_raises_them_and_the_declared_one_otherwise(
+    prefixed_session: Session, prefix: str, dynamodb_client: Any
+) -> None:
+    s = prefixed_session
+    s.put(Product(store="s", sku="k", price=1))
+    with pytest.raises(ConditionFailedError) as refused:
+        s.put(Product(store="s", sku="k", price=2), condition=cond("price") == 5)
+    assert refused.value.table == f"{prefix}Shop"
+    assert f"{prefix}Shop" in str(refused.value)
+    with pytest.raises(ValidationError) as before_sending:
+        s.get(Product, store=1, sku="k")
+    assert (before_sending.value.rule, before_sending.value.table) == ("key.value-type", "Shop")
+    stored = live_items(dynamodb_client, f"{prefix}Shop")[0]
+    dynamodb_client.put_item(
+        TableName=f"{prefix}Shop", Item={**stored, "price": {"S": "not a number"}}
+    )
+    with pytest.raises(ValidationError) as read:
+        s.get(Product, store="s", sku="k")
+    assert (read.value.rule, read.value.table) == ("item.invalid", "Shop")
+    assert "of table 'Shop'" in str(read.value)
 
 
 def test_consumed_capacity_is_under_the_declared_name(
