@@ -20,21 +20,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from lsiorm import Session, Table, read_relief_file
 from lsiorm._model.wire import item_to_wire
+from support.engine_examples import engine_examples
 from support.jobs import everything, session_on
 from support.models import declare_dated_doc, declare_readings
 from support.writers import OPERATIONS, RandomWriter
 
 ITEMS = 30
-EXAMPLES = settings(
-    max_examples=3,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+EXAMPLES = engine_examples(3)
 CUTOFF = date(2024, 3, 1)
 
 

@@ -14,13 +14,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from lsiorm import RetryPolicy, Session, Table, query
 from lsiorm._io import direct_send, lean
 from lsiorm._requests.transactions import Delete, Put, Update
 from lsiorm.errors import LsiormError, TransportError
+from support.engine_examples import engine_examples
 from support.faults import FaultProxy
 from support.lanes import normal, recorded
 from support.models import declare_grouped
@@ -132,7 +133,7 @@ def pair(endpoint_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[_Pair]:
             session.close()
 
 
-@settings(max_examples=15, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@engine_examples(15)
 @given(run=st.lists(steps, min_size=1, max_size=10))
 def test_direct_and_botocore_sends_give_the_same_results_and_errors(
     pair: _Pair, run: list[Any]

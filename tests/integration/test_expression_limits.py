@@ -11,12 +11,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from lsiorm import Entity, Session, Table, ValidationError, where
 from lsiorm._requests.limits import MAX_EXPRESSION_OPERATORS, count_operators
 from lsiorm.errors import ServiceValidationError
+from support.engine_examples import engine_examples
 
 TERMS = st.sampled_from(
     [
@@ -46,7 +47,7 @@ def local_table(backend: str, endpoint_url: str) -> Iterator[tuple[Any, str]]:
             session.delete_table(table)
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@engine_examples(60)
 @given(
     terms=st.lists(TERMS, min_size=95, max_size=160),
     joins=st.lists(st.sampled_from([" AND ", " OR "]), min_size=160, max_size=160),

@@ -15,10 +15,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from lsiorm import AsyncSession, Entity, Session, Table, begins_with, query
+from support.engine_examples import engine_examples
 from support.models import declare_shop, shop_table
 from support.tables import session_with
 
@@ -322,10 +323,7 @@ def stocked(endpoint_url: str) -> Iterator[Shop]:
         yield session, counter, kinds, items
 
 
-@settings(
-    max_examples=20,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@engine_examples(20)
 @given(data=st.data())
 def test_random_collection_queries_equal_brute_force(stocked: Shop, data: st.DataObject) -> None:
     session, counter, kinds, items = stocked

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from lsiorm import Entity, Session
@@ -28,6 +28,7 @@ from lsiorm._conditions import Compare, Operator, begins_with, between, eq, ge, 
 from lsiorm._ops.reads import all as all_items
 from lsiorm._query.values import Query, query
 from lsiorm.errors import QueryPlanError
+from support.engine_examples import engine_examples
 from support.models import declare_tasks, tasks_table
 from support.oracles import holds
 from support.reading import draw_reading, resumed
@@ -203,11 +204,7 @@ def _check(results: list[Any], expected: list[Any], limit: int | None, forward: 
         assert got == everything[(type(got).__name__, got.task_id)]
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@engine_examples(150)
 @given(data=st.data())
 def test_multi_attribute_queries_equal_brute_force(store: Store, data: st.DataObject) -> None:
     case = _draw_case(data)

@@ -15,12 +15,13 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from lsiorm import Entity, GlobalIndex, KeyAttribute, NumberPrecisionError, Session, Table
 from lsiorm._conditions import Between, Operator, between, eq, ge, gt, le, lt
 from lsiorm._query.values import Query, query
+from support.engine_examples import engine_examples
 from support.oracles import holds
 from support.tables import session_with
 
@@ -128,11 +129,7 @@ def session(endpoint_url: str) -> Iterator[Session]:
         yield session
 
 
-@settings(
-    max_examples=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@engine_examples(40)
 @given(data=st.data())
 def test_numbers_and_bytes_sort_natively(session: Session, data: st.DataObject) -> None:
     group = uuid.uuid4().hex

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import given, note
 from hypothesis import strategies as st
 
 from lsiorm import (
@@ -39,6 +39,7 @@ from lsiorm._model.item_encoding import wire_item
 from lsiorm._model.wire import item_from_wire
 from lsiorm._requests.update_effect import PathError, apply_actions
 from lsiorm._requests.update_plan import UpdateSpec, plan_update, update_spec
+from support.engine_examples import engine_examples
 from support.faults import session_losing_first_answer
 from support.models import Address, Line, declare_nested_doc
 from support.tables import session_with
@@ -220,7 +221,7 @@ def spec_of(changes: list[tuple[str, str, Any]]) -> UpdateSpec | None:
     )
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@engine_examples(40)
 @given(before=STORED, changes=st.lists(CHANGE, min_size=1, max_size=4))
 def test_random_updates_do_what_the_model_says(
     world: Session, before: Any, changes: list[tuple[str, str, Any]]
