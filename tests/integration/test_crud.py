@@ -118,8 +118,9 @@ def test_optimistic_locking(session: Session, forum: tuple[Table, type, type]) -
     _, _, Doc = forum
     d1 = session.put(Doc(forum="S3", name="readme", body="v1"))
     assert d1.v == 1
-    with pytest.raises(ConditionFailedError):
+    with pytest.raises(ConditionFailedError, match="already exists") as exists:
         session.put(Doc(forum="S3", name="readme", body="again"))  # version 0 means create
+    assert not isinstance(exists.value, StaleVersionError)
     d2 = session.put(d1.model_copy(update={"body": "v2"}))
     assert d2.v == 2
     with pytest.raises(StaleVersionError):
@@ -131,6 +132,41 @@ def test_optimistic_locking(session: Session, forum: tuple[Table, type, type]) -
     with pytest.raises(StaleVersionError):
         session.delete(d2)
     assert session.delete(d3) is not None
+
+
+def test_a_versioned_write_whose_own_condition_fails_is_not_a_stale_version(
+    session: Session, forum: tuple[Table, type, type]
+) -> None:
+    _, _, Doc = forum
+    d1 = session.put(Doc(forum="S3", name="readme", body="v1"))
+    writes = {
+        "put": lambda d, c: session.put(d.model_copy(update={"body": "v2"}), condition=c),
+        "update": lambda d, c: session.update(d, set={"body": "v2"}, condition=c),
+        "delete": lambda d, c: session.delete(d, condition=c),
+    }
+    for name, write in writes.items():
+        with pytest.raises(ConditionFailedError) as refused:
+            write(d1, cond("body") == "other")  # the version holds; the condition does not
+        assert not isinstance(refused.value, StaleVersionError), name
+    assert session.get(Doc, forum="S3", name="readme", consistent=True) == d1
+    d2 = session.put(d1.model_copy(update={"body": "v2"}))
+    for write in writes.values():
+        with pytest.raises(StaleVersionError):  # the version does not hold, the condition does
+            write(d1, cond("body") == "v2")
+        with pytest.raises(StaleVersionError):  # neither holds
+            write(d1, cond("body") == "other")
+    assert session.get(Doc, forum="S3", name="readme", consistent=True) == d2
+
+
+def test_an_update_or_delete_through_the_class_checks_no_version(
+    session: Session, forum: tuple[Table, type, type]
+) -> None:
+    _, _, Doc = forum
+    d1 = session.put(Doc(forum="S3", name="readme", body="v1"))
+    session.put(d1.model_copy(update={"body": "v2"}))  # d1 is stale now
+    key = {"forum": "S3", "name": "readme"}
+    assert session.update(Doc, key, set={"body": "v3"}).v == 3  # still incremented
+    assert session.delete(Doc, key) is not None
 
 
 def test_table_check_reports_no_drift_then_drift(

@@ -189,8 +189,18 @@ def put(
         if attempts.ambiguous is not None and _same_item(exc.response.get("Item"), params["Item"]):
             # An earlier attempt of this call wrote the item; its answer was lost.
             return cast("E", stored)
-        if meta.version_field is not None and (getattr(entity, meta.version_field) or 0) > 0:
-            raise _stale(meta, exc, getattr(entity, meta.version_field)) from exc
+        if meta.version_field is not None:
+            expected = getattr(entity, meta.version_field) or 0
+            if expected and _version_differs(meta, exc.response.get("Item"), expected):
+                raise _stale(meta, exc, expected) from exc
+            if not expected and exc.response.get("Item"):
+                raise restated(
+                    exc,
+                    ConditionFailedError,
+                    f"A {meta.cls.__name__} with this key already exists: a new instance "
+                    f"({meta.version_field}=0) is written only where there is none; read the "
+                    "stored one to write over it.",
+                ) from exc
         raise
     return cast("E", stored)  # put_request returns a copy of the same class
 
@@ -204,6 +214,16 @@ def _put_moving(params: Mapping[str, Any], old_key: Mapping[str, Any]) -> dict[s
         ],
         "ClientRequestToken": uuid.uuid4().hex,
     }
+
+
+def _version_differs(meta: EntityMeta[Entity], stored: Any, expected: Any) -> bool:
+    """Whether the item a failed condition found (its ``ALL_OLD``) is gone or holds another
+    version than ``expected``: then the version check failed; else only the caller's own
+    condition did."""
+    if not isinstance(stored, Mapping) or not stored or meta.version_field is None:
+        return True
+    held = stored.get(meta.attributes[meta.version_field])
+    return not isinstance(held, Mapping) or held.get("N") != str(expected or 0)
 
 
 def _stale(meta: EntityMeta[Entity], exc: DynamoError, expected: Any) -> StaleVersionError:
@@ -270,7 +290,9 @@ def delete_result(
         if attempts.ambiguous is not None and not exc.response.get("Item"):
             # The item is gone; an earlier attempt of this call may have deleted it.
             return DeleteResult(None, None)
-        if expected_version is not None:
+        if expected_version is not None and _version_differs(
+            meta, exc.response.get("Item"), expected_version
+        ):
             raise _stale(meta, exc, expected_version) from exc
         raise
     old = response.get("Attributes")
@@ -343,9 +365,9 @@ def update(
                 f"{dict(values)!r}; it was left unchanged.",
             ) from exc
         if instance is not None and meta.version_field is not None:
-            stored_version = old.get(meta.attributes[meta.version_field], {}).get("N")
-            if stored_version != str(getattr(instance, meta.version_field) or 0):
-                raise _stale(meta, exc, getattr(instance, meta.version_field)) from exc
+            expected = getattr(instance, meta.version_field)
+            if _version_differs(meta, old, expected):
+                raise _stale(meta, exc, expected) from exc
         raise
     found = decode_stored(meta.table, response.get("Attributes") or {}, only=(cls,))
     return cast("E", found)
