@@ -824,5 +824,8 @@ def count(session: SessionCore, /, source: Query[Any] | Scan[Any]) -> Operation[
 
 
 def page(session: SessionCore, /, source: Query[E] | Scan[E]) -> Operation[Page[E]]:
-    """Return the results with the cursor that resumes after them (`source.after(...)`)."""
+    """Return up to `source.limit(n)` results (every result without a limit) with the cursor
+    that resumes after them (`source.after(cursor)`). For a page of a listing, give `limit(n)`:
+    `page_size(n)` only sets how many items each request evaluates, and `pages` yields the
+    pages of those requests."""
     return reads.page(session.ctx, source)

@@ -12,6 +12,12 @@ from lsiorm._model.codec import KeyCodec, Token, chars, layout_tokens
 from lsiorm.errors import DeclarationError, KeyEncodingError
 
 
+def _placeholder(field_name: str, spec: str) -> str:
+    """The template placeholder of a field labelled ``Entity.field`` (or ``field``) with
+    ``spec``: what the user writes in a key template, ``{field:06d}``."""
+    return "{" + field_name.rsplit(".", 1)[-1] + ":" + spec + "}"
+
+
 def _not_finite(field_name: str, value: Any) -> KeyEncodingError:
     return KeyEncodingError(
         "key.not-finite", f"Field {field_name!r} cannot hold {value!r} in a key: it is not finite."
@@ -43,8 +49,8 @@ class IntCodec(KeyCodec):
             raise DeclarationError(
                 "template.int-width",
                 f"Int field {field_name!r} needs a fixed digit count so its keys sort by value: "
-                f"write {{{field_name}:06d}} in the template or annotate the field with "
-                f'Annotated[int, KeyFormat("06d")], at most {_MAX_WIDTH} digits'
+                f"write {_placeholder(field_name, '06d')} in the template or annotate the field "
+                f'with Annotated[int, KeyFormat("06d")], at most {_MAX_WIDTH} digits'
                 + (f" (got spec {spec!r})." if spec else "."),
             )
         self.field_name = field_name
@@ -62,7 +68,8 @@ class IntCodec(KeyCodec):
             raise KeyEncodingError(
                 "key.int-overflow",
                 f"Field {self.field_name!r} value {n} needs more than {self.width} digits; "
-                f"widen its format (for example {{{self.field_name}:0{len(str(abs(n)))}d}}).",
+                f"widen its format (for example "
+                f"{_placeholder(self.field_name, f'0{len(str(abs(n)))}d')}).",
             )
         if n >= 0:
             return str(n).zfill(self.width)
@@ -95,8 +102,9 @@ class _FixedPoint:
             raise DeclarationError(
                 "template.decimal-format",
                 f"{kind} field {field_name!r} needs a fixed-point format such as "
-                f'{{{field_name}:010.2f}} or Annotated[..., KeyFormat("010.2f")] (total width '
-                "including the point, then decimals), with at least one integer digit and at "
+                f"{_placeholder(field_name, '010.2f')} or Annotated[..., "
+                'KeyFormat("010.2f")] (total width including the point, then decimals), with '
+                "at least one integer digit and at "
                 f"most {_MAX_WIDTH} characters" + (f"; got spec {spec!r}." if spec else "."),
             )
         self.field_name = field_name

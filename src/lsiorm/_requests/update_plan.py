@@ -264,17 +264,15 @@ class _Planner:
                     f"{path.field} whole.",
                     table=meta.table.name,
                 )
-            if op == "add":
+            if op in ("add", "delete", "append", "prepend"):
                 raise ValidationError(
-                    "update.add-key-field",
-                    f"Cannot ADD to {self.name}.{path.field}: it is part of a key template and "
-                    "the new key must be computed client-side. Use set= with the new value.",
-                )
-            if op in ("delete", "append", "prepend"):
-                raise ValidationError(
-                    "update.key-field-operation",
-                    f"Cannot {op} {self.name}.{path.field}: it is part of a key template and "
-                    "the new key must be computed client-side. Use set= with the new value.",
+                    "update.add-key-field" if op == "add" else "update.key-field-operation",
+                    f"Cannot {op.upper() if op == 'add' else op} {self.name}.{path.field}: it is "
+                    "part of a key template and the new key must be computed client-side. Use "
+                    "set= with the new value, and condition=cond("
+                    f"{path.field!r}) == <the value it was computed from> (or a versioned "
+                    "entity), so that a concurrent change is refused instead of lost.",
+                    table=meta.table.name,
                 )
         if path.nested and self.spec.upsert:
             raise ValidationError(

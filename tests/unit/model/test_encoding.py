@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 import sys
 import uuid
 from collections.abc import Callable
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lsiorm import Entity, Table, dry_run_put
 from lsiorm._model.codec import MAX_CHAR, KeyCodec
 from lsiorm._model.encoding import KeyFormat, codec_for
 from lsiorm._model.fixed_codecs import BoolCodec, UUIDCodec
@@ -719,3 +721,35 @@ MALFORMED: list[tuple[KeyCodec, Any]] = [
 @pytest.mark.parametrize(("codec", "text"), MALFORMED, ids=repr)
 def test_decode_refuses_malformed(codec: KeyCodec, text: Any) -> None:
     _raises(KeyEncodingError, "key.malformed", lambda: codec.decode(text))
+
+
+def _one_field_entity(name: str, field: str, annotation: type, sort_key: str) -> type[Entity]:
+    """An entity of one key field, declared at run time (the declaration is under test)."""
+    table = Table("HintTable", "PK", "SK")
+    keys = {"PK": "X", "SK": sort_key}
+    return type(name, (Entity,), {"__annotations__": {field: annotation}}, table=table, keys=keys)
+
+
+@pytest.mark.parametrize(
+    ("annotation", "hinted", "value"),
+    [(int, "write ({[^}]+})", 7), (Decimal, "such as ({[^}]+})", Decimal("1.25"))],
+)
+def test_a_format_hint_is_a_placeholder_that_declares(
+    annotation: type, hinted: str, value: Any
+) -> None:
+    with pytest.raises(DeclarationError) as caught:
+        _one_field_entity("Unformatted", "n", annotation, "N#{n}")
+    placeholder = re.search(hinted, str(caught.value))
+    assert placeholder is not None, str(caught.value)
+    formatted = _one_field_entity("Formatted", "n", annotation, "N#" + placeholder.group(1))
+    assert dry_run_put(formatted(n=value), assume_new=True).total > 0
+
+
+def test_the_overflow_hint_is_a_placeholder_that_fits_the_value() -> None:
+    narrow = _one_field_entity("Narrow", "seq", int, "S#{seq:04d}")
+    with pytest.raises(KeyEncodingError) as caught:
+        dry_run_put(narrow(seq=123456), assume_new=True)
+    placeholder = re.search(r"for example ({[^}]+})", str(caught.value))
+    assert placeholder is not None, str(caught.value)
+    wide = _one_field_entity("Wide", "seq", int, "S#" + placeholder.group(1))
+    assert dry_run_put(wide(seq=123456), assume_new=True).total > 0

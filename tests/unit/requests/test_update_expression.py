@@ -230,3 +230,22 @@ def test_update_input_errors(spec: UpdateSpec, rule: str) -> None:
     with pytest.raises(ValidationError) as info:
         update_params(meta_of(Thread), {"forum": "S3", "subject": "a"}, spec)
     assert info.value.rule == rule
+
+
+@pytest.mark.parametrize(
+    ("spec", "rule"),
+    [
+        (UpdateSpec({}, add={"score": 1}), "update.add-key-field"),
+        (update_spec(append={"score": [1]}), "update.key-field-operation"),
+    ],
+)
+def test_a_refused_change_of_a_key_field_says_how_to_keep_concurrent_changes(
+    spec: UpdateSpec, rule: str
+) -> None:
+    Thread, _ = declare_ranked_thread(ranked_forum_table("PureTable"))
+    with pytest.raises(ValidationError) as info:
+        update_params(meta_of(Thread), {"forum": "S3", "subject": "a"}, spec)
+    assert info.value.rule == rule
+    assert "set= with the new value" in str(info.value)
+    assert "condition=cond(" in str(info.value)
+    assert info.value.table == "PureTable"
