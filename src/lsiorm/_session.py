@@ -154,14 +154,23 @@ def _given(client: Any) -> Any:
     return client
 
 
+def _streams_beside(factory: Any, kwargs: Mapping[str, Any], dynamodb: Any) -> Any:
+    """The DynamoDB Streams client built with ``kwargs`` like the DynamoDB client ``dynamodb``,
+    on its endpoint where that is a local engine's (see `environment.streams_endpoint`)."""
+    if "endpoint_url" not in kwargs:
+        endpoint = environment.streams_endpoint(dynamodb.meta.endpoint_url)
+        if endpoint is not None:
+            kwargs = {**kwargs, "endpoint_url": endpoint}
+    return _client(factory, kwargs, "dynamodbstreams")
+
+
 def _streams_like(client: Any) -> Any:
     """A DynamoDB Streams client for the endpoint and region of a boto3 DynamoDB client
     (credentials from boto3's default chain; pass ``streams_client=`` for others)."""
     import boto3
 
-    meta = client.meta
-    kwargs = {"endpoint_url": meta.endpoint_url, "region_name": meta.region_name}
-    return _client(boto3.session.Session().client, kwargs, "dynamodbstreams")
+    kwargs = {"region_name": client.meta.region_name}
+    return _streams_beside(boto3.session.Session().client, kwargs, client)
 
 
 def lean_lane_for(client: Any) -> Any:
@@ -293,7 +302,8 @@ class Session(SessionCore, Closing):
     back; give `cursor_secret` (or set `LSIORM_CURSOR_SECRET`) to read them in other sessions
     and processes that have the same secret. A table migration reads the source table's stream
     with a DynamoDB Streams client built like the DynamoDB one (for a `client` passed in: for
-    its endpoint and region, with boto3's default credentials); `streams_client` gives another.
+    its region, with boto3's default credentials), on the DynamoDB endpoint where that is a
+    local engine's (see docs/deployment.md); `streams_client` gives another.
     """
 
     def __init__(
@@ -334,7 +344,7 @@ class Session(SessionCore, Closing):
             factory = boto3_session or boto3.session.Session(profile_name=profile_name)
             kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
             client = _client(factory.client, kwargs)
-            streams = partial(_client, factory.client, kwargs, "dynamodbstreams")
+            streams = partial(_streams_beside, factory.client, kwargs, client)
             if boto3_session is None and table_names is None:
                 self.config = SessionConfig(
                     endpoint_url,
@@ -518,7 +528,7 @@ class AsyncSession(SessionCore):
             try:
                 self.client = await stack.enter_async_context(client)
                 if self._streams is None:
-                    streams = _client(factory.client, self._client_kwargs, "dynamodbstreams")
+                    streams = _streams_beside(factory.client, self._client_kwargs, self.client)
                     self._streams = await stack.enter_async_context(streams)
             except (BotoCoreError, ValueError) as exc:
                 raise _client_error(exc) from exc

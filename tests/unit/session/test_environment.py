@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import boto3
 import pytest
 
-from lsiorm import Session, Table
+from lsiorm import AsyncSession, Session, Table
 from lsiorm._cli import cli_session
 from lsiorm._cli_text import build_parser
 
@@ -15,6 +17,7 @@ shop = Table("Shop", "PK", "SK")
 VARIABLES = (
     "AWS_ENDPOINT_URL_DYNAMODB",
     "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_DYNAMODB_STREAMS",
     "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
     "LSIORM_ENDPOINT_URL",
     "LSIORM_TABLE_PREFIX",
@@ -86,3 +89,60 @@ def test_arguments_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         ["check", "app:shop", "--endpoint-url", "http://given:1", "--table-prefix", "x-"]
     )
     assert seen(cli_session(args)) == ("http://given:1", "x-Shop")
+
+
+AWS_STREAMS = "https://streams.dynamodb.us-east-1.amazonaws.com"
+
+
+def streams_of(session: Any) -> str:
+    """The endpoint of the DynamoDB Streams client a sync session builds for a migration."""
+    with session:
+        endpoint: str = session.driver.inner.streams().meta.endpoint_url
+        return endpoint
+
+
+async def async_streams_of() -> str:
+    async with AsyncSession(region_name="us-east-1") as session:
+        endpoint: str = session.driver.inner.streams.meta.endpoint_url
+        return endpoint
+
+
+@pytest.mark.parametrize(
+    ("environ", "streams"),
+    [
+        ({}, AWS_STREAMS),
+        ({"AWS_ENDPOINT_URL_DYNAMODB": "http://ddb:1"}, "http://ddb:1"),
+        ({"AWS_ENDPOINT_URL": "http://all:3"}, "http://all:3"),
+        ({"LSIORM_ENDPOINT_URL": "http://lsiorm:8000"}, "http://lsiorm:8000"),
+        (
+            {
+                "AWS_ENDPOINT_URL_DYNAMODB": "http://ddb:1",
+                "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": "http://s:4",
+            },
+            "http://s:4",
+        ),
+        (
+            {"AWS_ENDPOINT_URL_DYNAMODB": "https://vpce-1.dynamodb.us-east-1.vpce.amazonaws.com"},
+            AWS_STREAMS,
+        ),
+    ],
+)
+def test_the_streams_client_talks_to_the_endpoint_of_a_local_engine_however_it_is_named(
+    monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], streams: str
+) -> None:
+    for variable, value in environ.items():
+        monkeypatch.setenv(variable, value)
+    assert streams_of(Session(region_name="us-east-1")) == streams
+    assert streams_of(cli_session(build_parser().parse_args(["check", "app:shop"]))) == streams
+    assert asyncio.run(async_streams_of()) == streams
+
+
+@pytest.mark.parametrize(
+    ("dynamodb", "streams"),
+    [("http://local:8000", "http://local:8000"), (None, AWS_STREAMS)],
+)
+def test_a_session_given_a_client_reads_streams_beside_it(
+    dynamodb: str | None, streams: str
+) -> None:
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=dynamodb)
+    assert streams_of(Session(client)) == streams
