@@ -247,6 +247,7 @@ async def test_table_create_check_delete(api: Api) -> None:
     with pytest.raises(DynamoError) as excinfo:
         await api.call("create_table", table)
     assert excinfo.value.code == "ResourceInUseException"
+    assert "exists_ok=True" in str(excinfo.value)
     await api.call("delete_table", table)
     # A missing table is drift, not an exception.
     missing = await api.run(table_ops.check_table(api.ctx, table))

@@ -170,25 +170,42 @@ def decode_item(
     of no declared type give None; an item whose keys several such entities parse raises
     ValidationError (rule ``item.ambiguous-type``). Only the attributes the model reads are
     decoded; a malformed attribute it ignores raises nothing. An item of key attributes alone
-    (a KEYS_ONLY stream image) that no entity without a type attribute claims raises
-    ValidationError (``stream.keys-only``): it does not say which entity it is, nor hold its
-    fields.
+    (a KEYS_ONLY stream image) raises ValidationError (``stream.keys-only``): it does not hold
+    the entity's fields (nor, without the type attribute, say which entity it is).
     """
     found = entity_class(table, wire, only)
-    if found is None and table.type_attribute not in wire and _keys_only(table, wire):
-        keys = ", ".join(sorted(wire))
-        raise ValidationError(
-            "stream.keys-only",
-            f"This item of table {table.name!r} holds only its key attributes ({keys}), as a "
-            f"KEYS_ONLY stream image does, without the {table.type_attribute!r} attribute "
-            "that names its entity or the fields to build it from. Give the stream the view "
-            "type NEW_IMAGE (or NEW_AND_OLD_IMAGES), or read the item by its key.",
-            table=table.name,
+    keys_only = table.type_attribute not in wire and _keys_only(table, wire)
+    if found is None and keys_only:
+        raise _keys_only_image(
+            table,
+            wire,
+            f"the {table.type_attribute!r} attribute that names "
+            "its entity or the fields to build it from",
         )
     if found is None:
         return None
     # A table's entities are the classes Entity's subclass hook bound to it (see bind).
-    return item_decoder(typing.cast("type[Entity]", found))(wire)
+    decoder = item_decoder(typing.cast("type[Entity]", found))
+    if not keys_only:
+        return decoder(wire)
+    try:
+        return decoder(wire)
+    except ValidationError as exc:  # an entity without a type attribute, whose keys parse
+        if exc.rule != "item.invalid":
+            raise
+        missing = f"the other fields of {found.__name__}"
+        raise _keys_only_image(table, wire, missing) from exc
+
+
+def _keys_only_image(table: Table, wire: Mapping[str, Any], without: str) -> ValidationError:
+    keys = ", ".join(sorted(wire))
+    return ValidationError(
+        "stream.keys-only",
+        f"This item of table {table.name!r} holds only its key attributes ({keys}), as a "
+        f"KEYS_ONLY stream image does, without {without}. Give the stream the view type "
+        "NEW_IMAGE (or NEW_AND_OLD_IMAGES), or read the item by its key.",
+        table=table.name,
+    )
 
 
 def decode_stored(

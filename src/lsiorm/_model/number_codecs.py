@@ -48,10 +48,12 @@ class IntCodec(KeyCodec):
         if match is None or int(match.group(1)) > _MAX_WIDTH:
             raise DeclarationError(
                 "template.int-width",
-                f"Int field {field_name!r} needs a fixed digit count so its keys sort by value: "
-                f"write {_placeholder(field_name, '06d')} in the template or annotate the field "
-                f'with Annotated[int, KeyFormat("06d")], at most {_MAX_WIDTH} digits'
-                + (f" (got spec {spec!r})." if spec else "."),
+                f"Integer field {field_name!r} needs a fixed digit count so its keys sort by "
+                f"value: write {_placeholder(field_name, '06d')} in the template or annotate the "
+                f'field with Annotated[int, KeyFormat("06d")], at most {_MAX_WIDTH} digits'
+                + (f" (got spec {spec!r})" if spec else "")
+                + ". Keys another tool wrote unpadded (ORDER#17) are declared with "
+                'key_style="plain" (see the existing tables guide).',
             )
         self.field_name = field_name
         self.width = int(match.group(1))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from lsiorm._model.drift import Drift, DriftReport
 from lsiorm._model.schema import Table, renamed_table
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.service_errors import restated
 from lsiorm._ops.steps import Operation, Sleep
 from lsiorm.errors import DynamoError, LsiormError, ResourceNotFoundError, ServiceValidationError
 
@@ -45,8 +46,15 @@ def create_table(
     try:
         yield from call(ctx, "CreateTable", table.create_table_request(), (table,))
     except DynamoError as exc:
-        if not (exists_ok and exc.code == "ResourceInUseException"):
+        if exc.code != "ResourceInUseException":
             raise
+        if not exists_ok:
+            raise restated(
+                exc,
+                type(exc),
+                f"Table {table.name!r} already exists (or is being created or deleted); "
+                "create_table(..., exists_ok=True) leaves an existing table as it is.",
+            ) from exc
         created = False
     else:
         created = True

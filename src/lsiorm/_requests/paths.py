@@ -148,7 +148,7 @@ def _member(annotation: Any, key: str, where: str, text: str) -> tuple[str, Any,
         if info is None:
             raise ValidationError(
                 "field.unknown",
-                f"{where} is a {inner.__name__}, which has no field {key!r} (fields: "
+                f"{where} is of the model {inner.__name__}, which has no field {key!r} (fields: "
                 f"{', '.join(inner.model_fields)}); path {text!r}.",
             )
         required = info.is_required() and not allows_none(info.annotation)

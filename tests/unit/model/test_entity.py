@@ -132,6 +132,22 @@ def test_a_keys_only_stream_image_is_refused_saying_why() -> None:
     assert decode_item(table, whole) == Forum(name="S3", posts=2)
 
 
+def test_a_keys_only_image_of_an_entity_without_a_type_attribute_is_refused_saying_why() -> None:
+    table = slots_table()
+
+    class Person(Entity, table=table, keys={"PK": "P#{pid}", "SK": "PROFILE"}, type_attribute=None):
+        pid: str
+        name: str
+
+    whole = Person(pid="1", name="Ada").to_wire()
+    image = {"PK": whole["PK"], "SK": whole["SK"]}
+    with pytest.raises(ValidationError) as caught:
+        decode_item(table, image)
+    assert caught.value.rule == "stream.keys-only"
+    assert "other fields of Person" in str(caught.value)
+    assert decode_item(table, whole) == Person(pid="1", name="Ada")
+
+
 def test_number_key_is_stored_as_number() -> None:
     _, record = declare_goals()  # Goals: the Number sort key of an LSI
     assert record(country="FR", game="2022", goals=16).to_wire()["Goals"] == {"N": "16"}
