@@ -5,11 +5,14 @@ into a new one), and jobs (their ledger).
 Each command is a `cmd_*` function here; its options, the text it reads and the lines it prints
 are in `_cli_text`.
 
-Every command takes `module:attribute` naming a Table declaration (`explain` also accepts a
-query value), plus `--endpoint-url`, `--region`, `--profile` and `--table-prefix`.
+Every command takes `module:attribute` naming a Table declaration (the key jobs, `get`,
+`explain` and `query` also an entity class; `explain` and `query` a query or scan value), plus
+`--endpoint-url`, `--region`, `--profile` and `--table-prefix`. Under a prefix, each names a
+table by its declared and its live name.
 
-Exit codes: 0 success; 1 the command ran and found a problem (drift or a missing table, a
-collection over the threshold, no item for `get`, items `adopt` cannot account for); 2 bad
+Exit codes: 0 success; 1 the command ran and found a problem, or nothing where it looked
+(drift or a missing table, a collection over the threshold, no item for `get`, items `adopt`
+cannot account for, no migration for `migrate-table --status`); 2 bad
 usage or input (unimportable target, not a Table, bad condition); 3 DynamoDB or the connection
 failed; 130 stopped by Ctrl-C or SIGTERM (a key job's positions are saved; the same command
 resumes it).
@@ -31,12 +34,14 @@ from typing import Any, Literal, TextIO
 
 from lsiorm._cli_text import (
     UsageError,
-    build_parser,
     entity_named,
     entity_names,
     entity_row,
+    headed,
+    hint_for,
     index_summary,
     known_entities,
+    parse_command_line,
     parse_condition,
     plural,
     table_label,
@@ -78,8 +83,28 @@ def load_table(spec: str) -> Table:
     """Return the Table declared at `module:attribute`."""
     obj = load_target(spec)
     if not isinstance(obj, Table):
-        raise UsageError(f"{spec} is a {type(obj).__name__}, not an lsiorm Table.")
+        cls = entity_class(obj)
+        if cls is not None:
+            raise UsageError(
+                f"{spec} is the entity class {cls.__name__}; this command takes the Table it "
+                f"is declared on (table {cls.__lsiorm__.table.name!r}), as module:attribute."
+            )
+        raise UsageError(f"{spec} is {_kind(obj)}, not an lsiorm Table.")
     return obj
+
+
+def entity_class(obj: object) -> Any:
+    """``obj`` when it is an entity class declared on a table, else None."""
+    from lsiorm._model.entity import Entity
+
+    if isinstance(obj, type) and issubclass(obj, Entity) and obj.__lsiorm__ is not None:
+        return obj
+    return None
+
+
+def _kind(obj: object) -> str:
+    """What a wrong target is, for a message: "a str", "the class Order"."""
+    return f"the class {obj.__name__}" if isinstance(obj, type) else f"a {type(obj).__name__}"
 
 
 # A command line should fail within seconds when the endpoint is down, not retry for long.
@@ -117,6 +142,20 @@ def _live_name(session: Any, declared: str) -> str:
 def _named(session: Any, table: Table) -> str:
     """A table as the command prints it: declared name, then live name when another."""
     return table_label(table.name, session.table_name(table))
+
+
+def _live_first(out: TextIO, session: Any, table: Table) -> None:
+    """Under a prefix, a first line naming the table both ways, before a report that speaks
+    of the live table (check's drift, a migration)."""
+    if session.table_name(table) != table.name:
+        out.write(f"Table {_named(session, table)}:\n")
+
+
+def _write_headed(out: TextIO, session: Any, report: object, *tables: Table) -> None:
+    """Print a report whose first line names its tables by their declared names, with their
+    live names (`--table-prefix`)."""
+    first, rest = headed(report, {t.name: session.table_name(t) for t in tables})
+    out.write(f"{first}\n{rest}\n" if rest else f"{first}\n")
 
 
 class Progress:
@@ -179,8 +218,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     table = load_table(args.target)
     with cli_session(args) as session:
         report = session.check_table(table)
-        if session.table_name(table) != table.name:  # the report names the live table
-            out.write(f"Table {_named(session, table)}:\n")
+        _live_first(out, session, table)  # the report names the live table
     return _reported(out, report, report.ok)
 
 
@@ -222,22 +260,20 @@ def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -
 
 
 def _built_query(args: argparse.Namespace, target: Any) -> Any:
-    """The query the command line describes: a Query value, or one built from the options."""
-    from lsiorm._query.values import Query, query
+    """The query the command line describes: a query or scan value, or one built from the
+    options on a Table (with --entity) or on an entity class."""
+    from lsiorm._query.values import Query, Scan, query
 
     names = entity_names(args)
-    if isinstance(target, Query):
+    if isinstance(target, (Query, Scan)):
         if names or args.where or args.filter:
-            raise UsageError("--entity/--where/--filter apply to a Table target, not a Query.")
+            raise UsageError(
+                "--entity/--where/--filter apply to a Table or an entity class target, "
+                "not to a query or scan value."
+            )
         return target
-    if not isinstance(target, Table):
-        raise UsageError(f"{args.target} is a {type(target).__name__}, not a Table or Query.")
-    if not names:
-        known = known_entities(target)
-        raise UsageError(f"Name the entity to query with --entity (entities: {known}).")
-    classes = [entity_named(target, name) for name in names]
-    q = query(*classes)
-    first = classes[0]
+    q = query(*_query_entities(args.target, target, names))
+    first = q.entities[0]
     where = dict(parse_condition(c) for c in args.where)
     filters = dict(parse_condition(c) for c in args.filter)
     q = q.where(**{k: typed_value(first, k, v) for k, v in where.items()})
@@ -256,10 +292,38 @@ def _built_query(args: argparse.Namespace, target: Any) -> Any:
     return q
 
 
+def _query_entities(spec: str, target: Any, names: list[str]) -> list[Any]:
+    """The entity classes a query built from the options reads: the entity class the target
+    names, or those --entity names on the target Table."""
+    cls = entity_class(target)
+    if cls is not None:
+        if names:
+            raise UsageError(
+                f"--entity applies to a Table target; {spec} is the entity class {cls.__name__}."
+            )
+        return [cls]
+    if not isinstance(target, Table):
+        raise UsageError(
+            f"{spec} is {_kind(target)}, not a Table, an entity class, or a query or scan "
+            "value (query(...) or scan(...) in your code)."
+        )
+    if not names:
+        known = known_entities(target)
+        raise UsageError(f"Name the entity to query with --entity (entities: {known}).")
+    return [entity_named(target, name) for name in names]
+
+
 def cmd_explain(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Print the plan of a query: a Query value, or one built from the command line."""
     q = _built_query(args, load_target(args.target))
     if not args.sample:
+        from lsiorm._io.environment import table_prefix
+
+        table = q.plan().table
+        prefix = table_prefix() if args.table_prefix is None else args.table_prefix
+        live = prefix + table.name  # as a session names it; nothing is sent
+        if live != table.name:  # the plan names the declared table; nothing is sent
+            out.write(f"Table {table_label(table.name, live)}:\n")
         out.write(f"{q.explain()}\n")
         return EXIT_OK
     out.write(f"{_sampled(args, q)}\n")
@@ -280,12 +344,11 @@ def cmd_query(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
 
 def cmd_get(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Read one item by its key fields (`--key field=value`, repeated)."""
-    table = load_table(args.target)
-    names = entity_names(args)
-    if len(names) != 1:
-        known = known_entities(table)
+    classes = _query_entities(args.target, load_target(args.target), entity_names(args))
+    if len(classes) != 1:
+        known = known_entities(classes[0].__lsiorm__.table)
         raise UsageError(f"Name exactly one entity with --entity (entities: {known}).")
-    cls = entity_named(table, names[0])
+    cls = classes[0]
     key: dict[str, Any] = {}
     for text in args.key:
         name, sep, value = text.partition("=")
@@ -349,18 +412,23 @@ def _sampled(args: argparse.Namespace, q: Any) -> str:
 
 def load_job_target(spec: str, entity: str | None) -> Any:
     """Return the Table or entity class named by `module:attribute` (and `--entity`)."""
-    from lsiorm._model.entity import Entity
-
     obj = load_target(spec)
-    if isinstance(obj, type) and issubclass(obj, Entity) and obj.__lsiorm__ is not None:
+    if entity_class(obj) is not None:
         if entity is not None:
             raise UsageError("--entity applies to a Table target, not an entity class.")
         return obj
     if not isinstance(obj, Table):
-        raise UsageError(f"{spec} is a {type(obj).__name__}, not a Table or an entity class.")
+        raise UsageError(f"{spec} is {_kind(obj)}, not a Table or an entity class.")
     if entity is None:
         return obj
     return entity_named(obj, entity)
+
+
+def _table_of(target: Any) -> Table:
+    """The table of a key job's target: the Table itself, or an entity class's."""
+    from lsiorm._model.entity_meta import meta_of
+
+    return target if isinstance(target, Table) else meta_of(target).table
 
 
 def _ignored_checkpoint(args: argparse.Namespace) -> None:
@@ -419,17 +487,19 @@ def _executor(args: argparse.Namespace) -> Iterator[Any]:
 def cmd_audit_keys(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Compare every stored item's key attributes with what its declaration derives."""
     target = load_job_target(args.target, args.entity)
+    table = _table_of(target)
     with cli_session(args) as session:
-        # A table is priced from DescribeTable, before reading; a partition is priced by
-        # reading it, so the job's own report gives its price without a second read.
+        # A table is priced from DescribeTable, before reading: the report's first line, with
+        # its price, comes first, and the rest after the read. A partition is priced by
+        # reading it, so its whole report comes after the read.
         if args.partition is None or args.dry_run:
             priced = session.audit_keys(
                 target, partition=args.partition, dry_run=True, page_size=args.page_size
             )
-            out.write(f"Reading priced at {priced.estimate} read units.\n")
+            first, rest = headed(priced, {table.name: session.table_name(table)})
+            out.write(f"{first}\n")
             if args.dry_run:
-                out.write(f"{priced}\n")
-                return EXIT_OK
+                return _reported(out, rest, True)
         with _job_progress(args, progress, "audit-keys") as shown, _executor(args) as executor:
             report = session.audit_keys(
                 target,
@@ -437,22 +507,27 @@ def cmd_audit_keys(args: argparse.Namespace, out: TextIO, progress: Progress) ->
                 **_job_options(args, shown, executor),
                 export=args.export,
             )
-    return _reported(out, report, report.clean)
+        if args.partition is None:
+            return _reported(out, headed(report, {})[1], report.clean)
+        _write_headed(out, session, report, table)
+    return EXIT_OK if report.clean else EXIT_FOUND
 
 
 def cmd_adopt(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Sort every item of a table against its declarations; exit 1 unless all are accounted."""
     target = load_job_target(args.target, args.entity)
+    table = _table_of(target)
     options = {"segments": args.segments, "page_size": args.page_size, "examples": args.examples}
     with cli_session(args) as session:
+        # The report's first line, with the price, before the read; the rest after it.
         priced = session.adopt(target, dry_run=True, **options)
-        out.write(f"Reading priced at {priced.estimate} read units.\n")
+        first, rest = headed(priced, {table.name: session.table_name(table)})
+        out.write(f"{first}\n")
         if args.dry_run:
-            out.write(f"{priced}\n")
-            return EXIT_OK
+            return _reported(out, rest, True)
         with _job_progress(args, progress, "adopt") as shown:
             report = session.adopt(target, progress=shown, **options)
-    return _reported(out, report, report.accounted)
+    return _reported(out, headed(report, {})[1], report.accounted)
 
 
 def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
@@ -478,7 +553,8 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO, progress: Progress) -> i
             dry_run=args.dry_run,
             export=args.export,
         )
-    return _reported(out, report, report.complete)
+        _write_headed(out, session, report, meta_of(target).table)
+    return EXIT_OK if report.complete else EXIT_FOUND
 
 
 def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
@@ -518,7 +594,8 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
             progress=shown,
             ledger=args.ledger,
         )
-    return _reported(out, report, not report.failed)
+        _write_headed(out, session, report, table, *([to_table] if to_table else []))
+    return EXIT_OK if not report.failed else EXIT_FOUND
 
 
 def cmd_migrate_table(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
@@ -526,7 +603,7 @@ def cmd_migrate_table(args: argparse.Namespace, out: TextIO, progress: Progress)
 
     Exit 0 when the migration is ready to switch (or switched, with --finish; or abandoned;
     or its next run opened, with --detach), 1 when it is not yet (lag, or differences: the
-    report lists them).
+    report lists them), or when --status finds no migration recorded (as `get` finds no item).
     """
     import warnings
 
@@ -543,19 +620,25 @@ def cmd_migrate_table(args: argparse.Namespace, out: TextIO, progress: Progress)
         warnings.catch_warnings(record=True) as warned,
     ):
         warnings.simplefilter("always", MigrationWarning)
-        report = session.migrate_table(
-            table,
-            args.source,
-            finish=args.finish,
-            status=args.status,
-            abandon=args.abandon,
-            segments=args.segments,
-            write_budget=args.budget,
-            page_size=args.page_size,
-            follow=args.follow,
-            detach=args.detach,
-            **_job_options(args, shown, executor),
-        )
+        try:
+            report = session.migrate_table(
+                table,
+                args.source,
+                finish=args.finish,
+                status=args.status,
+                abandon=args.abandon,
+                segments=args.segments,
+                write_budget=args.budget,
+                page_size=args.page_size,
+                follow=args.follow,
+                detach=args.detach,
+                **_job_options(args, shown, executor),
+            )
+        except ValidationError as exc:
+            if args.status and exc.rule == "migrate.unknown":  # asked, and found nothing
+                return _failed(args.command, exc, EXIT_FOUND)
+            raise
+        _live_first(out, session, table)  # the report names the live tables
     for warning in warned:
         out.write(f"warning: {warning.message}\n")
     if args.abandon or args.detach:
@@ -586,10 +669,9 @@ def cmd_jobs(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """List the runs of key jobs in a table's ledger (and the table migrations, with their
     lag); show one, or cancel one."""
     obj = load_job_target(args.target, None)
-    from lsiorm._model.entity_meta import meta_of
     from lsiorm._ops.migration_plan import migration_summary
 
-    table = obj if isinstance(obj, Table) else meta_of(obj).table
+    table = _table_of(obj)
     action = args.action or "list"
     if action != "list" and not args.job:
         raise UsageError(f"lsiorm jobs ... {action} needs the job's id.")
@@ -597,7 +679,7 @@ def cmd_jobs(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
         if action == "list":
             records = session.jobs(table, ledger=args.ledger)
             if not records:
-                out.write(f"No jobs in the ledger of table {table.name!r}.\n")
+                out.write(f"No jobs in the ledger of table {_named(session, table)}.\n")
             for state in _migrations(session, table, args.ledger):
                 out.write(f"{migration_summary(state, records, time.time())}\n")
             for record in records:
@@ -658,8 +740,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the command line; return the exit code."""
     stdout = out or sys.stdout
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_command_line(argv)
     progress = Progress(sys.stderr, args.progress or sys.stderr.isatty())
     try:
         with _terminated_as_interrupt():
@@ -706,6 +787,9 @@ def _terminated_as_interrupt() -> Iterator[None]:
 
 def _failed(command: str, exc: Exception, code: int) -> int:
     sys.stderr.write(f"lsiorm {command}: {exc}\n")
+    hint = hint_for(exc)
+    if hint is not None:
+        sys.stderr.write(f"lsiorm {command}: {hint}\n")
     return code
 
 

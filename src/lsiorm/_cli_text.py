@@ -19,8 +19,11 @@ __all__ = [
     "entity_named",
     "entity_names",
     "entity_row",
+    "headed",
+    "hint_for",
     "index_summary",
     "known_entities",
+    "parse_command_line",
     "parse_condition",
     "plural",
     "table_label",
@@ -134,6 +137,32 @@ def table_label(declared: str, live: str) -> str:
     return repr(declared) if live == declared else f"{declared!r} (live table {live!r})"
 
 
+def headed(report: object, tables: dict[str, str]) -> tuple[str, str]:
+    """A report's first line, which names its table by its declared name, with each table of
+    ``tables`` (declared name: live name) named as `table_label` does; and the rest of it."""
+    first, _, rest = str(report).partition("\n")
+    for declared, live in tables.items():
+        first = first.replace(f"table {declared!r}", f"table {table_label(declared, live)}", 1)
+    return first, rest
+
+
+#: What a command-line user can do about an error, by its rule, where its message speaks of
+#: code: shown on a second line after the message.
+_HINTS = {
+    "query.no-index": (
+        "on the command line: add --where field=value for those fields; to read the whole "
+        "table, declare the scan in your code (everything = scan(Task).filter(...)) and give "
+        "it as the target, e.g. lsiorm query app.queries:everything"
+    ),
+    "query.where-non-key": "on the command line: give that condition with --filter, not --where",
+}
+
+
+def hint_for(exc: BaseException) -> str | None:
+    """The command line's advice for an error, if its message alone is about code."""
+    return _HINTS.get(getattr(exc, "rule", ""))
+
+
 def write_capacity(out: TextIO, meter: Any, live: Callable[[str], str]) -> None:
     """Print what a session's requests consumed, per table (`--capacity`); the meter keys
     them by declared name, and ``live`` gives each one's live name."""
@@ -173,6 +202,9 @@ def _query_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--descending", action="store_true")
     parser.add_argument("--limit", type=int)
     parser.add_argument("--consistent", action="store_true")
+
+
+_JOB_ACTIONS = ("list", "show", "cancel")
 
 
 def _job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -267,9 +299,30 @@ def _job_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         "lsiorm jobs TARGET lists the runs; lsiorm jobs TARGET show ID shows one with its "
         "units; lsiorm jobs TARGET cancel ID cancels one.",
     )
-    listing.add_argument("action", nargs="?", choices=("list", "show", "cancel"))
+    listing.add_argument("action", nargs="?", choices=_JOB_ACTIONS)
     listing.add_argument("job", nargs="?", help="the job's id")
     listing.add_argument("--ledger", help="table of the ledger (default: the target's table)")
+
+
+def parse_command_line(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse the command line; `jobs`' action and id may also come after its options.
+
+    argparse reads the positionals that follow the target at once, before any option; those
+    after an option are left over, and are `jobs`' action and id when it has none yet.
+    """
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "jobs" and not any(word.startswith("-") for word in extra):
+        words = [word for word in (args.action, args.job) if word is not None] + extra
+        if len(words) <= 2:
+            args.action, args.job = [*words, None, None][:2]
+            extra = []
+            if args.action not in (None, *_JOB_ACTIONS):
+                choices = ", ".join(map(repr, _JOB_ACTIONS))
+                parser.error(f"argument action: invalid choice: {args.action!r} ({choices})")
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -211,7 +211,8 @@ def test_the_adopt_command_exits_0_only_when_every_item_is_accounted_for(
     monkeypatch.chdir(tmp_path)
     code, out = run("adopt", f"{module}:users", "--endpoint-url", endpoint_url)
     assert code == 0, out
-    assert "Reading priced at" in out
+    assert out.startswith(f"Adoption of table '{table_name}': priced at "), out
+    assert out.count("priced at") == 1, out  # said once, before the read
     assert "every item is accounted for by exactly one entity" in out
     code, out = run("adopt", f"{module}:users", "--dry-run", "--endpoint-url", endpoint_url)
     assert (code, "dry run: nothing was read" in out) == (0, True)

@@ -7,12 +7,14 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lsiorm import Session
 from lsiorm._cli import EXIT_FOUND, EXIT_OK, EXIT_USAGE
 from support.cli import app_module, run
+from support.migration import stream_table
 
 #: The tasks app: the old release keys tasks by project and number, the new one adds LSI3SK.
 APP = """
@@ -129,3 +131,71 @@ def test_a_checkpoint_option_of_0_2_is_accepted_and_said_to_be_ignored(
         assert "rewritten: 5" in out
         assert "--checkpoint is ignored" in capsys.readouterr().err
         assert not (tmp_path / "c.json").exists()
+
+
+def test_under_a_prefix_the_job_commands_name_the_live_table_and_price_once(
+    modules: tuple[str, str], endpoint_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LSIORM_TABLE_PREFIX", "dev-")  # tasks_of's table is dev-<name> too
+    old, new = modules
+    with tasks_of(old, endpoint_url, 6) as url:
+        name = sys.modules[old].app.name
+        table = f"table '{name}' (live table 'dev-{name}')"
+        code, out = run("jobs", f"{new}:app", *url)
+        assert (code, out) == (EXIT_OK, f"No jobs in the ledger of {table}.\n")
+        for command, kind in (("audit-keys", "Key audit"), ("adopt", "Adoption")):
+            for dry_run in ((), ("--dry-run",)):
+                code, out = run(command, f"{new}:app", *url, *dry_run)
+                assert code == (EXIT_OK if dry_run else EXIT_FOUND), out
+                assert out.startswith(f"{kind} of {table}: priced at "), out
+                assert out.count("priced at") == 1, out
+        code, out = run("audit-keys", f"{new}:app", *url, "--partition", "P#x")
+        assert code == EXIT_FOUND, out
+        assert out.startswith(f"Key audit of {table}: priced at ")
+        assert out.count("priced at") == 1, out
+        code, out = run("backfill", f"{new}:Task", *url)
+        assert code == EXIT_OK, out
+        lines = out.splitlines()
+        assert lines[0] == f"Backfill of Task in {table}"
+        assert lines[1].startswith("  read priced at ")
+        assert lines[2].startswith("  rewrites priced at ")
+        assert out.count("priced at") == 2
+        assert "write units" not in out  # the total is said once, as the read's is
+        job = out.split("job: ")[1].split()[0]
+        code, out = run("relieve", f"{new}:app", *url, "--partition", "P#x", "--to-file", "x.jl")
+        assert code == EXIT_OK, out
+        assert out.startswith(f"Relief of collection 'P#x' of {table} to ")
+        # The options of `jobs` go before or after its action and id alike.
+        shown = run("jobs", f"{new}:app", "show", job, *url)
+        assert shown[0] == EXIT_OK
+        assert run("jobs", f"{new}:app", *url, "show", job) == shown
+        assert run("jobs", f"{new}:app", "show", *url, job) == shown
+
+
+def test_migrate_status_before_any_migration_finds_nothing(
+    endpoint_url: str,
+    dynamodb_client: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    source, dest = (f"cli_{uuid.uuid4().hex[:10]}" for _ in range(2))
+    stream_table(dynamodb_client, source, items=3)
+    module = next(app_module(tmp_path, monkeypatch, APP.format(name=dest, keys=OLD_KEYS), "dst"))
+    try:
+        args = (
+            "migrate-table",
+            f"{module}:app",
+            "--source",
+            source,
+            "--endpoint-url",
+            endpoint_url,
+        )
+        code, out = run(*args, "--status")
+        assert (code, out) == (EXIT_FOUND, "")
+        err = capsys.readouterr().err
+        assert err.startswith(f"lsiorm migrate-table: No migration of '{source}' to '{dest}'")
+        assert dest not in dynamodb_client.list_tables()["TableNames"]  # asking wrote nothing
+        assert run(*args, "--abandon")[0] == EXIT_USAGE  # nothing to act on
+    finally:
+        dynamodb_client.delete_table(TableName=source)

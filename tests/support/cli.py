@@ -48,8 +48,8 @@ not_a_table = 42
 EXPLAIN_APP = """
 from datetime import datetime
 
-from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Table, between
-from lsiorm import query
+from lsiorm import Entity, KeyAttribute, LocalIndex, Projection, Table, between, gt
+from lsiorm import query, scan
 
 threads = Table(
     "ExplainThreads",
@@ -88,6 +88,7 @@ recent = query(Thread).where(
     last_post=between(datetime.fromisoformat("2015-09-01T00:00:00+00:00"),
                       datetime.fromisoformat("2015-10-01T00:00:00+00:00")),
 )
+busy = scan(Thread).filter(replies=gt(5))
 """
 
 #: An app on a table with reserved LSI slots (its name a ``{name}`` field) and two queries.

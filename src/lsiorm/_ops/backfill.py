@@ -120,7 +120,7 @@ class BackfillReport(WriteJobReport):
             + (" (dry run)" if self.dry_run else "")
             + (" (resumed)" if self.resumed else ""),
             f"  read priced at {self.read_estimate}",
-            f"  rewrites priced at {self.estimate} ({self.estimate.total:g} write units)",
+            f"  rewrites priced at {self.estimate}",
             f"  {self.scanned} items read in {self.elapsed:.1f} s",
             f"  {verb}: {self.rewritten} (moved to a new key: {self.moved})",
             f"  already current: {self.current}",
