@@ -333,10 +333,8 @@ class ReliefKind(TallyingKind):
             part.add("kept")
             return False
         if self.dry_run:
-            part.add("moved")
             self.matched.append(item)
-            assert part.estimate is not None
-            part.estimate = part.estimate + _move_units(self.table, self.to_table, item)
+            self.moved(part, item)
             return True
         try:  # an item whose delete condition cannot be built is never copied
             unchanged_condition(item, self.watched)
@@ -346,6 +344,13 @@ class ReliefKind(TallyingKind):
         part.page.append(item)
         return True
         yield  # a generator: the writes run per page, in end_page
+
+    def moved(self, part: _Part, item: WireItem) -> None:
+        """Count ``item`` moved, at the price of its move (the same in a dry run and a real
+        one: its copy and its delete, each once, however many attempts it took)."""
+        part.add("moved")
+        assert part.estimate is not None
+        part.estimate = part.estimate + _move_units(self.table, self.to_table, item)
 
     def end_page(self, part: _Part) -> Operation[None]:
         if part.page:
@@ -466,7 +471,7 @@ class ReliefKind(TallyingKind):
                 if removal.deleted:
                     if removal.added:
                         yield from self.give_copy(item, removal.added)
-                    part.add("moved")
+                    self.moved(part, item)
                     continue
                 response = yield from call(
                     self.ctx,
@@ -482,7 +487,7 @@ class ReliefKind(TallyingKind):
                 if newer is None and removal.unsure:
                     # Gone, most likely by this delete (its answer was lost and its resend
                     # found nothing): the original is gone and its copy is kept.
-                    part.add("moved")
+                    self.moved(part, item)
                     continue
                 part.add("retried")
                 if newer is not None and self.matches(newer):
