@@ -102,7 +102,8 @@ def test_relief_to_another_table(session: Session, table_name: str) -> None:
         assert report.shrank_bytes == dry.shrank_bytes  # the dry run priced the same shrink
         # The run's report prices its writes as the dry run did: a delete (with its LSI entry)
         # and a put into the archive per moved item.
-        assert report.estimate is not None and dry.estimate is not None
+        assert report.estimate is not None
+        assert dry.estimate is not None
         assert report.estimate.total == dry.estimate.total > 0
         assert report.estimate.per_index == dry.estimate.per_index
         left = stored(session, table, "DEV#d1")

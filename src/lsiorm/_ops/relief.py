@@ -37,7 +37,7 @@ from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, same_item
 from lsiorm._ops.audit import audit_collection, collection_size, measure_collection
 from lsiorm._ops.budget import RateBudget
-from lsiorm._ops.job_engine import JobRun, digest, scan_pages
+from lsiorm._ops.job_engine import JobRun, digest
 from lsiorm._ops.job_options import JobOptions
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.resumable import JobProgress, from_json_av, json_av, key_of, plain_key
@@ -214,7 +214,7 @@ def relieve_collection(
         declaration,
         options.units(spec),
         kind_for,
-        scan_pages(spec, skip=options.skip(table)),
+        options.pages(spec),
         options.rate(),
         before.items,
     )
