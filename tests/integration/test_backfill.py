@@ -125,6 +125,28 @@ def test_an_interrupted_backfill_resumes_and_rewrites_each_stale_item_once(
     assert len(lsi3_items(session, doc)) == STALE + CURRENT
 
 
+def test_a_resumed_backfill_paces_to_the_budget_of_the_call_that_resumed_it(
+    session: Session, endpoint_url: str, seeded: tuple[Table, type[Entity]]
+) -> None:
+    table, doc = seeded
+    log = WriteLog(5)
+    with session_on(endpoint_url, log) as doomed, pytest.raises(Killed):
+        doomed.backfill(doc, segments=2, page_size=4, write_budget=100)
+    (paused,) = session.jobs(table)
+    assert (paused.state, paused.rate["write_target"]) == ("paused", 100.0)
+    seen: list[dict[str, float]] = []
+
+    def look(_: JobProgress) -> None:
+        seen.append(session.jobs(table)[0].rate)  # what every worker reads from the ledger
+
+    report = session.backfill(doc, segments=2, page_size=4, write_budget=4000, progress=look)
+    assert report.resumed
+    assert report.job == paused.id
+    assert seen
+    assert all(r["write_target"] == 4000.0 for r in seen), seen
+    assert session.jobs(table)[0].rate == {"write": 4000.0, "write_target": 4000.0}
+
+
 def test_a_concurrent_writer_loses_no_update(
     session: Session, endpoint_url: str, seeded: tuple[Table, type[Entity]]
 ) -> None:

@@ -27,6 +27,7 @@ from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, from_wire
 from lsiorm._ops.key_audit import check_item_keys
 from lsiorm._ops.pipeline import Context
+from lsiorm._ops.reserved import NAMESPACE, reserved_partition
 from lsiorm._ops.resumable import JobProgress, plain_key
 from lsiorm._ops.scans import priced_scan
 from lsiorm._ops.steps import Operation
@@ -68,6 +69,8 @@ class AdoptionReport:
     items no declaration claims (``unmatched``) and items several claim (``ambiguous``).
 
     ``other`` counts items of declared entities left out (the target was one entity).
+    ``ledger_items`` counts the items of lsiorm's job ledger in the table's reserved partition
+    (``~lsiorm#jobs``), left out: they are lsiorm's own, not the table's.
     ``estimate`` is the price given before reading; a ``dry_run`` report read nothing.
     `accounted` is True when every item read is one entity's and parses as it.
     """
@@ -82,6 +85,7 @@ class AdoptionReport:
     ambiguous: int = 0
     ambiguous_examples: list[AdoptionExample] = field(default_factory=list)
     other: int = 0
+    ledger_items: int = 0
     elapsed: float = 0.0
 
     @property
@@ -125,6 +129,10 @@ class AdoptionReport:
         lines.extend(f"    e.g. {example}" for example in self.ambiguous_examples)
         if self.other:
             lines.append(f"  of other declared entities (not adopted here): {self.other} items")
+        if self.ledger_items:
+            lines.append(
+                f"  lsiorm's job ledger ({NAMESPACE!r}): {self.ledger_items} items, left out"
+            )
         lines.append(
             "every item is accounted for by exactly one entity"
             if self.accounted
@@ -306,6 +314,7 @@ def adopt(
         clock=clock,
         name=f"adoption of {table.name}",
     )
-    yield from scan_items(ctx, spec, visit, tally)
+    yield from scan_items(ctx, spec, visit, tally, skip=reserved_partition(table))
     report.elapsed = tally.elapsed
+    report.ledger_items = tally.skipped
     return report

@@ -22,6 +22,7 @@ from lsiorm._model.capacity import (
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import AttributeValue, from_wire, item_size, to_wire
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.reserved import reserved_partition
 from lsiorm._ops.steps import Operation
 from lsiorm.errors import ValidationError
 
@@ -182,7 +183,8 @@ def largest_collections(
 
     ``threshold_gb`` defaults to the table's ``collection_warning_gb``; 0 returns every
     collection. ``limit`` keeps only the largest ones. Only running totals are kept per
-    collection, never the items.
+    collection, never the items. The partition of the jobs' ledger is left out: it is
+    lsiorm's own (`reserved_partition`), not one of the table's collections.
     """
     threshold = table.collection_warning_gb if threshold_gb is None else threshold_gb
     if threshold < 0:
@@ -198,9 +200,12 @@ def largest_collections(
         params["Limit"] = page_size
     tallies: dict[Any, _Tally] = {}
     pk = table.partition_key.name
+    skip = reserved_partition(table)
     while True:
         response = yield from call(ctx, "Scan", params, (table,))
         for item in response.get("Items") or ():
+            if item.get(pk) == skip:
+                continue
             key = from_wire(item[pk])
             tally = tallies.get(key)
             if tally is None:

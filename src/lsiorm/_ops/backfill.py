@@ -35,7 +35,7 @@ from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, from_wire, same_item
 from lsiorm._ops.budget import RateBudget
-from lsiorm._ops.job_engine import JobRun, PageSource, digest, scan_pages
+from lsiorm._ops.job_engine import JobRun, digest
 from lsiorm._ops.job_options import JobOptions
 from lsiorm._ops.key_audit import ItemKeyCheck, check_item_keys
 from lsiorm._ops.pipeline import Context, call
@@ -531,11 +531,8 @@ def backfill(
     spec = ScanSpec(table, entity, partition, segments, page_size=page_size)
     if options.export is not None:
         read_estimate, total = ReadEstimate(table.name, 0.0), options.export.items
-        units: Sequence[Any] = options.export.units
-        pages: PageSource = options.export.pages
     else:
         read_estimate, total = yield from price_scan(ctx, spec)
-        units, pages = options.units(spec), scan_pages(spec, skip=options.skip(table))
     report = BackfillReport(
         table.name, meta.type_name, read_estimate, WriteEstimate(table.name, 0.0), dry_run=dry_run
     )
@@ -553,14 +550,14 @@ def backfill(
     )
     run = JobRun(
         declaration,
-        units,
+        options.units(spec),
         kind_factory(
             entity,
             dry_run=dry_run,
             max_attempts=max_attempts,
             exported=options.export is not None,
         ),
-        pages,
+        options.pages(spec),
         options.rate(),
         total,
     )

@@ -14,6 +14,11 @@ seeing the same throttle lower the rate once.
 A job that is no longer running in the ledger (paused by Ctrl-C elsewhere, or cancelled) stops
 its workers here: `RateBudget.sync` raises `LeaseLost`, and each unit stops after its last
 commit.
+
+A call that resumes a run with a budget of its own gives the run that budget from then on
+(`retarget`): the target and the rate in force both become the new budget, in the ledger, so
+every worker of the run paces to it at its next sync. A resume without a budget keeps the
+run's.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from lsiorm.errors import ThrottledError, TransactionCanceledError, ValidationEr
 if TYPE_CHECKING:
     from lsiorm._ops.memory_ledger import Ledger
 
-__all__ = ["RateBudget", "ThrottleWatch", "initial_rate"]
+__all__ = ["RateBudget", "ThrottleWatch", "initial_rate", "resumed_rate", "retarget"]
 
 #: The least a decrease leaves of the target: a job never stops itself entirely.
 FLOOR = 0.05
@@ -52,6 +57,34 @@ def initial_rate(write: float | None, read: float | None) -> dict[str, float]:
     if read is not None:
         rate["read"] = rate["read_target"] = float(read)
     return rate
+
+
+def resumed_rate(stored: Mapping[str, float], given: Mapping[str, float]) -> dict[str, float]:
+    """The rate of a run resumed by a call with rate ``given`` (its `initial_rate`): each
+    budget the call gives replaces the run's (target and rate in force); the others stay."""
+    rate = dict(stored)
+    for name in ("write", "read"):
+        target = given.get(f"{name}_target")
+        if target is not None:
+            rate[name] = rate[f"{name}_target"] = float(target)
+    return rate
+
+
+def retarget(
+    ledger: Ledger, job_id: str, given: Mapping[str, float]
+) -> Operation[tuple[dict[str, float], dict[str, float]] | None]:
+    """Give a resumed run the budgets of the call that resumed it (`resumed_rate`); return the
+    rate before and after, or None when nothing changed."""
+    while True:
+        control = yield from ledger.control(job_id)
+        old: dict[str, float] = dict(control["rate"])
+        new = resumed_rate(old, given)
+        if new == old:
+            return None
+        # A compare-and-set on the rate, as a worker's adaptation is: one that changed it in
+        # between makes this read it again.
+        if (yield from ledger.set_rate(job_id, old, new, not_since=ledger.clock())):
+            return old, new
 
 
 @dataclass(eq=False, repr=False)

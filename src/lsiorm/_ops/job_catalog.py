@@ -19,13 +19,14 @@ from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
 from lsiorm._ops.backfill import kind_factory
 from lsiorm._ops.budget import RateBudget
-from lsiorm._ops.job_engine import JobKind, PageSource, run_unit, scan_pages
+from lsiorm._ops.job_engine import JobKind, PageSource, run_unit, scan_pages, without_partition
 from lsiorm._ops.job_options import ExportInput
 from lsiorm._ops.key_audit import AuditKind
 from lsiorm._ops.ledger import JobLedger, LedgerLocation, new_owner
 from lsiorm._ops.migration_plan import MigrationStore
-from lsiorm._ops.migration_run import ledger_skip, worker_source
+from lsiorm._ops.migration_run import worker_source
 from lsiorm._ops.pipeline import Context
+from lsiorm._ops.reserved import reserved_partition
 from lsiorm._ops.resumable import Position
 from lsiorm._ops.scans import ScanSpec
 from lsiorm._ops.steps import Operation
@@ -88,17 +89,15 @@ def _kind_and_table(
 
 
 def _declared_unit(
-    declaration: Mapping[str, Any],
-    location: LedgerLocation,
-    open_export: Callable[[str], ExportInput],
+    declaration: Mapping[str, Any], open_export: Callable[[str], ExportInput]
 ) -> tuple[Callable[[Context, RateBudget], JobKind[Any]], PageSource]:
-    """The kind and the page source of a key job's unit, from its declaration."""
+    """The kind and the page source of a key job's unit, from its declaration (its pages
+    without the items of the jobs' ledger, as `JobOptions.pages` reads them)."""
     kind_for, table, entity = _kind_and_table(declaration)
     source = declaration.get("input", "scan")
+    skip = reserved_partition(table)
     if source != "scan":
-        return kind_for, open_export(str(source)).pages
-    same_table = location.table == table.name
-    skip = {"S": location.namespace} if same_table else None
+        return kind_for, without_partition(open_export(str(source)).pages, table, skip)
     page_size = declaration.get("page_size")
 
     def pages(ctx: Context, unit: Unit, position: Position) -> Operation[Any]:
@@ -138,7 +137,7 @@ def _migration_unit(
             return CopyKind(unit_ctx, destination, budget)
         return VerifyKind(unit_ctx, source, destination)
 
-    return kind_for, scan_pages(spec, skip=ledger_skip(source))
+    return kind_for, scan_pages(spec, skip=reserved_partition(source))
 
 
 def run_declared_unit(
@@ -158,7 +157,7 @@ def run_declared_unit(
     if declaration.get("kind") in MIGRATION_KINDS:
         kind_for, pages = yield from _migration_unit(ctx, location, declaration)
     else:
-        kind_for, pages = _declared_unit(declaration, location, open_export)
+        kind_for, pages = _declared_unit(declaration, open_export)
     # A token per execution, under the submission's: an executor may run one submission
     # again (Dask retries a task whose worker died), and that run must not take the dead
     # run's lease for its own; it waits for the lease to lapse, as any other worker does.

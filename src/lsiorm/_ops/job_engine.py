@@ -29,19 +29,20 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any, Generic, Protocol, TypeVar
 
 from lsiorm._model.capacity import read_units
+from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_size
-from lsiorm._ops.budget import RateBudget, ThrottleWatch
+from lsiorm._ops.budget import RateBudget, ThrottleWatch, retarget
 from lsiorm._ops.job_watch import StallWatch, Submissions, stall_limit
 from lsiorm._ops.ledger import RESUMABLE, JobRecord, LeaseLost, UnitClaim, new_owner
 from lsiorm._ops.memory_ledger import Ledger
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.resumable import DONE, JobProgress, Position, WireItem, json_av
-from lsiorm._ops.scans import ScanSpec
+from lsiorm._ops.scans import ScanSpec, split_off
 from lsiorm._ops.steps import Gather, Operation, Sleep
 from lsiorm._ops.units import ScanUnit, Unit
 from lsiorm.errors import LsiormError
@@ -50,6 +51,7 @@ from lsiorm.errors import LsiormError
 log = logging.getLogger("lsiorm.jobs")
 
 __all__ = [
+    "LEDGER_ITEMS",
     "JobKind",
     "JobRun",
     "PageRead",
@@ -58,6 +60,7 @@ __all__ = [
     "run_unit",
     "run_units",
     "scan_pages",
+    "without_partition",
 ]
 
 P = TypeVar("P")
@@ -66,15 +69,21 @@ P = TypeVar("P")
 MAX_NOTES = 20
 
 
+#: The count, in a unit's counts, of the items of the jobs' ledger its pages left out.
+LEDGER_ITEMS = "ledger_items"
+
+
 @dataclass(frozen=True)
 class PageRead:
     """One page of a unit: its items, the position after it (DONE at the end), the items read
-    (those a filter left out included) and the read units it cost."""
+    (those a filter left out included, the ledger's not), the read units it cost, and the
+    items of the jobs' ledger it left out (``skipped``)."""
 
     items: Sequence[WireItem]
     position: Position
     read: int
     units: float = 0.0
+    skipped: int = 0
 
 
 class PageSource(Protocol):
@@ -154,23 +163,12 @@ def _number(text: str) -> str:
 def scan_pages(spec: ScanSpec, *, skip: Mapping[str, Any] | None = None) -> PageSource:
     """The pages of scan units of ``spec`` (a Query for a partition unit).
 
-    ``skip`` is the partition key value of the ledger's namespace when the ledger lives in
-    the same table: its items are neither handed to the job nor counted.
+    ``skip`` is the partition key value of the jobs' ledger partition (`reserved_partition`):
+    its items are neither handed to the job nor counted as read, only as ``skipped``.
     """
     table = spec.table
     operation = "Query" if spec.partition is not None else "Scan"
-    base = spec.params()
-    pk = table.partition_key.name
-    if spec.partition is not None:
-        skip = None  # one partition's query never reaches the ledger's partition
-    if skip is not None and "FilterExpression" in base:
-        # Let the ledger's items through the filter, to leave them out of the items read too.
-        base["FilterExpression"] = f"({base['FilterExpression']}) OR #ledger_pk = :ledger_pk"
-        base["ExpressionAttributeNames"] = {**base["ExpressionAttributeNames"], "#ledger_pk": pk}
-        base["ExpressionAttributeValues"] = {
-            **base.get("ExpressionAttributeValues", {}),
-            ":ledger_pk": dict(skip),
-        }
+    base, skip = spec.reading(skip)
 
     def page(ctx: Context, unit: Unit, position: Position) -> Operation[PageRead]:
         assert isinstance(unit, ScanUnit)
@@ -180,17 +178,35 @@ def scan_pages(spec: ScanSpec, *, skip: Mapping[str, Any] | None = None) -> Page
         if isinstance(position, Mapping):
             params["ExclusiveStartKey"] = dict(position)
         response = yield from call(ctx, operation, params, (table,))
-        items = list(response.get("Items") or ())
-        scanned = int(response.get("ScannedCount", len(items)))
-        if skip is not None:
-            kept = [i for i in items if i.get(pk) != skip]
-            scanned -= len(items) - len(kept)
-            items = kept
+        found = response.get("Items") or ()
+        scanned = int(response.get("ScannedCount", len(found)))
+        items, skipped = split_off(table, found, skip)
         last = response.get("LastEvaluatedKey")
         size = sum(item_size(i) for i in items)
         return PageRead(
-            items, dict(last) if last else DONE, scanned, read_units(size, consistent=False)
+            items,
+            dict(last) if last else DONE,
+            scanned - skipped,
+            read_units(size, consistent=False),
+            skipped,
         )
+
+    return page
+
+
+def without_partition(
+    pages: PageSource, table: Table, skip: Mapping[str, Any] | None
+) -> PageSource:
+    """``pages`` (an export's, say) without the items of partition ``skip`` (see `scan_pages`)."""
+    if skip is None:
+        return pages
+
+    def page(ctx: Context, unit: Unit, position: Position) -> Operation[PageRead]:
+        read = yield from pages(ctx, unit, position)
+        items, skipped = split_off(table, read.items, skip)
+        if not skipped:
+            return read
+        return replace(read, items=items, read=read.read - skipped, skipped=read.skipped + skipped)
 
     return page
 
@@ -218,6 +234,13 @@ class Tally:
         self.total = total
         self.held: dict[str, tuple[UnitClaim, Ledger]] = {}
         self.lock = threading.Lock()
+
+    def begin(self) -> None:
+        """Report the run before its first page: a progress bar is drawn, and its clock runs,
+        from the start (a paced page may take a while)."""
+        with self.lock:
+            if self.progress is not None:
+                self.progress(self.state())
 
     def page(self, items: int, changed: int, done: bool) -> None:
         with self.lock:
@@ -303,6 +326,8 @@ def run_unit(
                 yield from kind.settle(part, recovered)
                 first = False
             counts = kind.counts(part)
+            if page.skipped:
+                counts[LEDGER_ITEMS] = page.skipped
             for name, value in counts.items():
                 claim.counts[name] = claim.counts.get(name, 0) + value
             _merge_notes(claim.notes, kind.notes(part), getattr(kind, "note_limit", MAX_NOTES))
@@ -399,9 +424,14 @@ def run_units(
     workers elsewhere to run (`run_unit`).
     """
     job, resumed = yield from ledger.open(run.declaration, run.units, run.rate)
+    if resumed:
+        changed = yield from retarget(ledger, job.id, run.rate)
+        if changed is not None:
+            log.info("job %s: resumed with the budget %s (it had %s)", job.id, *changed)
     if detach:
         return (yield from ledger.job(job.id)), resumed
     tally = Tally(job, progress, clock, run.total)
+    tally.begin()
     limit = stall_limit(ledger.lease_seconds) if stall_after is None else stall_after
     watch = StallWatch(limit, clock)
     sent = None

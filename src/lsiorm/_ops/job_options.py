@@ -8,17 +8,18 @@ job itself only asks it for its units, its pages, its ledger and how to submit a
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from lsiorm._model.schema import Table
 from lsiorm._ops.budget import initial_rate
-from lsiorm._ops.job_engine import JobRun, PageSource, run_units
-from lsiorm._ops.ledger import NAMESPACE, JobLedger, JobRecord, LedgerLocation, new_owner
+from lsiorm._ops.job_engine import JobRun, PageSource, run_units, scan_pages, without_partition
+from lsiorm._ops.ledger import JobLedger, JobRecord, LedgerLocation, new_owner
 from lsiorm._ops.memory_ledger import Ledger, MemoryLedger
 from lsiorm._ops.pipeline import Context
+from lsiorm._ops.reserved import reserved_partition
 from lsiorm._ops.resumable import JobProgress
 from lsiorm._ops.scans import ScanSpec
 from lsiorm._ops.steps import Operation
@@ -84,17 +85,23 @@ class JobOptions:
     ledger_clock: Callable[[], float] = field(default=time.time, compare=False)
 
     def units(self, spec: ScanSpec) -> Sequence[Unit]:
-        """The units of a scan (or of the query of one partition)."""
+        """The units of the job's input: the export's files, or a scan's segments (or the
+        query of one partition)."""
+        if self.export is not None:
+            return self.export.units
         if spec.partition is None:
             return scan_units(spec.parallel)
         values = spec.params()["ExpressionAttributeValues"]
         return (ScanUnit(0, 1, values[":pk"]),)
 
-    def skip(self, table: Table) -> Mapping[str, Any] | None:
-        """The ledger's partition key value when the ledger lives in ``table`` itself."""
-        if self.in_memory or self.ledger is not None:
-            return None
-        return {"S": NAMESPACE}
+    def pages(self, spec: ScanSpec) -> PageSource:
+        """How a unit reads its pages: from the export, or by the scan (or query) of ``spec``;
+        either way without the items of the table's reserved partition, which hold the jobs'
+        ledger (of this job or of an earlier one, wherever this one keeps its own)."""
+        skip = reserved_partition(spec.table)
+        if self.export is not None:
+            return without_partition(self.export.pages, spec.table, skip)
+        return scan_pages(spec, skip=skip)
 
     def ledger_for(self, ctx: Context, table: Table, *, writes: bool = True) -> Ledger:
         """The job's ledger: in DynamoDB, or in this process for a job that writes nothing."""

@@ -24,7 +24,7 @@ from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.item_encoding import build_item
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import AttributeValue, WireItem, from_wire, to_wire
-from lsiorm._ops.job_engine import JobRun, scan_pages
+from lsiorm._ops.job_engine import LEDGER_ITEMS, JobRun
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.resumable import JobProgress
 from lsiorm._ops.scans import priced_scan
@@ -189,7 +189,8 @@ class KeyAuditReport:
 
     ``other`` counts items of no declared type (or of a type not audited); ``undecodable``
     the items whose type is declared but whose fields do not validate. ``estimate`` is the
-    price given before reading; ``dry_run`` reports read nothing.
+    price given before reading; ``dry_run`` reports read nothing. ``ledger_items`` counts the
+    items of lsiorm's job ledger in the table's reserved partition, left out of the rest.
     """
 
     table: str
@@ -202,6 +203,7 @@ class KeyAuditReport:
     elapsed: float = 0.0
     #: The run in the ledger that read it.
     job: str | None = None
+    ledger_items: int = 0
 
     @property
     def stale_items(self) -> int:
@@ -238,6 +240,11 @@ class KeyAuditReport:
         lines.append(
             f"{self.scanned} items read in {self.elapsed:.1f} s; {self.stale_items} stale, "
             f"{self.other} of other types, {self.undecodable} undecodable"
+            + (
+                f" ({self.ledger_items} items of lsiorm's job ledger, left out)"
+                if self.ledger_items
+                else ""
+            )
         )
         for audit in self.entities.values():
             old = f" ({audit.old_form} in the key form before re-keying)" if audit.old_form else ""
@@ -361,6 +368,7 @@ def audit_report(
     report.scanned = counts.get("scanned", 0)
     report.other = counts.get("other", 0)
     report.undecodable = counts.get("undecodable", 0)
+    report.ledger_items = counts.get(LEDGER_ITEMS, 0)
     for key, value in sorted(counts.items()):
         what, _, rest = key.partition(":")
         if what in ("items", "current", "old_form"):
@@ -414,12 +422,6 @@ def audit_keys(
     def kind_for(ctx: Context, budget: RateBudget) -> AuditKind:
         return AuditKind(table, entity, examples)
 
-    units = options.export.units if options.export is not None else options.units(spec)
-    pages = (
-        options.export.pages
-        if options.export is not None
-        else scan_pages(spec, skip=options.skip(table))
-    )
     declaration = {
         "kind": "audit",
         "table": ctx.live_name(table),
@@ -437,7 +439,9 @@ def audit_keys(
         "examples": examples,
         **options.declared(),
     }
-    run = JobRun(declaration, units, kind_for, pages, options.rate(), total)
+    run = JobRun(
+        declaration, options.units(spec), kind_for, options.pages(spec), options.rate(), total
+    )
     ledger = options.ledger_for(
         ctx, table, writes=options.executor is not None or options.ledger is not None
     )

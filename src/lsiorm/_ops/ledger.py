@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 from lsiorm._model.schema import Table
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.reserved import NAMESPACE
 from lsiorm._ops.resumable import from_json_av, json_av
 from lsiorm._ops.steps import Operation, Sleep
 from lsiorm._ops.units import Unit, unit_from_json, unit_to_json
@@ -57,7 +58,6 @@ __all__ = [
     "new_owner",
 ]
 
-NAMESPACE = "~lsiorm#jobs"
 JobState = Literal["running", "paused", "done", "cancelled"]
 #: The states a job is resumed from; any other starts a new run.
 RESUMABLE = ("running", "paused")

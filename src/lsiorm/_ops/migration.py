@@ -49,7 +49,7 @@ from lsiorm._ops.budget import RateBudget
 from lsiorm._ops.job_catalog import imported
 from lsiorm._ops.job_engine import JobRun, digest, scan_pages
 from lsiorm._ops.job_options import JobOptions, ledger_location
-from lsiorm._ops.ledger import NAMESPACE, JobLedger, LedgerLocation, fingerprint
+from lsiorm._ops.ledger import JobLedger, LedgerLocation, fingerprint
 from lsiorm._ops.migration_plan import (
     MigrationPlan,
     MigrationReport,
@@ -64,12 +64,12 @@ from lsiorm._ops.migration_run import (
     delete_prefixed,
     drain,
     job_ledger,
-    ledger_skip,
     run_declaration,
     worker_info,
 )
 from lsiorm._ops.migration_verify import EXAMPLES, keep_verify, verify, verify_touched
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.reserved import NAMESPACE, reserved_partition
 from lsiorm._ops.resumable import JobProgress, json_av, key_of
 from lsiorm._ops.scans import ScanSpec
 from lsiorm._ops.steps import Operation, Sleep
@@ -239,7 +239,7 @@ def copy(m: Migration, total: int | None = None) -> Operation[None]:
         run_declaration(m, "migrate-copy"),
         m.options.units(spec),
         kind_for,
-        scan_pages(spec, skip=ledger_skip(m.source)),
+        scan_pages(spec, skip=reserved_partition(m.source)),
         m.options.rate(),
         total,
     )

@@ -22,7 +22,7 @@ from lsiorm._model.schema import KeyAttribute, Table
 from lsiorm._model.wire import WireItem
 from lsiorm._ops.job_engine import digest
 from lsiorm._ops.job_options import JobOptions
-from lsiorm._ops.ledger import NAMESPACE, JobLedger, fingerprint
+from lsiorm._ops.ledger import JobLedger, fingerprint
 from lsiorm._ops.migration_plan import MigrationState, MigrationStore
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.resumable import JobProgress, key_of
@@ -48,7 +48,6 @@ __all__ = [
     "delete_runs",
     "drain",
     "job_ledger",
-    "ledger_skip",
     "run_declaration",
     "worker_info",
     "worker_source",
@@ -87,11 +86,6 @@ def job_ledger(m: Migration) -> JobLedger:
         lease_seconds=m.options.lease_seconds,
         clock=m.options.ledger_clock,
     )
-
-
-def ledger_skip(table: Table) -> dict[str, Any] | None:
-    """The source's own ledger partition (of its key jobs), which is not copied."""
-    return {"S": NAMESPACE} if table.partition_key.type == "S" else None
 
 
 def run_declaration(m: Migration, kind: str, epoch: int | None = None) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, from_wire, same_item
 from lsiorm._ops.budget import RateBudget
 from lsiorm._ops.job_engine import JobKind, JobRun, PageSource, digest, run_units, scan_pages
-from lsiorm._ops.ledger import NAMESPACE, JobRecord, UnitRecord
+from lsiorm._ops.ledger import JobRecord, UnitRecord
 from lsiorm._ops.migration_plan import VerifyReport
 from lsiorm._ops.migration_run import (
     Migration,
@@ -49,10 +49,10 @@ from lsiorm._ops.migration_run import (
     delete_runs,
     drain,
     job_ledger,
-    ledger_skip,
     run_declaration,
 )
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.reserved import NAMESPACE, reserved_partition
 from lsiorm._ops.resumable import DONE, Position, json_av, key_of
 from lsiorm._ops.scans import ScanSpec
 from lsiorm._ops.steps import Operation
@@ -206,7 +206,7 @@ def moved_keys(m: Migration, units: Sequence[Unit]) -> Operation[frozenset[str]]
     """The digests of the derived keys of the source items (of ``units``) whose derivation
     changed their source key: the destination items the scan for extras cannot find in the
     source by the key they carry."""
-    pages = scan_pages(_source_spec(m), skip=ledger_skip(m.source))
+    pages = scan_pages(_source_spec(m), skip=reserved_partition(m.source))
     moved: set[str] = set()
     for unit in units:
         position: Position = None
@@ -230,7 +230,7 @@ def _units(
     def verify_for(unit_ctx: Context, budget: RateBudget) -> JobKind[Any]:
         return VerifyKind(unit_ctx, m.source, m.table)
 
-    pages = scan_pages(spec, skip=ledger_skip(m.source))
+    pages = scan_pages(spec, skip=reserved_partition(m.source))
     sources = yield from _run(m, "migrate-verify", spec, verify_for, pages, here=False)
     if sources is None or m.options.detach:
         return None

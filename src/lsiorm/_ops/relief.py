@@ -37,7 +37,7 @@ from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, same_item
 from lsiorm._ops.audit import audit_collection, collection_size, measure_collection
 from lsiorm._ops.budget import RateBudget
-from lsiorm._ops.job_engine import JobRun, digest, scan_pages
+from lsiorm._ops.job_engine import JobRun, digest
 from lsiorm._ops.job_options import JobOptions
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.resumable import JobProgress, from_json_av, json_av, key_of, plain_key
@@ -214,7 +214,7 @@ def relieve_collection(
         declaration,
         options.units(spec),
         kind_for,
-        scan_pages(spec, skip=options.skip(table)),
+        options.pages(spec),
         options.rate(),
         before.items,
     )
@@ -333,10 +333,8 @@ class ReliefKind(TallyingKind):
             part.add("kept")
             return False
         if self.dry_run:
-            part.add("moved")
             self.matched.append(item)
-            assert part.estimate is not None
-            part.estimate = part.estimate + _move_units(self.table, self.to_table, item)
+            self.moved(part, item)
             return True
         try:  # an item whose delete condition cannot be built is never copied
             unchanged_condition(item, self.watched)
@@ -346,6 +344,13 @@ class ReliefKind(TallyingKind):
         part.page.append(item)
         return True
         yield  # a generator: the writes run per page, in end_page
+
+    def moved(self, part: _Part, item: WireItem) -> None:
+        """Count ``item`` moved, at the price of its move (the same in a dry run and a real
+        one: its copy and its delete, each once, however many attempts it took)."""
+        part.add("moved")
+        assert part.estimate is not None
+        part.estimate = part.estimate + _move_units(self.table, self.to_table, item)
 
     def end_page(self, part: _Part) -> Operation[None]:
         if part.page:
@@ -466,7 +471,7 @@ class ReliefKind(TallyingKind):
                 if removal.deleted:
                     if removal.added:
                         yield from self.give_copy(item, removal.added)
-                    part.add("moved")
+                    self.moved(part, item)
                     continue
                 response = yield from call(
                     self.ctx,
@@ -482,7 +487,7 @@ class ReliefKind(TallyingKind):
                 if newer is None and removal.unsure:
                     # Gone, most likely by this delete (its answer was lost and its resend
                     # found nothing): the original is gone and its copy is kept.
-                    part.add("moved")
+                    self.moved(part, item)
                     continue
                 part.add("retried")
                 if newer is not None and self.matches(newer):

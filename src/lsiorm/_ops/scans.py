@@ -1,12 +1,14 @@
 """What a key job reads: a whole table in parallel segments, or one partition; and its price.
 
 `ScanSpec` is the read as a value (its Scan or Query parameters, without the segment);
-`price_scan` prices it with the capacity model before anything is read.
+`price_scan` prices it with the capacity model before anything is read. A read of the whole
+table leaves out the partition that holds the jobs' own ledger (`ScanSpec.reading` and
+`split_off`): its items are neither handed on nor counted as read, only counted apart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +22,7 @@ from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
 from lsiorm.errors import ValidationError
 
-__all__ = ["ScanSpec", "price_scan", "priced_scan"]
+__all__ = ["ScanSpec", "price_scan", "priced_scan", "split_off"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,43 @@ class ScanSpec:
         if self.page_size is not None:
             params["Limit"] = self.page_size
         return params
+
+    def reading(
+        self, skip: Mapping[str, Any] | None
+    ) -> tuple[dict[str, Any], AttributeValue | None]:
+        """The parameters of a read that leaves out partition ``skip`` (a partition key value,
+        or None), and the value to leave out of its pages with `split_off` (None for one
+        partition's query: it never reaches another partition).
+
+        A filter (an entity type's) lets that partition's items through, so that they can be
+        left out of the items read too (DynamoDB counts an item a filter drops as read).
+        """
+        params = self.params()
+        if skip is None or self.partition is not None:
+            return params, None
+        if "FilterExpression" in params:
+            params["FilterExpression"] = f"({params['FilterExpression']}) OR #skip_pk = :skip_pk"
+            params["ExpressionAttributeNames"] = {
+                **params["ExpressionAttributeNames"],
+                "#skip_pk": self.table.partition_key.name,
+            }
+            params["ExpressionAttributeValues"] = {
+                **params.get("ExpressionAttributeValues", {}),
+                ":skip_pk": dict(skip),
+            }
+        return params, dict(skip)
+
+
+def split_off(
+    table: Table, items: Iterable[Mapping[str, Any]], skip: Mapping[str, Any] | None
+) -> tuple[list[Any], int]:
+    """The items of a page outside partition ``skip``, and how many were in it."""
+    items = list(items)
+    if skip is None:
+        return items, 0
+    pk = table.partition_key.name
+    kept = [item for item in items if item.get(pk) != skip]
+    return kept, len(items) - len(kept)
 
 
 def price_scan(ctx: Context, spec: ScanSpec) -> Operation[tuple[ReadEstimate, int | None]]:

@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 from lsiorm._model.wire import WireItem
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.resumable import JobProgress
-from lsiorm._ops.scans import ScanSpec
+from lsiorm._ops.scans import ScanSpec, split_off
 from lsiorm._ops.steps import Gather, Operation
 
 __all__ = ["ScanTally", "scan_items"]
@@ -52,15 +52,19 @@ class ScanTally(Generic[R, P]):
     def __post_init__(self) -> None:
         #: Items read by the pages done.
         self.read = 0
+        #: Items of the jobs' ledger the pages done left out (not in ``read``).
+        self.skipped = 0
         self.done = 0
         self.started = self.clock()
         self._lock = threading.Lock()
 
-    def page_done(self, segment: int, last: bool, part: P, read: int) -> None:
-        """A segment finished a page of ``read`` items: add its part and report. Thread-safe."""
+    def page_done(self, segment: int, last: bool, part: P, read: int, skipped: int = 0) -> None:
+        """A segment finished a page of ``read`` items (and left ``skipped`` of the jobs'
+        ledger out): add its part and report. Thread-safe."""
         with self._lock:
             self.merge(self.report, part)
             self.read += read
+            self.skipped += skipped
             self.done += int(last)
             state = JobProgress(
                 self.read,
@@ -95,6 +99,7 @@ def scan_items(
     visit: Callable[[P, WireItem], Operation[object]],
     tally: ScanTally[Any, P],
     *,
+    skip: Mapping[str, Any] | None = None,
     concurrency: int = 8,
 ) -> Operation[None]:
     """Read every item of ``spec`` and run ``visit(part, item)`` on each; segments in parallel.
@@ -102,10 +107,11 @@ def scan_items(
     Each segment reads until DynamoDB returns no LastEvaluatedKey (an empty filtered page
     included), counts each page into a part of its own (``tally.new_part()``) and hands it to
     ``tally.page_done``. The segments share nothing else, so the sync driver runs them in
-    threads (and the async one interleaves them).
+    threads (and the async one interleaves them). The items of partition ``skip`` (the jobs'
+    ledger's, `reserved_partition`) are left out, and counted apart.
     """
     operation = "Query" if spec.partition is not None else "Scan"
-    base = spec.params()
+    base, skip = spec.reading(skip)
 
     def segment(number: int) -> Operation[None]:
         params = dict(base)
@@ -114,12 +120,13 @@ def scan_items(
         while True:
             response = yield from call(ctx, operation, params, (spec.table,))
             part = tally.new_part()
-            items = response.get("Items") or ()
+            found = response.get("Items") or ()
+            items, skipped = split_off(spec.table, found, skip)
             for item in items:
                 yield from visit(part, item)
             last: Mapping[str, Any] | None = response.get("LastEvaluatedKey")
-            read = int(response.get("ScannedCount", len(items)))
-            tally.page_done(number, not last, part, read)
+            read = int(response.get("ScannedCount", len(found))) - skipped
+            tally.page_done(number, not last, part, read, skipped)
             if not last:
                 return
             params = {**params, "ExclusiveStartKey": dict(last)}

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from lsiorm._ops.budget import RateBudget, ThrottleWatch, initial_rate
+from lsiorm._ops.budget import RateBudget, ThrottleWatch, initial_rate, resumed_rate, retarget
 from lsiorm._ops.ledger import LeaseLost
 from lsiorm._ops.memory_ledger import MemoryLedger
 from lsiorm._ops.steps import Done, Sleep, advance
@@ -70,3 +70,35 @@ def test_a_stopped_job_stops_its_workers_at_their_next_sync() -> None:
 def test_a_budget_must_be_positive(value: float) -> None:
     with pytest.raises(ValidationError, match=r"jobs\.budget"):
         initial_rate(value, None)
+
+
+def test_a_resume_with_a_budget_replaces_the_runs_and_one_without_keeps_it() -> None:
+    stored = {"write": 50.0, "write_target": 100.0, "read": 7.0, "read_target": 8.0}
+    assert resumed_rate(stored, initial_rate(4000, None)) == {
+        "write": 4000.0,
+        "write_target": 4000.0,
+        "read": 7.0,
+        "read_target": 8.0,
+    }
+    assert resumed_rate(stored, initial_rate(None, 20)) == {
+        **stored,
+        "read": 20.0,
+        "read_target": 20.0,
+    }
+    assert resumed_rate(stored, initial_rate(None, None)) == stored
+    assert resumed_rate({}, initial_rate(10, None)) == {"write": 10.0, "write_target": 10.0}
+
+
+def test_the_workers_of_a_resumed_run_pace_to_the_new_budget() -> None:
+    budget, ledger, job, clock = budget_on(100.0)
+    run(budget.sync())
+    assert budget.write.rate == 100.0
+    assert run(retarget(ledger, job, initial_rate(None, None))) is None
+    before, after = run(retarget(ledger, job, initial_rate(4000, None)))
+    assert (before["write"], after["write"], after["write_target"]) == (100.0, 4000.0, 4000.0)
+    assert run(ledger.job(job)).rate == after  # what the ledger holds, for every worker
+    run(budget.sync())
+    assert budget.write.rate == 4000.0
+    clock.now += 10.0  # calm: the rate stays at the new target, not the old one
+    run(budget.sync())
+    assert budget.rate["write"] == 4000.0

@@ -9,16 +9,27 @@ tests keep the run in the memory ledger.
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from lsiorm._ops.job_engine import Tally, run_unit
+from lsiorm._model.schema import Table
+from lsiorm._ops.job_engine import (
+    LEDGER_ITEMS,
+    JobRun,
+    PageRead,
+    Tally,
+    run_unit,
+    run_units,
+    without_partition,
+)
 from lsiorm._ops.ledger import JobLedger, JobRecord, LedgerLocation
 from lsiorm._ops.memory_ledger import MemoryLedger
 from lsiorm._ops.pipeline import Context
-from lsiorm._ops.resumable import DONE
-from lsiorm._ops.steps import Call, Operation, advance
-from lsiorm._ops.units import ScanUnit
+from lsiorm._ops.reserved import reserved_partition
+from lsiorm._ops.resumable import DONE, JobProgress, Position
+from lsiorm._ops.steps import Call, Operation, Sleep, advance
+from lsiorm._ops.units import ScanUnit, Unit
 from lsiorm.errors import ConditionFailedError
-from support.job_fakes import ITEMS_PER_UNIT, Clock, count_kind, drive, one_page
+from support.job_fakes import ITEMS_PER_UNIT, START, Clock, count_kind, drive, one_page
 
 UNITS = [ScanUnit(n, 3) for n in range(3)]
 LEASE = 10.0
@@ -100,3 +111,47 @@ def test_a_unit_cut_short_between_its_last_commit_and_its_finish_is_finished_by_
     record = drive(ledger.job(job.id), clock)
     assert (record.state, record.units[0].state) == ("done", "done")
     assert record.counts() == {"scanned": ITEMS_PER_UNIT}  # nothing read or counted again
+
+
+def test_the_first_progress_report_comes_before_the_first_page() -> None:
+    """A paced page may take long: the report at the start draws the bar, and its clock runs
+    from there."""
+    clock = Clock()
+    ledger = MemoryLedger(clock, lease_seconds=LEASE)
+    seen: list[tuple[float, JobProgress]] = []
+
+    def slow_page(ctx: Context, unit: Unit, position: Position) -> Operation[PageRead]:
+        yield Sleep(5.0)  # the page's writes, waiting for the budget
+        return (yield from one_page(ctx, unit, position))
+
+    run = JobRun({"kind": "count"}, UNITS[:1], count_kind, slow_page, {}, total=ITEMS_PER_UNIT)
+
+    def progress(state: JobProgress) -> None:
+        seen.append((clock.now, state))
+
+    drive(run_units(Context(), ledger, run, progress=progress, clock=clock), clock)
+    (started, first), (ended, last) = seen
+    assert (started, first.items, first.segments_done, first.elapsed) == (START, 0, 0, 0.0)
+    assert (ended - started, last.items, last.segments_done) == (5.0, ITEMS_PER_UNIT, 1)
+    assert last.elapsed == 5.0
+
+
+def test_the_items_of_the_ledger_partition_are_counted_apart_not_read() -> None:
+    table = Table("jobs", "PK", "SK")
+    clock = Clock()
+    ledger = MemoryLedger(clock, lease_seconds=LEASE)
+    reserved = reserved_partition(table)
+    assert reserved is not None
+
+    def mixed(ctx: Context, unit: Unit, position: Position) -> Operation[PageRead]:
+        items: list[dict[str, Any]] = [{"PK": {"S": f"P#{n}"}} for n in range(3)]
+        items += [{"PK": reserved, "SK": {"S": "job#1"}}, {"PK": reserved, "SK": {"S": "run#1"}}]
+        return PageRead(items, DONE, len(items))
+        yield  # sends nothing
+
+    pages = without_partition(mixed, table, reserved)
+    run = JobRun({"kind": "count"}, UNITS[:1], count_kind, pages, {})
+    record, _ = drive(run_units(Context(), ledger, run, clock=clock), clock)
+    assert record.counts() == {"scanned": 3, LEDGER_ITEMS: 2}
+    assert record.items == 3
+    assert without_partition(mixed, table, None) is mixed
