@@ -363,11 +363,12 @@ def audit_keys(
 ) -> Operation[KeyAuditReport]:
     """Check every item's stored keys against its declaration (read-only; priced first).
 
-    `progress` is called with a JobProgress after each page; True draws a progress bar
-    (items, rate, ETA from an estimated total) on stderr. The units (scan segments, or the
-    files of a DynamoDB export given as `export`, a folder or an `s3://` URL) run in threads
-    here, or on `executor` (any `concurrent.futures.Executor`, a Dask client's executor
-    included); then the job keeps its ledger in the table (or in the table named `ledger`).
+    `progress` is called with a JobProgress as it starts and after each page; True draws a
+    progress bar (items, rate, ETA from an estimated total) on stderr. The units (scan
+    segments, or the files of a DynamoDB export given as `export`, a folder or an `s3://` URL)
+    run in threads here, or on `executor` (any `concurrent.futures.Executor`, a Dask client's
+    executor included); then the job keeps its ledger in the table (or in the table named
+    `ledger`).
     `detach` only opens the run in the ledger and returns at once (`report.job` names it):
     its units are then run anywhere with `run_unit`, one call each.
     """
@@ -472,8 +473,8 @@ def backfill(
     of `lease_seconds` runs out. `detach` only opens the run in the ledger and returns at once
     (`report.job` names it; nothing is counted yet): its units are then run anywhere with
     `run_unit`, one call each (a Step Functions map, Ray tasks). `progress` is called with a
-    JobProgress after each page; True draws a progress bar (items, rate, ETA from an estimated
-    total) on stderr.
+    JobProgress as it starts and after each page; True draws a progress bar (items, rate, ETA
+    from an estimated total) on stderr.
     """
     from lsiorm._ops import backfill as backfill_job
 
@@ -522,8 +523,8 @@ def relieve_collection(
     """Move a collection's matching items to a table or file: copy, verify, then delete.
 
     Its ledger is in the table's reserved partition (or in the table named `ledger`): a run
-    that stopped resumes. `progress` is called with a JobProgress after each page; True draws a
-    progress bar (items, rate, ETA from an estimated total) on stderr.
+    that stopped resumes. `progress` is called with a JobProgress as it starts and after each
+    page; True draws a progress bar (items, rate, ETA from an estimated total) on stderr.
     """
     from lsiorm._io.jsonlines import JsonLinesFile
     from lsiorm._ops import relief
