@@ -154,6 +154,28 @@ def _given(client: Any) -> Any:
     return client
 
 
+def _for_workers(
+    session: SessionCore,
+    endpoint_url: str | None,
+    region_name: str | None,
+    profile_name: str | None,
+    table_prefix: str | None,
+    retry: RetryPolicy | None,
+    watch_collections: bool,
+    fast_json: bool,
+    lean: bool,
+) -> None:
+    """Let a session built from parameters send a key job's units to an executor: each worker
+    builds a `Session` like it from `session.config` (the async one's workers too: a unit runs
+    its requests in its worker's thread either way)."""
+    prefix = environment.table_prefix() if table_prefix is None else table_prefix
+    config = SessionConfig(
+        endpoint_url, region_name, profile_name, prefix, retry, watch_collections, fast_json, lean
+    )
+    session.config = config
+    session.unit_worker = partial(run_unit_task, config)
+
+
 def _streams_beside(factory: Any, kwargs: Mapping[str, Any], dynamodb: Any) -> Any:
     """The DynamoDB Streams client built with ``kwargs`` like the DynamoDB client ``dynamodb``,
     on its endpoint where that is a local engine's (see `environment.streams_endpoint`)."""
@@ -346,17 +368,17 @@ class Session(SessionCore, Closing):
             client = _client(factory.client, kwargs)
             streams = partial(_streams_beside, factory.client, kwargs, client)
             if boto3_session is None and table_names is None:
-                self.config = SessionConfig(
+                _for_workers(
+                    self,
                     endpoint_url,
                     region_name,
                     profile_name,
-                    environment.table_prefix() if table_prefix is None else table_prefix,
+                    table_prefix,
                     retry,
                     watch_collections,
                     fast_json,
                     lean,
                 )
-                self.unit_worker = partial(run_unit_task, self.config)
         elif boto3_session is not None or profile_name is not None:
             raise TypeError("Give a client, or boto3_session/profile_name to build one; not both.")
         else:
@@ -500,6 +522,18 @@ class AsyncSession(SessionCore):
         elif client is not None and (aioboto3_session is not None or profile_name is not None):
             raise TypeError(
                 "Give a client, or aioboto3_session/profile_name to build one; not both."
+            )
+        if client is None and aioboto3_session is None and table_names is None:
+            _for_workers(
+                self,
+                endpoint_url,
+                region_name,
+                profile_name,
+                table_prefix,
+                retry,
+                watch_collections,
+                fast_json,
+                lean,
             )
         self._fast_json = fast_json
         self._lean = lean

@@ -83,8 +83,9 @@ S = TypeVar("S", bound="SessionCore")
 class SessionConfig:
     """What a worker process needs to build a session like this one: a plain, picklable value.
 
-    A session built from parameters (not from a client) has one in ``session.config``; a key
-    job sends it with each unit to an executor's workers, which build their own sessions.
+    A session built from parameters (not from a client, a boto3 or aioboto3 session or a
+    ``table_names`` function) has one in ``session.config``; a key job sends it with each unit
+    to an executor's workers, which build their own sessions.
     """
 
     endpoint_url: str | None = None
@@ -110,7 +111,7 @@ class SessionCore:
     ctx: Context
     #: How to build a session like this one in another process (None: built from a client).
     config: SessionConfig | None = None
-    #: What an executor's worker runs per unit (set by `Session` when it has a config).
+    #: What an executor's worker runs per unit (set by either session when it has a config).
     unit_worker: Callable[..., Any] | None = None
     #: The dual writes of a migration this session makes (`dual_writes`), with what they did:
     #: writes mirrored, and those sent to the source alone by reason; None for a plain session.

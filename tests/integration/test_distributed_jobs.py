@@ -9,6 +9,7 @@ items in 12 units).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import os
@@ -23,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from lsiorm import RetryPolicy, Session, unit_from_json, unit_to_json
+from lsiorm import AsyncSession, RetryPolicy, Session, unit_from_json, unit_to_json
 from lsiorm._io.exports import open_export
 from lsiorm._model.wire import item_from_wire
 from lsiorm._ops.job_catalog import run_declared_unit
@@ -82,6 +83,25 @@ def test_a_backfill_runs_its_units_in_a_process_pool(
     record = session.job(new.table, report.job)
     assert record.state == "done"
     assert [u.runs for u in record.units] == [1] * 6
+    assert session.audit_keys(new.Item).clean
+
+
+def test_an_async_session_built_from_parameters_runs_a_backfill_on_an_executor(
+    session: Session, endpoint_url: str, apps: tuple[Any, Any]
+) -> None:
+    old, new = apps
+    seed(session, old, 120)
+
+    async def backfill() -> Any:
+        async with AsyncSession(endpoint_url=endpoint_url, region_name="us-east-1") as s:
+            assert s.config is not None
+            assert s.config.endpoint_url == endpoint_url
+            with ThreadPoolExecutor(2) as pool:
+                return await s.backfill(new.Item, segments=4, executor=pool)
+
+    report = asyncio.run(backfill())
+    assert (report.scanned, report.rewritten, report.current, report.failed) == (120, 120, 0, [])
+    assert [u.runs for u in session.job(new.table, report.job).units] == [1] * 4
     assert session.audit_keys(new.Item).clean
 
 

@@ -124,8 +124,11 @@ class JobOptions:
         if self.worker is None or not isinstance(ledger, JobLedger):
             raise ValidationError(
                 "jobs.executor",
-                "This session cannot send units to an executor: build it from parameters "
-                "(endpoint_url=, region_name=, ...) so that workers can build their own.",
+                "This session cannot send units to an executor: its workers build their own "
+                "sessions from this one's parameters, and it was given a client, a "
+                "boto3_session/aioboto3_session or a table_names function, which cannot be "
+                "sent to them. Build it from endpoint_url=, region_name=, profile_name= and "
+                "table_prefix= instead.",
             )
         executor, worker, location = self.executor, self.worker, ledger.location
         lease = ledger.lease_seconds
