@@ -170,7 +170,11 @@ def open_migration(
         )
     there = yield from _describe(ctx, table)
     plan = plan_migration(
-        described, there, write_budget=options.write_budget, read_budget=options.read_budget
+        described,
+        there,
+        write_budget=options.write_budget,
+        read_budget=options.read_budget,
+        live_source=ctx.live_name(source_decl),
     )
     src = source_table(source, described)
     if ctx.live_name(src) == ctx.live_name(table):

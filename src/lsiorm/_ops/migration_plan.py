@@ -81,21 +81,24 @@ def plan_migration(
     *,
     write_budget: float | None = None,
     read_budget: float | None = None,
+    live_source: str | None = None,
 ) -> MigrationPlan:
     """Decide the plan from DescribeTable's ``Table`` of the source and of the destination (None
-    when it does not exist); refuse a source whose stream lacks either image."""
+    when it does not exist); refuse a source whose stream lacks either image. The refusals name
+    ``live_source``, the table's live name under a session's table prefix, when given."""
     name = str(source.get("TableName"))
+    shown = live_source or name
     spec = source.get("StreamSpecification") or {}
     arn = source.get("LatestStreamArn")
     if not spec.get("StreamEnabled") or not arn:
         raise ValidationError(
             "migrate.no-stream",
-            f"Table {name!r} has no stream; a migration catches up from it. Enable it with "
-            f"`aws dynamodb update-table --table-name {name} --stream-specification "
+            f"Table {shown!r} has no stream; a migration catches up from it. Enable it with "
+            f"`aws dynamodb update-table --table-name {shown} --stream-specification "
             "StreamEnabled=true,StreamViewType=NEW_AND_OLD_IMAGES`, then start again.",
-            table=name,
+            table=shown,
         )
-    check_view(str(spec.get("StreamViewType", "")), name)
+    check_view(str(spec.get("StreamViewType", "")), shown)
     items, size = int(source.get("ItemCount", 0)), int(source.get("TableSizeBytes", 0))
     return MigrationPlan(
         name,

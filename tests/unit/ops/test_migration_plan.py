@@ -69,6 +69,11 @@ def test_a_source_whose_stream_cannot_feed_the_catch_up_is_refused(
         plan_migration(described(**changes), None)
     assert refused.value.rule == rule
     assert "StreamViewType=NEW_AND_OLD_IMAGES" in str(refused.value)
+    assert "--table-name Old " in str(refused.value)
+    with pytest.raises(ValidationError) as prefixed:  # under a table prefix: the live name
+        plan_migration(described(**changes), None, live_source="dev-Old")
+    assert "--table-name dev-Old " in str(prefixed.value)
+    assert prefixed.value.table == "dev-Old"
 
 
 def test_the_estimate_follows_the_size_and_the_budget() -> None:
