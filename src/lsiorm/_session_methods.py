@@ -329,7 +329,10 @@ def _class_and_instance(target: type[E] | E) -> tuple[type[E], E | None]:
 def audit_collection(
     session: SessionCore, /, table: Table, partition_value: Any
 ) -> Operation[CollectionSize]:
-    """Read one item collection (consistently) and return its size by the size model."""
+    """Read one item collection (consistently) and return its size by the size model.
+
+    `partition_value` is the partition key as stored (the key text, such as `"HOST#h1"`), or an
+    entity of the collection, whose key gives it."""
     return audit.audit_collection(session.ctx, table, partition_value)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lsiorm import AsyncSession, Session, Table
+from lsiorm import AsyncSession, Entity, Session, Table
 from lsiorm._ops.audit import CollectionSize, audit_collection, largest_collections
 from lsiorm._ops.hooks import HookRequest
 from lsiorm.errors import ValidationError
@@ -63,6 +63,20 @@ def test_audit_refuses_a_key_of_the_wrong_type(filled: tuple[Session, Table]) ->
     with pytest.raises(ValidationError) as caught:
         session.run(audit_collection(session.ctx, table, 7))
     assert caught.value.rule == "audit.key-type"
+    assert "an entity of the collection" in str(caught.value)
+
+
+def test_audit_takes_an_entity_of_the_collection(filled: tuple[Session, Table]) -> None:
+    session, table = filled
+
+    class Note(Entity, table=table, keys={"PK": "{group}", "SK": "N#{n}"}, type_attribute=None):
+        group: str
+        n: str
+
+    assert session.audit_collection(table, Note(group="A", n="9")) == expected_a(table)
+    with pytest.raises(ValidationError) as caught:
+        session.audit_collection(audit_table(f"{table.name}-other"), Note(group="A", n="9"))
+    assert caught.value.rule == "audit.entity-table"
 
 
 def test_largest_collections_scans_and_ranks(filled: tuple[Session, Table], log: QueryLog) -> None:

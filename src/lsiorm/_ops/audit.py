@@ -19,6 +19,8 @@ from lsiorm._model.capacity import (
     estimate_request,
     index_entry,
 )
+from lsiorm._model.entity import Entity
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import AttributeValue, from_wire, item_size, to_wire
 from lsiorm._ops.pipeline import Context, call
@@ -108,13 +110,26 @@ _TAGS = {"S": "a string", "N": "a number", "B": "bytes"}
 
 
 def _partition_value(table: Table, value: Any) -> AttributeValue:
+    """The partition key value of a collection: given as stored (``"HOST#h1"``, or its
+    attribute value), or as an entity of the collection, whose key gives it."""
+    if isinstance(value, Entity):
+        home = meta_of(value).table
+        if home is not table:
+            raise ValidationError(
+                "audit.entity-table",
+                f"{type(value).__name__} is declared on table {home.name!r}, not on "
+                f"{table.name!r}.",
+                table=table.name,
+            )
+        return dict(value.to_wire()[table.partition_key.name])
     av: AttributeValue = dict(value) if isinstance(value, Mapping) else to_wire(value)
     declared = table.partition_key.type
     if list(av) != [declared]:
         raise ValidationError(
             "audit.key-type",
             f"The partition key {table.partition_key.name!r} of table {table.name!r} is "
-            f"{_TAGS[declared]}, but the audit was given {value!r}.",
+            f"{_TAGS[declared]}, but the audit was given {value!r}. Give the value as stored "
+            "(the key text, such as 'HOST#h1'), or an entity of the collection.",
             table=table.name,
         )
     return av
