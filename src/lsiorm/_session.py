@@ -154,26 +154,11 @@ def _given(client: Any) -> Any:
     return client
 
 
-def _for_workers(
-    session: SessionCore,
-    endpoint_url: str | None,
-    region_name: str | None,
-    profile_name: str | None,
-    table_prefix: str | None,
-    retry: RetryPolicy | None,
-    watch_collections: bool,
-    fast_json: bool,
-    lean: bool,
-) -> None:
-    """Let a session built from parameters send a key job's units to an executor: each worker
-    builds a `Session` like it from `session.config` (the async one's workers too: a unit runs
-    its requests in its worker's thread either way)."""
-    prefix = environment.table_prefix() if table_prefix is None else table_prefix
-    config = SessionConfig(
-        endpoint_url, region_name, profile_name, prefix, retry, watch_collections, fast_json, lean
-    )
-    session.config = config
-    session.unit_worker = partial(run_unit_task, config)
+def _unit_worker(config: SessionConfig | None) -> Callable[..., Any] | None:
+    """What an executor's worker runs per unit of a session with ``config`` (None without one):
+    it builds a `Session` like it (the async one's workers too: a unit runs its requests in
+    its worker's thread either way)."""
+    return None if config is None else partial(run_unit_task, config)
 
 
 def _streams_beside(factory: Any, kwargs: Mapping[str, Any], dynamodb: Any) -> Any:
@@ -358,7 +343,14 @@ class Session(SessionCore, Closing):
             consumed_capacity,
             cursor_secret,
             telemetry,
+            shareable=client is None and boto3_session is None and table_names is None,
+            endpoint_url=endpoint_url,
+            region_name=region_name,
+            profile_name=profile_name,
+            fast_json=fast_json,
+            lean=lean,
         )
+        self.unit_worker = _unit_worker(self.config)
         streams: Callable[[], Any]
         if client is None:
             import boto3
@@ -367,18 +359,6 @@ class Session(SessionCore, Closing):
             kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
             client = _client(factory.client, kwargs)
             streams = partial(_streams_beside, factory.client, kwargs, client)
-            if boto3_session is None and table_names is None:
-                _for_workers(
-                    self,
-                    endpoint_url,
-                    region_name,
-                    profile_name,
-                    table_prefix,
-                    retry,
-                    watch_collections,
-                    fast_json,
-                    lean,
-                )
         elif boto3_session is not None or profile_name is not None:
             raise TypeError("Give a client, or boto3_session/profile_name to build one; not both.")
         else:
@@ -513,7 +493,14 @@ class AsyncSession(SessionCore):
             consumed_capacity,
             cursor_secret,
             telemetry,
+            shareable=client is None and aioboto3_session is None and table_names is None,
+            endpoint_url=endpoint_url,
+            region_name=region_name,
+            profile_name=profile_name,
+            fast_json=fast_json,
+            lean=lean,
         )
+        self.unit_worker = _unit_worker(self.config)
         self._streams = streams_client
         self._given_streams = streams_client is not None
         if client is None and aioboto3_session is None:
@@ -522,18 +509,6 @@ class AsyncSession(SessionCore):
         elif client is not None and (aioboto3_session is not None or profile_name is not None):
             raise TypeError(
                 "Give a client, or aioboto3_session/profile_name to build one; not both."
-            )
-        if client is None and aioboto3_session is None and table_names is None:
-            _for_workers(
-                self,
-                endpoint_url,
-                region_name,
-                profile_name,
-                table_prefix,
-                retry,
-                watch_collections,
-                fast_json,
-                lean,
             )
         self._fast_json = fast_json
         self._lean = lean

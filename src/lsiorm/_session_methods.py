@@ -127,9 +127,27 @@ class SessionCore:
         consumed_capacity: bool = False,
         cursor_secret: str | bytes | None = None,
         telemetry: bool | Telemetry = True,
+        *,
+        shareable: bool = False,
+        endpoint_url: str | None = None,
+        region_name: str | None = None,
+        profile_name: str | None = None,
+        fast_json: bool = True,
+        lean: bool = True,
     ) -> None:
         if table_prefix is None:  # neither given: the environment's prefix, if any
             table_prefix = "" if table_names is not None else environment.table_prefix()
+        if shareable:  # built from parameters alone: a worker can build one like it
+            self.config = SessionConfig(
+                endpoint_url,
+                region_name,
+                profile_name,
+                table_prefix,
+                retry,
+                watch_collections,
+                fast_json,
+                lean,
+            )
         #: Where spans and metrics go (docs/observability.md); None when off or when
         #: opentelemetry-api is not installed.
         self.telemetry = telemetry_for(telemetry)

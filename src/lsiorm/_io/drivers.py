@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
@@ -94,7 +95,7 @@ def _required_streams(build: Callable[[], Any] | None) -> Any:
     return client
 
 
-class _Driver:
+class _Driver(ABC):
     """What both drivers hold, and which client (and lane) a request goes to."""
 
     def __init__(self, client: Any, lane: Any, telemetry: ClientTelemetry | None) -> None:
@@ -110,8 +111,9 @@ class _Driver:
             return self.client, self.lane if call.built else None
         return self._streams_client(), None
 
+    @abstractmethod
     def _streams_client(self) -> Any:
-        raise NotImplementedError
+        """The session's DynamoDB Streams client (built when first needed by the sync driver)."""
 
 
 class SyncDriver(_Driver):

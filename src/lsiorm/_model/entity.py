@@ -185,13 +185,10 @@ def decode_item(
     if found is None:
         return None
     # A table's entities are the classes Entity's subclass hook bound to it (see bind).
-    decoder = item_decoder(typing.cast("type[Entity]", found))
-    if not keys_only:
-        return decoder(wire)
     try:
-        return decoder(wire)
-    except ValidationError as exc:  # an entity without a type attribute, whose keys parse
-        if exc.rule != "item.invalid":
+        return item_decoder(typing.cast("type[Entity]", found))(wire)
+    except ValidationError as exc:  # keys alone of an entity without a type attribute
+        if not keys_only or exc.rule != "item.invalid":
             raise
         missing = f"the other fields of {found.__name__}"
         raise _keys_only_image(table, wire, missing) from exc
