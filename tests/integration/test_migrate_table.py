@@ -285,7 +285,7 @@ def test_a_verification_killed_and_resumed_reports_what_an_uninterrupted_one_doe
     # The pages the killed verification had read were not read again.
     assert 0 < resumed_reads < killer.reads
     # The runs of the verification before the last were deleted from the ledger.
-    assert sorted(runs) == ["migrate-copy", "migrate-extra", "migrate-verify"]
+    assert sorted(runs) == ["migrate-catch-up", "migrate-copy", "migrate-extra", "migrate-verify"]
 
 
 def test_items_whose_key_format_changes_are_not_taken_for_extras(

@@ -13,7 +13,14 @@ everything else, the same for every kind (audit, backfill, relief, and later a t
   item once.
 * `run_units` is the coordinator: it opens the run (or resumes it), runs the units not done,
   in threads of this driver (a `Gather`) or by submitting them to an executor, waits for units
-  that other workers hold, and returns the run as the ledger has it, with exact counts.
+  that other workers hold, and returns the run as the ledger has it, with exact counts. A unit
+  that waits for another (`waits_for`: a stream shard for its parent) starts only once that
+  one is done.
+
+Units that never end (the shards of a live stream) *pause*: their source says it has nothing
+more for now (`PageRead.pause`); the unit commits its position and gives its lease up without
+being done. ``run_units(..., once=True)`` runs each unit at most once (to its end or to a
+pause) and returns: one pass of a stream's catch-up.
 
 A stop (Ctrl-C, SIGTERM, a kill of this process's caller) pauses the run in the ledger, so
 every worker stops at its next page; the units this process held are released; the next
@@ -34,11 +41,19 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Generic, Protocol, TypeVar
 
 from lsiorm._jobs.budget import RateBudget, ThrottleWatch, retarget
-from lsiorm._jobs.ledger import RESUMABLE, JobRecord, LeaseLost, UnitClaim, new_owner
+from lsiorm._jobs.ledger import (
+    RESUMABLE,
+    JobRecord,
+    LeaseLost,
+    UnitClaim,
+    UnitRecord,
+    new_owner,
+    open_ended,
+)
 from lsiorm._jobs.memory_ledger import Ledger
 from lsiorm._jobs.resumable import DONE, JobProgress, Position, WireItem, json_av
 from lsiorm._jobs.scans import ScanSpec, split_off
-from lsiorm._jobs.units import ScanUnit, Unit
+from lsiorm._jobs.units import ScanUnit, Unit, waits_for
 from lsiorm._jobs.watch import StallWatch, Submissions, stall_limit
 from lsiorm._model.capacity import read_units
 from lsiorm._model.schema import Table
@@ -51,6 +66,7 @@ from lsiorm.errors import LsiormError
 log = logging.getLogger("lsiorm.jobs")
 
 __all__ = [
+    "GAUGES",
     "LEDGER_ITEMS",
     "JobKind",
     "JobRun",
@@ -71,6 +87,9 @@ MAX_NOTES = 20
 
 #: The count, in a unit's counts, of the items of the jobs' ledger its pages left out.
 LEDGER_ITEMS = "ledger_items"
+#: The note of a unit that holds its kind's gauges (`JobKind` may have ``gauges(part)``): what
+#: the unit stands at after its last page (a shard's lag), replaced by each page.
+GAUGES = "gauges"
 
 
 @dataclass(frozen=True)
@@ -84,6 +103,9 @@ class PageRead:
     read: int
     units: float = 0.0
     skipped: int = 0
+    #: The source has nothing more for now (a live stream shard caught up): the unit commits
+    #: this page and gives its lease up, not done, to be run again later.
+    pause: bool = False
 
 
 class PageSource(Protocol):
@@ -283,8 +305,9 @@ def run_unit(
     tally: Tally | None = None,
     owner: str | None = None,
 ) -> Operation[str]:
-    """Run one unit to its end; return ``"done"``, ``"held"`` (another worker has it) or
-    ``"lost"`` (its lease was taken over, or the run stopped).
+    """Run one unit to its end; return ``"done"``, ``"paused"`` (its source has nothing more
+    for now: its lease is given up), ``"held"`` (another worker has it) or ``"lost"`` (its
+    lease was taken over, or the run stopped).
 
     ``kind_for(ctx, budget)`` makes the kind for this unit: its requests go through ``ctx``,
     whose hooks tell the unit's share of the rate budget about throttling. ``owner`` is the
@@ -331,6 +354,9 @@ def run_unit(
             for name, value in counts.items():
                 claim.counts[name] = claim.counts.get(name, 0) + value
             _merge_notes(claim.notes, kind.notes(part), getattr(kind, "note_limit", MAX_NOTES))
+            gauges = getattr(kind, "gauges", None)
+            if gauges is not None:  # what the unit stands at now, replaced by each page
+                claim.notes[GAUGES] = gauges(part)
             claim.position = position = page.position
             carry = kind.carry()
             claim.intent = {"entries": recovered, "carry": carry} if recovered or carry else None
@@ -350,6 +376,10 @@ def run_unit(
             )
             if tally is not None:
                 tally.page(page.read, changed, position == DONE)
+            if page.pause and position != DONE:
+                yield from _release(ledger, job_id, claim)
+                _let_go(tally, unit)
+                return "paused"
             if page.units and position != DONE:  # spent by the next read; none after the last
                 yield from budget.take_read(page.units)
     except LeaseLost:
@@ -411,17 +441,20 @@ def run_units(
     poll: float = 0.5,
     detach: bool = False,
     stall_after: float | None = None,
+    once: bool = False,
 ) -> Operation[tuple[JobRecord, bool]]:
     """Open (or resume) the run of ``run.declaration`` and run it until every unit is done.
 
     Units run in threads of this driver, at most ``concurrency`` at once, or, with ``submit``,
     wherever ``submit(job_id, unit)`` sends them (an executor's future per unit; every outcome
     of a future is handled, see `lsiorm._jobs.watch`). Units another worker holds are
-    waited for, and taken over when their lease expires. A run that shows no progress in the
-    ledger for ``stall_after`` seconds (`stall_limit` of the lease when None) stops with a
-    `JobError`. Returns the run, read from the ledger with its units, and whether it was
-    resumed. ``detach`` opens (or resumes) the run and returns it at once, its units left for
-    workers elsewhere to run (`run_unit`).
+    waited for, and taken over when their lease expires. A unit that waits for another
+    (`waits_for`) starts once that one is done (or when the run has no such unit). A run that
+    shows no progress in the ledger for ``stall_after`` seconds (`stall_limit` of the lease
+    when None) stops with a `JobError`. Returns the run, read from the ledger with its units,
+    and whether it was resumed. ``detach`` opens (or resumes) the run and returns it at once,
+    its units left for workers elsewhere to run (`run_unit`). ``once`` runs each unit at most
+    once, to its end or to a pause, and returns when no unit is left to run.
     """
     job, resumed = yield from ledger.open(run.declaration, run.units, run.rate)
     if resumed:
@@ -437,6 +470,8 @@ def run_units(
     sent = None
     if submit is not None:
         sent = Submissions(submit, job.id, lease=ledger.lease_seconds, clock=clock)
+    #: The units run to their end or to a pause by this call (``once``).
+    ran: set[str] = set()
     try:
         while True:
             record = yield from ledger.job(job.id)
@@ -444,21 +479,29 @@ def run_units(
                 return record, resumed
             waiting = [u for u in record.units if u.state != "done"]
             if not waiting:
+                if open_ended(record.declaration):
+                    return record, resumed
                 # Every unit is done, so the run is, even before (or without) the word of the
                 # worker that finished the last one: it may be on its way, or it died.
                 yield from ledger.set_state(job.id, "done", only_from=RESUMABLE)
                 return (yield from ledger.job(job.id)), resumed
+            if sent is not None:
+                ran |= sent.ended
+            ready = startable(record, ran if once else set())
+            if once and not ready:
+                return record, resumed
             now = ledger.clock()
             watch.check(record, now)
             if sent is not None:
-                sent.step(waiting, now, watch.since)
+                sent.step(ready, now, watch.since)
                 yield Sleep(poll)
                 yield from _report_remote(ledger, job.id, tally)
                 continue
-            free = [u.unit for u in waiting if u.owner is None or (u.lease or 0) < now]
+            free = [u.unit for u in ready if u.owner is None or (u.lease or 0) < now]
             if free:
+                children = _children(record)
                 ops = tuple(
-                    run_unit(ctx, run.kind_for, run.pages, ledger, job.id, unit, tally=tally)
+                    _run_chain(ctx, run, ledger, job.id, unit, children, tally, ran)
                     for unit in free
                 )
                 yield Gather(ops, limit=concurrency, threads=True)
@@ -473,6 +516,52 @@ def run_units(
         for held_claim, held_ledger in list(tally.held.values()):
             yield from _release(held_ledger, job.id, held_claim)
         raise
+
+
+def startable(record: JobRecord, ran: set[str]) -> list[UnitRecord]:
+    """The units of ``record`` that may start now: not done, not in ``ran``, and whose unit
+    to wait for (`waits_for`) is done or not in the run (a shard the stream no longer lists)."""
+    states = {u.unit.id: u.state for u in record.units}
+    out = []
+    for unit in record.units:
+        if unit.state == "done" or unit.unit.id in ran:
+            continue
+        first = waits_for(unit.unit)
+        if first is None or states.get(first, "done") == "done":
+            out.append(unit)
+    return out
+
+
+def _children(record: JobRecord) -> dict[str, list[Unit]]:
+    """The units that wait for each unit of ``record``, by the id of the one they wait for."""
+    children: dict[str, list[Unit]] = {}
+    for unit in record.units:
+        first = waits_for(unit.unit)
+        if first is not None and unit.state != "done":
+            children.setdefault(first, []).append(unit.unit)
+    return children
+
+
+def _run_chain(
+    ctx: Context,
+    run: JobRun[P],
+    ledger: Ledger,
+    job_id: str,
+    unit: Unit,
+    children: Mapping[str, Sequence[Unit]],
+    tally: Tally,
+    ran: set[str],
+) -> Operation[None]:
+    """Run ``unit``, then, once it is done, the units that wait for it (a split shard's
+    children), in this same thread: they need not wait for the rest of the batch."""
+    result = yield from run_unit(ctx, run.kind_for, run.pages, ledger, job_id, unit, tally=tally)
+    if result == "held":
+        return
+    with tally.lock:
+        ran.add(unit.id)
+    if result == "done":
+        for child in children.get(unit.id, ()):
+            yield from _run_chain(ctx, run, ledger, job_id, child, children, tally, ran)
 
 
 def _report_remote(ledger: Ledger, job_id: str, tally: Tally) -> Operation[None]:

@@ -56,6 +56,7 @@ __all__ = [
     "fingerprint",
     "ledger_table",
     "new_owner",
+    "open_ended",
 ]
 
 JobState = Literal["running", "paused", "done", "cancelled"]
@@ -109,6 +110,8 @@ class UnitRecord:
     owner: str | None = None
     lease: float | None = None
     notes: Mapping[str, Any] = field(default_factory=dict)
+    #: Where its next page starts (None: at its beginning; a done unit keeps none).
+    position: Any = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +182,12 @@ class UnitClaim:
     renewed: float = 0.0
 
 
+def open_ended(declaration: Mapping[str, Any]) -> bool:
+    """Whether a run never ends by itself (a live stream's catch-up, whose units are shards
+    added as the stream splits): it is not marked done when its units are."""
+    return bool(declaration.get("open"))
+
+
 def new_owner() -> str:
     """A fresh claim token: who holds a unit's lease."""
     return uuid.uuid4().hex
@@ -219,6 +228,7 @@ def _unit_record(item: Mapping[str, Any]) -> UnitRecord:
         owner=owner["S"] if owner else None,
         lease=_num(item.get("lease")) if "lease" in item else None,
         notes=_read_json(item.get("notes"), {}) or {},
+        position=_read_json(item.get("position")),
     )
 
 
@@ -413,6 +423,37 @@ class JobLedger:
         }
         yield from self._call("PutItem", {"Item": item})
         return _job_record(item)
+
+    def add_units(self, job_id: str, units: Iterable[Unit], total: int) -> Operation[int]:
+        """Add ``units`` to a run (a live stream's new shards); each is put only if the run
+        does not have it yet. ``total`` is the run's unit count with them. Returns how many
+        were new."""
+        added = 0
+        for unit in units:
+            item = {
+                **self.location.key(f"unit#{job_id}#{unit.id}"),
+                "unit": _json(unit_to_json(unit)),
+                "state": _s("pending"),
+                "counts": _json({}),
+            }
+            try:
+                yield from self._call(
+                    "PutItem",
+                    {
+                        "Item": item,
+                        "ConditionExpression": "attribute_not_exists(#s)",
+                        "ExpressionAttributeNames": {"#s": self.location.sort_key},
+                    },
+                )
+            except ConditionFailedError:
+                continue
+            added += 1
+        yield from self._update(
+            f"job#{job_id}",
+            "SET #units = :n, #updated = :now",
+            {":n": _n(total), ":now": _n(self.clock())},
+        )
+        return added
 
     def job(self, job_id: str, *, units: bool = True) -> Operation[JobRecord]:
         """The run ``job_id``, with its units unless ``units=False``."""
@@ -618,7 +659,7 @@ class JobLedger:
             else:
                 raise
         job = yield from self._get(f"job#{job_id}")
-        if job is None:
+        if job is None or open_ended(_read_json(job.get("declaration"), {})):
             return False
         if _num(job.get("done")) >= _num(job.get("units")):
             yield from self.set_state(job_id, "done", only_from=RESUMABLE)

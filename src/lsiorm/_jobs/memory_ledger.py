@@ -22,6 +22,7 @@ from lsiorm._jobs.ledger import (
     UnitRecord,
     fingerprint,
     new_owner,
+    open_ended,
 )
 from lsiorm._jobs.units import Unit
 from lsiorm._ops.steps import Operation
@@ -88,6 +89,7 @@ class MemoryLedger:
                     u.get("owner"),
                     u["lease"] if u.get("owner") and u["lease"] < float("inf") else None,
                     dict(u["notes"]),
+                    u.get("position"),
                 )
                 for u in held
             )
@@ -107,6 +109,23 @@ class MemoryLedger:
                 records if units else (),
             )
         return record
+        yield  # never reached: nothing is sent
+
+    def add_units(self, job_id: str, units: Iterable[Unit], total: int) -> Operation[int]:
+        added = 0
+        with self._lock:
+            held = self._units[job_id]
+            for unit in units:
+                if unit.id not in held:
+                    held[unit.id] = {
+                        "unit": unit,
+                        "state": "pending",
+                        "counts": {},
+                        "notes": {},
+                        "runs": 0,
+                    }
+                    added += 1
+        return added
         yield  # never reached: nothing is sent
 
     def jobs(self) -> Operation[list[JobRecord]]:
@@ -190,7 +209,7 @@ class MemoryLedger:
                 intent=None,
             )
             done = all(u["state"] == "done" for u in self._units[job_id].values())
-            if done:
+            if done and not open_ended(self._jobs[job_id]["declaration"]):
                 self._jobs[job_id]["state"] = "done"
         return done
         yield  # never reached: nothing is sent

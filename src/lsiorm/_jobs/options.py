@@ -150,9 +150,11 @@ class JobOptions:
         progress: Callable[[JobProgress], object] | None,
         *,
         concurrency: int | None = None,
+        once: bool = False,
     ) -> Operation[tuple[JobRecord, bool]]:
         """Run ``job``'s units on ``ledger`` as these options say: in threads here (at most
-        ``concurrency``, else the options' own), or on the executor; or only open it."""
+        ``concurrency``, else the options' own), or on the executor; or only open it (each
+        unit once: ``once``, see `run_units`)."""
         return run_units(
             ctx,
             ledger,
@@ -161,7 +163,8 @@ class JobOptions:
             concurrency=self.concurrency if concurrency is None else concurrency,
             progress=progress,
             clock=self.clock,
-            detach=self.detach,
+            detach=self.detach and not once,
+            once=once,
         )
 
     def declared(self) -> dict[str, Any]:

@@ -5,7 +5,11 @@ A job reads its items in units that any worker can run, in any order, on any mac
 * `ScanUnit`: one segment of a parallel Scan (``segment`` of ``total_segments``), or the one
   Query of a partition (``partition``, a wire value);
 * `ExportUnit`: one data file of a DynamoDB export to S3 (``file``, a local path or an
-  ``s3://`` URL, and the item count its manifest gives).
+  ``s3://`` URL, and the item count its manifest gives);
+* `ShardUnit`: one shard of a DynamoDB stream (a table migration's catch-up): its id, its
+  parent's, and the sequence number to read after when the ledger holds no position yet. A
+  shard unit waits for its parent's (`waits_for`): a child is read only after its parent is
+  read to its end, which keeps each item's changes in order.
 
 A unit says *what* to read, never how far it got: the position it resumes from lives in the
 ledger (`lsiorm._jobs.ledger`), so a unit handed to a worker a second time, or taken over from
@@ -24,7 +28,17 @@ from typing import Any
 
 from lsiorm.errors import ValidationError
 
-__all__ = ["ExportUnit", "ScanUnit", "Unit", "scan_units", "unit_from_json", "unit_to_json"]
+__all__ = [
+    "ExportUnit",
+    "ScanUnit",
+    "ShardUnit",
+    "Unit",
+    "scan_units",
+    "shard_unit_id",
+    "unit_from_json",
+    "unit_to_json",
+    "waits_for",
+]
 
 
 @dataclass(frozen=True)
@@ -69,7 +83,35 @@ class ExportUnit:
         return f"export-{self.file.rsplit('/', 1)[-1].split('.')[0]}-{digest}"
 
 
-Unit = ScanUnit | ExportUnit
+@dataclass(frozen=True)
+class ShardUnit:
+    """One shard of a stream: read after ``start`` (None: from its oldest record) until it is
+    closed and read to its end. ``parent`` is the shard it split from (None: none, or one the
+    stream no longer lists)."""
+
+    shard: str
+    parent: str | None = None
+    start: str | None = None
+
+    @property
+    def id(self) -> str:
+        """The unit's name in the ledger: ``shard-`` and the shard's id."""
+        return shard_unit_id(self.shard)
+
+
+def shard_unit_id(shard: str) -> str:
+    """The ledger name of the unit of stream shard ``shard``."""
+    return f"shard-{shard}"
+
+
+Unit = ScanUnit | ExportUnit | ShardUnit
+
+
+def waits_for(unit: Unit) -> str | None:
+    """The id of the unit that must be done before ``unit`` starts: a shard's parent."""
+    if isinstance(unit, ShardUnit) and unit.parent is not None:
+        return shard_unit_id(unit.parent)
+    return None
 
 
 def scan_units(segments: int, partition: Mapping[str, Any] | None = None) -> tuple[ScanUnit, ...]:
@@ -87,6 +129,8 @@ def unit_to_json(unit: Unit) -> dict[str, Any]:
         if unit.partition is not None:
             data["partition"] = json.loads(json.dumps(unit.partition))
         return data
+    if isinstance(unit, ShardUnit):
+        return {"kind": "shard", "shard": unit.shard, "parent": unit.parent, "start": unit.start}
     return {"kind": "export", "file": unit.file, "items": unit.items}
 
 
@@ -99,6 +143,13 @@ def unit_from_json(data: Mapping[str, Any]) -> Unit:
         if data["kind"] == "export":
             items = data.get("items")
             return ExportUnit(str(data["file"]), None if items is None else int(items))
+        if data["kind"] == "shard":
+            parent, start = data.get("parent"), data.get("start")
+            return ShardUnit(
+                str(data["shard"]),
+                None if parent is None else str(parent),
+                None if start is None else str(start),
+            )
     except (KeyError, TypeError, ValueError) as exc:
         raise ValidationError("jobs.unit", f"Not a work unit: {dict(data)!r} ({exc}).") from exc
     raise ValidationError("jobs.unit", f"Not a work unit: {dict(data)!r}.")

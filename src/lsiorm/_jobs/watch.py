@@ -101,6 +101,8 @@ class Submissions:
         self.failures: dict[str, int] = {}
         #: The owner of the lapsed lease a unit with a pending future was sent again for.
         self.resent_for: dict[str, str | None] = {}
+        #: The units whose future ended with the unit run (done, paused or taken over).
+        self.ended: set[str] = set()
 
     def step(self, waiting: Sequence[UnitRecord], now: float, quiet_since: float) -> None:
         """Handle what ended, and send each unit that needs a worker (see the module doc).
@@ -157,6 +159,8 @@ class Submissions:
         error = future.exception()
         if error is None:
             self.failures.pop(unit.id, None)
+            if future.result() != "held":
+                self.ended.add(unit.id)
         elif isinstance(error, LsiormError):
             raise error
         else:

@@ -8,10 +8,12 @@ A migration passes through these modules in this order:
   state.
 - ``table_copy``: the job kinds of the copy and the verification (items re-derived through the
   declaration, copied on condition, compared with the destination).
-- ``run``: what the phases share (the migration in progress, its job runs in the ledger) and
-  the catch-up's passes.
+- ``run``: what the phases share (the migration in progress, its job runs in the ledger).
 - ``stream_replay``: the stream side: shards in lineage order, reading records, the pure
   replay rule and its proof.
+- ``catch_up``: the catch-up as a job: every shard a unit with its position in the ledger,
+  shards in parallel on the executor, parents before children, records older than the copy
+  read but not applied.
 - ``verify``: the verification, two job runs resumable per unit.
 - ``catalog``: the migration's runs for a worker elsewhere (`lsiorm._jobs.catalog.UnitSource`).
 - ``dual_plan`` and ``dual_writes``: each write to the source and its re-derived image in one

@@ -49,6 +49,13 @@ from lsiorm._jobs.ledger import JobLedger, LedgerLocation, fingerprint
 from lsiorm._jobs.options import JobOptions, ledger_location
 from lsiorm._jobs.resumable import JobProgress, json_av, key_of
 from lsiorm._jobs.scans import ScanSpec
+from lsiorm._jobs.units import ShardUnit
+from lsiorm._migration.catch_up import (
+    catch_up,
+    catch_up_declaration,
+    drain,
+    server_time,
+)
 from lsiorm._migration.plan import (
     MigrationPlan,
     MigrationReport,
@@ -59,9 +66,7 @@ from lsiorm._migration.plan import (
 )
 from lsiorm._migration.run import (
     Migration,
-    catch_up,
     delete_prefixed,
-    drain,
     job_ledger,
     run_declaration,
     worker_info,
@@ -214,9 +219,7 @@ def open_migration(
                 table=ctx.live_name(table),
             )
         state = MigrationState(migration_id, declaration, created_destination=created)
-        _, shards = yield from describe_shards(ctx, plan.stream_arn)
         state.stream_arn = plan.stream_arn
-        state.shards = {s.id: {"parent": s.parent, "seq": None, "done": False} for s in shards}
         yield from store.save(state)
     migration = Migration(ctx, table, src, store, state, options, segments, page_size, progress)
     return migration, plan
@@ -235,6 +238,14 @@ def copy(m: Migration, total: int | None = None) -> Operation[None]:
     to the catch-up phase; with ``detach``, only open (or resume) its run. ``total`` is the
     source's item count, for the progress's ETA."""
     spec = ScanSpec(m.source, None, None, m.segments, page_size=m.page_size)
+    if m.state.copy_started is None:
+        # The stream's shards as they are now become the catch-up's units (their positions
+        # are kept in the ledger from the start), and the copy's start is taken from
+        # DynamoDB's clock: the catch-up does not apply records older than that.
+        yield from _open_catch_up(m)
+        answer = yield from call(m.ctx, "DescribeTable", {"TableName": m.source.name}, (m.source,))
+        m.state.copy_started = server_time(answer)
+        yield from m.store.save(m.state)
 
     def kind_for(unit_ctx: Context, budget: RateBudget) -> CopyKind:
         return CopyKind(unit_ctx, m.table, budget)
@@ -252,6 +263,16 @@ def copy(m: Migration, total: int | None = None) -> Operation[None]:
     if record.state == "done" or all(u.state == "done" for u in record.units):
         m.state.phase = "catch-up"
     yield from m.store.save(m.state)
+
+
+def _open_catch_up(m: Migration) -> Operation[None]:
+    """Open the catch-up's run with a unit for each shard the stream lists now."""
+    _, shards = yield from describe_shards(m.ctx, m.state.stream_arn)
+    units = [ShardUnit(s.id, s.parent) for s in shards]
+    ledger = job_ledger(m)
+    job, _ = yield from ledger.open(catch_up_declaration(m), units, m.options.rate())
+    yield from ledger.set_state(job.id, "paused", only_from=("running",))  # until its pass
+    m.state.catch_up_job = job.id
 
 
 def _check_executor(ctx: Context, table: Table, options: JobOptions) -> None:
@@ -444,11 +465,10 @@ def _delete_items(m: Migration) -> Operation[None]:
 def _delete_ledger(m: Migration) -> Operation[None]:
     """Delete the migration's state and the ledger records of its copy and verifications."""
     jobs = [*m.state.verify_jobs, *((m.state.verifying or {}).get("runs") or ())]
-    if m.state.copy_job is not None:
-        jobs.append(m.state.copy_job)
+    jobs += [j for j in (m.state.copy_job, m.state.catch_up_job) if j is not None]
     prefixes = [f"migration#{m.state.id}"]
     prefixes += [p for job in jobs for p in (f"job#{job}", f"unit#{job}#")]
-    declarations = [run_declaration(m, "migrate-copy")]
+    declarations = [run_declaration(m, "migrate-copy"), catch_up_declaration(m)]
     for epoch in range(max(1, m.state.verify_epoch - 1), m.state.verify_epoch + 1):
         declarations += [run_declaration(m, k, epoch) for k in ("migrate-verify", "migrate-extra")]
     prefixes += [f"run#{fingerprint(d)}" for d in declarations]

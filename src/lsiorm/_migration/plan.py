@@ -118,9 +118,11 @@ def plan_migration(
 class MigrationState:
     """A migration as its ledger item holds it.
 
-    ``phase``: ``copy``, ``catch-up``, ``switched`` or ``abandoned``. ``shards`` maps each
-    shard id to its parent, the last sequence number applied and whether it is read to its
-    end. ``lag`` is ``[records, seconds]`` of the last catch-up pass, which ended at
+    ``phase``: ``copy``, ``catch-up``, ``switched`` or ``abandoned``. ``shards`` is what an
+    older release kept of each shard (its parent, the last sequence number applied, whether it
+    was read to its end); the catch-up now keeps its shards as units of its own run in the
+    ledger (``catch_up_job``), and reads ``shards`` only to start where an older release
+    stopped. ``lag`` is ``[records, seconds]`` of the last catch-up pass, which ended at
     ``caught_up_at`` (seconds since the epoch; 0 before the first).
     """
 
@@ -150,6 +152,13 @@ class MigrationState:
     caught_up_at: float = 0.0
     #: What a worker elsewhere needs to run a unit of the migration (`worker_info`).
     worker: dict[str, Any] = field(default_factory=dict)
+    #: When the copy began, by DynamoDB's clock (seconds since the epoch; None: a migration
+    #: begun by an older release): records older than that, by a margin, are not replayed.
+    copy_started: float | None = None
+    #: The catch-up's run in the ledger (its units are the stream's shards, with positions).
+    catch_up_job: str | None = None
+    #: Records read by the catch-up but older than the copy (not applied).
+    before_copy: int = 0
     version: int = 0
 
 
@@ -328,6 +337,9 @@ class VerifyReport:
     source_checksum: int = 0
     destination_checksum: int = 0
     examples: dict[str, list[Any]] = field(default_factory=dict)
+    #: Only the items changed since the last clean verification were checked (a cut-over
+    #: with writers paused): ``source`` counts those checks, not the table's items.
+    changed_only: bool = False
 
     @property
     def clean(self) -> bool:
@@ -336,8 +348,13 @@ class VerifyReport:
 
     def __str__(self) -> str:
         verdict = "clean" if self.clean else "DIFFERENCES"
+        what = (
+            "items changed since the last clean verification checked"
+            if self.changed_only
+            else "source items"
+        )
         lines = [
-            f"  verify: {verdict}: {self.source} source items, {self.matched} matched, "
+            f"  verify: {verdict}: {self.source} {what}, {self.matched} matched, "
             f"{self.missing} missing, {self.different} different, {self.extra} extra",
         ]
         for kind, keys in self.examples.items():

@@ -62,6 +62,7 @@ __all__ = [
     "record_of",
     "replay_of",
     "replay_request",
+    "shard_iterator",
     "shard_order",
 ]
 
@@ -254,7 +255,7 @@ def read_shard(
     A shard the stream no longer holds (trimmed after 24 hours) counts as read to its end.
     """
     position = after
-    iterator = yield from _iterator(ctx, stream_arn, shard, position)
+    iterator = yield from shard_iterator(ctx, stream_arn, shard, position)
     while iterator is not None:
         try:
             answer = yield from call(ctx, "GetRecords", {"ShardIterator": iterator, "Limit": limit})
@@ -262,7 +263,7 @@ def read_shard(
             if exc.code != "ExpiredIteratorException":
                 raise
             # 15 minutes since the iterator was handed out: a new one after the last record.
-            iterator = yield from _iterator(ctx, stream_arn, shard, position)
+            iterator = yield from shard_iterator(ctx, stream_arn, shard, position)
             continue
         records = tuple(record_of(raw) for raw in answer.get("Records") or ())
         iterator = answer.get("NextShardIterator")
@@ -274,7 +275,7 @@ def read_shard(
     return True
 
 
-def _iterator(
+def shard_iterator(
     ctx: Context, stream_arn: str, shard: str, after: str | None
 ) -> Operation[str | None]:
     """A shard iterator after sequence number ``after`` (None: TRIM_HORIZON); None when the

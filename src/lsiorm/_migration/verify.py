@@ -33,7 +33,8 @@ times, before they are reported.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,15 +44,9 @@ from lsiorm._jobs.ledger import JobRecord, UnitRecord
 from lsiorm._jobs.resumable import DONE, Position, json_av, key_of
 from lsiorm._jobs.scans import ScanSpec
 from lsiorm._jobs.units import Unit
+from lsiorm._migration.catch_up import drain, shard_positions
 from lsiorm._migration.plan import VerifyReport
-from lsiorm._migration.run import (
-    Migration,
-    Pass,
-    delete_runs,
-    drain,
-    job_ledger,
-    run_declaration,
-)
+from lsiorm._migration.run import Migration, delete_runs, job_ledger, run_declaration
 from lsiorm._migration.stream_replay import ShardPage, describe_shards, read_shard, shard_order
 from lsiorm._migration.table_copy import ExtraKind, VerifyKind, derive_item, moved_from
 from lsiorm._model.schema import Table
@@ -130,9 +125,10 @@ def _epoch(m: Migration) -> Operation[dict[str, Any]]:
     if m.state.verifying is None:
         before = m.state.verify_epoch
         m.state.verify_epoch += 1
+        start = yield from shard_positions(m)
         m.state.verifying = {
             "epoch": m.state.verify_epoch,
-            "start": {shard: entry["seq"] for shard, entry in m.state.shards.items()},
+            "start": start,
             "jobs": {},
             "runs": [],
         }
@@ -266,8 +262,8 @@ def verify(m: Migration) -> Operation[VerifyReport | None]:
     for _ in range(RECHECKS):
         if not differing and not extra:
             break
-        touched = yield from drain(m)
-        differing, extra = yield from _recheck(m, differing, extra, touched)
+        yield from drain(m)
+        differing, extra = yield from _recheck(m, differing, extra, verifying["start"])
     report.missing, report.different = found.beyond["missing"], found.beyond["different"]
     for key in differing.values():
         outcome = yield from _compare(m, key)
@@ -305,48 +301,107 @@ def keep_verify(m: Migration, report: VerifyReport) -> Operation[None]:
     yield from m.store.save(m.state)
 
 
-def verify_touched(m: Migration, since: Mapping[str, str | None]) -> Operation[VerifyReport]:
-    """Compare the items the stream changed after positions ``since`` (those of a clean
-    verification's start): each source item now against the destination, and every
-    destination key its changes derived must hold it or nothing."""
-    keys: dict[str, WireItem] = {}  # source key digest -> source key
-    derived_keys: dict[str, dict[str, WireItem]] = {}  # source key digest -> destination keys
+#: How many changed keys `verify_touched` remembers having checked, so that a key changed many
+#: times is read once (past that, a key may be checked again: the counts say checks).
+CHECKED_KEYS = 100_000
+
+
+def _stream_pages(
+    m: Migration, since: Mapping[str, str | None], on_page: Callable[[ShardPage], Operation[bool]]
+) -> Operation[None]:
+    """Hand every page of the stream after positions ``since`` to ``on_page``: each shard
+    after its position there (a shard not there, one that split off since, from its oldest
+    record), parents before children, to its newest record. Nothing is kept between pages."""
     _, shards = yield from describe_shards(m.ctx, m.state.stream_arn)
     for shard in shard_order(shards):
-
-        def on_page(page: ShardPage) -> Operation[bool]:
-            for record in page.records:
-                name = digest(record.keys)
-                keys[name] = record.keys
-                for image in (record.old, record.new):
-                    item = derive_item(m.table, image).item if image is not None else None
-                    if item is not None:
-                        key = key_of(m.table, item)
-                        derived_keys.setdefault(name, {})[digest(key)] = key
-            return True
-            yield  # a generator: nothing to send
-
         yield from read_shard(
             m.ctx, m.state.stream_arn, shard.id, since.get(shard.id), on_page, closed=shard.closed
         )
-    report = VerifyReport()
-    for name, source_key in keys.items():
-        report.source += 1
-        outcome = yield from _compare(m, source_key)
-        item = yield from _get(m, m.source, source_key)
-        now = derive_item(m.table, item).item if item is not None else None
-        current = digest(key_of(m.table, now)) if now is not None else None
-        for other, key in derived_keys.get(name, {}).items():
-            if other != current and (yield from _get(m, m.table, key)) is not None:
-                report.extra += 1
-                report.examples.setdefault("extra", []).append(_plain(key))
-        if outcome == "matched":
-            report.matched += 1
-            continue
-        setattr(report, outcome, getattr(report, outcome) + 1)
-        report.examples.setdefault(outcome, []).append(_plain(source_key))
+
+
+def verify_touched(m: Migration, since: Mapping[str, str | None]) -> Operation[VerifyReport]:
+    """Compare the items the stream changed after positions ``since`` (those of a clean
+    verification's start): each source item now against the destination, and every
+    destination key its changes derived must hold it or nothing.
+
+    The stream is read a page at a time and each page's keys are checked then (a key is
+    checked once while `CHECKED_KEYS` keys are remembered), so memory does not grow with the
+    number of changed items. ``source`` counts the changed keys checked
+    (``report.changed_only``)."""
+    report = VerifyReport(changed_only=True)
+    checked: OrderedDict[str, None] = OrderedDict()
+
+    def on_page(page: ShardPage) -> Operation[bool]:
+        keys: dict[str, WireItem] = {}  # source key digest -> source key, this page's
+        derived: dict[str, dict[str, WireItem]] = {}  # ... -> destination keys it derived
+        for record in page.records:
+            name = digest(record.keys)
+            keys[name] = record.keys
+            for image in (record.old, record.new):
+                item = derive_item(m.table, image).item if image is not None else None
+                if item is not None:
+                    key = key_of(m.table, item)
+                    derived.setdefault(name, {})[digest(key)] = key
+        for name, source_key in keys.items():
+            if name in checked:
+                checked.move_to_end(name)
+                continue
+            checked[name] = None
+            if len(checked) > CHECKED_KEYS:
+                checked.popitem(last=False)
+            yield from _check_changed(m, report, source_key, derived.get(name, {}))
+        return True
+
+    yield from _stream_pages(m, since, on_page)
     report.examples = {k: v[:EXAMPLES] for k, v in report.examples.items()}
     return report
+
+
+def _check_changed(
+    m: Migration, report: VerifyReport, source_key: WireItem, derived: Mapping[str, WireItem]
+) -> Operation[None]:
+    """Check one changed source item: it now against the destination, and each destination key
+    its changes derived (other than its current one) holds nothing."""
+    report.source += 1
+    outcome = yield from _compare(m, source_key)
+    item = yield from _get(m, m.source, source_key)
+    now = derive_item(m.table, item).item if item is not None else None
+    current = digest(key_of(m.table, now)) if now is not None else None
+    for other, key in derived.items():
+        if other != current and (yield from _get(m, m.table, key)) is not None:
+            report.extra += 1
+            report.examples.setdefault("extra", []).append(_plain(key))
+    if outcome == "matched":
+        report.matched += 1
+        return
+    setattr(report, outcome, getattr(report, outcome) + 1)
+    report.examples.setdefault(outcome, []).append(_plain(source_key))
+
+
+def sources_deriving(
+    m: Migration, since: Mapping[str, str | None], wanted: Mapping[str, WireItem]
+) -> Operation[dict[str, list[WireItem]]]:
+    """The source keys whose changes after positions ``since`` derived one of the destination
+    keys ``wanted`` (by digest): read from the stream a page at a time, keeping only what
+    matches (memory bounded by ``wanted``)."""
+    found: dict[str, list[WireItem]] = {}
+
+    def on_page(page: ShardPage) -> Operation[bool]:
+        for record in page.records:
+            for image in (record.old, record.new):
+                item = derive_item(m.table, image).item if image is not None else None
+                if item is None:
+                    continue
+                name = digest(key_of(m.table, item))
+                if name in wanted:
+                    mine = found.setdefault(name, [])
+                    if record.keys not in mine:
+                        mine.append(dict(record.keys))
+        return True
+        yield  # a generator: nothing to send
+
+    yield from _stream_pages(m, since, on_page)
+    return found
 
 
 def _plain(key: Mapping[str, Any]) -> dict[str, Any]:
@@ -379,9 +434,14 @@ def _recheck(
     m: Migration,
     differing: dict[str, WireItem],
     extra: dict[str, WireItem],
-    touched: Pass,
+    since: Mapping[str, str | None],
 ) -> Operation[tuple[dict[str, WireItem], dict[str, WireItem]]]:
-    """The source keys that still differ, and the destination keys still extra."""
+    """The source keys that still differ, and the destination keys still extra.
+
+    A destination item is not extra when a source item derives it now: the one at the source
+    key the destination item carries, or, for a key no source item derived when the
+    verification read the source (a change since, to a field the keys derive from), one the
+    stream names after the verification's start (`sources_deriving`)."""
     still: dict[str, WireItem] = {}
     for name, key in differing.items():
         outcome = yield from _compare(m, key)
@@ -392,11 +452,29 @@ def _recheck(
         there = yield from _get(m, m.table, key)
         if there is None:
             continue
-        source_key = touched.touched.get(name)
-        if source_key is not None:
-            item = yield from _get(m, m.source, source_key)
-            derived = derive_item(m.table, item).item if item is not None else None
-            if derived is not None and digest(key_of(m.table, derived)) == name:
-                continue
+        if (yield from _derives(m, key_of(m.source, there), name)):
+            continue
         left[name] = key
+    if left:
+        named = yield from sources_deriving(m, since, left)
+        for name, sources in named.items():
+            for source_key in sources:
+                if (yield from _derives(m, source_key, name)):
+                    left.pop(name, None)
+                    break
     return still, left
+
+
+def _sort(table: Table) -> tuple[str, ...]:
+    return (table.sort_key.name,) if table.sort_key else ()
+
+
+def _derives(m: Migration, source_key: Mapping[str, Any], name: str) -> Operation[bool]:
+    """Whether the source item at ``source_key`` (read now) derives the destination key whose
+    digest is ``name``."""
+    source = m.source
+    if any(k not in source_key for k in (source.partition_key.name, *_sort(source))):
+        return False
+    item = yield from _get(m, m.source, source_key)
+    derived = derive_item(m.table, item).item if item is not None else None
+    return derived is not None and digest(key_of(m.table, derived)) == name

@@ -52,6 +52,7 @@ def test_the_units_counts_add_up_and_their_keys_are_kept_by_kind() -> None:
             "source_checksum": 5,
             "destination_checksum": 0,
             "examples": {},
+            "changed_only": False,
         },
         "keys": {
             "missing": {digest(key("G#1", "A")): key("G#1", "A")},
