@@ -300,6 +300,41 @@ def test_writes_that_cannot_be_mirrored_fall_back_are_reported_and_converge(
         finish(session, dynamodb_client, names, table)
 
 
+def test_a_raw_request_naming_the_source_is_routed_as_one_naming_the_table(
+    endpoint_url: str, dynamodb_client: Any, names: tuple[str, str]
+) -> None:
+    """`call` with the source's name (the table an app wrote before the migration) is a write
+    of the migrated data too: mirrored, or counted as a fallback, never sent around the route."""
+    source, dest = names
+    with session_on(endpoint_url) as session:
+        table, _ = migrated(session, dynamodb_client, names)
+        fell: list[DualFallback] = []
+        dual = session.dual_writes(table, source, on_fallback=fell.append)
+        key = {"PK": {"S": "G#004"}, "SK": {"S": "ORDER#000011"}}
+        dual.call(
+            "UpdateItem",
+            {
+                "TableName": source,
+                "Key": key,
+                "UpdateExpression": "SET title = :t",
+                "ExpressionAttributeValues": {":t": {"S": "raw"}},
+            },
+        )
+        item = source_item(12, title="raw put")
+        dual.call("PutItem", {"TableName": source, "Item": item})
+        assert dual.dual is not None
+        assert dual.dual.fallbacks == {"update-effect-unknown": 1}
+        assert fell == [DualFallback("UpdateItem", "update-effect-unknown")]
+        assert dual.dual.mirrored == 1
+        there = dynamodb_client.get_item(TableName=dest, Key=key_of_item(item))["Item"]
+        assert there["title"] == {"S": "raw put"}
+        finish(session, dynamodb_client, names, table)
+
+
+def key_of_item(item: dict[str, Any]) -> dict[str, Any]:
+    return {"PK": item["PK"], "SK": item["SK"]}
+
+
 # -- refusals -------------------------------------------------------------------------------------
 
 

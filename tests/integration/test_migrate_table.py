@@ -30,6 +30,7 @@ from lsiorm import (
 )
 from lsiorm._cli import EXIT_OK, EXIT_USAGE
 from lsiorm.errors import ValidationError
+from lsiorm.testing import FaultInjector
 from support.cli import app_module, run
 from support.faults import FaultProxy
 from support.jobs import Killed, session_on
@@ -38,6 +39,7 @@ from support.migration import (
     PageReads,
     SourceWriters,
     assert_migrated,
+    declare_shop,
     scan_all,
     source_request,
     stream_table,
@@ -256,6 +258,28 @@ def _tamper(client: Any, dest: str) -> None:
         client.delete_item(**source_request("delete", dest, n))
     for n in (900, 901):
         client.put_item(**source_request("put", dest, n))
+
+
+def test_a_copy_whose_answers_are_lost_counts_each_item_copied_once(
+    session: Session, dynamodb_client: Any, names: tuple[str, str]
+) -> None:
+    """A copy's put whose answer was lost after DynamoDB applied it finds its own item when it
+    is sent again: it is counted as copied, not as an item that was there before."""
+    source, dest = names
+    items = 120
+    stream_table(dynamodb_client, source, items=items)
+    table, _ = declare_shop(dest)
+    copies = "attribute_not_exists(#pk)"
+    with FaultInjector(seed=42) as faults:
+        faults.lose_answer(
+            "PutItem", rate=0.3, when=lambda op, params: params.get("ConditionExpression") == copies
+        )
+        report = session.migrate_table(table, source, segments=2, page_size=10)
+    lost = faults.count("PutItem", fault="lost-answer")
+    assert lost > 10, lost
+    assert (report.copied, report.present) == (items + 1, 0), str(report)
+    assert report.verify is not None
+    assert report.verify.clean, str(report)
 
 
 @pytest.mark.parametrize("phase", ["source", "extras"])

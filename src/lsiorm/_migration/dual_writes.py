@@ -28,7 +28,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lsiorm._jobs.options import JobOptions
@@ -110,6 +110,10 @@ class DualWrites:
     # -- the route -------------------------------------------------------------------------------
 
     def __call__(self, sent: RoutedRequest) -> Operation[dict[str, Any]]:
+        if not self._names_table(sent.params) and self._names_table(sent.params, self.source):
+            # A raw request (`call`) naming the source table writes the migrated data as well
+            # as one naming the declared table: it is routed the same way.
+            sent = replace(sent, params=self._declared(sent.params))
         operation, params = sent.operation, sent.params
         if not self._names_table(params):
             return (yield from sent.as_given())
@@ -125,8 +129,14 @@ class DualWrites:
             return (yield from self._batch(sent))
         return (yield from self._single(sent))
 
-    def _names_table(self, params: Mapping[str, Any]) -> bool:
-        name = self.table.name
+    def _declared(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` with the source's name replaced by the declared table's."""
+        declared, _ = to_wire(params, lambda n: self.table.name if n == self.source else n)
+        return declared
+
+    def _names_table(self, params: Mapping[str, Any], name: str | None = None) -> bool:
+        """Whether ``params`` name the declared table (or the table ``name``)."""
+        name = self.table.name if name is None else name
         if params.get("TableName") == name or name in (params.get("RequestItems") or {}):
             return True
         for action in params.get("TransactItems") or ():

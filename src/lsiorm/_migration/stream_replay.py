@@ -1,15 +1,17 @@
-"""Catch-up from a DynamoDB stream: shard order, reading records, and the replay rule.
+"""The stream side of a table migration: shards and their order, reading records, and the
+replay rule with its proof.
 
 A table migration (`lsiorm._migration.phases`) copies the source table, then applies every change
-its stream recorded to the destination. This module owns the stream side of that:
+its stream recorded to the destination (`lsiorm._migration.catch_up` runs that, a shard per
+work unit). This module owns what that rests on:
 
 * `shard_order`: shards in an order where every parent comes before its children. DynamoDB
   keeps the records of one item in one shard at a time, and when a shard splits, its records
   come before those of its children; reading parents first keeps each item's changes in order.
-* `read_shard`: the records of one shard after a sequence number (or from TRIM_HORIZON), page
-  by page, following the shard iterators of one pass. Iterators expire after 15 minutes, so
-  none is ever stored: a resumed catch-up asks for a new one after the last sequence number
-  the ledger holds.
+* `shard_iterator` and `read_shard`: a shard iterator after a sequence number (or at
+  TRIM_HORIZON), and the records of one shard page by page (the verification's reads).
+  Iterators expire after 15 minutes, so none is ever stored in the ledger: a resumed reader
+  asks for a new one after the last sequence number the ledger holds.
 * `replay_of`: the pure replay rule. Each record carries the item before (OldImage) and after
   (NewImage) the change; both are derived through the destination's declaration, and the change
   is applied only if the destination still holds the derived old image (or nothing, for a new
@@ -26,9 +28,11 @@ Old_(k+1), so record *k+1* applies. Either way the destination ends at the last 
 absent after a removal). The same holds when records are replayed again after a resume (a
 replay always runs on to the end of the shard), and when a condition holds for the wrong reason
 (an attribute the guard does not watch): the write replaces the whole item, and the records
-after it apply in turn. The price: records older than the copy are replayed too, so right
-after the copy, an item may briefly show an older state until its later records are applied
-(up to 24 hours of records, the stream's retention, are read the first time).
+after it apply in turn. Records older than the copy need not be replayed at all (the proof
+holds for any prefix of an item's records left out, as long as every record from the copy's
+read of the item on is applied); the catch-up reads them but does not apply those clearly older
+than the copy's start (`lsiorm._migration.catch_up.REPLAY_MARGIN`). Those it does replay may
+show an item briefly in an older state, until its later records are applied.
 
 A change that moves the item to another destination key (a field its keys derive from changed)
 is one transaction: delete the old derived key if it holds the derived old image, and put the

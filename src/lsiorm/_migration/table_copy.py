@@ -13,7 +13,9 @@ silently.
   an item found there counts as ``present``, and one whose derived primary key is not its
   own as ``key_moved`` (a new key format). (BatchWriteItem would be fewer requests, but it
   cannot carry a condition.) A page's keys are its intent: after a resume, a key found present
-  that the cut-short page was about to write counts as ``copied``.
+  that the cut-short page was about to write counts as ``copied``; so does a put whose answer
+  was lost after DynamoDB applied it, when its retry finds the very item it wrote (the failed
+  condition returns the stored item).
 * `VerifyKind` reads the destination item of each derived key (BatchGetItem, consistent) and
   compares it with the derived item, attribute by attribute; it counts ``matched``,
   ``missing`` and ``different`` items, keeps the source keys of those that differ in its
@@ -37,6 +39,7 @@ from lsiorm._model.key_check import check_item_keys
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, from_wire, same_item
 from lsiorm._ops.batch import read_keys
+from lsiorm._ops.items import is_ambiguous
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.rekeying import moved_item
 from lsiorm._ops.steps import Operation
@@ -193,11 +196,23 @@ class CopyKind(_Kind):
             "Item": new,
             "ConditionExpression": "attribute_not_exists(#pk)",
             "ExpressionAttributeNames": {"#pk": self.destination.partition_key.name},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
+        ambiguous: list[bool] = []
         try:
-            yield from call(self.ctx, "PutItem", params, (self.destination,))
-        except ConditionFailedError:
-            mine = recovered.pop(digest(key_of(self.destination, new)), None) is not None
+            yield from call(
+                self.ctx,
+                "PutItem",
+                params,
+                (self.destination,),
+                on_error=lambda exc: ambiguous.append(is_ambiguous(exc)),
+            )
+        except ConditionFailedError as exc:
+            planned = recovered.pop(digest(key_of(self.destination, new)), None) is not None
+            # An attempt of this very put that was applied and whose answer was lost finds its
+            # own item: that is a copy, not an item that was there before.
+            lost = any(ambiguous) and _same(exc.response.get("Item"), new)
+            mine = planned or lost
             part.add("copied" if mine else "present")
             return mine
         except ValidationError as exc:  # refused before sending (too large, say)
@@ -206,6 +221,10 @@ class CopyKind(_Kind):
             return False
         part.add("copied")
         return True
+
+
+def _same(stored: Any, item: Mapping[str, Any]) -> bool:
+    return isinstance(stored, Mapping) and same_item(stored, item)
 
 
 def _finding(part: Part, kind: str, key: WireItem) -> None:
