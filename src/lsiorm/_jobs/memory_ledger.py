@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from lsiorm._jobs.ledger import (
+    RESUMABLE,
     JobLedger,
     JobRecord,
     JobState,
@@ -35,7 +36,8 @@ class MemoryLedger:
     """The same ledger kept in this process only: for dry runs and read-only audits.
 
     It sends no request (its operations yield no step); its runs are not seen by other
-    processes, never resumed, and gone with this object. Its leases last for ever unless
+    processes, resumed only by this object (a running or paused run of the same declaration),
+    and gone with it. Its leases last for ever unless
     ``lease_seconds`` says otherwise (tests of expiry and takeover set it).
     """
 
@@ -53,6 +55,21 @@ class MemoryLedger:
     def open(
         self, declaration: Mapping[str, Any], units: Iterable[Unit], rate: Mapping[str, float]
     ) -> Operation[tuple[JobRecord, bool]]:
+        print_ = fingerprint(declaration)
+        with self._lock:
+            current = next(
+                (
+                    job_id
+                    for job_id, job in self._jobs.items()
+                    if job["fingerprint"] == print_ and job["state"] in RESUMABLE
+                ),
+                None,
+            )
+            if current is not None:  # as the ledger in DynamoDB does: resume it
+                self._jobs[current]["state"] = "running"
+        if current is not None:
+            record = yield from self.job(current, units=False)
+            return record, True
         job_id = f"{declaration.get('kind', 'job')}-{uuid.uuid4().hex[:12]}"
         now = self.clock()
         with self._lock:
@@ -64,6 +81,7 @@ class MemoryLedger:
                 "kind": str(declaration.get("kind", "job")),
                 "state": "running",
                 "declaration": dict(declaration),
+                "fingerprint": print_,
                 "created": now,
                 "updated": now,
                 "items": 0,
@@ -207,6 +225,7 @@ class MemoryLedger:
                 counts=dict(claim.counts),
                 notes=dict(claim.notes),
                 intent=None,
+                position=None,  # as in DynamoDB: a done unit keeps no position
             )
             done = all(u["state"] == "done" for u in self._units[job_id].values())
             if done and not open_ended(self._jobs[job_id]["declaration"]):

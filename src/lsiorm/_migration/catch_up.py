@@ -98,6 +98,7 @@ __all__ = [
     "catch_up_declaration",
     "drain",
     "lag_of",
+    "new_shard_units",
     "server_time",
     "shard_pages",
     "shard_positions",
@@ -388,7 +389,7 @@ def lag_of(units: Iterable[Any], now: float) -> float:
     return lag
 
 
-def _new_units(
+def new_shard_units(
     record: JobRecord, shards: Sequence[Shard], legacy: Mapping[str, Mapping[str, Any]]
 ) -> list[ShardUnit]:
     """The shards the run has no unit of yet. A migration begun by an older release kept its
@@ -415,7 +416,7 @@ def catch_up(m: Migration) -> Operation[Pass]:
     declaration = catch_up_declaration(m)
     job, _ = yield from ledger.open(declaration, (), m.options.rate())
     before = yield from ledger.job(job.id)
-    new = _new_units(before, shards, m.state.shards)
+    new = new_shard_units(before, shards, m.state.shards)
     if new:
         yield from ledger.add_units(job.id, new, len(before.units) + len(new))
     if m.state.catch_up_job != job.id:
