@@ -384,6 +384,7 @@ def _report(m: Migration, verified: VerifyReport | None) -> Operation[MigrationR
         applied=state.applied,
         skipped=state.skipped,
         unapplied=state.unapplied,
+        before_copy=state.before_copy,
         lag_records=int(state.lag[0]),
         lag_seconds=float(state.lag[1]),
         copy_job=state.copy_job,

@@ -301,8 +301,9 @@ def migration_summary(state: MigrationState, runs: Sequence[JobRecord], now: flo
         records, seconds = int(state.lag[0]), float(state.lag[1])
         ago = max(0.0, now - state.caught_up_at)
         lines.append(
-            f"  catch-up: {state.applied} changes applied, {state.skipped} skipped; "
-            f"lag {records} records, {seconds:.1f} s behind (measured {ago:.0f} s ago)"
+            f"  catch-up: {state.applied} changes applied, {state.skipped} skipped"
+            + (f", {state.before_copy} older than the copy" if state.before_copy else "")
+            + f"; lag {records} records, {seconds:.1f} s behind (measured {ago:.0f} s ago)"
         )
     if state.verifying is not None:
         epoch = state.verifying.get("epoch")
@@ -381,6 +382,8 @@ class MigrationReport:
     applied: int = 0
     skipped: int = 0
     unapplied: int = 0
+    #: Changes the catch-up read but did not apply: older than the copy's start.
+    before_copy: int = 0
     lag_records: int = 0
     lag_seconds: float = 0.0
     verify: VerifyReport | None = None
@@ -410,6 +413,7 @@ class MigrationReport:
             f"  copy: {self.copied} copied, {self.present} already there, "
             f"{self.unmatched} unmatched, {self.as_stored} kept as stored, {self.failed} failed",
             f"  catch-up: {self.applied} changes applied, {self.skipped} skipped"
+            + (f", {self.before_copy} older than the copy" if self.before_copy else "")
             + (f", {self.unapplied} too large to apply" if self.unapplied else "")
             + f"; lag {self.lag_records} records, {self.lag_seconds:.1f} s",
         ]
