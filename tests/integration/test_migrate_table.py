@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +43,7 @@ from support.migration import (
     declare_shop,
     scan_all,
     source_request,
+    stream_records,
     stream_table,
     streamed_shop,
 )
@@ -386,6 +388,61 @@ def test_a_live_table_migrates_with_two_writers(
 ) -> None:
     with session_on(endpoint_url) as session:
         _migrate_under_writers(endpoint_url, dynamodb_client, names, session)
+
+
+class CatchUpKiller:
+    """Kills the migration at the catch-up's ``limit``-th write to the destination (a replay:
+    any write to it but the copy's puts), while ``limit`` is set."""
+
+    def __init__(self, destination: str, limit: int | None) -> None:
+        self.destination = destination
+        self.limit = limit
+        self.writes = 0
+        self.lock = threading.Lock()
+
+    def before(self, request: HookRequest) -> None:
+        params = request.params
+        if request.operation == "TransactWriteItems":
+            named = {
+                b.get("TableName") for a in params.get("TransactItems", ()) for b in a.values()
+            }
+        elif request.operation in ("PutItem", "DeleteItem"):
+            named = {params.get("TableName")}
+        else:
+            return
+        copy = params.get("ConditionExpression") == "attribute_not_exists(#pk)"
+        if self.destination not in named or copy or self.limit is None:
+            return
+        with self.lock:
+            self.writes += 1
+            if self.writes >= self.limit:
+                raise Killed
+
+
+@pytest.mark.slow
+def test_a_catch_up_killed_mid_page_resumes_with_every_change_counted_once(
+    endpoint_url: str, dynamodb_client: Any, names: tuple[str, str]
+) -> None:
+    items = max(100, int(20_000 * SCALE))
+    source, dest, table = streamed_shop(dynamodb_client, names, items=items)
+    killer = CatchUpKiller(dest, limit=None)
+    with session_on(endpoint_url, killer) as session:
+        with SourceWriters(_client_for(endpoint_url), source, items, threads=2) as writers:
+            assert session.migrate_table(table, source, segments=4).phase == "catch-up"
+            while writers.writes < items:  # changes for the next catch-up to apply
+                time.sleep(0.05)
+            killer.limit = max(5, items // 10)
+            with pytest.raises(Killed):
+                session.migrate_table(table, source, segments=4)
+            killer.limit = None
+            session.migrate_table(table, source, segments=4)
+        final = session.migrate_table(table, source, finish=True)
+    assert final.phase == "switched", str(final)
+    assert_migrated(dynamodb_client, source, dest, table)
+    # Every change in the stream was read once and counted once, whatever the kill cut short.
+    counted = final.applied + final.skipped + final.before_copy + final.unapplied
+    assert counted == stream_records(endpoint_url, source), str(final)
+    assert final.applied > 0
 
 
 @pytest.fixture

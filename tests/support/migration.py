@@ -34,6 +34,7 @@ __all__ = [
     "scan_all",
     "source_item",
     "source_request",
+    "stream_records",
     "stream_table",
     "streamed_shop",
 ]
@@ -243,3 +244,34 @@ class PageReads:
     def reached(self, reads: int) -> None:
         if self.limit is not None and reads > self.limit:
             raise Killed
+
+
+def stream_records(endpoint_url: str, table: str) -> int:
+    """How many records the stream of ``table`` holds, every shard read to its newest record
+    with boto3's own client (brute force, for exact counts)."""
+    import boto3
+
+    streams = boto3.client("dynamodbstreams", endpoint_url=endpoint_url, region_name="us-east-1")
+    client = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name="us-east-1")
+    arn = client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    shards, start = [], None
+    while True:
+        page = streams.describe_stream(
+            StreamArn=arn, **({"ExclusiveStartShardId": start} if start else {})
+        )["StreamDescription"]
+        shards += page["Shards"]
+        start = page.get("LastEvaluatedShardId")
+        if not start:
+            break
+    total = 0
+    for shard in shards:
+        iterator = streams.get_shard_iterator(
+            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            answer = streams.get_records(ShardIterator=iterator, Limit=1000)
+            total += len(answer["Records"])
+            if not answer["Records"]:
+                break
+            iterator = answer.get("NextShardIterator")
+    return total
