@@ -11,6 +11,7 @@ The modules, in reading order:
 * ``options``: one option value per behaviour (`StreamShards`, `PartitionLimits`,
   `OnDemandMaximum`, `GsiLag`, `TransactionConflicts`);
 * ``protocol``: targets, error answers and consumed capacity in DynamoDB's JSON protocol;
+* ``stats``: what the engine counts, from many threads;
 * ``upstream``: the upstream engine as the engine talks to it;
 * ``tables``: what the engine knows of each table, and partition identities and hashes;
 * ``touches``: what a request touches (items, positions, the partition a Query reads);

@@ -28,12 +28,12 @@ from __future__ import annotations
 import itertools
 import random
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from lsiorm.testing.aws_like.options import TransactionConflicts
 from lsiorm.testing.aws_like.protocol import ServiceError, cancelled
+from lsiorm.testing.aws_like.stats import Tally
 from lsiorm.testing.aws_like.touches import Touch
 
 __all__ = ["Conflicts", "Ticket"]
@@ -70,7 +70,7 @@ def _meets(kind: str, held: str) -> bool:
 class Conflicts:
     """The items held by requests in flight (and by transactions during their hold)."""
 
-    def __init__(self, option: TransactionConflicts, stats: Counter[str]) -> None:
+    def __init__(self, option: TransactionConflicts, stats: Tally) -> None:
         self.option = option
         self.stats = stats
         self._held: dict[str, list[_Hold]] = {}
@@ -112,7 +112,7 @@ class Conflicts:
             if not clashes and kind == "write" and touched and self._drawn():
                 clashes = [self._random.randrange(len(touched))]
             if clashes:
-                self.stats["conflicts"] += 1
+                self.stats.add("conflicts")
                 raise self._refusal(operation, len(touched), clashes)
             ticket = Ticket(owner, kind, [t.identity for t in touched])
             for identity in ticket.identities:

@@ -27,12 +27,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from lsiorm.testing.aws_like.options import GsiLag
+from lsiorm.testing.aws_like.stats import Tally
 from lsiorm.testing.aws_like.tables import TableShape, key_id
 from lsiorm.testing.aws_like.upstream import Upstream, UpstreamError
 
@@ -69,7 +70,7 @@ class _Shadow:
 class GsiLagging:
     """The shadow tables of an engine, the states queued for them, and the reads sent there."""
 
-    def __init__(self, option: GsiLag, upstream: Upstream, stats: Counter[str]) -> None:
+    def __init__(self, option: GsiLag, upstream: Upstream, stats: Tally) -> None:
         self.option = option
         self.upstream = upstream
         self.stats = stats
@@ -116,7 +117,7 @@ class GsiLagging:
         self._delete(name)  # a shadow left by an engine before this one is stale
         self.upstream.call("CreateTable", params)
         self._copy(shape.name, name)
-        self.stats["shadow_tables"] += 1
+        self.stats.add("shadow_tables")
 
     def _copy(self, source: str, target: str) -> None:
         params: dict[str, Any] = {"TableName": source, "ConsistentRead": True}
@@ -165,7 +166,7 @@ class GsiLagging:
         if shadow is not None:
             with self._lock:
                 shadow.pending.append((now, key, image))
-            self.stats["gsi_captured"] += 1
+            self.stats.add("gsi_captured")
 
     def _apply_due(self, shadow: _Shadow, now: float) -> None:
         cutoff = now - self.option.seconds
@@ -181,7 +182,7 @@ class GsiLagging:
             ]
             for i in range(0, len(writes), _BATCH):
                 self._write(shadow.name, writes[i : i + _BATCH])
-            self.stats["gsi_applied"] += len(writes)
+            self.stats.add("gsi_applied", len(writes))
 
     def redirected(
         self, params: Mapping[str, Any], shape: TableShape, now: float
@@ -194,7 +195,7 @@ class GsiLagging:
         if shadow is None:
             return None
         self._apply_due(shadow, now)
-        self.stats["gsi_reads"] += 1
+        self.stats.add("gsi_reads")
         return {**params, "TableName": shadow.name}
 
     @staticmethod

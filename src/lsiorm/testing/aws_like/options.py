@@ -53,7 +53,7 @@ class StreamShards:
             of the 128-bit hash space of partition key values.
         split_every: A shard that has received this many records splits (None: never by
             count).
-        split_at: Seconds after the engine started (real seconds, on the engine's clock) at
+        split_at: Seconds after the engine first saw the stream (on the engine's clock) at
             which every open shard splits.
         rollover_every: Every this many seconds each open shard is closed and continued by one
             child owning the same keys, as AWS rolls shards over every few hours (None: never).

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -44,6 +43,7 @@ from lsiorm.testing.aws_like.protocol import (
     operation_of,
     restore_consumed,
 )
+from lsiorm.testing.aws_like.stats import Tally
 from lsiorm.testing.aws_like.stream_feed import StreamFeeds
 from lsiorm.testing.aws_like.tables import Catalog, TableShape
 from lsiorm.testing.aws_like.throughput import (
@@ -192,7 +192,7 @@ class AwsLikeEngine(LoopbackService):
         super().__init__(idle_timeout=idle_timeout, max_connections=max_connections)
         self.clock: Callable[[], float] = clock or time.time
         self.time_scale = time_scale
-        self.stats: Counter[str] = Counter()
+        self.stats = Tally()
         self.upstream = Upstream(upstream, upstream_timeout)
         self.catalog = Catalog(self.upstream)
         self.partition_limits = partition_limits
@@ -263,7 +263,7 @@ class AwsLikeEngine(LoopbackService):
     def handle(self, headers: Mapping[str, str], body: bytes) -> Answer:
         """Answer one request (see the module)."""
         self.touch()
-        self.stats["requests"] += 1
+        self.stats.add("requests")
         self.upstream.remember(headers)
         prefix, operation = operation_of(headers)
         try:
@@ -278,7 +278,7 @@ class AwsLikeEngine(LoopbackService):
             if operation in _ITEMS or operation in _READS:
                 return self._item_request(operation, headers, body)
         except ServiceError as exc:
-            self.stats[f"refused:{exc.code}"] += 1
+            self.stats.add(f"refused:{exc.code}")
             return exc.status, exc.body()
         return self.upstream.forward(headers, body)
 

@@ -15,21 +15,29 @@ created, changed, described or written through it, or when a Streams call names 
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections import Counter
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from lsiorm.testing.aws_like.options import StreamShards
 from lsiorm.testing.aws_like.protocol import ServiceError
+from lsiorm.testing.aws_like.stats import Tally
 from lsiorm.testing.aws_like.streams import Sequencer, VirtualStream, iterator_stream
 from lsiorm.testing.aws_like.upstream import Upstream, UpstreamError
 
-__all__ = ["StreamFeed", "StreamFeeds"]
+__all__ = ["StreamFeed", "StreamFeeds", "ticket"]
 
 #: Seconds between two upstream DescribeStream calls while the upstream shard stays open.
 _DESCRIBE_EVERY = 1.0
+_TICKETS = itertools.count()
+
+
+def ticket() -> int:
+    """A number greater than every one handed out before (orders asks and pulls)."""
+    return next(_TICKETS)
 
 
 @dataclass
@@ -71,14 +79,31 @@ class StreamFeed:
         self.stream = stream
         self._clock = clock
         self._shards: dict[str, _UpstreamShard] = {}
-        self._described = -_DESCRIBE_EVERY
+        self._described = 0.0
+        self._started = -1
         self._lock = threading.Lock()
+        #: Whether the upstream engine no longer has the stream (its table was deleted): its
+        #: records stay readable here, and nothing more is asked upstream.
+        self.ended = False
 
-    def pull(self) -> int:
-        """Take in every record the upstream stream holds now; how many were new."""
+    def pull(self, asked: int | None = None) -> int:
+        """Take in every record the upstream stream holds now; how many were new.
+
+        ``asked`` is a `ticket` taken when a reader asked: a pull that started after it read
+        everything the upstream engine held then, so readers waiting together share one pull.
+        """
         with self._lock:
-            if self._needs_describe():
-                self._describe()
+            if self.ended or (asked is not None and self._started > asked):
+                return 0
+            self._started = ticket()
+            try:
+                if self._needs_describe():
+                    self._describe()
+            except UpstreamError as exc:
+                if exc.code != "ResourceNotFoundException":
+                    raise
+                self.ended = True
+                return 0
             taken = 0
             for shard in _lineage_order(list(self._shards.values())):
                 if not shard.done:
@@ -88,10 +113,10 @@ class StreamFeed:
     def _needs_describe(self) -> bool:
         if not self._shards or all(s.done for s in self._shards.values()):
             return True
-        return self._clock() - self._described >= _DESCRIBE_EVERY
+        return time.monotonic() - self._described >= _DESCRIBE_EVERY
 
     def _describe(self) -> None:
-        self._described = self._clock()
+        self._described = time.monotonic()
         params: dict[str, Any] = {"StreamArn": self.stream.arn}
         while True:
             answer = self.upstream.call("DescribeStream", params, streams=True)
@@ -165,7 +190,7 @@ class StreamFeeds:
         *,
         clock: Callable[[], float],
         time_scale: float,
-        stats: Counter[str],
+        stats: Tally,
     ) -> None:
         self.upstream = upstream
         self.options = options
@@ -241,10 +266,11 @@ class StreamFeeds:
 
     def drain(self, arn: str) -> VirtualStream:
         """The virtual stream of ``arn`` with every record the upstream engine holds taken in."""
+        asked = ticket()
         stream = self.watch(arn)
         with self._lock:
             feed = self._feeds[arn]
-        feed.pull()
+        feed.pull(asked)
         stream.tick(self.clock())
         return stream
 

@@ -54,13 +54,14 @@ import hashlib
 import json
 import math
 import threading
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from lsiorm.testing.aws_like.options import StreamShards
 from lsiorm.testing.aws_like.protocol import ServiceError
+from lsiorm.testing.aws_like.stats import Tally
 from lsiorm.testing.aws_like.tables import hash_of, partition_id
 
 __all__ = [
@@ -202,7 +203,7 @@ class VirtualStream:
         sequencer: Sequencer,
         now: float,
         time_scale: float = 1.0,
-        stats: Counter[str] | None = None,
+        stats: Tally | None = None,
     ) -> None:
         self.arn = arn
         self.description = {
@@ -212,7 +213,7 @@ class VirtualStream:
         self.options = options
         self.retention = RETENTION_HOURS * 3600 * time_scale
         self.iterator_life = ITERATOR_MINUTES * 60 * time_scale
-        self.stats: Counter[str] = stats if stats is not None else Counter()
+        self.stats = stats if stats is not None else Tally()
         self.shards: dict[str, VirtualShard] = {}
         self._sequencer = sequencer
         self._lock = threading.RLock()
@@ -246,10 +247,10 @@ class VirtualStream:
                 return []
             self._close(shard, now)
             if children == 1 or shard.high - shard.low < 2:
-                self.stats["rollovers"] += 1
+                self.stats.add("rollovers")
                 return [self._open(shard.id, shard.low, shard.high, now).id]
             middle = (shard.low + shard.high) // 2
-            self.stats["splits"] += 1
+            self.stats.add("splits")
             return [
                 self._open(shard.id, shard.low, middle, now).id,
                 self._open(shard.id, middle, shard.high, now).id,
@@ -288,7 +289,7 @@ class VirtualStream:
             if cut:
                 shard.trimmed_through = shard.records[cut - 1].sequence
                 del shard.records[:cut]
-                self.stats["trimmed"] += cut
+                self.stats.add("trimmed", cut)
             if shard.closed_at is not None and shard.closed_at <= horizon and not shard.records:
                 shard.gone = True
 
@@ -311,7 +312,7 @@ class VirtualStream:
                 size = len(json.dumps(data))
             shard.records.append(_Record(sequence, now, size, body))
             shard.received += 1
-            self.stats["records"] += 1
+            self.stats.add("records")
             every = self.options.split_every
             if every is not None and shard.received >= every:
                 self.split(shard.id, now)
@@ -377,7 +378,7 @@ class VirtualStream:
             )
         after = sequence - 1 if kind == "AT_SEQUENCE_NUMBER" else sequence
         if after < shard.trimmed_through:
-            self.stats["trimmed_reads"] += 1
+            self.stats.add("trimmed_reads")
             raise ServiceError(
                 "TrimmedDataAccessException",
                 f"Sequence number {raw} of shard {shard.id} is older than the stream's trim "
@@ -401,14 +402,14 @@ class VirtualStream:
             if shard is None:
                 raise ServiceError("ResourceNotFoundException", f"No shard {shard_id}.")
             if now > issued + self.iterator_life:
-                self.stats["expired_iterators"] += 1
+                self.stats.add("expired_iterators")
                 raise ServiceError(
                     "ExpiredIteratorException",
                     "Iterator expired: it was handed out more than 15 minutes ago.",
                 )
             self._admit_read(shard, now)
             if after < shard.trimmed_through:
-                self.stats["trimmed_reads"] += 1
+                self.stats.add("trimmed_reads")
                 raise ServiceError(
                     "TrimmedDataAccessException",
                     f"The iterator points before the trim horizon of shard {shard.id}: "
@@ -426,7 +427,7 @@ class VirtualStream:
         while shard.reads and shard.reads[0] <= now - 1.0:
             shard.reads.popleft()
         if len(shard.reads) >= self.options.get_records_per_second:
-            self.stats["get_records_throttled"] += 1
+            self.stats.add("get_records_throttled")
             raise ServiceError(
                 "LimitExceededException",
                 f"Rate exceeded for shard {shard.id}: at most "

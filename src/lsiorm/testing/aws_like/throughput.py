@@ -39,7 +39,6 @@ from __future__ import annotations
 import base64
 import binascii
 import threading
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +48,7 @@ from lsiorm._model.wire import item_size
 from lsiorm.errors import ValidationError
 from lsiorm.testing.aws_like.options import OnDemandMaximum, PartitionLimits
 from lsiorm.testing.aws_like.protocol import ServiceError
+from lsiorm.testing.aws_like.stats import Tally
 from lsiorm.testing.aws_like.tables import TableShape
 from lsiorm.testing.aws_like.touches import Touch
 
@@ -152,7 +152,7 @@ class Throughput:
         self,
         limits: PartitionLimits | None,
         maximum: OnDemandMaximum | None,
-        stats: Counter[str],
+        stats: Tally,
     ) -> None:
         self.limits = limits
         self.maximum = maximum
@@ -212,8 +212,8 @@ class Throughput:
                 if key is not None and not key.has_room(now):
                     refused[access.position] = _reason(access, on_demand=False)
         for refusal in refused.values():
-            self.stats["throttled"] += 1
-            self.stats[refusal.reason] += 1
+            self.stats.add("throttled")
+            self.stats.add(refusal.reason)
         return sorted(refused.values(), key=lambda r: r.position)
 
     def charge(self, accesses: Sequence[Access], units: Units, now: float) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from lsiorm.testing.aws_like.conflicts import Conflicts
 from lsiorm.testing.aws_like.options import TransactionConflicts
 from lsiorm.testing.aws_like.protocol import ServiceError
+from lsiorm.testing.aws_like.stats import Tally
 from lsiorm.testing.aws_like.tables import TableShape
 from lsiorm.testing.aws_like.touches import Touch
 
@@ -33,7 +33,7 @@ def reasons(exc: pytest.ExceptionInfo[ServiceError]) -> list[str]:
 
 
 def test_a_transaction_meeting_one_in_flight_is_cancelled_at_that_items_position() -> None:
-    conflicts = Conflicts(TransactionConflicts(), Counter())
+    conflicts = Conflicts(TransactionConflicts(), Tally())
     first = conflicts.take("TransactWriteItems", items("a", "b"), None, 0.0)
     with pytest.raises(ServiceError) as second:
         conflicts.take("TransactWriteItems", items("c", "b", "d"), None, 0.0)
@@ -45,7 +45,7 @@ def test_a_transaction_meeting_one_in_flight_is_cancelled_at_that_items_position
 
 
 def test_a_plain_write_of_an_item_a_transaction_holds_gets_a_conflict_exception() -> None:
-    conflicts = Conflicts(TransactionConflicts(hold=0.5), Counter())
+    conflicts = Conflicts(TransactionConflicts(hold=0.5), Tally())
     held = conflicts.take("TransactWriteItems", items("a"), None, 0.0)
     conflicts.release(held, 1.0, applied=True)  # held until 1.5
     for operation in ("PutItem", "UpdateItem", "DeleteItem"):
@@ -56,14 +56,14 @@ def test_a_plain_write_of_an_item_a_transaction_holds_gets_a_conflict_exception(
 
 
 def test_a_cancelled_transaction_holds_nothing_after_its_answer() -> None:
-    conflicts = Conflicts(TransactionConflicts(hold=10.0), Counter())
+    conflicts = Conflicts(TransactionConflicts(hold=10.0), Tally())
     ticket = conflicts.take("TransactWriteItems", items("a"), None, 0.0)
     conflicts.release(ticket, 0.0, applied=False)
     assert conflicts.take("PutItem", items("a"), None, 0.0) is not None
 
 
 def test_a_transaction_meets_a_plain_write_in_flight_and_reads_meet_writes() -> None:
-    conflicts = Conflicts(TransactionConflicts(), Counter())
+    conflicts = Conflicts(TransactionConflicts(), Tally())
     plain = conflicts.take("PutItem", items("a"), None, 0.0)
     with pytest.raises(ServiceError) as write:
         conflicts.take("TransactWriteItems", items("a"), None, 0.0)
@@ -77,7 +77,7 @@ def test_a_transaction_meets_a_plain_write_in_flight_and_reads_meet_writes() -> 
 
 
 def test_transactional_reads_share_an_item_and_block_transactional_writes() -> None:
-    conflicts = Conflicts(TransactionConflicts(), Counter())
+    conflicts = Conflicts(TransactionConflicts(), Tally())
     conflicts.take("TransactGetItems", items("a", kind="get"), None, 0.0)
     assert conflicts.take("TransactGetItems", items("a", kind="get"), None, 0.0) is not None
     with pytest.raises(ServiceError):
@@ -88,7 +88,7 @@ def test_transactional_reads_share_an_item_and_block_transactional_writes() -> N
 
 
 def test_a_retry_with_the_same_token_is_the_same_transaction() -> None:
-    conflicts = Conflicts(TransactionConflicts(hold=5.0), Counter())
+    conflicts = Conflicts(TransactionConflicts(hold=5.0), Tally())
     first = conflicts.take("TransactWriteItems", items("a"), "token-1", 0.0)
     conflicts.release(first, 0.0, applied=True)
     assert conflicts.take("TransactWriteItems", items("a"), "token-1", 1.0) is not None
@@ -97,7 +97,7 @@ def test_a_retry_with_the_same_token_is_the_same_transaction() -> None:
 
 
 def test_batch_entries_are_never_refused_but_hold_their_items() -> None:
-    conflicts = Conflicts(TransactionConflicts(hold=5.0), Counter())
+    conflicts = Conflicts(TransactionConflicts(hold=5.0), Tally())
     held = conflicts.take("TransactWriteItems", items("a"), None, 0.0)
     conflicts.release(held, 0.0, applied=True)
     batch = conflicts.take("BatchWriteItem", items("a", "b"), None, 1.0)
@@ -109,7 +109,7 @@ def test_batch_entries_are_never_refused_but_hold_their_items() -> None:
 
 def test_a_rate_cancels_a_share_of_transactions_repeatably() -> None:
     def cancelled(seed: int) -> list[bool]:
-        conflicts = Conflicts(TransactionConflicts(rate=0.3, seed=seed), Counter())
+        conflicts = Conflicts(TransactionConflicts(rate=0.3, seed=seed), Tally())
         outcome = []
         for n in range(200):
             try:

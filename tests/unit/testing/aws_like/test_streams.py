@@ -8,7 +8,6 @@ at its exact edge.
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 
 from lsiorm.testing.aws_like.options import StreamShards
 from lsiorm.testing.aws_like.protocol import ServiceError
+from lsiorm.testing.aws_like.stats import Tally
 from lsiorm.testing.aws_like.streams import (
     HASH_SPACE,
     Sequencer,
@@ -41,7 +41,7 @@ def stream(now: float = T0, time_scale: float = 1.0, **options: Any) -> VirtualS
         sequencer=Sequencer(),
         now=now,
         time_scale=time_scale,
-        stats=Counter(),
+        stats=Tally(),
     )
 
 

@@ -4,7 +4,6 @@ what AWS documents (ThrottlingReason: resource + operation + limit, and the reso
 from __future__ import annotations
 
 import json
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lsiorm.testing.aws_like.options import OnDemandMaximum, PartitionLimits
+from lsiorm.testing.aws_like.stats import Tally
 from lsiorm.testing.aws_like.tables import TableShape, partition_id
 from lsiorm.testing.aws_like.throughput import (
     Access,
@@ -91,7 +91,7 @@ def test_a_bucket_lets_through_no_more_than_its_rate_and_burst(
 
 
 def test_a_hot_key_range_is_refused_and_others_are_not() -> None:
-    stats: Counter[str] = Counter()
+    stats = Tally()
     throughput = Throughput(PartitionLimits(write_units=4, read_units=8), None, stats)
     table = shop()
     hot = Access(0, table, None, True, pk("hot"))
@@ -123,7 +123,7 @@ def test_a_hot_key_range_is_refused_and_others_are_not() -> None:
 def test_each_reason_names_its_resource_operation_and_limit(
     index: str | None, write: bool, reason: str, resource: str
 ) -> None:
-    throughput = Throughput(PartitionLimits(write_units=1, read_units=1), None, Counter())
+    throughput = Throughput(PartitionLimits(write_units=1, read_units=1), None, Tally())
     access = Access(3, shop(), index, write, pk("x"))
     throughput.charge([access], {("Shop", index): 1.0}, 0.0)
     (refusal,) = throughput.refusals([access], 0.0)
@@ -131,7 +131,7 @@ def test_each_reason_names_its_resource_operation_and_limit(
 
 
 def test_a_partition_shares_a_requests_units_with_the_others_of_its_table() -> None:
-    throughput = Throughput(PartitionLimits(write_units=2), None, Counter())
+    throughput = Throughput(PartitionLimits(write_units=2), None, Tally())
     table = shop()
     a, b = Access(0, table, None, True, pk("a")), Access(1, table, None, True, pk("b"))
     throughput.charge([a, b], {("Shop", None): 4.0}, 0.0)  # 2 each: both empty
@@ -139,7 +139,7 @@ def test_a_partition_shares_a_requests_units_with_the_others_of_its_table() -> N
 
 
 def test_declared_on_demand_maxima_are_enforced_per_table_and_index() -> None:
-    stats: Counter[str] = Counter()
+    stats = Tally()
     throughput = Throughput(None, OnDemandMaximum(), stats)
     table = shop(max_write=5, index_max=3)
     write = Access(0, table, None, True, pk("a"))
@@ -156,7 +156,7 @@ def test_declared_on_demand_maxima_are_enforced_per_table_and_index() -> None:
 
 
 def test_an_option_sets_a_maximum_for_tables_that_declare_none() -> None:
-    throughput = Throughput(None, OnDemandMaximum(read_units=2), Counter())
+    throughput = Throughput(None, OnDemandMaximum(read_units=2), Tally())
     read = Access(0, shop(), None, False, None)  # a Scan: no partition, the table's maximum
     assert throughput.refusals([read], 0.0) == []
     throughput.charge([read], {("Shop", None): 2.0}, 0.0)
