@@ -44,7 +44,7 @@ AWS's item-collection metrics and size limit, with a gigabyte scaled down to
 ``lsiorm_collection_bytes_per_gb`` bytes (ini option; 100000 by default, so the 10 GB limit is
 1 MB).
 
-``lsiorm_aws_like`` starts an [`AwsLikeEngine`][lsiorm.testing.AwsLikeEngine] in front of the
+``lsiorm_aws_like`` starts an ``lsiorm.testing.AwsLikeEngine`` in front of the
 engine with the options the test gives, and stops it after the test; build a session on its
 ``endpoint_url`` (``lsiorm_aws_like.session_kwargs(engine)`` gives the test's prefix and
 credentials with it)::
@@ -325,7 +325,7 @@ class AwsLikeEngines:
 def lsiorm_aws_like(_lsiorm_live_tables: dict[str, Any]) -> Iterator[AwsLikeEngines]:
     """Start AWS-like engines in front of the test's engine: ``lsiorm_aws_like(**options)``.
 
-    Each call starts an [`AwsLikeEngine`][lsiorm.testing.AwsLikeEngine] with those options;
+    Each call starts an ``lsiorm.testing.AwsLikeEngine`` with those options;
     every one is stopped after the test. The test's tables exist already (created directly on
     the engine, so the AWS-like engine first meets them, and copies any it needs, when the
     test uses them).

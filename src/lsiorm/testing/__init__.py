@@ -20,7 +20,7 @@ engine that is not installed skips the test with a message saying how to install
 fails, drops or loses the answer of chosen requests, and records every request sent (the
 plugin's ``lsiorm_faults`` fixture is one).
 
-[`AwsLikeEngine`][lsiorm.testing.AwsLikeEngine] puts what AWS does at scale in front of a local
+``lsiorm.testing.AwsLikeEngine`` puts what AWS does at scale in front of a local
 engine: streams of many shards that split, per-partition throughput limits with their throttle
 reasons, on-demand maxima, global indexes that lag behind their table, and transaction
 conflicts, each switched on and scaled by its own option (the plugin's ``lsiorm_aws_like``
