@@ -68,10 +68,18 @@ def table_arn(client: Any, name: str) -> str:
     return arn
 
 
+#: Where botocore puts each exception's reasons (the names of its DynamoDB model).
+REASONS = {
+    "ProvisionedThroughputExceededException": "ThrottlingReasons",
+    "ThrottlingException": "throttlingReasons",
+}
+
+
 def refusal(exc: pytest.ExceptionInfo[ClientError]) -> tuple[str, list[dict[str, str]]]:
+    """The error code and the reasons, read where botocore puts them for that code."""
     response = exc.value.response
-    reasons = response.get("ThrottlingReasons") or response.get("throttlingReasons") or []
-    return response["Error"]["Code"], reasons
+    code = response["Error"]["Code"]
+    return code, response[REASONS[code]]
 
 
 def stored(endpoint_url: str, table: str, item_key: dict[str, Any]) -> bool:
@@ -276,6 +284,18 @@ def test_an_on_demand_maximum_set_by_the_option_throttles_the_whole_table(
     )
     assert not stored(endpoint_url, table_name, key("c"))
     client.get_item(TableName=table_name, Key=key("a"))  # reads have no maximum here
+    _, box = declared(table_name)
+    with (
+        Session(
+            endpoint_url=engine.endpoint_url, region_name="us-east-1", retry=NO_RETRY
+        ) as session,
+        pytest.raises(ThrottledError) as typed,
+    ):
+        session.put(box(pk="d", sk="1"))
+    assert typed.value.code == "ThrottlingException"
+    assert typed.value.response["throttlingReasons"][0]["reason"] == (
+        "TableWriteMaxOnDemandThroughputExceeded"
+    )
 
 
 def test_declared_on_demand_maxima_of_a_table_and_its_index_are_enforced(
