@@ -180,11 +180,15 @@ class SourceWriters(WriterThreads):
     """``threads`` writers of the source table, each over its own items: put, update (a field,
     or an attribute no model declares), delete and re-create, until stopped."""
 
-    def __init__(self, make_client: Any, table: str, items: int, *, threads: int = 2) -> None:
+    def __init__(
+        self, make_client: Any, table: str, items: int, *, threads: int = 2, hot: float = 0.0
+    ) -> None:
         super().__init__(threads)
         self.make_client = make_client
         self.table = table
         self.items = items
+        #: The share of writes that go to the items of one partition (``G#000``): a hot key.
+        self.hot = hot
         self.writes = 0
 
     def _run(self, number: int) -> None:
@@ -193,9 +197,10 @@ class SourceWriters(WriterThreads):
         rng = random.Random(number)
         client = self.make_client()
         mine = [n for n in range(self.items + 50) if n % self.threads == number]
+        hot = [n for n in mine if n % 7 == 0]
         try:
             while not self._stop.wait(0.01):
-                n = rng.choice(mine)
+                n = rng.choice(hot if hot and rng.random() < self.hot else mine)
                 operation = rng.choice(("put", "set", "status", "new-attribute", "delete"))
                 try:
                     if operation == "put":

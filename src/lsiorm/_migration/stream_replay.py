@@ -64,6 +64,7 @@ __all__ = [
     "describe_shards",
     "read_shard",
     "record_of",
+    "repaired",
     "replay_of",
     "replay_request",
     "shard_iterator",
@@ -98,8 +99,32 @@ class StreamRecord:
     created: float | None = None
 
 
+def repaired(value: Any) -> Any:
+    """An image's attribute values with every empty one (``{}``) read as the empty map it
+    stands for. DynamoDB Local writes an empty map inside a stream record as ``{}``, without
+    its ``M`` (DynamoDB writes ``{"M": {}}``); an attribute value always has exactly one type,
+    so ``{}`` can mean nothing else, and sent back as it is it would be refused."""
+    if isinstance(value, Mapping):
+        if not value:
+            return {"M": {}}
+        if len(value) == 1:
+            ((tag, inner),) = value.items()
+            if tag == "M" and isinstance(inner, Mapping):
+                return {"M": {k: repaired(v) for k, v in inner.items()}}
+            if tag == "L" and isinstance(inner, list):
+                return {"L": [repaired(v) for v in inner]}
+        return dict(value)
+    return value
+
+
+def _image(value: Any) -> WireItem | None:
+    if not value:
+        return None
+    return {name: repaired(attribute) for name, attribute in value.items()}
+
+
 def record_of(raw: Mapping[str, Any]) -> StreamRecord:
-    """A record of a GetRecords answer as a `StreamRecord`."""
+    """A record of a GetRecords answer as a `StreamRecord` (its images `repaired`)."""
     body = raw.get("dynamodb") or {}
     when = body.get("ApproximateCreationDateTime")
     if isinstance(when, datetime.datetime):
@@ -111,8 +136,8 @@ def record_of(raw: Mapping[str, Any]) -> StreamRecord:
     return StreamRecord(
         str(raw.get("eventName")),
         dict(body.get("Keys") or {}),
-        dict(body["OldImage"]) if body.get("OldImage") else None,
-        dict(body["NewImage"]) if body.get("NewImage") else None,
+        _image(body.get("OldImage")),
+        _image(body.get("NewImage")),
         str(body.get("SequenceNumber")),
         created,
     )

@@ -257,3 +257,28 @@ def test_a_closed_shard_is_read_to_its_end() -> None:
     )
     assert done is True
     assert calls[0].params["ShardIteratorType"] == "TRIM_HORIZON"
+
+
+def test_an_empty_map_written_without_its_type_is_read_as_the_empty_map() -> None:
+    """DynamoDB Local writes an empty map in a stream record as ``{}``; DynamoDB as
+    ``{"M": {}}``. Both are read as the empty map, at any depth."""
+    raw = {
+        "eventName": "MODIFY",
+        "dynamodb": {
+            "Keys": {"PK": {"S": "a"}},
+            "OldImage": {"PK": {"S": "a"}, "tags": {}},
+            "NewImage": {
+                "PK": {"S": "a"},
+                "tags": {"M": {}},
+                "deep": {"M": {"inner": {}, "list": {"L": [{}, {"S": "x"}]}}},
+            },
+            "SequenceNumber": "1",
+        },
+    }
+    record = record_of(raw)
+    assert record.old == {"PK": {"S": "a"}, "tags": {"M": {}}}
+    assert record.new == {
+        "PK": {"S": "a"},
+        "tags": {"M": {}},
+        "deep": {"M": {"inner": {"M": {}}, "list": {"L": [{"M": {}}, {"S": "x"}]}}},
+    }

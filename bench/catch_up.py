@@ -1,0 +1,300 @@
+"""A table migration's catch-up on a stream of 16 shards: changes applied per second with 1, 2
+and 4 workers, the write rate at which the lag still converges, and memory against the number
+of changed items.
+
+``python -m bench.catch_up [--quick]`` starts DynamoDB Local with `lsiorm.testing.AwsLikeEngine`
+in front of it (a stream of 16 shards, as a busy table has many) and measures, through the
+public API (`Session.migrate_table` with ``executor=`` and ``progress=``):
+
+* **apply rate**: C changes written to the source after the copy (one per item, spread over
+  the shards), then the next call's catch-up timed from its start to the pass that found nothing
+  more, with 1, 2 and 4 workers (a thread pool as the executor) of ``concurrency=2`` each (a
+  small worker, so that the figure is about workers and shards, not one worker's threads);
+* **convergence**: writers at a steady rate W while the catch-up follows (``follow=``) with 4
+  workers; the lag converges when the last passes find fewer changes than the first and end
+  within seconds of the newest change. The highest W that converges is compared with what one
+  worker applies: a source writing faster than one worker can apply still reaches zero lag;
+* **memory**: the peak of Python's allocations (``tracemalloc``) while the catch-up applies N
+  inserts, for N and 10 N: a catch-up keeps nothing per changed item, so the peak must not grow
+  with N.
+
+It prints the figures (and `bench/__main__.py` puts them in docs/benchmarks.md); nothing is
+asserted. On a small, shared machine the rates say more about the machine than about lsiorm:
+compare them within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import threading
+import time
+import tracemalloc
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+
+from lsiorm import Entity, JobProgress, Session, Table
+from lsiorm.testing import AwsLikeEngine, DynamoDBLocal, StreamShards
+
+REGION = "us-east-1"
+SHARDS = 16
+#: Partition key values of the source (many, so that every shard gets changes).
+PARTITIONS = 256
+#: Each worker's own concurrency (threads applying one page's items).
+WORKER_CONCURRENCY = 2
+WORKERS = (1, 2, 4)
+
+
+class BenchItem(Entity):
+    """What the bench's items carry (abstract: no table)."""
+
+    p: int
+    n: int
+    title: str
+
+
+#: The destination: the five reserved slots, LSI1 by title. Declared once, at module level,
+#: so that the executor's workers import it by path; each measure runs under a table prefix of
+#: its own (fresh tables).
+DEST = Table.with_reserved_lsi_slots("cu_dst", "PK", "SK")
+SOURCE = "cu_src"
+
+
+class Item(
+    BenchItem, table=DEST, keys={"PK": "P#{p:03d}", "SK": "I#{n:07d}", "LSI1SK": "T#{title}"}
+):
+    """An item of the bench's table."""
+
+
+def source_item(n: int, title: str = "") -> dict[str, Any]:
+    return {
+        "PK": {"S": f"P#{n % PARTITIONS:03d}"},
+        "SK": {"S": f"I#{n:07d}"},
+        "_type": {"S": "Item"},
+        "p": {"N": str(n % PARTITIONS)},
+        "n": {"N": str(n)},
+        "title": {"S": title or f"item {n}"},
+    }
+
+
+def create_source(client: Any, name: str) -> None:
+    client.create_table(
+        TableName=name,
+        KeySchema=[
+            {"AttributeName": "PK", "KeyType": "HASH"},
+            {"AttributeName": "SK", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "PK", "AttributeType": "S"},
+            {"AttributeName": "SK", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+
+
+def put_many(client: Any, name: str, numbers: range, title: str) -> None:
+    """Put items ``numbers`` (25 to a request)."""
+    for start in range(numbers.start, numbers.stop, 25):
+        chunk = range(start, min(numbers.stop, start + 25))
+        requests = [{"PutRequest": {"Item": source_item(n, f"{title} {n}")}} for n in chunk]
+        pending: dict[str, Any] = {name: requests}
+        while pending:
+            pending = client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+
+
+@dataclass
+class Passes:
+    """Each catch-up pass as `progress` reported it: when (since the call began), the changes
+    it found, and how far behind it ended."""
+
+    started: float = field(default_factory=time.perf_counter)
+    seen: list[tuple[float, int, float]] = field(default_factory=list)
+
+    def __call__(self, state: JobProgress) -> None:
+        if state.events_behind is not None and state.seconds_behind is not None:
+            at = time.perf_counter() - self.started
+            self.seen.append((at, state.events_behind, state.seconds_behind))
+
+    def drained_at(self) -> float:
+        """When the first pass that found nothing ended (the end of the catch-up)."""
+        return next((at for at, found, _ in self.seen if found == 0), self.seen[-1][0])
+
+
+class Bench:
+    """An engine, and a fresh pair of tables (under a prefix of their own) per measure."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.client = boto3.client("dynamodb", endpoint_url=url, region_name=REGION)
+
+    @contextmanager
+    def pair(self) -> Iterator[tuple[Session, str]]:
+        """A session under a fresh table prefix, and the live name of its source table."""
+        prefix = f"b{uuid.uuid4().hex[:8]}_"
+        source = prefix + SOURCE
+        create_source(self.client, source)
+        with Session(endpoint_url=self.url, region_name=REGION, table_prefix=prefix) as session:
+            yield session, source
+
+    def migrate(self, session: Session, workers: int, **more: Any) -> tuple[Any, Passes]:
+        passes = Passes()
+        with ThreadPoolExecutor(workers) as pool:
+            report = session.migrate_table(
+                DEST,
+                SOURCE,
+                executor=pool,
+                concurrency=WORKER_CONCURRENCY,
+                progress=passes,
+                **more,
+            )
+        return report, passes
+
+
+def apply_rate(bench: Bench, changes: int, workers: int) -> float:
+    """Changes applied per second by a catch-up of ``changes`` changes with ``workers``."""
+    with bench.pair() as (session, source):
+        put_many(bench.client, source, range(changes), "item")
+        first, _ = bench.migrate(session, workers)  # the copy (and a catch-up of the seeding)
+        put_many(bench.client, source, range(changes), "changed")
+        report, passes = bench.migrate(session, workers)
+    applied: int = report.applied - first.applied
+    return max(applied, 1) / passes.drained_at()
+
+
+class Writer:
+    """Updates random items of the source at ``rate`` a second, from one thread."""
+
+    def __init__(self, client: Any, source: str, items: int, rate: float) -> None:
+        self.client, self.source, self.items, self.rate = client, source, items, rate
+        self.stop = threading.Event()
+        self.writes = 0
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        rng = random.Random(7)
+        start = time.perf_counter()
+        while not self.stop.is_set():
+            due = start + self.writes / self.rate
+            wait = due - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)
+            n = rng.randrange(self.items)
+            self.client.put_item(TableName=self.source, Item=source_item(n, f"w{self.writes}"))
+            self.writes += 1
+
+    def __enter__(self) -> Writer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+@dataclass(frozen=True)
+class Convergence:
+    """A catch-up followed writers at ``rate`` (writes per second asked, ``achieved`` done)."""
+
+    rate: float
+    achieved: float
+    passes: tuple[tuple[float, int, float], ...]
+
+    @property
+    def converged(self) -> bool:
+        """The last passes found fewer changes than the first ones and ended close behind."""
+        if len(self.passes) < 4:
+            return False
+        half = len(self.passes) // 2
+        first = sum(f for _, f, _ in self.passes[:half]) / half
+        last = sum(f for _, f, _ in self.passes[half:]) / (len(self.passes) - half)
+        return last <= first and self.passes[-1][2] < 10.0
+
+
+def convergence(bench: Bench, items: int, rate: float, seconds: float) -> Convergence:
+    """Writers at ``rate`` for ``seconds`` while a 4-worker catch-up follows them."""
+    with bench.pair() as (session, source):
+        put_many(bench.client, source, range(items), "item")
+        bench.migrate(session, max(WORKERS))
+        writer_client = boto3.client("dynamodb", endpoint_url=bench.url, region_name=REGION)
+        with Writer(writer_client, source, items, rate) as writer:
+            started = time.perf_counter()
+            _, passes = bench.migrate(session, max(WORKERS), follow=seconds)
+            achieved = writer.writes / (time.perf_counter() - started)
+    return Convergence(rate, achieved, tuple(passes.seen))
+
+
+def peak_memory(bench: Bench, changes: int) -> int:
+    """The peak of Python's allocations (bytes, above the start) while a catch-up applies
+    ``changes`` inserts, in this process's threads."""
+    with bench.pair() as (session, source):
+        session.migrate_table(DEST, SOURCE)  # an empty copy: every change comes after it
+        put_many(bench.client, source, range(changes), "new")
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            session.migrate_table(DEST, SOURCE, concurrency=8)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    return peak - base
+
+
+@dataclass
+class CatchUpResult:
+    """What `run` measured."""
+
+    rates: dict[int, float] = field(default_factory=dict)
+    changes: int = 0
+    runs: list[Convergence] = field(default_factory=list)
+    memory: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def fastest_converging(self) -> Convergence | None:
+        done = [r for r in self.runs if r.converged]
+        return max(done, key=lambda r: r.achieved) if done else None
+
+
+def run(url: str, *, quick: bool, say: Callable[[str], object] = print) -> CatchUpResult:
+    """Measure on the engine at ``url`` (DynamoDB Local), behind a 16-shard AWS-like engine."""
+    result = CatchUpResult(changes=1_000 if quick else 4_000)
+    with AwsLikeEngine(url, streams=StreamShards(shards=SHARDS)) as engine:
+        bench = Bench(engine.endpoint_url)
+        for workers in WORKERS:
+            rate = apply_rate(bench, result.changes, workers)
+            result.rates[workers] = rate
+            say(f"  apply rate, {workers} worker(s) over {SHARDS} shards: {rate:,.0f} changes/s")
+        one = result.rates[1]
+        for factor in (0.5, 1.0, 1.5, 2.0) if not quick else (0.5, 1.5):
+            outcome = convergence(bench, 500, one * factor, 10.0 if quick else 30.0)
+            result.runs.append(outcome)
+            trend = ", ".join(f"{f}" for _, f, _ in outcome.passes)
+            say(
+                f"  writers at {outcome.achieved:,.0f}/s ({factor:g}x one worker's rate): "
+                f"{'converges' if outcome.converged else 'does not converge'} "
+                f"(changes per pass: {trend})"
+            )
+        for changes in (2_000, 20_000) if quick else (10_000, 100_000):
+            result.memory[changes] = peak_memory(bench, changes)
+            mib = result.memory[changes] / 2**20
+            say(f"  peak memory, {changes:,} changed items: {mib:.1f} MiB")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes")
+    args = parser.parse_args()
+    with DynamoDBLocal() as local:
+        run(local.endpoint_url, quick=args.quick)
+
+
+if __name__ == "__main__":
+    main()
