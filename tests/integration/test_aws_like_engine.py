@@ -7,6 +7,7 @@ holds, shadows, the consumed capacity it asks for) never shows in an answer.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -160,3 +161,15 @@ def test_requests_the_engine_cannot_read_go_upstream_as_they_came(
     with pytest.raises(client.exceptions.ClientError) as missing:
         client.put_item(TableName=table_name, Item={"PK": {"S": "a"}})  # no sort key
     assert missing.value.response["Error"]["Code"] == "ValidationException"
+
+
+def test_the_engine_stops_by_itself_when_idle_with_its_stream_reader(endpoint_url: str) -> None:
+    engine = AwsLikeEngine(endpoint_url, streams=StreamShards(), idle_timeout=0.3)
+    engine.start()
+    assert engine.reading_streams
+    deadline = time.monotonic() + 10
+    while engine.running and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not engine.running
+    assert not engine.reading_streams
+    engine.stop()

@@ -21,6 +21,7 @@ goes upstream as it came, so the upstream engine says what is wrong with it.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
@@ -231,6 +232,12 @@ class AwsLikeEngine(LoopbackService):
         super().stop()
 
     # -- what tests call -------------------------------------------------------------------
+
+    @property
+    def reading_streams(self) -> bool:
+        """Whether the background reader of the upstream streams is running."""
+        name = self._streams.thread_name if self._streams is not None else None
+        return any(t.name == name and t.is_alive() for t in threading.enumerate())
 
     def _stream_of(self, table: str) -> str:
         if self._streams is None:

@@ -204,6 +204,8 @@ class StreamFeeds:
         self._thread: threading.Thread | None = None
         #: The last failure of the background reader (None: none); a test can assert on it.
         self.error: BaseException | None = None
+        #: The name of the background reader's thread.
+        self.thread_name = f"lsiorm-aws-like-streams-{id(self):x}"
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -211,7 +213,7 @@ class StreamFeeds:
         """Start the background reader."""
         if self._thread is None:
             self._stop.clear()
-            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
