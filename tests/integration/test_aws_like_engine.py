@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import boto3
 import pytest
 
 from lsiorm import (
@@ -173,3 +174,26 @@ def test_the_engine_stops_by_itself_when_idle_with_its_stream_reader(endpoint_ur
     assert not engine.running
     assert not engine.reading_streams
     engine.stop()
+
+
+def test_a_refusal_of_the_engines_own_request_is_answered_not_dropped(
+    aws_like: Start, table_name: str, endpoint_url: str
+) -> None:
+    engine = aws_like(partition_limits=PartitionLimits())
+    client = engine_client(engine)
+    index = {
+        "IndexName": "ByOwner",
+        "KeySchema": [{"AttributeName": "owner", "KeyType": "HASH"}],
+        "Projection": {"ProjectionType": "ALL"},
+    }
+    create_and_wait(
+        client,
+        table_request(table_name, "PK", "SK", indexed=["owner"], GlobalSecondaryIndexes=[index]),
+    )
+    item = {"PK": {"S": "a"}, "SK": {"S": "1"}, "owner": {"S": "ann"}}
+    client.put_item(TableName=table_name, Item=item)
+    boto3.client("dynamodb", endpoint_url=endpoint_url).delete_table(TableName=table_name)
+    # The engine reads the item before the write (its index partitions): the table is gone.
+    with pytest.raises(client.exceptions.ResourceNotFoundException):
+        client.put_item(TableName=table_name, Item=item)
+    assert engine.stats["upstream:ResourceNotFoundException"] == 1

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from http.client import HTTPException
 from typing import Any
 
 from lsiorm.testing.aws_like.options import StreamShards
@@ -231,7 +232,7 @@ class StreamFeeds:
                 try:
                     feed.pull()
                     feed.stream.tick(self.clock())
-                except (OSError, UpstreamError, KeyError, ValueError) as exc:
+                except (OSError, HTTPException, UpstreamError, KeyError, ValueError) as exc:
                     self.error = exc  # the upstream engine is going away, or the table is
 
     # -- streams ---------------------------------------------------------------------------
