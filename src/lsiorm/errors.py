@@ -236,11 +236,39 @@ class TransactionConflictError(RetryableError):
 
 
 class ConditionFailedError(DynamoError):
-    """A ConditionExpression evaluated to false."""
+    """A ConditionExpression evaluated to false.
+
+    ``item`` is the item the condition was checked against, as its entity: DynamoDB returns it
+    with the failure (lsiorm's writes ask for it with ``ReturnValuesOnConditionCheckFailure``,
+    so no read is made). None when there was no item, or when it is of no declared entity (or
+    no longer fits it); a raw request (``Session.call``) leaves it None and its ``response``
+    holds the item as DynamoDB sent it.
+    """
+
+    def __init__(self, message: str, *, item: Any = None, **kw: Any) -> None:
+        self.item = item
+        super().__init__(message, **kw)
 
 
 class StaleVersionError(ConditionFailedError):
-    """Optimistic locking: the stored version is not the one this write expected."""
+    """Optimistic locking: the stored version is not the one this write expected.
+
+    ``expected_version`` is the version the write expected, ``stored_version`` the one the
+    stored item holds (None when the item is gone), and ``item`` the stored entity, so a caller
+    sees what changed without reading it again.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        expected_version: int | None = None,
+        stored_version: int | None = None,
+        **kw: Any,
+    ) -> None:
+        self.expected_version = expected_version
+        self.stored_version = stored_version
+        super().__init__(message, **kw)
 
 
 class OutcomeUnknownError(DynamoError):

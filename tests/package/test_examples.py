@@ -304,7 +304,20 @@ def check_migrate_to_reserved_slots(out: str, fetches: bool) -> None:
     assert after(out, "deleted both tables") == [""]
 
 
+# -- conflicts.py: the stored item on a failed condition -----------------------------------------
+
+
+def check_conflicts(out: str, fetches: bool) -> None:
+    assert after(out, "ann's save refused: ") == ["expected v1, stored v2"]
+    assert after(out, "stored text is ") == ["'Welcome, all' by ben"]
+    assert after(out, "ann merged onto v2: ") == ["v3 'Welcome, all (and hello)'"]
+    assert after(out, "cy's new page refused: ") == ["home exists at v3"]
+    assert after(out, "transaction action ") == ["1: ConditionalCheckFailed; stored editor ben"]
+    assert after(out, "reads sent to learn all this: ") == ["0"]
+
+
 CHECKS: dict[str, Callable[[str, bool], None]] = {
+    "conflicts.py": check_conflicts,
     "migrate_to_reserved_slots.py": check_migrate_to_reserved_slots,
     "reserved_slots.py": check_reserved_slots,
     "animals.py": check_animals,
