@@ -84,6 +84,7 @@ from lsiorm._model.key_styles import KeyStyle
 from lsiorm._model.number_fit import LossyFloat
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard
+from lsiorm._model.stream_record import ChangeEvent, ChangeName, change_of
 from lsiorm._model.wire import AttributeValue, WireItem, item_size
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult
@@ -122,6 +123,15 @@ from lsiorm._requests.update_effect import dry_run_update
 from lsiorm._requests.update_plan import UpdateChanges, UpdateSpec
 from lsiorm._session import AsyncSession, Session
 from lsiorm._session_methods import SessionConfig
+from lsiorm._stream_handler import (
+    AfterFailure,
+    HeldBackError,
+    RecordFailure,
+    StreamBatch,
+    StreamHandler,
+    UnknownChanges,
+    stream_handler,
+)
 from lsiorm.errors import (
     BatchGetIncompleteError,
     BatchWriteIncompleteError,
@@ -237,6 +247,7 @@ del _version
 __all__ = [
     "AdoptionExample",
     "AdoptionReport",
+    "AfterFailure",
     "AsyncSession",
     "Attr",
     "AttributeTally",
@@ -252,6 +263,8 @@ __all__ = [
     "Candidate",
     "CapacityMeter",
     "CapacityUnits",
+    "ChangeEvent",
+    "ChangeName",
     "CollectionEstimate",
     "CollectionSize",
     "CollectionWarning",
@@ -288,6 +301,7 @@ __all__ = [
     "Get",
     "GetKey",
     "GlobalIndex",
+    "HeldBackError",
     "HookRequest",
     "Hookable",
     "Idempotency",
@@ -337,6 +351,7 @@ __all__ = [
     "ReadEstimate",
     "ReadOptions",
     "ReadSource",
+    "RecordFailure",
     "ReliefReport",
     "RequestShape",
     "ResourceNotFoundError",
@@ -352,6 +367,8 @@ __all__ = [
     "SessionConfig",
     "Shard",
     "StaleVersionError",
+    "StreamBatch",
+    "StreamHandler",
     "Table",
     "Telemetry",
     "ThrottledError",
@@ -362,6 +379,7 @@ __all__ = [
     "TransportError",
     "Unit",
     "UnitRecord",
+    "UnknownChanges",
     "Update",
     "UpdateChanges",
     "UpdateSpec",
@@ -374,6 +392,7 @@ __all__ = [
     "any_of",
     "begins_with",
     "between",
+    "change_of",
     "cond",
     "contains",
     "decode_item",
@@ -410,6 +429,7 @@ __all__ = [
     "read_units",
     "scan",
     "shard_value",
+    "stream_handler",
     "uninstall_fast_json",
     "unit_from_json",
     "unit_to_json",

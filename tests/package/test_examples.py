@@ -316,8 +316,23 @@ def check_conflicts(out: str, fetches: bool) -> None:
     assert after(out, "reads sent to learn all this: ") == ["0"]
 
 
+# -- stream_consumer.py: a typed Lambda handler of the stream, under Lambda's retries ---------
+
+
+def check_stream_consumer(out: str, fetches: bool) -> None:
+    assert after(out, "stream records: ") == ["INSERT, INSERT, MODIFY, MODIFY"]
+    assert after(out, "delivery 1: ") == ["applied 3, failed 1"]
+    assert after(out, "reported to Lambda: ") == ["record 3 of 4"]
+    # Record 4 (ann's payment) was applied in delivery 1: its mark skips it in delivery 2.
+    assert after(out, "delivery 2: ") == ["applied 1, marked before 1"]
+    assert after(out, "delivery 2 response: ") == ["{'batchItemFailures': []}"]
+    assert after(out, "shipped: ") == ["ann/1, ben/2"]
+    assert after(out, "the whole batch again: ") == ["applied 0, marked before 4"]
+
+
 CHECKS: dict[str, Callable[[str, bool], None]] = {
     "conflicts.py": check_conflicts,
+    "stream_consumer.py": check_stream_consumer,
     "migrate_to_reserved_slots.py": check_migrate_to_reserved_slots,
     "reserved_slots.py": check_reserved_slots,
     "animals.py": check_animals,
