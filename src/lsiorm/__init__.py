@@ -135,6 +135,7 @@ from lsiorm._stream_handler import (
 from lsiorm.errors import (
     BatchGetIncompleteError,
     BatchWriteIncompleteError,
+    CallTimeoutError,
     CancellationReason,
     ConditionFailedError,
     ConfigurationError,
@@ -259,6 +260,7 @@ __all__ = [
     "BeginsWith",
     "Between",
     "BillingMode",
+    "CallTimeoutError",
     "CancellationReason",
     "Candidate",
     "CapacityMeter",

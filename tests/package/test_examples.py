@@ -330,8 +330,26 @@ def check_stream_consumer(out: str, fetches: bool) -> None:
     assert after(out, "the whole batch again: ") == ["applied 0, marked before 4"]
 
 
+# -- routing.py: another place for a call, a deadline, cancelled writes ------------------------
+
+
+def check_routing(out: str, fetches: bool) -> None:
+    assert after(out, "home has ann: ") == ["True"]
+    assert after(out, "replica has ann: ") == ["True"]
+    assert after(out, "replica has ben: ") == ["False"]
+    assert after(out, "same session object for the same place: ") == ["True"]
+    assert after(out, "get within 5 s: ") == ["True"]
+    assert after(out, "put with no time left: ") == ["CallTimeoutError before sending PutItem"]
+    assert after(out, "cy written anyway: ") == ["False"]
+    (counts,) = after(out, "async puts cancelled at each point: ")
+    assert "'cancelled': " in counts
+    assert "'done': 1" in counts
+    assert after(out, "every clean cancel left nothing, every done put was stored: ") == ["True"]
+
+
 CHECKS: dict[str, Callable[[str, bool], None]] = {
     "conflicts.py": check_conflicts,
+    "routing.py": check_routing,
     "stream_consumer.py": check_stream_consumer,
     "migrate_to_reserved_slots.py": check_migrate_to_reserved_slots,
     "reserved_slots.py": check_reserved_slots,

@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lsiorm._query",),
     ("lsiorm._ops",),
     ("lsiorm._io",),
-    ("lsiorm._session_methods",),
+    ("lsiorm._session_core", "lsiorm._session_methods"),
     ("lsiorm._session", "lsiorm._stream_handler", "lsiorm.testing", "lsiorm.pytest_plugin"),
     ("lsiorm._cli", "lsiorm._cli_text", "lsiorm._compat", "lsiorm"),
 ]
