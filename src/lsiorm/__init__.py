@@ -45,6 +45,7 @@ from lsiorm._io.fastjson import fast_path_of as fast_json_of
 from lsiorm._io.fastjson import install as install_fast_json
 from lsiorm._io.fastjson import uninstall as uninstall_fast_json
 from lsiorm._io.telemetry import Telemetry
+from lsiorm._model.apply_plan import ApplyPlan, ApplyStep
 from lsiorm._model.capacity import (
     CapacityUnits,
     ConsumedCapacity,
@@ -85,6 +86,13 @@ from lsiorm._model.number_fit import LossyFloat
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard
 from lsiorm._model.stream_record import ChangeEvent, ChangeName, change_of
+from lsiorm._model.table_settings import (
+    LiveSettings,
+    OnDemandThroughput,
+    StreamViewType,
+    TableSettings,
+    WarmThroughput,
+)
 from lsiorm._model.wire import AttributeValue, WireItem, item_size
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult
@@ -100,6 +108,7 @@ from lsiorm._ops.meter import CapacityMeter, Measurement
 from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
+from lsiorm._ops.tables import ApplyReport
 from lsiorm._ops.transactions import TransactWriteResult
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.explain import Explanation
@@ -249,6 +258,9 @@ __all__ = [
     "AdoptionExample",
     "AdoptionReport",
     "AfterFailure",
+    "ApplyPlan",
+    "ApplyReport",
+    "ApplyStep",
     "AsyncSession",
     "Attr",
     "AttributeTally",
@@ -325,6 +337,7 @@ __all__ = [
     "KeyProblem",
     "KeyStyle",
     "KeyType",
+    "LiveSettings",
     "LocalIndex",
     "LossyFloat",
     "LsiormError",
@@ -336,6 +349,7 @@ __all__ = [
     "NotExists",
     "NotFoundError",
     "NumberPrecisionError",
+    "OnDemandThroughput",
     "Operation",
     "Operator",
     "OutcomeUnknownError",
@@ -371,7 +385,9 @@ __all__ = [
     "StaleVersionError",
     "StreamBatch",
     "StreamHandler",
+    "StreamViewType",
     "Table",
+    "TableSettings",
     "Telemetry",
     "ThrottledError",
     "TransactAction",
@@ -387,6 +403,7 @@ __all__ = [
     "UpdateSpec",
     "ValidationError",
     "VerifyReport",
+    "WarmThroughput",
     "WireItem",
     "WriteEstimate",
     "__version__",

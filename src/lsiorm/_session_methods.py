@@ -41,6 +41,7 @@ from lsiorm._ops.batch import BatchWriteResult
 from lsiorm._ops.items import DeleteResult, Idempotency
 from lsiorm._ops.reads import Page
 from lsiorm._ops.steps import Operation
+from lsiorm._ops.tables import ApplyReport
 from lsiorm._ops.transactions import TransactWriteResult
 from lsiorm._query.values import Query, Scan
 from lsiorm._requests.batch import DeleteTarget, GetKey
@@ -137,6 +138,25 @@ def check_table(
 ) -> Operation[DriftReport]:
     """Compare the declaration and TTL with the live table; report drift in plain words."""
     return _timed(tables.check_table(session.ctx, table), timeout)
+
+
+def apply_table(
+    session: SessionCore,
+    /,
+    table: Table,
+    *,
+    dry_run: bool = False,
+    timeout: float | None = None,
+) -> Operation[ApplyReport]:
+    """Bring the live table to its declared settings with the fewest requests, in the order
+    DynamoDB allows (one UpdateTable of every throughput and protection change, the stream's
+    own UpdateTables, then continuous backups, time to live, tags and the resource policy),
+    waiting for it to be ACTIVE after each UpdateTable; then check it again.
+
+    `dry_run=True` only plans: `report.plan` lists each request and why, and the drift no
+    request can fix. Settings the table does not declare are left as they are.
+    """
+    return _timed(tables.apply_table(session.ctx, table, dry_run=dry_run), timeout)
 
 
 # -- single items ---------------------------------------------------------------------------------

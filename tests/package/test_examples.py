@@ -347,8 +347,31 @@ def check_routing(out: str, fetches: bool) -> None:
     assert after(out, "every clean cancel left nothing, every done put was stored: ") == ["True"]
 
 
+# -- table_settings.py: a table's settings declared, planned, applied --------------------------
+
+
+def check_table_settings(out: str, fetches: bool) -> None:
+    # `fetches` is True on DynamoDB Local, which knows neither continuous backups nor tags.
+    unchecked = ["point-in-time-recovery", "tags"] if not fetches else []
+    (drift,) = after(out, "drift against release 2: ")
+    assert drift == ", ".join(["ttl-disabled", "stream", "deletion-protection", *unchecked])
+    steps = 3 + len(unchecked)
+    assert after(out, "plan: ") == [f"{steps} requests, 2 of them UpdateTable"]
+    assert after(out, "planned UpdateTable: ") == [
+        "deletion protection on",
+        "enable a NEW_AND_OLD_IMAGES stream",
+    ]
+    assert len(after(out, "applied ")) == steps
+    assert after(out, "drift after apply: ") == ["0"]
+    expected = "point-in-time recovery, tags" if fetches else "nothing"
+    assert after(out, "not checked by this engine: ") == [expected]
+    assert after(out, "planned on a second run: ") == ["0 requests"]
+    assert after(out, "deletion protection off; deleted table ")
+
+
 CHECKS: dict[str, Callable[[str, bool], None]] = {
     "conflicts.py": check_conflicts,
+    "table_settings.py": check_table_settings,
     "routing.py": check_routing,
     "stream_consumer.py": check_stream_consumer,
     "migrate_to_reserved_slots.py": check_migrate_to_reserved_slots,
