@@ -21,7 +21,7 @@ from lsiorm import ChangeEvent, Entity, Session, Table, stream_handler
 from lsiorm.testing import example_endpoint
 
 TAG = uuid.uuid4().hex[:8]
-shop = Table(f"Shop-{TAG}", "PK", "SK")
+shop = Table(f"Shop-{TAG}", "PK", "SK", stream="NEW_AND_OLD_IMAGES")
 marks = Table(f"ShopMarks-{TAG}", "PK", ttl_attribute="expires")
 
 
@@ -54,18 +54,8 @@ def main(endpoint_url: str) -> None:
     # The handler logs each failed record with its traceback; the one below is on purpose.
     logging.getLogger("lsiorm.streams").setLevel(logging.CRITICAL)
     with Session(endpoint_url=endpoint_url, region_name="us-east-1") as session:
-        session.create_table(shop)
+        session.create_table(shop)  # with its stream, as the table declares
         session.create_table(marks)
-        session.call(
-            "UpdateTable",
-            {
-                "TableName": session.table_name(shop),
-                "StreamSpecification": {
-                    "StreamEnabled": True,
-                    "StreamViewType": "NEW_AND_OLD_IMAGES",
-                },
-            },
-        )
         try:
             a = session.put(Order(cid="ann", oid="1", total=30))
             session.put(Order(cid="ben", oid="2", total=12))
