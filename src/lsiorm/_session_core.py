@@ -21,7 +21,7 @@ from lsiorm._ops.retry import RetryPolicy
 from lsiorm._query.cursor import cursor_key
 
 if TYPE_CHECKING:
-    from lsiorm._ops.dual_writes import DualWrites
+    from lsiorm._migration.dual_writes import DualWrites
 
 __all__ = ["SessionConfig", "SessionCore"]
 

@@ -39,6 +39,7 @@ from lsiorm._ops import (
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult
 from lsiorm._ops.items import DeleteResult, Idempotency
+from lsiorm._ops.pipeline import Context
 from lsiorm._ops.reads import Page
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.tables import ApplyReport
@@ -54,16 +55,16 @@ from lsiorm.errors import ValidationError
 if TYPE_CHECKING:
     # The key jobs, migrations and dual writes are imported by the methods that run them, so
     # that a program's first request does not wait for them.
-    from lsiorm._ops.adoption import AdoptionReport
-    from lsiorm._ops.backfill import BackfillReport
-    from lsiorm._ops.dual_writes import DualFallback, DualWrites
-    from lsiorm._ops.job_options import JobOptions
-    from lsiorm._ops.key_audit import KeyAuditReport
-    from lsiorm._ops.ledger import JobLedger, JobRecord
-    from lsiorm._ops.migration_plan import MigrationReport
-    from lsiorm._ops.relief import ReliefReport
-    from lsiorm._ops.resumable import JobProgress
-    from lsiorm._ops.units import Unit
+    from lsiorm._jobs.adoption import AdoptionReport
+    from lsiorm._jobs.backfill import BackfillReport
+    from lsiorm._jobs.key_audit import KeyAuditReport
+    from lsiorm._jobs.ledger import JobLedger, JobRecord, LedgerLocation
+    from lsiorm._jobs.options import JobOptions
+    from lsiorm._jobs.relief import ReliefReport
+    from lsiorm._jobs.resumable import JobProgress
+    from lsiorm._jobs.units import Unit
+    from lsiorm._migration.dual_writes import DualFallback, DualWrites
+    from lsiorm._migration.plan import MigrationReport
 
 __all__ = ["SessionConfig", "SessionCore"]  # defined in lsiorm._session_core
 
@@ -71,22 +72,6 @@ E = TypeVar("E", bound=Entity)
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 S = TypeVar("S", bound="SessionCore")
-
-
-def _timed(op: Operation[T], timeout: float | None) -> Operation[T]:
-    """A call's operation bounded by its ``timeout=`` (seconds; None: no bound), see
-    `lsiorm._ops.deadline`. A timeout that is not a positive number is refused here."""
-    if timeout is None:
-        return op
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        op.close()
-        raise ValidationError(
-            "call.timeout", f"timeout= is a positive number of seconds, not {timeout!r}."
-        )
-    return deadline.within(op, float(timeout))
-
-
-# -- raw requests and tables ---------------------------------------------------------------------
 
 
 def call(
@@ -103,7 +88,7 @@ def call(
     `tables` names the declared tables the request touches, for hooks such as the
     item-collection watcher. Returns the response as botocore gives it.
     """
-    return _timed(
+    return deadline.bounded(
         pipeline.call(session.ctx, operation, params, tuple(tables), built=False), timeout
     )
 
@@ -123,21 +108,23 @@ def create_table(
     `ttl_attribute` is always waited for and gets time to live enabled on it, an existing
     one too when TTL is disabled there.
     """
-    return _timed(tables.create_table(session.ctx, table, wait=wait, exists_ok=exists_ok), timeout)
+    return deadline.bounded(
+        tables.create_table(session.ctx, table, wait=wait, exists_ok=exists_ok), timeout
+    )
 
 
 def delete_table(
     session: SessionCore, /, table: Table, *, wait: bool = True, timeout: float | None = None
 ) -> Operation[None]:
     """Delete the table (and wait until it is gone)."""
-    return _timed(tables.delete_table(session.ctx, table, wait=wait), timeout)
+    return deadline.bounded(tables.delete_table(session.ctx, table, wait=wait), timeout)
 
 
 def check_table(
     session: SessionCore, /, table: Table, *, timeout: float | None = None
 ) -> Operation[DriftReport]:
     """Compare the declaration and TTL with the live table; report drift in plain words."""
-    return _timed(tables.check_table(session.ctx, table), timeout)
+    return deadline.bounded(tables.check_table(session.ctx, table), timeout)
 
 
 def apply_table(
@@ -156,7 +143,7 @@ def apply_table(
     `dry_run=True` only plans: `report.plan` lists each request and why, and the drift no
     request can fix. Settings the table does not declare are left as they are.
     """
-    return _timed(tables.apply_table(session.ctx, table, dry_run=dry_run), timeout)
+    return deadline.bounded(tables.apply_table(session.ctx, table, dry_run=dry_run), timeout)
 
 
 # -- single items ---------------------------------------------------------------------------------
@@ -172,7 +159,7 @@ def put(
     timeout: float | None = None,
 ) -> Operation[E]:
     """Write an entity and return it as stored; `create_only` refuses to overwrite."""
-    return _timed(
+    return deadline.bounded(
         items.put(session.ctx, entity, create_only=create_only, condition=condition), timeout
     )
 
@@ -191,7 +178,7 @@ def get(
     """Read one item by its key fields, given as `key=` and/or keywords."""
     timeout, fields = _timeout_or_key(cls, key, timeout, fields)
     values = key_values(meta_of(cls), key, fields)
-    return _timed(
+    return deadline.bounded(
         items.get(session.ctx, cls, values, consistent=consistent, required=required), timeout
     )
 
@@ -234,7 +221,7 @@ def update(
     cls, instance = _class_and_instance(target)
     timeout, fields = _timeout_or_key(cls, key, timeout, fields)
     values = key_values(meta_of(cls), instance if instance is not None else key, fields)
-    return _timed(
+    return deadline.bounded(
         items.update(
             session.ctx,
             cls,
@@ -265,7 +252,7 @@ def delete(
     """
     timeout, fields = _timeout_or_key(target, key, timeout, fields)
     result = delete_result(session, target, key, condition=condition, **fields)
-    return _timed(_deleted(result, target), timeout)
+    return deadline.bounded(_deleted(result, target), timeout)
 
 
 def _deleted(result: Operation[DeleteResult[E]], target: type[E] | E) -> Operation[E | None]:
@@ -293,7 +280,7 @@ def delete_result(
         if instance is not None and meta.version_field is not None
         else None
     )
-    return _timed(
+    return deadline.bounded(
         items.delete_result(
             session.ctx, cls, values, condition=condition, expected_version=expected
         ),
@@ -338,7 +325,7 @@ def audit_collection(
 
     `partition_value` is the partition key as stored (the key text, such as `"HOST#h1"`), or an
     entity of the collection, whose key gives it."""
-    return _timed(audit.audit_collection(session.ctx, table, partition_value), timeout)
+    return deadline.bounded(audit.audit_collection(session.ctx, table, partition_value), timeout)
 
 
 def largest_collections(
@@ -351,7 +338,9 @@ def largest_collections(
     timeout: float | None = None,
 ) -> Operation[list[CollectionSize]]:
     """Scan the table; return collections at or above the threshold, largest first."""
-    return _timed(audit.largest_collections(session.ctx, table, threshold_gb, limit=limit), timeout)
+    return deadline.bounded(
+        audit.largest_collections(session.ctx, table, threshold_gb, limit=limit), timeout
+    )
 
 
 def audit_keys(
@@ -383,7 +372,7 @@ def audit_keys(
     `detach` only opens the run in the ledger and returns at once (`report.job` names it):
     its units are then run anywhere with `run_unit`, one call each.
     """
-    from lsiorm._ops import key_audit
+    from lsiorm._jobs import key_audit
 
     options = _options(
         session,
@@ -405,7 +394,7 @@ def audit_keys(
         dry_run=dry_run,
         page_size=page_size,
     )
-    return _timed(_reporting(job, progress, "audit-keys"), timeout)
+    return deadline.bounded(_reporting(job, progress, "audit-keys"), timeout)
 
 
 def adopt(
@@ -428,7 +417,7 @@ def adopt(
     report); `dry_run` stops there. `progress` is called with a JobProgress after each page;
     True draws a progress bar on stderr. See docs/existing-tables.md.
     """
-    from lsiorm._ops import adoption
+    from lsiorm._jobs import adoption
 
     job = partial(
         adoption.adopt,
@@ -439,7 +428,7 @@ def adopt(
         dry_run=dry_run,
         page_size=page_size,
     )
-    return _timed(_reporting(job, progress, "adopt"), timeout)
+    return deadline.bounded(_reporting(job, progress, "adopt"), timeout)
 
 
 def _ignored_checkpoint(checkpoint: object) -> None:
@@ -489,7 +478,7 @@ def backfill(
     JobProgress as it starts and after each page; True draws a progress bar (items, rate, ETA
     from an estimated total) on stderr.
     """
-    from lsiorm._ops import backfill as backfill_job
+    from lsiorm._jobs import backfill as backfill_job
 
     _ignored_checkpoint(checkpoint)
     options = _options(
@@ -513,7 +502,7 @@ def backfill(
         dry_run=dry_run,
         page_size=page_size,
     )
-    return _timed(_reporting(job, progress, "backfill"), timeout)
+    return deadline.bounded(_reporting(job, progress, "backfill"), timeout)
 
 
 def relieve_collection(
@@ -541,7 +530,7 @@ def relieve_collection(
     page; True draws a progress bar (items, rate, ETA from an estimated total) on stderr.
     """
     from lsiorm._io.jsonlines import JsonLinesFile
-    from lsiorm._ops import relief
+    from lsiorm._jobs import relief
 
     _ignored_checkpoint(checkpoint)
     options = _options(session, ledger=ledger, write_budget=write_budget)
@@ -558,7 +547,7 @@ def relieve_collection(
         dry_run=dry_run,
         page_size=page_size,
     )
-    return _timed(_reporting(job, progress, "relief"), timeout)
+    return deadline.bounded(_reporting(job, progress, "relief"), timeout)
 
 
 def migrate_table(
@@ -615,12 +604,12 @@ def migrate_table(
         detach=detach,
     )
     ctx = dataclasses.replace(session.ctx, route=None)  # also from a session with dual writes
-    from lsiorm._ops import migration
+    from lsiorm._migration import phases as migration
 
     if status:
-        return _timed(migration.migration_status(ctx, table, source, options), timeout)
+        return deadline.bounded(migration.migration_status(ctx, table, source, options), timeout)
     if abandon:
-        return _timed(migration.abandon_migration(ctx, table, source, options), timeout)
+        return deadline.bounded(migration.abandon_migration(ctx, table, source, options), timeout)
     job = partial(
         migration.migrate_table,
         ctx,
@@ -632,7 +621,7 @@ def migrate_table(
         page_size=page_size,
         follow=follow,
     )
-    return _timed(_reporting(job, progress, "migrate-table"), timeout)
+    return deadline.bounded(_reporting(job, progress, "migrate-table"), timeout)
 
 
 def dual_writes(
@@ -649,7 +638,7 @@ def dual_writes(
     declares: check that its copy is done and that both tables have the same primary key (a
     typed error before any write otherwise), record it in the ledger, and return the route a
     session with dual writes takes (`Session.dual_writes` returns that session)."""
-    from lsiorm._ops.dual_writes import open_dual_writes
+    from lsiorm._migration.dual_writes import open_dual_writes
 
     options = _options(session, ledger=ledger)
     plain = dataclasses.replace(session.ctx, route=None)  # a session with dual writes too
@@ -674,7 +663,7 @@ def jobs(
     timeout: float | None = None,
 ) -> Operation[list[JobRecord]]:
     """The runs of key jobs in the table's ledger (or the table named `ledger`), newest first."""
-    return _timed(_ledger(session, table, ledger).jobs(), timeout)
+    return deadline.bounded(_ledger(session, table, ledger).jobs(), timeout)
 
 
 def job(
@@ -687,7 +676,7 @@ def job(
     timeout: float | None = None,
 ) -> Operation[JobRecord]:
     """One run with its units, their counts and leases (`record.counts()` adds them up)."""
-    return _timed(_ledger(session, table, ledger).job(job_id), timeout)
+    return deadline.bounded(_ledger(session, table, ledger).job(job_id), timeout)
 
 
 def cancel_job(
@@ -700,7 +689,7 @@ def cancel_job(
     timeout: float | None = None,
 ) -> Operation[bool]:
     """Cancel a run: its workers stop at their next page; return False if it had ended."""
-    return _timed(
+    return deadline.bounded(
         _ledger(session, table, ledger).set_state(
             job_id, "cancelled", only_from=("running", "paused")
         ),
@@ -724,19 +713,36 @@ def run_unit(
     before), ``"held"`` (another worker holds its lease: try again after it expires) or
     ``"lost"`` (its lease was taken over, or the run was stopped or cancelled).
     """
-    from lsiorm._io.exports import open_export
-    from lsiorm._ops.job_catalog import run_declared_unit
-    from lsiorm._ops.job_options import ledger_location
+    from lsiorm._jobs.options import ledger_location
 
     location = ledger_location(session.ctx, table, ledger)
-    return _timed(
-        run_declared_unit(session.ctx, location, lease_seconds, job_id, unit, open_export), timeout
+    return deadline.bounded(
+        declared_unit(session.ctx, location, lease_seconds, job_id, unit), timeout
+    )
+
+
+def declared_unit(
+    ctx: Context,
+    location: LedgerLocation,
+    lease_seconds: float,
+    job_id: str,
+    unit: Unit,
+    owner: str | None = None,
+) -> Operation[str]:
+    """Run one unit of any job as its ledger declares it: the key jobs' kinds, and a table
+    migration's (whose units need its state), reading exports where a declaration says."""
+    from lsiorm._io.exports import open_export
+    from lsiorm._jobs.catalog import run_declared_unit
+    from lsiorm._migration.catalog import UNIT_SOURCES
+
+    return run_declared_unit(
+        ctx, location, lease_seconds, job_id, unit, open_export, owner, sources=UNIT_SOURCES
     )
 
 
 def _ledger(session: SessionCore, table: Table, ledger: str | None) -> JobLedger:
-    from lsiorm._ops.job_options import ledger_location
-    from lsiorm._ops.ledger import JobLedger
+    from lsiorm._jobs.ledger import JobLedger
+    from lsiorm._jobs.options import ledger_location
 
     return JobLedger(session.ctx, ledger_location(session.ctx, table, ledger))
 
@@ -756,7 +762,7 @@ def _options(
 ) -> JobOptions:
     """How a key job runs, from a session method's keywords."""
     from lsiorm._io.exports import open_export
-    from lsiorm._ops.job_options import JobOptions
+    from lsiorm._jobs.options import JobOptions
 
     return JobOptions(
         ledger=ledger,
@@ -813,7 +819,9 @@ def batch_write(
     """Write and delete in chunks of 25, `concurrency` chunks at a time; unprocessed items are
     retried, never dropped.
     """
-    return _timed(batch.batch_write(session.ctx, puts, deletes, concurrency=concurrency), timeout)
+    return deadline.bounded(
+        batch.batch_write(session.ctx, puts, deletes, concurrency=concurrency), timeout
+    )
 
 
 def batch_get(
@@ -829,7 +837,7 @@ def batch_get(
     """Read many items in chunks of 100, `concurrency` chunks at a time; unprocessed keys are
     retried, never dropped.
     """
-    return _timed(
+    return deadline.bounded(
         batch.batch_get(
             session.ctx, cls_or_classes, keys, consistent=consistent, concurrency=concurrency
         ),
@@ -846,14 +854,14 @@ def transact_write(
     timeout: float | None = None,
 ) -> Operation[TransactWriteResult]:
     """Run put/update/delete/condition-check actions as one transaction."""
-    return _timed(transactions.transact_write(session.ctx, actions, token), timeout)
+    return deadline.bounded(transactions.transact_write(session.ctx, actions, token), timeout)
 
 
 def transact_get(
     session: SessionCore, /, gets: Sequence[Get], *, timeout: float | None = None
 ) -> Operation[list[Entity | None]]:
     """Read items in one transaction; None where an item does not exist."""
-    return _timed(transactions.transact_get(session.ctx, gets), timeout)
+    return deadline.bounded(transactions.transact_get(session.ctx, gets), timeout)
 
 
 # -- queries and scans ----------------------------------------------------------------------------
@@ -863,21 +871,21 @@ def all(
     session: SessionCore, /, source: Query[E] | Scan[E], *, timeout: float | None = None
 ) -> Operation[list[E]]:
     """Run a query or scan and return every result (up to its limit)."""
-    return _timed(reads.all(session.ctx, source), timeout)
+    return deadline.bounded(reads.all(session.ctx, source), timeout)
 
 
 def first(
     session: SessionCore, /, source: Query[E] | Scan[E], *, timeout: float | None = None
 ) -> Operation[E | None]:
     """Return the first result of a query or scan, or None."""
-    return _timed(reads.first(session.ctx, source), timeout)
+    return deadline.bounded(reads.first(session.ctx, source), timeout)
 
 
 def count(
     session: SessionCore, /, source: Query[Any] | Scan[Any], *, timeout: float | None = None
 ) -> Operation[int]:
     """Return how many items match (Select=COUNT; no item is transferred)."""
-    return _timed(reads.count(session.ctx, source), timeout)
+    return deadline.bounded(reads.count(session.ctx, source), timeout)
 
 
 def page(
@@ -887,4 +895,4 @@ def page(
     that resumes after them (`source.after(cursor)`). For a page of a listing, give `limit(n)`:
     `page_size(n)` only sets how many items each request evaluates, and `pages` yields the
     pages of those requests."""
-    return _timed(reads.page(session.ctx, source), timeout)
+    return deadline.bounded(reads.page(session.ctx, source), timeout)

@@ -34,9 +34,9 @@ from lsiorm._ops.steps import (
     changes_data,
     relayed,
 )
-from lsiorm.errors import CallTimeoutError, LsiormError, OutcomeUnknownError
+from lsiorm.errors import CallTimeoutError, LsiormError, OutcomeUnknownError, ValidationError
 
-__all__ = ["within"]
+__all__ = ["bounded", "within"]
 
 T = TypeVar("T")
 
@@ -57,6 +57,19 @@ class _Writes:
         if isinstance(step, Call) and changes_data(step.operation):
             sent = is_ambiguous(error) or (isinstance(error, CallTimeoutError) and error.in_flight)
             self.in_doubt = step if sent else self.in_doubt
+
+
+def bounded(op: Operation[T], timeout: float | None) -> Operation[T]:
+    """A call's operation bounded by its ``timeout=`` (seconds; None: as it is). A timeout that
+    is not a positive number is refused (rule ``call.timeout``) before anything is sent."""
+    if timeout is None:
+        return op
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        op.close()
+        raise ValidationError(
+            "call.timeout", f"timeout= is a positive number of seconds, not {timeout!r}."
+        )
+    return within(op, float(timeout))
 
 
 def within(
