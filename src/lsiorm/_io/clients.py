@@ -151,7 +151,7 @@ class ClientBuild:
             kwargs = dict(self.kwargs)
         else:
             meta = getattr(client, "meta", None)
-            kwargs = {"config": one_attempt(getattr(meta, "config", None))}
+            kwargs = {"config": one_attempt(_without_attempts(getattr(meta, "config", None)))}
             region = getattr(meta, "region_name", None)
             if region:
                 kwargs["region_name"] = region
@@ -160,3 +160,15 @@ class ClientBuild:
         if endpoint_url is not None:
             kwargs["endpoint_url"] = endpoint_url
         return kwargs
+
+
+def _without_attempts(config: Any) -> Any:
+    """A client's config with its botocore attempts left out (its retry mode kept): a client
+    passed to a session keeps its own retries, one built like it has lsiorm's alone."""
+    if config is None or not getattr(config, "retries", None):
+        return config
+    import copy
+
+    plain = copy.copy(config)
+    plain.retries = {k: v for k, v in config.retries.items() if k == "mode"}
+    return plain

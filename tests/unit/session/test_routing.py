@@ -96,3 +96,22 @@ def test_a_key_field_named_timeout_keeps_its_keyword() -> None:
     first, second = (params for op, params in client.calls if op == "GetItem")
     assert first["Key"]["SK"] == {"S": "T#0030"}
     assert second["Key"]["SK"] == {"S": "T#0030"}
+
+
+def test_a_place_next_to_a_given_client_has_lsioms_retries_alone() -> None:
+    import boto3
+    from botocore.config import Config
+
+    given = boto3.client(
+        "dynamodb",
+        region_name="us-east-1",
+        endpoint_url="http://127.0.0.1:9",
+        config=Config(retries={"max_attempts": 3, "mode": "standard"}),
+    )
+    with Session(given) as session:
+        replica = session.using(region_name="eu-west-1")
+        retries = replica.client.meta.config.retries
+        assert retries["total_max_attempts"] == 1
+        assert retries["mode"] == "standard"
+        assert replica.client.meta.region_name == "eu-west-1"
+        replica.close()
