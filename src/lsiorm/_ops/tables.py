@@ -47,6 +47,33 @@ def _wait(ctx: Context, table: Table, *, gone: bool) -> Operation[None]:
     )
 
 
+#: How long `apply_table` waits for an UpdateTable to finish (AWS takes minutes for some).
+_SETTLE_SECONDS = 1800.0
+
+
+def _settled(ctx: Context, table: Table) -> Operation[None]:
+    """Wait until the table, each of its indexes and its warm throughput are ACTIVE again
+    after an UpdateTable (polling every 0.2 s at first, then less often, up to 5 s)."""
+    waited, pause = 0.0, _POLL_SECONDS
+    while waited < _SETTLE_SECONDS:
+        response = yield from call(ctx, "DescribeTable", {"TableName": table.name}, (table,))
+        described = response.get("Table") or {}
+        statuses = [
+            described.get("TableStatus"),
+            *(g.get("IndexStatus") for g in described.get("GlobalSecondaryIndexes") or ()),
+            (described.get("WarmThroughput") or {}).get("Status", "ACTIVE"),
+        ]
+        if all(status == "ACTIVE" for status in statuses):
+            return None
+        yield Sleep(pause)
+        waited += pause
+        pause = min(pause * 1.5, 5.0)
+    raise LsiormError(
+        f"Table {ctx.live_name(table)!r} is still updating after {_SETTLE_SECONDS:g} s; run "
+        "apply again once it is ACTIVE to send the rest of the plan."
+    )
+
+
 def create_table(
     ctx: Context, table: Table, *, wait: bool = True, exists_ok: bool = False
 ) -> Operation[bool]:
@@ -261,6 +288,6 @@ def apply_table(ctx: Context, table: Table, *, dry_run: bool = False) -> Operati
     for step in plan.steps:
         yield from call(ctx, step.operation, step.params, (table,))
         if step.wait:
-            yield from _wait(ctx, table, gone=False)
+            yield from _settled(ctx, table)
     after = yield from check_table(ctx, table)
     return ApplyReport(plan, plan.steps, after)

@@ -230,3 +230,41 @@ def test_create_table_sends_the_settings_then_turns_on_recovery(
         },
     )
     assert session.create_table(declared) is True
+
+
+def test_apply_waits_until_the_table_its_indexes_and_warm_throughput_settle(
+    stubbed: tuple[Session, Stubber],
+) -> None:
+    session, stubber = stubbed
+    protected = Table(
+        "Stubbed", "PK", "SK", global_indexes=[GlobalIndex("ByG", "G")], deletion_protection=True
+    )
+    stubber.add_response("describe_table", _description(), {"TableName": "Stubbed"})
+    stubber.add_response(
+        "describe_time_to_live",
+        {"TimeToLiveDescription": {"TimeToLiveStatus": "DISABLED"}},
+        {"TableName": "Stubbed"},
+    )
+    stubber.add_response(
+        "update_table", {}, {"TableName": "Stubbed", "DeletionProtectionEnabled": True}
+    )
+    updating_table = _description()
+    updating_table["Table"]["TableStatus"] = "UPDATING"
+    updating_index = _description()
+    updating_index["Table"]["GlobalSecondaryIndexes"][0]["IndexStatus"] = "UPDATING"
+    updating_warm = _description()
+    updating_warm["Table"]["WarmThroughput"]["Status"] = "UPDATING"
+    settled = _description()
+    settled["Table"]["DeletionProtectionEnabled"] = True
+    for answer in (updating_table, updating_index, updating_warm, settled):
+        stubber.add_response("describe_table", answer, {"TableName": "Stubbed"})
+    # The check after the plan.
+    stubber.add_response("describe_table", settled, {"TableName": "Stubbed"})
+    stubber.add_response(
+        "describe_time_to_live",
+        {"TimeToLiveDescription": {"TimeToLiveStatus": "DISABLED"}},
+        {"TableName": "Stubbed"},
+    )
+    report = session.apply_table(protected)
+    assert [s.operation for s in report.applied] == ["UpdateTable"]
+    assert report.ok
