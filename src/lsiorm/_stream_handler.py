@@ -27,6 +27,7 @@ dependency; it is imported only by `powertools_processor`.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -146,6 +147,13 @@ class StreamHandler(Generic[E]):
             raise ValidationError(
                 "stream.after-failure",
                 f"after_failure= is 'hold-item' or 'stop', not {after_failure!r}.",
+            )
+        if inspect.iscoroutinefunction(function):
+            raise ValidationError(
+                "stream.async-function",
+                f"{getattr(function, '__name__', function)!r} is an async function; a stream "
+                "handler calls its function as Lambda calls a handler, synchronously: make it "
+                "a plain def (run async code in it with asyncio.run).",
             )
         if idempotency is not None:
             check_marks_table(idempotency)

@@ -237,3 +237,12 @@ def test_a_lost_mark_is_reported_and_a_redelivery_applies_the_change_again() -> 
     assert first.response == {"batchItemFailures": []}
     assert again.applied == first.applied, "without its mark, a redelivered change runs again"
     assert applied == [("o0", 0), ("o0", 0)]
+
+
+def test_an_async_function_is_refused_when_decorated() -> None:
+    async def apply(change: ChangeEvent[Order]) -> None:
+        return None
+
+    with pytest.raises(ValidationError) as caught:
+        stream_handler(shop)(apply)
+    assert caught.value.rule == "stream.async-function"
