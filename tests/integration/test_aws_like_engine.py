@@ -7,9 +7,11 @@ holds, shadows, the consumed capacity it asks for) never shows in an answer.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
+import boto3
 import pytest
 
 from lsiorm import (
@@ -160,3 +162,38 @@ def test_requests_the_engine_cannot_read_go_upstream_as_they_came(
     with pytest.raises(client.exceptions.ClientError) as missing:
         client.put_item(TableName=table_name, Item={"PK": {"S": "a"}})  # no sort key
     assert missing.value.response["Error"]["Code"] == "ValidationException"
+
+
+def test_the_engine_stops_by_itself_when_idle_with_its_stream_reader(endpoint_url: str) -> None:
+    engine = AwsLikeEngine(endpoint_url, streams=StreamShards(), idle_timeout=0.3)
+    engine.start()
+    assert engine.reading_streams
+    deadline = time.monotonic() + 10
+    while engine.running and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not engine.running
+    assert not engine.reading_streams
+    engine.stop()
+
+
+def test_a_refusal_of_the_engines_own_request_is_answered_not_dropped(
+    aws_like: Start, table_name: str, endpoint_url: str
+) -> None:
+    engine = aws_like(partition_limits=PartitionLimits())
+    client = engine_client(engine)
+    index = {
+        "IndexName": "ByOwner",
+        "KeySchema": [{"AttributeName": "owner", "KeyType": "HASH"}],
+        "Projection": {"ProjectionType": "ALL"},
+    }
+    create_and_wait(
+        client,
+        table_request(table_name, "PK", "SK", indexed=["owner"], GlobalSecondaryIndexes=[index]),
+    )
+    item = {"PK": {"S": "a"}, "SK": {"S": "1"}, "owner": {"S": "ann"}}
+    client.put_item(TableName=table_name, Item=item)
+    boto3.client("dynamodb", endpoint_url=endpoint_url).delete_table(TableName=table_name)
+    # The engine reads the item before the write (its index partitions): the table is gone.
+    with pytest.raises(client.exceptions.ResourceNotFoundException):
+        client.put_item(TableName=table_name, Item=item)
+    assert engine.stats["upstream:ResourceNotFoundException"] == 1

@@ -16,7 +16,7 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.session import get_session
 
-from lsiorm import Entity, Put, RetryPolicy, Session, Table
+from lsiorm import Entity, OnDemandThroughput, Put, RetryPolicy, Session, Table
 from lsiorm.errors import ThrottledError, TransactionCanceledError
 from lsiorm.testing import AwsLikeEngine, OnDemandMaximum, PartitionLimits
 from support.aws_like import Clock, engine_client
@@ -358,3 +358,31 @@ def test_consumed_capacity_comes_back_as_the_caller_asked(aws_like: Start, table
     )["ConsumedCapacity"]
     assert detailed["TableName"] == table_name
     assert "CapacityUnits" in detailed
+
+
+def test_a_maximum_declared_with_lsiorm_is_enforced(
+    aws_like: Start, table_name: str, clock: Clock, backend: str
+) -> None:
+    if backend == "moto":
+        pytest.skip("moto drops OnDemandThroughput from CreateTable: only the option sets one")
+    engine = aws_like(on_demand=OnDemandMaximum(), clock=clock)
+    # DynamoDB Local refuses a maximum of one kind alone ("read and write throughput must be at
+    # least 1"): both are declared.
+    most = OnDemandThroughput(max_read_request_units=100, max_write_request_units=1)
+    table = Table(table_name, "PK", "SK", on_demand_throughput=most)
+
+    class Box(Entity, table=table, keys={"PK": "P#{pk}", "SK": "S#{sk}"}):
+        pk: str
+        sk: str
+
+    with Session(
+        endpoint_url=engine.endpoint_url, region_name="us-east-1", retry=NO_RETRY
+    ) as session:
+        session.create_table(table)
+        session.put(Box(pk="a", sk="1"))
+        with pytest.raises(ThrottledError) as throttled:
+            session.put(Box(pk="b", sk="1"))
+    arn = table_arn_of(engine, table_name)
+    assert throttled.value.response["throttlingReasons"] == [
+        {"reason": "TableWriteMaxOnDemandThroughputExceeded", "resource": arn}
+    ]

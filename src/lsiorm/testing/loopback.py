@@ -174,9 +174,5 @@ class LoopbackService(Running):
     def _stop_when_idle(self) -> None:
         while not self._stopping.wait(min(1.0, self.idle_timeout)):
             if time.monotonic() - self._last_request > self.idle_timeout:
-                server = self._server
-                if server is not None:
-                    server.shutdown()
-                    server.server_close()
-                self._server = self._thread = None
+                self.stop()  # a subclass's stop too (an engine stops its own threads)
                 return

@@ -15,12 +15,15 @@ Every request a client sends to ``engine.endpoint_url`` is read here and goes on
 * anything else goes upstream as it came.
 
 A request the engine cannot read (malformed JSON, a table the upstream engine does not have)
-goes upstream as it came, so the upstream engine says what is wrong with it.
+goes upstream as it came, so the upstream engine says what is wrong with it; one of the
+engine's own requests that the upstream engine refuses (an item's image, say, of a table
+deleted behind the engine's back) is answered with the upstream engine's refusal.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
@@ -55,7 +58,7 @@ from lsiorm.testing.aws_like.throughput import (
     throttled,
 )
 from lsiorm.testing.aws_like.touches import Touch, query_partition, touches
-from lsiorm.testing.aws_like.upstream import DROPPED_HEADERS, Upstream
+from lsiorm.testing.aws_like.upstream import DROPPED_HEADERS, Upstream, UpstreamError
 from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer, LoopbackService
 
 __all__ = ["AwsLikeEngine"]
@@ -232,6 +235,12 @@ class AwsLikeEngine(LoopbackService):
 
     # -- what tests call -------------------------------------------------------------------
 
+    @property
+    def reading_streams(self) -> bool:
+        """Whether the background reader of the upstream streams is running."""
+        name = self._streams.thread_name if self._streams is not None else None
+        return any(t.name == name and t.is_alive() for t in threading.enumerate())
+
     def _stream_of(self, table: str) -> str:
         if self._streams is None:
             raise ValidationError(
@@ -280,6 +289,9 @@ class AwsLikeEngine(LoopbackService):
         except ServiceError as exc:
             self.stats.add(f"refused:{exc.code}")
             return exc.status, exc.body()
+        except UpstreamError as exc:  # one of the engine's own requests was refused: say why
+            self.stats.add(f"upstream:{exc.code}")
+            return exc.status, json.dumps(exc.answer).encode()
         return self.upstream.forward(headers, body)
 
     def _streams_call(self, operation: str, headers: Mapping[str, str], body: bytes) -> Answer:

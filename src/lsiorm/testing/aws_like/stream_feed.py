@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from http.client import HTTPException
 from typing import Any
 
 from lsiorm.testing.aws_like.options import StreamShards
@@ -204,6 +205,8 @@ class StreamFeeds:
         self._thread: threading.Thread | None = None
         #: The last failure of the background reader (None: none); a test can assert on it.
         self.error: BaseException | None = None
+        #: The name of the background reader's thread.
+        self.thread_name = f"lsiorm-aws-like-streams-{id(self):x}"
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -211,7 +214,7 @@ class StreamFeeds:
         """Start the background reader."""
         if self._thread is None:
             self._stop.clear()
-            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
@@ -229,7 +232,7 @@ class StreamFeeds:
                 try:
                     feed.pull()
                     feed.stream.tick(self.clock())
-                except (OSError, UpstreamError, KeyError, ValueError) as exc:
+                except (OSError, HTTPException, UpstreamError, KeyError, ValueError) as exc:
                     self.error = exc  # the upstream engine is going away, or the table is
 
     # -- streams ---------------------------------------------------------------------------

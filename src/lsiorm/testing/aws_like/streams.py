@@ -417,7 +417,7 @@ class VirtualStream:
                 )
             page = self._page(shard, after, limit)
             position = page[-1].sequence if page else after
-            done = not shard.open and position >= shard.last_sequence()
+            done = not shard.open and self._remaining(shard, position) == 0
         answer: dict[str, Any] = {"Records": [copy.deepcopy(r.body) for r in page]}
         if not done:
             answer["NextShardIterator"] = _iterator_token(self.arn, shard.id, position, now)
@@ -435,8 +435,15 @@ class VirtualStream:
             )
         shard.reads.append(now)
 
+    @staticmethod
+    def _remaining(shard: VirtualShard, after: int) -> int:
+        """How many of the shard's records come after sequence number ``after``."""
+        return len(shard.records) - bisect.bisect_right(
+            shard.records, after, key=lambda r: r.sequence
+        )
+
     def _page(self, shard: VirtualShard, after: int, limit: int) -> list[_Record]:
-        first = bisect.bisect_right(shard.records, after, key=lambda r: r.sequence)
+        first = len(shard.records) - self._remaining(shard, after)
         page: list[_Record] = []
         size = 0
         for record in shard.records[first : first + limit]:
