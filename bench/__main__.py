@@ -15,7 +15,16 @@ from pathlib import Path
 
 from lsiorm.testing import DynamoDBLocal
 
-from . import async_calls, cold_start, dynamoxy_peer, read_share, report, tracing, workloads
+from . import (
+    async_calls,
+    catch_up,
+    cold_start,
+    dynamoxy_peer,
+    read_share,
+    report,
+    tracing,
+    workloads,
+)
 from .models import rows
 from .report import Target
 from .timing import Variant, machine, versions
@@ -378,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, few rounds")
     parser.add_argument("--output", type=Path, help=f"markdown report path (default {DOCS})")
     parser.add_argument("--skip-memory", action="store_true", help="skip the 100,000-item test")
+    parser.add_argument(
+        "--skip-catch-up", action="store_true", help="skip the migration catch-up figures"
+    )
     args = parser.parse_args(argv)
     for name, value in (
         ("AWS_ACCESS_KEY_ID", "testing"),
@@ -402,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"starting DynamoDB Local from {engine_process.locate()}", flush=True)
     groups: dict[str, workloads.Group] = {}
     memory = None
+    caught: catch_up.CatchUpResult | None = None
     imports: workloads.ImportResult | None = None
 
     def timed_imports() -> list[workloads.Group]:
@@ -470,6 +483,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"eager list {memory.eager / 2**20:.1f} MiB",
                     flush=True,
                 )
+            if not args.skip_catch_up:
+                print(f"\n== catch-up ({catch_up.SHARDS} shards)", flush=True)
+                caught = catch_up.run(engine_process.endpoint_url, quick=quick)
             described["DynamoDB Local"] = _dynamodb_local_version(engine_process)
             described["dynamoxy"] = peer_line
         finally:
@@ -478,6 +494,8 @@ def main(argv: list[str] | None = None) -> int:
             engine.close()
 
     targets = _targets(groups, memory, imports) + _async_targets(groups)
+    if caught is not None:
+        targets += catch_up.targets(caught)
     ending = os.getloadavg()
     print(f"\nLoad average now: {', '.join(f'{x:.2f}' for x in ending)}")
     if args.output is None and output is not None and ending[1] >= QUIET_END_LOAD:
@@ -511,7 +529,13 @@ def main(argv: list[str] | None = None) -> int:
     }
     if output is not None:
         text = report.markdown(
-            list(groups.values()), memory, targets, described, versions(*PACKAGES), settings
+            list(groups.values()),
+            memory,
+            targets,
+            described,
+            versions(*PACKAGES),
+            settings,
+            catch_up.section(caught) if caught is not None else (),
         )
         output.write_text(text)
         print(f"\nwrote {output}")

@@ -233,8 +233,10 @@ def markdown(
     machine: Mapping[str, str],
     versions: Mapping[str, str],
     settings: Mapping[str, str],
+    sections: Sequence[str] = (),
 ) -> str:
-    """Return the whole docs/benchmarks.md page."""
+    """Return the whole docs/benchmarks.md page (``sections``: more result lines, after the
+    tables of the groups)."""
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# Benchmarks",
@@ -278,7 +280,7 @@ def markdown(
             f"| eager: `session.all()` into one list | {_mib(memory.eager)} |",
             "",
         ]
-    lines += [*PEERS, ""]
+    lines += [*sections, *PEERS, ""]
     lines += [
         "## Targets of lsiorm's development",
         "",
