@@ -140,12 +140,14 @@ class FaultTiming(TypedDict, total=False):
 
     ``times``: the next so many (1 when not given); ``rate``: that share of them, without end
     unless ``times`` is given too; ``seed``: the rule's random choices (the injector's seed
-    when not given).
+    when not given); ``when(operation, params)``: only the requests it accepts (the params as
+    sent: those of one partition key, say).
     """
 
     times: int | None
     rate: float | None
     seed: int | None
+    when: Callable[[str, Mapping[str, Any]], bool] | None
 
 
 class FaultInjector:
@@ -242,18 +244,16 @@ class FaultInjector:
         *,
         code: str = "ProvisionedThroughputExceededException",
         reason: str | Sequence[str] = (),
-        when: Callable[[str, Mapping[str, Any]], bool] | None = None,
         **timing: Unpack[FaultTiming],
     ) -> Fault:
         """Throttle the chosen requests (``code``: or ``"ThrottlingException"``, ...).
 
         ``reason`` gives the throttle DynamoDB's reasons (one, or several), such as
         ``"TableWriteKeyRangeThroughputExceeded"``; each names the request's table (or its
-        index) by an ARN in the client's region. ``when(operation, params)`` chooses the
-        requests further: those of one partition key, say.
+        index) by an ARN in the client's region.
         """
         reasons = (reason,) if isinstance(reason, str) else tuple(reason)
-        return self.inject("throttle", operation, code=code, reasons=reasons, when=when, **timing)
+        return self.inject("throttle", operation, code=code, reasons=reasons, **timing)
 
     def server_error(
         self,
