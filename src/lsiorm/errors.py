@@ -57,7 +57,16 @@ __all__ = [
 
 
 class LsiormError(Exception):
-    """Base class of every error lsiorm raises."""
+    """Base class of every error lsiorm raises.
+
+    An error that stopped a key job (`backfill`, `audit_keys`, `relieve_collection`, ...)
+    carries the job's ``report`` of what its run did before it stopped: the counts of every
+    page committed, across its workers. By then the run is paused in its ledger and no worker
+    of it writes any more; running the same job again resumes it. For any other error
+    ``report`` is None.
+    """
+
+    report: Any = None
 
 
 class MigrationWarning(UserWarning):
@@ -163,7 +172,9 @@ class ConfigurationError(LsiormError):
 
 class JobError(LsiormError):
     """A key job could not go on, though no request failed: a unit's worker kept dying
-    (``"jobs.worker-failed"``), or the run made no progress for too long (``"jobs.stalled"``).
+    (``"jobs.worker-failed"``), the run made no progress for too long (``"jobs.stalled"``), or
+    another process paused the run while this one ran it (``"jobs.paused"``: its error, a
+    Ctrl-C).
 
     ``job`` is the run's id and ``units`` the ids of the units concerned. The run is paused
     when this is raised; running the same job again resumes it.
