@@ -23,11 +23,13 @@ were throttled, and DynamoDB's reason.
 A `Pacer` (one per worker, in `lsiorm._jobs.budget.RateBudget`) acts on the signals for
 the resources a write names. A resource nobody throttled is not paced at all. The first
 throttle of a resource starts pacing it at half the rate the worker was writing it (measured
-over the last seconds: the rate that met the limit), and each further throttle halves that
-rate again, at most once per ``cooldown`` (the retries of one request report one throttle
-each); after ``calm`` seconds without a throttle the rate grows by a tenth of the rate that met
-the limit, and a resource back at that rate and calm for ``forget`` seconds is not paced any
-more (additive increase, multiplicative decrease: TCP's answer to congestion, per key).
+over the last seconds: the rate that met the limit). A further throttle halves the rate again
+when a write sent at that rate met the limit (the retries of one request meet it again and
+count once); after ``calm`` seconds without a throttle the rate grows by a tenth of the rate
+that last met the limit, so it comes back to that rate in about five calm periods and probes
+past it slowly; and a resource back at its unpaced rate and calm for ``forget`` seconds, or
+not written for as long, is not paced any more (additive increase, multiplicative decrease:
+TCP's answer to congestion, per key).
 Pacing is exact spacing (each write of *u* units waits until *u / rate* seconds after the
 last one's turn), in the units the capacity model prices each write at, which are the units a
 partition's limit counts. The rate never falls below ``floor`` units a second: a hot key is
@@ -185,14 +187,19 @@ def signals(
 
 @dataclass
 class _Paced:
-    """A resource being paced: its rate (units a second), the rate that met the limit, its
-    next turn, and when it was last throttled and last changed."""
+    """A resource being paced: its rate (units a second), the rate it was written at unpaced
+    (``peak``) and the rate that last met the limit (``knee``), its next turn, when it was
+    last throttled, last changed and last written, and how many writes took a turn since the
+    last change."""
 
     rate: float
     peak: float
+    knee: float
     turn: float
     throttled_at: float
     changed_at: float
+    written_at: float
+    written: int = 0
 
 
 @dataclass(eq=False, repr=False)
@@ -200,7 +207,7 @@ class Pacer:
     """AIMD pacing per resource for one worker; see the module docstring. Thread-safe."""
 
     clock: Callable[[], float] = time.monotonic
-    cooldown: float = 1.0
+    cooldown: float = 0.1
     calm: float = 2.0
     forget: float = 10.0
     floor: float = 1.0
@@ -221,24 +228,30 @@ class Pacer:
             return {resource: state.rate for resource, state in self._paced.items()}
 
     def throttled(self, resource: Resource) -> None:
-        """Note a throttle of ``resource``: start pacing it, or halve its rate."""
+        """Note a throttle of ``resource``: start pacing it, or halve its rate when a write
+        sent at that rate met the limit (a request's own retries meet it again: one halving)."""
         now = self.clock()
         with self._lock:
+            self._prune(now)
             state = self._paced.get(resource)
             if state is None:
                 observed = max(self.floor, self._observed(resource, now))
                 self._paced[resource] = _Paced(
                     rate=max(self.floor, observed / 2),
                     peak=observed,
+                    knee=observed,
                     turn=now,
                     throttled_at=now,
                     changed_at=now,
+                    written_at=now,
                 )
                 return
             state.throttled_at = now
-            if now - state.changed_at >= self.cooldown:
+            if state.written and now - state.changed_at >= self.cooldown:
+                state.knee = state.rate
                 state.rate = max(self.floor, state.rate / 2)
                 state.changed_at = now
+                state.written = 0
 
     def reserve(self, resources: Iterable[Resource], units: float) -> float:
         """Take the turn of a write of ``units`` to each of ``resources``; return how long to
@@ -255,19 +268,34 @@ class Pacer:
                     continue
                 start = max(now, state.turn)
                 state.turn = start + units / state.rate
+                state.written += 1
+                state.written_at = start
                 wait = max(wait, start - now)
         return wait
 
     def _recovered(self, resource: Resource, state: _Paced, now: float) -> bool:
-        """Raise a calm resource's rate; forget one back at its peak for long enough."""
+        """Raise a calm resource's rate by a tenth of the rate that last met the limit; forget
+        one back at its unpaced rate and calm for long enough."""
         quiet = now - state.throttled_at
         if quiet >= self.calm and now - state.changed_at >= self.calm:
-            state.rate = min(state.peak, state.rate + state.peak / 10)
+            state.rate = min(state.peak, state.rate + max(self.floor, state.knee / 10))
             state.changed_at = now
+            state.written = 0
         if state.rate >= state.peak and quiet >= self.forget:
             del self._paced[resource]
             return True
         return False
+
+    def _prune(self, now: float) -> None:
+        """Forget the paced resources neither throttled nor written for a while (a hot key this
+        worker is done with)."""
+        idle = [
+            resource
+            for resource, state in self._paced.items()
+            if now - max(state.throttled_at, state.written_at) >= self.forget
+        ]
+        for resource in idle:
+            del self._paced[resource]
 
     def _note(self, resource: Resource, now: float, units: float) -> None:
         seen = self._recent.get(resource)

@@ -166,17 +166,32 @@ def test_a_hot_key_is_paced_at_half_its_rate_and_other_keys_are_not() -> None:
     assert waits == pytest.approx([0.1 * i for i in range(10)])
 
 
-def test_throttles_halve_the_rate_once_per_cooldown_down_to_the_floor() -> None:
+def test_each_write_that_meets_the_limit_halves_the_rate_down_to_the_floor() -> None:
     clock = Clock()
-    pacer = Pacer(clock, cooldown=1.0, floor=2.0)
+    pacer = Pacer(clock, cooldown=0.1, floor=2.0)
     writing(pacer, clock, HOT, 40, 0.05)
     pacer.throttled(HOT)
-    pacer.throttled(HOT)  # the retries of one request: one halving
+    clock.now += 1.0
+    pacer.throttled(HOT)  # the retries of the same request: no write since, no halving
     assert pacer.paced[HOT] == pytest.approx(10.0)
     for expected in (5.0, 2.5, 2.0, 2.0):
         clock.now += 1.0
-        pacer.throttled(HOT)
+        pacer.reserve([HOT], 1.0)  # a write sent at this rate
+        pacer.throttled(HOT)  # met the limit
         assert pacer.paced[HOT] == pytest.approx(expected)
+    pacer.reserve([HOT], 1.0)
+    pacer.throttled(HOT)  # within the cooldown of the last halving: none
+    assert pacer.paced[HOT] == pytest.approx(2.0)
+
+
+def test_a_key_no_longer_written_is_forgotten() -> None:
+    clock = Clock()
+    pacer = Pacer(clock, forget=10.0)
+    writing(pacer, clock, HOT, 40, 0.05)
+    pacer.throttled(HOT)
+    clock.now += 10.0
+    pacer.throttled(COLD)  # another key, long after: the hot one is done with
+    assert set(pacer.paced) == {COLD}
 
 
 def test_calm_raises_the_rate_back_and_then_forgets_the_key() -> None:
@@ -213,10 +228,12 @@ def test_a_paced_key_never_gets_more_than_its_rate(writes: list[tuple[float, flo
         clock.now += gap
         if throttled:
             pacer.throttled(HOT)
-        rate = pacer.paced.get(HOT)
         wait = pacer.reserve([HOT], units)
+        rate = pacer.paced.get(HOT)  # the rate its turn was taken at (a calm spell raised it)
         if rate is not None:
             sent.append((clock.now + wait, units, rate))
+        else:
+            sent.clear()  # forgotten: no longer paced, a new start if throttled again
         assert pacer.reserve([COLD], units) == 0.0
     for (before, units, rate), (after, _, _) in itertools.pairwise(sent):
         assert after - before >= units / rate - 1e-9
