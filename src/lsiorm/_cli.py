@@ -720,8 +720,14 @@ def cmd_jobs(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
         counts = ", ".join(f"{k}={v}" for k, v in sorted(unit.counts.items()) if ":" not in k)
         holder = f", held until {unit.lease:.0f}" if unit.owner else ""
         out.write(f"  {unit.unit.id}: {unit.state}, runs {unit.runs}{holder}; {counts}\n")
-    total = ", ".join(f"{k}={v}" for k, v in sorted(record.counts().items()) if ":" not in k)
+    counts = record.counts()
+    total = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()) if ":" not in k)
     out.write(f"  counts: {total}\n")
+    from lsiorm._jobs.pacing import hot_partitions, throttled_resources
+    from lsiorm._jobs.write_tally import throttle_lines
+
+    for line in throttle_lines(throttled_resources(counts), hot_partitions(counts), most=20):
+        out.write(f"{line}\n")
     return EXIT_OK
 
 

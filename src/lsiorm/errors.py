@@ -15,8 +15,10 @@ such as ``"lsi.max-five"``; the message is a plain sentence that repeats it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 __all__ = [
     "BatchGetIncompleteError",
@@ -47,6 +49,7 @@ __all__ = [
     "ServiceValidationError",
     "StaleVersionError",
     "ThrottledError",
+    "ThrottlingReason",
     "TransactionCanceledError",
     "TransactionConflictError",
     "TransportError",
@@ -55,7 +58,16 @@ __all__ = [
 
 
 class LsiormError(Exception):
-    """Base class of every error lsiorm raises."""
+    """Base class of every error lsiorm raises.
+
+    An error that stopped a key job (`backfill`, `audit_keys`, `relieve_collection`, ...)
+    carries the job's ``report`` of what its run did before it stopped: the counts of every
+    page committed, across its workers. By then the run is paused in its ledger and no worker
+    of it writes any more; running the same job again resumes it. For any other error
+    ``report`` is None.
+    """
+
+    report: Any = None
 
 
 class MigrationWarning(UserWarning):
@@ -161,7 +173,9 @@ class ConfigurationError(LsiormError):
 
 class JobError(LsiormError):
     """A key job could not go on, though no request failed: a unit's worker kept dying
-    (``"jobs.worker-failed"``), or the run made no progress for too long (``"jobs.stalled"``).
+    (``"jobs.worker-failed"``), the run made no progress for too long (``"jobs.stalled"``), or
+    another process paused the run while this one ran it (``"jobs.paused"``: its error, a
+    Ctrl-C).
 
     ``job`` is the run's id and ``units`` the ids of the units concerned. The run is paused
     when this is raised; running the same job again resumes it.
@@ -240,8 +254,105 @@ class RetryableError(DynamoError):
     retryable = True
 
 
+def key_text(key: Mapping[str, Any]) -> str:
+    """A key as text, ``PK=USER#1`` (``A=x, B=2`` for several attributes): each attribute's
+    value as DynamoDB stores it (an ``AttributeValue``'s string, number or bytes), or as given
+    when it is not an ``AttributeValue``."""
+    return ", ".join(f"{name}={_value_text(value)}" for name, value in key.items())
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, Mapping) and len(value) == 1:
+        ((tag, inner),) = value.items()
+        if tag in ("S", "N") and isinstance(inner, str):
+            return inner
+        if tag == "B" and isinstance(inner, (bytes, bytearray)):
+            return bytes(inner).hex()
+    return str(value)
+
+
+#: DynamoDB's throttling reasons: what was throttled, which way, and which limit it met.
+_REASON: Final = re.compile(r"^(Table|Index)(Read|Write)([A-Za-z]+)$")
+#: A table's or an index's ARN: ``arn:aws:dynamodb:<region>:<account>:table/<name>[/index/<name>]``.
+_RESOURCE: Final = re.compile(r"^arn:[^:]*:dynamodb:[^:]*:[^:]*:table/([^/]+)(?:/index/([^/]+))?")
+
+
+@dataclass(frozen=True)
+class ThrottlingReason:
+    """Why DynamoDB throttled a request: one entry of the throttle's ``ThrottlingReasons``.
+
+    ``reason`` is DynamoDB's text, *resource* + *operation* + *limit*:
+    ``TableWriteKeyRangeThroughputExceeded``, ``IndexReadProvisionedThroughputExceeded``, and so
+    on; ``resource`` is the ARN of the table or index that was throttled. The parts are parsed
+    from both: ``kind`` (``"Table"`` or ``"Index"``), ``operation`` (``"Read"`` or ``"Write"``),
+    ``limit`` (``"KeyRangeThroughputExceeded"``: one partition key value got more than its
+    partition serves, a hot key; ``"ProvisionedThroughputExceeded"``; ``"AccountLimitExceeded"``;
+    ``"MaxOnDemandThroughputExceeded"``), and ``table`` and ``index`` (the names in the ARN; the
+    index is None for the table). A part DynamoDB's text does not give is None.
+    """
+
+    reason: str
+    resource: str = ""
+    kind: str | None = field(init=False, default=None)
+    operation: str | None = field(init=False, default=None)
+    limit: str | None = field(init=False, default=None)
+    table: str | None = field(init=False, default=None)
+    index: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        parts = _REASON.match(self.reason)
+        if parts is not None:
+            for name, value in zip(("kind", "operation", "limit"), parts.groups(), strict=True):
+                object.__setattr__(self, name, value)
+        names = _RESOURCE.match(self.resource)
+        if names is not None:
+            object.__setattr__(self, "table", names.group(1))
+            object.__setattr__(self, "index", names.group(2))
+
+    @property
+    def key_range(self) -> bool:
+        """Whether one partition key value was throttled (a hot key), not the whole table or
+        index."""
+        return self.limit == "KeyRangeThroughputExceeded"
+
+    @property
+    def where(self) -> str:
+        """The throttled resource in words: ``"Orders"``, ``"Orders/index/GSI1"`` (the ARN's
+        end), or the ARN itself when it is not a table's or an index's."""
+        if self.table is None:
+            return self.resource or "?"
+        return self.table if self.index is None else f"{self.table}/index/{self.index}"
+
+
 class ThrottledError(RetryableError):
-    """Throughput was exceeded (ProvisionedThroughputExceeded, Throttling, RequestLimitExceeded)."""
+    """Throughput was exceeded (ProvisionedThroughputExceeded, Throttling, RequestLimitExceeded).
+
+    ``reasons`` are DynamoDB's throttling reasons (`ThrottlingReason`: what was throttled and
+    why, with the resource's ARN), empty when the answer gave none (older engines, older
+    botocore). ``partition_key`` is the partition key value the request targeted, as
+    ``{attribute: AttributeValue}``, when lsiorm knows it from the request (a single item, or
+    items of one partition) and the table's declaration; DynamoDB does not say it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reasons: Sequence[ThrottlingReason] = (),
+        partition_key: Mapping[str, Any] | None = None,
+        **kw: Any,
+    ) -> None:
+        self.reasons = tuple(reasons)
+        self.partition_key = dict(partition_key) if partition_key is not None else None
+        said = [f"{r.reason} on {r.where}" for r in self.reasons]
+        if self.partition_key:
+            said.append(f"partition key {key_text(self.partition_key)}")
+        super().__init__(f"{message} ({'; '.join(said)})" if said else message, **kw)
+
+    @property
+    def key_range(self) -> bool:
+        """Whether DynamoDB said a partition key value was throttled (a hot key range)."""
+        return any(r.key_range for r in self.reasons)
 
 
 class InternalServerError(RetryableError):

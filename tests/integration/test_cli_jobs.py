@@ -13,6 +13,7 @@ import pytest
 
 from lsiorm import Session
 from lsiorm._cli import EXIT_FOUND, EXIT_OK, EXIT_USAGE
+from lsiorm.testing import FaultInjector
 from support.cli import app_module, run
 from support.migration import stream_table
 
@@ -199,3 +200,28 @@ def test_migrate_status_before_any_migration_finds_nothing(
         assert run(*args, "--abandon")[0] == EXIT_USAGE  # nothing to act on
     finally:
         dynamodb_client.delete_table(TableName=source)
+
+
+def test_a_backfill_and_jobs_show_name_the_hot_partition(
+    modules: tuple[str, str], endpoint_url: str
+) -> None:
+    old, new = modules
+    reason = "TableWriteKeyRangeThroughputExceeded"
+    with tasks_of(old, endpoint_url, 12) as url, FaultInjector() as faults:
+        faults.throttle(  # twice: the command tries a request 3 times
+            "UpdateItem",
+            reason=reason,
+            times=2,
+            when=lambda _, params: params["Key"]["PK"] == {"S": "P#x"},  # not the ledger's
+        )
+        code, out = run("backfill", f"{new}:Task", *url, "--page-size", "4")
+        assert code == EXIT_OK, out
+        table = sys.modules[new].app.name
+        assert f"  throttled: {table} {reason} x2" in out
+        assert f"  hot partitions (throttles): {table} PK=P#x (2)" in out
+        job = out.split("job: ")[1].split()[0]
+        code, shown = run("jobs", f"{new}:app", "show", job, *url)
+        assert code == EXIT_OK, shown
+        assert f"  throttled: {table} {reason} x2" in shown
+        assert f"  hot partitions (throttles): {table} PK=P#x (2)" in shown
+        assert "hot:" not in shown  # the counts line keeps its plain counts

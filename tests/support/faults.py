@@ -4,7 +4,9 @@ It forwards each request to the engine, except that for a share of them (``rate`
 in one of these ways instead, chosen at random among ``kinds``:
 
 * ``"throttle"``: HTTP 400 with DynamoDB's error body for ``throttle_code``
-  (ProvisionedThroughputExceededException by default);
+  (ProvisionedThroughputExceededException by default), with ``throttle_reasons`` in the body as
+  AWS sends them (``ThrottlingReasons``, or ``throttlingReasons`` for a ThrottlingException;
+  each resource the ARN of the request's table) when given;
 * ``"error500"``: HTTP 500 with an InternalServerError body;
 * ``"error503"``: HTTP 503 with a ServiceUnavailable JSON body;
 * ``"html503"``: HTTP 503 with an HTML body, as a load balancer in front would answer;
@@ -103,7 +105,8 @@ class _Handler(LoopbackHandler):
             self.drop()
             return
         if kind == "throttle":
-            self._error(400, proxy.throttle_code, "Injected throttling: rate exceeded.")
+            extra = proxy.reasons_for(body)
+            self._error(400, proxy.throttle_code, "Injected throttling: rate exceeded.", **extra)
             return
         if kind == "error500":
             self._error(500, "InternalServerError", "Injected internal server error.")
@@ -136,8 +139,8 @@ class _Handler(LoopbackHandler):
             return
         self.reply(status, payload)
 
-    def _error(self, status: int, code: str, message: str) -> None:
-        payload = {"__type": _ERROR_PREFIX + code, "message": message}
+    def _error(self, status: int, code: str, message: str, **extra: Any) -> None:
+        payload = {"__type": _ERROR_PREFIX + code, "message": message, **extra}
         self.reply(status, json.dumps(payload).encode())
 
     def _partial(self, operation: str, body: bytes) -> None:
@@ -186,6 +189,7 @@ class FaultProxy:
         kinds: Sequence[str] = KINDS,
         operations: Sequence[str] | None = None,
         throttle_code: str = "ProvisionedThroughputExceededException",
+        throttle_reasons: Sequence[str] = (),
         seed: int | None = 0,
         max_connections: int = 32,
         upstream_timeout: float = 30.0,
@@ -202,6 +206,7 @@ class FaultProxy:
         self.kinds = tuple(kinds)
         self.operations = frozenset(operations) if operations is not None else None
         self.throttle_code = throttle_code
+        self.throttle_reasons = tuple(throttle_reasons)
         self.upstream_timeout = upstream_timeout
         self.latency = latency
         self.answer_latency = answer_latency
@@ -260,6 +265,19 @@ class FaultProxy:
             self.stats[kind] += 1
             self.stats["faults"] += 1
             return kind
+
+    def reasons_for(self, body: bytes) -> dict[str, Any]:
+        """The throttling reasons of a throttle of this request body, as AWS names them."""
+        if not self.throttle_reasons:
+            return {}
+        try:
+            table = str(json.loads(body).get("TableName") or "unknown")
+        except ValueError:
+            table = "unknown"
+        arn = f"arn:aws:dynamodb:us-east-1:000000000000:table/{table}"
+        listed = [{"reason": r, "resource": arn} for r in self.throttle_reasons]
+        lowercase = self.throttle_code == "ThrottlingException"
+        return {"throttlingReasons" if lowercase else "ThrottlingReasons": listed}
 
     def _keep(self, count: int) -> list[bool]:
         """Pick which of ``count`` requests go through: about half, never all."""

@@ -16,6 +16,13 @@ the model does not allow, an AttributeValue that is not exactly one known type, 
 large for orjson to keep exact, or an operation whose output shape holds something this module
 does not convert (timestamps, documents, unions, event streams). The result is therefore always
 equal (``==``) to what botocore's parser returns for the same body.
+
+Error responses stay botocore's, with one addition: a throttle's reasons. DynamoDB sends them in
+the body (``ThrottlingReasons``, or ``throttlingReasons`` in a ``ThrottlingException``), and a
+botocore older than its model's ``ThrottlingReason`` drops them; `error_fields` reads them from
+the body, and the handler hands them over with the parsed error, for every operation, so a
+`ThrottledError` carries them whatever botocore's release. The lean lane does the same
+(`lsiorm._io.lean`).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ __all__ = [
     "OPERATIONS",
     "FastPathStats",
     "ResponseFastPath",
+    "error_fields",
     "fast_path_of",
     "install",
     "installed",
@@ -58,6 +66,9 @@ OPERATIONS: Final = frozenset(
 DISABLE_ENV: Final = "LSIORM_FASTJSON"
 
 _OFF_VALUES: Final = frozenset({"0", "false", "no", "off"})
+#: The members of an error body handed over whatever botocore's model knows: a throttle's
+#: reasons (each a ``{"reason", "resource"}`` of strings).
+_ERROR_LISTS: Final = ("ThrottlingReasons", "throttlingReasons")
 # The most general event name, registered last: every other before-parse handler, more specific
 # or registered earlier, sees the original body before this one empties it.
 _EVENT: Final = "before-parse"
@@ -342,16 +353,47 @@ class ResponseFastPath:
             return
         name = operation_model.name
         if name not in self.operations:
+            customized_response_dict.update(error_fields(response_dict))
             return
         parsed = self.parse(name, response_dict)
         if parsed is None:
             self.stats.fallbacks += 1
+            customized_response_dict.update(error_fields(response_dict))
             return
         customized_response_dict.update(parsed)
         # botocore parses the body after this event; an empty body parses to {} at no cost and
         # still gets ResponseMetadata, which botocore builds from the headers.
         response_dict["body"] = b""
         self.stats.parsed += 1
+
+
+def error_fields(response: Mapping[str, Any]) -> dict[str, Any]:
+    """The throttling reasons of an error response dict (its body as sent), as botocore's
+    model names them; empty for any other response or a body that is not JSON."""
+    body = response.get("body")
+    status = response.get("status_code")
+    if not isinstance(status, int) or status < 300 or type(body) is not bytes or not body:
+        return {}
+    if b"hrottlingReasons" not in body:  # most errors: no parse at all
+        return {}
+    import orjson
+
+    try:
+        parsed = orjson.loads(body)
+    except ValueError:
+        return {}
+    if not isinstance(parsed, dict):
+        return {}
+    found: dict[str, Any] = {}
+    for name in _ERROR_LISTS:
+        listed = parsed.get(name)
+        if isinstance(listed, list):
+            found[name] = [
+                {k: str(v) for k, v in entry.items() if k in ("reason", "resource")}
+                for entry in listed
+                if isinstance(entry, dict)
+            ]
+    return found
 
 
 _INSTALLED: weakref.WeakKeyDictionary[Any, ResponseFastPath] = weakref.WeakKeyDictionary()

@@ -20,7 +20,8 @@ parameter validation, its serializer and its event machinery only cost time (abo
   `lsiorm._io.integrity`) and parsed by orjson through
   `lsiorm._io.fastjson` (B and BS values base64-decoded), or by botocore's own parser when
   that path declines; an error response is parsed by botocore's parser into the very shape a
-  ``ClientError`` carries, and raised as one.
+  ``ClientError`` carries (with a throttle's reasons read from the body even when botocore's
+  model does not know them: `lsiorm._io.fastjson.error_fields`), and raised as one.
 
 Safety comes first. The lane is only used when nothing else can be watching the client's
 requests; otherwise the request goes to botocore as before (see `LeanLane.usable`):
@@ -63,7 +64,15 @@ import orjson
 from lsiorm._io import direct_send, fastjson, integrity
 from lsiorm._io.api_call_wrappers import ApiCallWatch
 
-__all__ = ["DISABLE_ENV", "OPERATIONS", "AsyncLeanLane", "LeanLane", "SigV4Signer", "lean_lane_for"]
+__all__ = [
+    "DISABLE_ENV",
+    "OPERATIONS",
+    "AsyncLeanLane",
+    "LeanLane",
+    "SigV4Signer",
+    "lean_lane_for",
+    "with_error_fields",
+]
 
 #: The operations the lean lane sends; every other request goes through botocore.
 OPERATIONS: Final = fastjson.OPERATIONS
@@ -343,6 +352,7 @@ class LeanLane:
             error_shape = self._error_shape(parsed)
             if error_shape is not None:
                 parsed.update(self._parser.parse(response, error_shape))
+            with_error_fields(parsed, response)
         return self._final(operation, response, parsed)
 
     def exchange(
@@ -471,7 +481,14 @@ class AsyncLeanLane(LeanLane):
             error_shape = self._error_shape(parsed)
             if error_shape is not None:
                 parsed.update(await _maybe_await(self._parser.parse(response, error_shape)))
+            with_error_fields(parsed, response)
         return self._final(operation, response, parsed)
+
+
+def with_error_fields(parsed: dict[str, Any], response: Mapping[str, Any]) -> None:
+    """Add what botocore's model may not know of an error body (a throttle's reasons)."""
+    for name, value in fastjson.error_fields(response).items():
+        parsed.setdefault(name, value)
 
 
 async def _maybe_await(value: Any) -> Any:

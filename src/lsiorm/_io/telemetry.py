@@ -32,10 +32,17 @@ from urllib.parse import urlsplit
 from lsiorm._io.api_call_wrappers import ApiCallWatch
 from lsiorm._model.capacity import ConsumedCapacity
 from lsiorm._model.entity import Entity
+from lsiorm._ops.service_errors import partition_keys
 from lsiorm._ops.steps import Call
 from lsiorm._query.values import Query, Scan
 from lsiorm._requests.transactions import ConditionCheck, Delete, Get, Put, Update
-from lsiorm.errors import MissingDependencyError, OutcomeUnknownError, ThrottledError
+from lsiorm.errors import (
+    MissingDependencyError,
+    OutcomeUnknownError,
+    ThrottledError,
+    TransactionCanceledError,
+    key_text,
+)
 
 __all__ = [
     "METRICS",
@@ -46,6 +53,7 @@ __all__ = [
     "recorder_of",
     "start_operation",
     "telemetry_for",
+    "throttle_attributes",
     "traced_async_pages",
     "traced_pages",
 ]
@@ -62,7 +70,7 @@ SCOPE: Final = "lsiorm"
 METRICS: Final = (
     ("lsiorm.request.duration", "s", "Duration of each DynamoDB request, by operation and table"),
     ("lsiorm.consumed_capacity", "{capacity_unit}", "Capacity units consumed, by table and index"),
-    ("lsiorm.throttles", "{request}", "Requests DynamoDB throttled"),
+    ("lsiorm.throttles", "{request}", "Requests DynamoDB throttled, by reason"),
     ("lsiorm.retries", "{request}", "Requests sent again by the retry policy"),
     ("lsiorm.outcome_unknown", "{operation}", "Writes whose outcome could not be known"),
     ("lsiorm.item_collection.largest_size", "GBy", "Largest item collection seen, per table"),
@@ -528,9 +536,48 @@ def error_type(error: BaseException) -> str:
     return getattr(error, "code", "") or type(error).__name__
 
 
-def _failed(span: Any, error: BaseException) -> None:
+#: The codes of a cancelled transaction's actions that were throttled.
+_THROTTLED_ACTIONS: Final = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
+
+
+def throttle_attributes(call: Call | None, error: BaseException) -> dict[str, Any]:
+    """What a throttled request's span says of its throttle (empty for any other failure):
+    DynamoDB's reasons (or the error's code when it gave none; a cancelled transaction's
+    throttled actions' codes), the throttled resources' ARNs, and the partition key values the
+    request targeted, as text (``PK=USER#1``): the one parameter value that becomes an
+    attribute, on a throttled request only, to name a hot partition."""
+    keys: list[str] = []
+    if isinstance(error, ThrottledError):
+        reasons = [r.reason for r in error.reasons] or [error.code or type(error).__name__]
+        resources = [r.resource for r in error.reasons if r.resource]
+        if error.partition_key:
+            keys.append(key_text(error.partition_key))
+    elif isinstance(error, TransactionCanceledError):
+        throttled = [r for r in error.failed if r.code in _THROTTLED_ACTIONS]
+        if not throttled:
+            return {}
+        reasons, resources = [r.code for r in throttled], []
+        actions = list(call.params.get("TransactItems") or ()) if call is not None else []
+        for reason in throttled:
+            if call is not None and reason.index < len(actions):
+                action = {"TransactItems": [actions[reason.index]]}
+                keys += [
+                    key_text(k) for _, k in partition_keys(call.operation, action, call.tables)
+                ]
+    else:
+        return {}
+    found: dict[str, Any] = {"lsiorm.throttle.reasons": tuple(reasons)}
+    if resources:
+        found["lsiorm.throttle.resources"] = tuple(resources)
+    if keys:
+        found["lsiorm.throttle.partition_keys"] = tuple(dict.fromkeys(keys))
+    return found
+
+
+def _failed(span: Any, error: BaseException, call: Call | None = None) -> None:
     from opentelemetry.trace import Status, StatusCode
 
+    span.set_attributes(throttle_attributes(call, error))
     span.set_attribute("error.type", error_type(error))
     span.record_exception(error)
     span.set_status(Status(StatusCode.ERROR, type(error).__name__))
@@ -654,7 +701,7 @@ class RequestTrace:
         if span is None:
             return
         if exc is not None:
-            _failed(span, exc)
+            _failed(span, exc, call)
         elif self._response is not None:
             span.set_attributes(response_attributes(self._response))
         span.end()
@@ -667,8 +714,10 @@ class RequestTrace:
             metrics.retries.add(1, {**labels, "error.type": call.retry.reason})
         if error is not None:
             metrics.duration.record(elapsed, {**labels, "error.type": error_type(error)})
-            if isinstance(error, ThrottledError):
-                metrics.throttles.add(1, labels)
+            throttle = throttle_attributes(call, error)
+            if throttle:
+                reasons = ",".join(sorted(set(throttle["lsiorm.throttle.reasons"])))
+                metrics.throttles.add(1, {**labels, "lsiorm.throttle.reason": reasons})
             return
         metrics.duration.record(elapsed, labels)
         response = self._response

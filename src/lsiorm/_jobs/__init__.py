@@ -7,7 +7,9 @@ A job passes through these modules in this order:
   ``resumable``: positions, progress and what every job shares; ``scans``: a job's scan, what
   it reads and its price; ``tally_scan``: a scan that only counts.
 - ``ledger`` (``memory_ledger`` for read-only jobs in one process): runs, units, leases and
-  exact counts, kept in DynamoDB; ``budget``: the rate budget every worker shares through it.
+  exact counts, kept in DynamoDB; ``budget``: the rate budget every worker shares through it;
+  ``pacing``: each worker's pacing per resource, driven by the throttles' reasons (hot
+  partition keys, the table).
 - ``engine``: claims a unit, reads it page by page, hands each item to the job's kind, commits
   the position with the counts; ``watch`` follows the units sent to an executor; ``options``
   says how a job runs (here or on an executor, its budget, its ledger); ``catalog`` runs a unit

@@ -31,7 +31,9 @@ from typing import Any
 
 from lsiorm._jobs.budget import RateBudget
 from lsiorm._jobs.engine import JobRun, digest
+from lsiorm._jobs.ledger import JobRecord
 from lsiorm._jobs.options import JobOptions
+from lsiorm._jobs.pacing import written
 from lsiorm._jobs.resumable import JobProgress, WriteBudget
 from lsiorm._jobs.scans import ScanSpec, price_scan
 from lsiorm._jobs.write_tally import (
@@ -416,9 +418,9 @@ class BackfillKind(TallyingKind):
             if self.dry_run:
                 self._done(part, check, units)
                 return True
-            if self.budget is not None:
-                yield from self.budget.take_write(units.total)
             new = moved_item(current, check)
+            if self.budget is not None:
+                yield from self.budget.take_write(units.total, written(table, current, new))
             if check.moves:
                 try:
                     if meta_of(self.entity).rekeying_from is not None:
@@ -548,6 +550,13 @@ def backfill(
             **options.declared(),
         },
     )
+
+    def finished(record: JobRecord, resumed: bool) -> BackfillReport:
+        counts = take_run(report, record, resumed, _COUNTERS)
+        report.estimate = written_estimate(table.name, counts)
+        report.units_spent = report.estimate.total if not dry_run else 0.0
+        return report
+
     run = JobRun(
         declaration,
         options.units(spec),
@@ -560,10 +569,8 @@ def backfill(
         options.pages(spec),
         options.rate(),
         total,
+        report=finished,
     )
     ledger = options.ledger_for(ctx, table, writes=not dry_run)
     record, resumed = yield from options.run(ctx, ledger, run, progress)
-    counts = take_run(report, record, resumed, _COUNTERS)
-    report.estimate = written_estimate(table.name, counts)
-    report.units_spent = report.estimate.total if not dry_run else 0.0
-    return report
+    return finished(record, resumed)

@@ -5,11 +5,22 @@ stored in the job's ledger item, so every worker, in any process, paces to the s
 each takes its share (the rate divided by the units running) from a token bucket of its own
 (`lsiorm._jobs.resumable.WriteBudget`), and reads the rate again every ``sync_every`` seconds.
 
-The rate adapts (additive increase, multiplicative decrease). A worker that saw throttling
-since its last look halves the rate, at most once per ``cooldown`` seconds for the whole job;
-after ``calm`` seconds without any change, one worker raises it by a tenth of the target,
-never above the target. Both changes are compare-and-set writes on the ledger, so many workers
-seeing the same throttle lower the rate once.
+The rate adapts (additive increase, multiplicative decrease), to the throttles that concern
+the whole job. Each throttle a worker meets is read by its reasons (`lsiorm._jobs.pacing`): a
+hot partition key (a table's key-range throttle, or a transaction action cancelled as
+throttled) slows only this worker's writes to that key, through its `Pacer`, and leaves the
+job's rate alone; a table's or an index's limit (and a throttle without reasons) is the whole
+job's. A worker that saw such throttling of writes (or of reads) since its last look halves the
+write rate (or the read rate), at most once per ``cooldown`` seconds for the whole job; after
+``calm`` seconds without any change, one worker raises it by a tenth of the target, never
+above the target. Both changes are compare-and-set writes on the ledger, so many workers
+seeing the same throttle lower the rate once. A job without a budget for writes (or reads) has
+no shared rate to lower: each worker paces its own writes to the table instead, with the same
+rule as a hot key.
+
+What each worker met is counted in its unit's counts with the page it commits (`throttle_counts`:
+per resource and reason, and per hot partition key), so a run's report names the throttled
+resources and the hot keys, whichever worker met them.
 
 A job that is no longer running in the ledger (paused by Ctrl-C elsewhere, or cancelled) stops
 its workers here: `RateBudget.sync` raises `LeaseLost`, and each unit stops after its last
@@ -25,14 +36,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any
 
 from lsiorm._jobs.ledger import LeaseLost
+from lsiorm._jobs.pacing import Pacer, Resource, Signal, signals, throttle_counts
 from lsiorm._jobs.resumable import WriteBudget
-from lsiorm._ops.steps import Operation
-from lsiorm.errors import ThrottledError, TransactionCanceledError, ValidationError
+from lsiorm._ops.steps import Operation, Sleep
+from lsiorm.errors import ValidationError
 
 if TYPE_CHECKING:
     from lsiorm._jobs.memory_ledger import Ledger
@@ -102,21 +114,50 @@ class RateBudget:
     def __post_init__(self) -> None:
         self.write = WriteBudget(None, self.clock)
         self.read = WriteBudget(None, self.clock)
-        self.throttles = 0
-        self.seen_throttles = 0
+        #: Throttles of the whole job's writes and reads seen, and those seen at the last sync.
+        self.throttles = {"write": 0, "read": 0}
+        self.seen_throttles = dict(self.throttles)
         self.rate: dict[str, float] = {}
+        #: This worker's pacing of the resources DynamoDB throttled (hot keys; the table).
+        self.pacer = Pacer(self.clock)
+        self._signals: list[Signal] = []
         self._synced: float | None = None
         self._lock = threading.Lock()
 
-    def throttled(self) -> None:
-        """Note one throttled request (thread-safe); the next sync lowers the rate."""
+    def throttled(self, operation: str = "write") -> None:
+        """Note one throttle of the whole job's writes (or ``"read"``s) (thread-safe); the next
+        sync lowers that rate."""
         with self._lock:
-            self.throttles += 1
+            self.throttles[operation] += 1
 
-    def take_write(self, units: float) -> Operation[None]:
-        """Wait until ``units`` write units are in this worker's share, then spend them."""
+    def note(self, signal: Signal) -> None:
+        """Act on one throttle (see the module doc): pace its key, or lower the job's rate (or,
+        without a budget, pace the table in this worker); count it for the report."""
+        with self._lock:
+            self._signals.append(signal)
+            budgeted = signal.operation in self.rate
+        if signal.resource.key is not None:
+            self.pacer.throttled(signal.resource)
+            return
+        self.throttled(signal.operation)
+        if not budgeted and signal.operation == "write":
+            self.pacer.throttled(signal.resource)
+
+    def counts(self, held: Mapping[str, int]) -> dict[str, int]:
+        """The counts of the throttles noted since the last call, to commit with a page
+        (``held``: the unit's counts so far)."""
+        with self._lock:
+            found, self._signals = self._signals, []
+        return throttle_counts(found, held)
+
+    def take_write(self, units: float, resources: Sequence[Resource] = ()) -> Operation[None]:
+        """Wait until ``units`` write units are in this worker's share and it is the turn of
+        a write to each of ``resources`` (the table, the partition key), then spend them."""
         yield from self.sync()
         yield from self.write.take(units)
+        wait = self.pacer.reserve(resources, units)
+        if wait > 0:
+            yield Sleep(wait)
 
     def take_read(self, units: float) -> Operation[None]:
         """Spend ``units`` read units (after a read: the next read waits for them)."""
@@ -130,10 +171,8 @@ class RateBudget:
             due = force or self._synced is None or now - self._synced >= self.sync_every
             if due:
                 self._synced = now
-                throttles, self.seen_throttles = (
-                    self.throttles - self.seen_throttles,
-                    self.throttles,
-                )
+                throttled = {k for k, n in self.throttles.items() if n > self.seen_throttles[k]}
+                self.seen_throttles = dict(self.throttles)
         if not due:
             return
         control = yield from self.ledger.control(self.job_id)
@@ -141,9 +180,9 @@ class RateBudget:
             raise LeaseLost(f"job {self.job_id} is {control['state']}")
         rate: dict[str, float] = dict(control["rate"])
         wall = self.ledger.clock()
-        new = _adapted(rate, throttled=throttles > 0)
+        new = _adapted(rate, throttled=throttled)
         if new != rate:
-            since = wall - (self.cooldown if throttles else self.calm)
+            since = wall - (self.cooldown if throttled else self.calm)
             if control["rate_at"] <= since:
                 changed = yield from self.ledger.set_rate(self.job_id, rate, new, not_since=since)
                 if changed:
@@ -164,29 +203,31 @@ def _share(rate: Mapping[str, float], name: str, running: int) -> float | None:
     return None if value is None else value / running
 
 
-def _adapted(rate: Mapping[str, float], *, throttled: bool) -> dict[str, float]:
-    """The next rate: halved after throttling, else a tenth of the target more (AIMD)."""
+def _adapted(rate: Mapping[str, float], *, throttled: Set[str]) -> dict[str, float]:
+    """The next rate: each throttled one (``"write"``, ``"read"``) halved; when none was, each
+    a tenth of its target more (AIMD)."""
     new = dict(rate)
     for name in ("write", "read"):
         if name not in rate:
             continue
         target = rate[f"{name}_target"]
-        if throttled:
+        if name in throttled:
             new[name] = max(target * FLOOR, rate[name] / 2)
-        else:
+        elif not throttled:
             new[name] = min(target, rate[name] + target / 10)
     return new
 
 
 class ThrottleWatch:
-    """A request hook that tells a `RateBudget` about each throttled attempt."""
+    """A request hook that tells a `RateBudget` about each throttled attempt, as the
+    throttle's reasons say (`lsiorm._jobs.pacing.signals`)."""
 
     def __init__(self, budget: RateBudget) -> None:
         self.budget = budget
 
     def error(self, request: Any, error: BaseException) -> None:
-        cancelled = isinstance(error, TransactionCanceledError) and any(
-            r.code in ("ThrottlingError", "ProvisionedThroughputExceeded") for r in error.reasons
-        )
-        if cancelled or isinstance(error, ThrottledError):
-            self.budget.throttled()
+        operation = getattr(request, "operation", "")
+        params = getattr(request, "params", None) or {}
+        tables = getattr(request, "tables", ())
+        for signal in signals(operation, params, tables, error):
+            self.budget.note(signal)

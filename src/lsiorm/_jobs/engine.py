@@ -25,6 +25,15 @@ pause) and returns: one pass of a stream's catch-up.
 A stop (Ctrl-C, SIGTERM, a kill of this process's caller) pauses the run in the ledger, so
 every worker stops at its next page; the units this process held are released; the next
 `run_units` of the same declaration resumes it.
+
+An error stops the run the same way, and promptly: a unit that fails stops its siblings in this
+process before their next request (`halting`: the run's stop flag, checked before each request
+and sleep of every unit, which then gives its lease up), the run is paused in the ledger (the
+workers elsewhere stop at their next sync with it, a few seconds at most, and the coordinator
+waits for their futures to end, a lease period at most), and only then does the error reach
+the caller, with the job's report of what was done so far as its ``report`` (the counts of the
+pages committed; `JobRun.report` makes it). So once the caller has the error, no worker of the
+run writes any more.
 """
 
 from __future__ import annotations
@@ -59,8 +68,8 @@ from lsiorm._model.capacity import read_units
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_size
 from lsiorm._ops.pipeline import Context, call
-from lsiorm._ops.steps import Gather, Operation, Sleep
-from lsiorm.errors import LsiormError
+from lsiorm._ops.steps import Call, Done, Gather, Operation, Sleep, advance
+from lsiorm.errors import JobError, LsiormError
 
 #: One INFO line per job step: a page of a unit done (counts only, never keys or items).
 log = logging.getLogger("lsiorm.jobs")
@@ -73,6 +82,7 @@ __all__ = [
     "PageRead",
     "PageSource",
     "digest",
+    "halting",
     "run_unit",
     "run_units",
     "scan_pages",
@@ -351,6 +361,8 @@ def run_unit(
             counts = kind.counts(part)
             if page.skipped:
                 counts[LEDGER_ITEMS] = page.skipped
+            for name, value in budget.counts(claim.counts).items():
+                counts[name] = counts.get(name, 0) + value
             for name, value in counts.items():
                 claim.counts[name] = claim.counts.get(name, 0) + value
             _merge_notes(claim.notes, kind.notes(part), getattr(kind, "note_limit", MAX_NOTES))
@@ -417,9 +429,49 @@ def _let_go(tally: Tally | None, unit: Unit) -> None:
 # -- the coordinator --------------------------------------------------------------------------
 
 
+def halting(op: Operation[str], stop: threading.Event) -> Operation[str]:
+    """Run one unit (`run_unit`) until the run stops: once ``stop`` is set, the unit's next
+    request or sleep is refused (`LeaseLost` is thrown in, so it gives its lease up, and it
+    returns ``"stopped"``); an error of its own sets ``stop``, so that its siblings stop."""
+    thrown = False
+    try:
+        step = advance(op)
+        while not isinstance(step, Done):
+            if not thrown and isinstance(step, (Call, Sleep)) and stop.is_set():
+                thrown = True
+                step = advance(op, error=LeaseLost("the run stopped"))
+                continue
+            try:
+                result = yield step
+            except GeneratorExit:
+                raise
+            except BaseException as exc:  # a failed request, an interrupt: the unit's to handle
+                step = advance(op, error=exc)
+                continue
+            step = advance(op, result)
+        value: str = step.value
+        return "stopped" if thrown and value == "lost" else value
+    except LeaseLost:
+        if thrown:
+            return "stopped"  # stopped before its claim was made: the coordinator releases it
+        stop.set()
+        raise
+    except GeneratorExit:
+        raise
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        op.close()
+
+
 @dataclass
 class JobRun(Generic[P]):
-    """What `run_units` needs to run a job here, or to have it run elsewhere."""
+    """What `run_units` needs to run a job here, or to have it run elsewhere.
+
+    ``report(record, resumed)`` makes the job's report from the run as the ledger has it; when
+    the run stops with an error, the error's ``report`` is what it gives.
+    """
 
     declaration: Mapping[str, Any]
     units: Sequence[Unit]
@@ -427,6 +479,7 @@ class JobRun(Generic[P]):
     pages: PageSource
     rate: Mapping[str, float]
     total: int | None = None
+    report: Callable[[JobRecord, bool], object] | None = None
 
 
 def run_units(
@@ -472,11 +525,21 @@ def run_units(
         sent = Submissions(submit, job.id, lease=ledger.lease_seconds, clock=clock)
     #: The units run to their end or to a pause by this call (``once``).
     ran: set[str] = set()
+    stop = threading.Event()
     try:
         while True:
             record = yield from ledger.job(job.id)
             if record.state not in RESUMABLE:
                 return record, resumed
+            if record.state == "paused":
+                # Paused since this call opened it: another coordinator's error or stop.
+                raise JobError(
+                    "jobs.paused",
+                    f"Run {job.id} was paused by another process (an error of its, a Ctrl-C, "
+                    "a stop); its workers here stopped. Run the job again to resume it.",
+                    job=job.id,
+                    units=[u.unit.id for u in record.units if u.state != "done"],
+                )
             waiting = [u for u in record.units if u.state != "done"]
             if not waiting:
                 if open_ended(record.declaration):
@@ -501,20 +564,26 @@ def run_units(
             if free:
                 children = _children(record)
                 ops = tuple(
-                    _run_chain(ctx, run, ledger, job.id, unit, children, tally, ran)
+                    _run_chain(ctx, run, ledger, job.id, unit, children, tally, ran, stop)
                     for unit in free
                 )
                 yield Gather(ops, limit=concurrency, threads=True)
             else:
                 yield Sleep(poll)
-    except BaseException:
-        # Ctrl-C, SIGTERM, a kill or an error: stop every worker of the run at its next page,
-        # and give up the leases this process holds (their last commits stay).
+    except BaseException as exc:
+        # Ctrl-C, SIGTERM, a kill or an error: the units here have stopped (`halting`); stop
+        # every worker of the run at its next sync, give up the leases this process holds
+        # (their last commits stay), and wait for the workers elsewhere to end.
+        stop.set()
         if sent is not None:
             sent.cancel()
         yield from ledger.set_state(job.id, "paused", only_from=("running",))
         for held_claim, held_ledger in list(tally.held.values()):
             yield from _release(held_ledger, job.id, held_claim)
+        if sent is not None:
+            yield from _ended(sent, job.id, clock, ledger.lease_seconds, poll)
+        if isinstance(exc, LsiormError) and run.report is not None:
+            yield from _attach_report(exc, ledger, job.id, run.report, resumed)
         raise
 
 
@@ -551,17 +620,56 @@ def _run_chain(
     children: Mapping[str, Sequence[Unit]],
     tally: Tally,
     ran: set[str],
+    stop: threading.Event,
 ) -> Operation[None]:
-    """Run ``unit``, then, once it is done, the units that wait for it (a split shard's
-    children), in this same thread: they need not wait for the rest of the batch."""
-    result = yield from run_unit(ctx, run.kind_for, run.pages, ledger, job_id, unit, tally=tally)
-    if result == "held":
+    """Run ``unit`` until the run stops (`halting`), then, once it is done, the units that wait
+    for it (a split shard's children), in this same thread: they need not wait for the rest of
+    the batch."""
+    result = yield from halting(
+        run_unit(ctx, run.kind_for, run.pages, ledger, job_id, unit, tally=tally), stop
+    )
+    if result in ("held", "stopped"):
         return
     with tally.lock:
         ran.add(unit.id)
     if result == "done":
         for child in children.get(unit.id, ()):
-            yield from _run_chain(ctx, run, ledger, job_id, child, children, tally, ran)
+            yield from _run_chain(ctx, run, ledger, job_id, child, children, tally, ran, stop)
+
+
+def _ended(
+    sent: Submissions, job_id: str, clock: Callable[[], float], limit: float, poll: float
+) -> Operation[None]:
+    """Wait until every unit sent to the executor has ended (its worker saw the run paused),
+    for ``limit`` seconds at most."""
+    started = clock()
+    while sent.running():
+        if clock() - started >= limit:
+            log.warning(
+                "job %s: units %s still running %.0f s after the run was paused",
+                job_id,
+                ", ".join(sent.running()),
+                limit,
+            )
+            return
+        yield Sleep(poll)
+
+
+def _attach_report(
+    exc: LsiormError,
+    ledger: Ledger,
+    job_id: str,
+    report: Callable[[JobRecord, bool], object],
+    resumed: bool,
+) -> Operation[None]:
+    """Give the error that stopped a run the job's report of what the run did (when the ledger
+    can still be read)."""
+    try:
+        record = yield from ledger.job(job_id)
+    except LsiormError as failure:
+        log.warning("job %s: its report could not be read (%s)", job_id, failure)
+        return
+    exc.report = report(record, resumed)
 
 
 def _report_remote(ledger: Ledger, job_id: str, tally: Tally) -> Operation[None]:

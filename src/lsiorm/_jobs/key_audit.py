@@ -30,6 +30,7 @@ from lsiorm.errors import ValidationError
 
 if TYPE_CHECKING:
     from lsiorm._jobs.budget import RateBudget
+    from lsiorm._jobs.ledger import JobRecord
     from lsiorm._jobs.options import JobOptions
 
 __all__ = [
@@ -334,14 +335,24 @@ def audit_keys(
         "examples": examples,
         **options.declared(),
     }
+
+    def counted(record: JobRecord, _resumed: bool) -> KeyAuditReport:
+        audit_report(report, table, record.counts(), (u.notes for u in record.units), examples)
+        report.elapsed = record.elapsed
+        report.job = record.id
+        return report
+
     run = JobRun(
-        declaration, options.units(spec), kind_for, options.pages(spec), options.rate(), total
+        declaration,
+        options.units(spec),
+        kind_for,
+        options.pages(spec),
+        options.rate(),
+        total,
+        report=counted,
     )
     ledger = options.ledger_for(
         ctx, table, writes=options.executor is not None or options.ledger is not None
     )
-    record, _ = yield from options.run(ctx, ledger, run, progress)
-    audit_report(report, table, record.counts(), (u.notes for u in record.units), examples)
-    report.elapsed = record.elapsed
-    report.job = record.id
-    return report
+    record, resumed = yield from options.run(ctx, ledger, run, progress)
+    return counted(record, resumed)

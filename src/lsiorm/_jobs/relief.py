@@ -33,7 +33,9 @@ from typing import Any, Protocol
 
 from lsiorm._jobs.budget import RateBudget
 from lsiorm._jobs.engine import JobRun, digest
+from lsiorm._jobs.ledger import JobRecord
 from lsiorm._jobs.options import JobOptions
+from lsiorm._jobs.pacing import written
 from lsiorm._jobs.resumable import JobProgress, from_json_av, json_av, key_of, plain_key
 from lsiorm._jobs.scans import ScanSpec
 from lsiorm._jobs.write_tally import (
@@ -210,6 +212,12 @@ def relieve_collection(
         "page_size": page_size,
         "dry_run": dry_run,
     }
+
+    def counted(record: JobRecord, resumed: bool) -> ReliefReport:
+        counts = take_run(report, record, resumed, _COUNTERS)
+        report.estimate = written_estimate(table.name, counts)
+        return report
+
     run = JobRun(
         declaration,
         options.units(spec),
@@ -217,11 +225,11 @@ def relieve_collection(
         options.pages(spec),
         options.rate(),
         before.items,
+        report=counted,
     )
     ledger = options.ledger_for(ctx, table, writes=not dry_run)
     record, resumed = yield from options.run(ctx, ledger, run, progress, concurrency=1)
-    counts = take_run(report, record, resumed, _COUNTERS)
-    report.estimate = written_estimate(table.name, counts)
+    counted(record, resumed)
     if dry_run:
         gone = collection_size(table, before.key, matched)
         report.bytes_after = report.bytes_before - gone.total_bytes
@@ -412,7 +420,8 @@ class ReliefKind(TallyingKind):
         return [same_item(back.get(_key_text(key_of(self.table, i)), {}), i) for i in items]
 
     def delete_original(self, item: WireItem) -> Operation[Removal]:
-        yield from self.budget.take_write(estimate_write(self.table, item, None).total)
+        units = estimate_write(self.table, item, None).total
+        yield from self.budget.take_write(units, written(self.table, item))
         removal = yield from delete_unchanged(
             self.ctx, self.table, key_of(self.table, item), item, self.watched
         )
@@ -440,7 +449,9 @@ class ReliefKind(TallyingKind):
             current = [item for item, _ in pending]
             if self.to_table is not None:
                 for item, previous in pending:
-                    yield from self.budget.take_write(_put_units(self.to_table, item))
+                    yield from self.budget.take_write(
+                        _put_units(self.to_table, item), written(self.to_table, item)
+                    )
                     try:
                         yield from self.copy_to_table(item, previous)
                     except ValidationError as exc:

@@ -145,6 +145,10 @@ class Submissions:
         for future in self.futures.values():
             future.cancel()
 
+    def running(self) -> list[str]:
+        """The units whose futures have not ended."""
+        return [unit for unit, future in self.futures.items() if not future.done()]
+
     def _send(self, unit: Unit) -> None:
         try:
             self.futures[unit.id] = self.submit(self.job_id, unit)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lsiorm._jobs.pacing import hot_partitions, throttled_resources
 from lsiorm._model.capacity import WriteEstimate
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ __all__ = [
     "closing_lines",
     "failed_keys",
     "take_run",
+    "throttle_lines",
     "written_estimate",
 ]
 
@@ -98,6 +100,15 @@ class WriteJobReport:
     job: str | None = None
     #: Whether this call resumed a run that had stopped.
     resumed: bool = False
+    #: The throttles the run met, by resource and DynamoDB's reason, most first:
+    #: ``{"Orders TableWriteKeyRangeThroughputExceeded": 12}`` (a cancelled transaction's
+    #: throttled action by its code, ``ThrottlingError``; a throttle without reasons by its
+    #: error code).
+    throttled: dict[str, int] = field(default_factory=dict)
+    #: The partition keys DynamoDB throttled as hot (key-range throttles), with how many
+    #: throttles each met, most first: ``{"Orders PK=USER#1": 12}``. Keys as stored in the
+    #: table; never anything else of an item. At most 20 keys per unit are named.
+    hot_partitions: dict[str, int] = field(default_factory=dict)
 
 
 def take_run(
@@ -110,12 +121,32 @@ def take_run(
         setattr(report, name, int(counts.get(name, 0)))
     report.failed.extend(failed_keys(u.notes for u in record.units))
     report.job, report.resumed, report.elapsed = record.id, resumed, record.elapsed
+    report.throttled = throttled_resources(counts)
+    report.hot_partitions = hot_partitions(counts)
     return counts
 
 
+def throttle_lines(
+    throttled: Mapping[str, int], hot: Mapping[str, int], most: int = 5
+) -> list[str]:
+    """A run's throttles in words: the throttled resources, then the hot partition keys."""
+    lines = []
+    if throttled:
+        listed = ", ".join(f"{what} x{n}" for what, n in list(throttled.items())[:most])
+        more = f" and {len(throttled) - most} more" if len(throttled) > most else ""
+        lines.append(f"  throttled: {listed}{more}")
+    if hot:
+        listed = ", ".join(f"{key} ({n})" for key, n in list(hot.items())[:most])
+        more = f" and {len(hot) - most} more" if len(hot) > most else ""
+        lines.append(f"  hot partitions (throttles): {listed}{more}")
+    return lines
+
+
 def closing_lines(report: WriteJobReport) -> list[str]:
-    """The last lines of a report's text: its first failed keys, then its job."""
+    """The last lines of a report's text: its first failed keys, its throttles, then its
+    job."""
     lines = [f"    {key}: {why}" for key, why in report.failed[:10]]
+    lines += throttle_lines(report.throttled, report.hot_partitions)
     if report.job is not None and not report.dry_run:
         lines.append(f"  job: {report.job}")
     return lines

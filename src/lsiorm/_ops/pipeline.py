@@ -8,6 +8,7 @@ request is retried by exactly one loop.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
@@ -138,10 +139,14 @@ def call(
 ) -> Operation[dict[str, Any]]:
     """Send one API request with the hooks and the session's retries; return the response.
 
-    ``retry_if`` decides which failures are retried (by default the transient ones).
+    A TransactWriteItems sent without a ``ClientRequestToken`` is given one (the same on every
+    attempt), so that a resend after a lost answer is not applied twice. ``retry_if`` decides
+    which failures are retried (by default the library's one rule, `is_retryable`).
     ``on_error`` sees each failed attempt after the hooks do; it may raise an error of its own
     (one that is not retryable ends the retries). ``effect``: see `send_once`.
     """
+    if operation == "TransactWriteItems" and "ClientRequestToken" not in params:
+        params = {**params, "ClientRequestToken": uuid.uuid4().hex}
     return (
         yield from run_with_retries(
             ctx.retry,

@@ -13,6 +13,14 @@ botocore has a retry loop of its own. Sessions built by lsiorm turn it off
 you pass in keeps its own configuration: then each lsiorm attempt may itself be retried by
 botocore, and the worst case is the product of both limits.
 
+What is retried is one rule, `is_retryable`, for every request the library sends (its own
+transactions, the key jobs' ledger and moves, the migration's replays, a user's raw request):
+throttling, 5xx answers, dropped connections, transaction conflicts, a transaction still in
+progress under the same token, and a cancelled transaction whose every failing reason is a
+throttle or a conflict (`TRANSIENT_CANCELLATIONS`): a cancelled transaction changed nothing, and
+its resend carries the same ``ClientRequestToken`` (`lsiorm._ops.pipeline.call` gives one to a
+TransactWriteItems sent without), so it cannot apply twice.
+
 Each retry is told twice: one INFO line on the ``lsiorm.retry`` logger (the operation, the
 error code and the wait; never the request's values), and a `RetryNote` on the requests the
 retried attempt sends, which the drivers put on the request's span and count as a metric.
@@ -28,12 +36,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsiorm._ops.steps import Call, Operation, RetryNote, Sleep, relayed
-from lsiorm.errors import DynamoError
+from lsiorm.errors import DynamoError, TransactionCanceledError
 
 if TYPE_CHECKING:
     import tenacity
 
-__all__ = ["RetryPolicy", "is_retryable", "run_with_retries"]
+__all__ = ["TRANSIENT_CANCELLATIONS", "RetryPolicy", "is_retryable", "run_with_retries"]
 
 log = logging.getLogger("lsiorm.retry")
 
@@ -43,9 +51,25 @@ T = TypeVar("T")
 UNPROCESSED = "unprocessed"
 
 
+#: The reasons of a cancelled transaction's actions that a resend may clear: a conflict with
+#: another transaction, and throttling (a table's provisioned throughput, or a partition's).
+TRANSIENT_CANCELLATIONS = frozenset(
+    {"TransactionConflict", "ProvisionedThroughputExceeded", "ThrottlingError"}
+)
+
+
 def is_retryable(exc: BaseException) -> bool:
-    """Return True for throttling, 5xx, dropped connections and transaction conflicts."""
-    return isinstance(exc, DynamoError) and exc.retryable
+    """Return True for what is worth sending again (see the module doc): throttling, 5xx,
+    dropped connections and transaction conflicts; a transaction cancelled only by throttles
+    and conflicts (`TRANSIENT_CANCELLATIONS`); a transaction still in progress."""
+    if not isinstance(exc, DynamoError):
+        return False
+    if exc.retryable:
+        return True
+    if isinstance(exc, TransactionCanceledError):
+        failed = {r.code for r in exc.failed}
+        return bool(failed) and failed <= TRANSIENT_CANCELLATIONS
+    return exc.code == "TransactionInProgressException"
 
 
 @dataclass(frozen=True)

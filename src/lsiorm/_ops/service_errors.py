@@ -1,9 +1,17 @@
-"""Turn DynamoDB's error responses into lsiorm's typed errors (pure, no I/O)."""
+"""Turn DynamoDB's error responses into lsiorm's typed errors (pure, no I/O).
+
+A throttle becomes a `ThrottledError` with DynamoDB's throttling reasons (the list is
+``ThrottlingReasons`` in a ``ProvisionedThroughputExceededException`` or a
+``RequestLimitExceeded``, ``throttlingReasons`` in a ``ThrottlingException``; both lanes put it
+in the parsed response as botocore's model names it) and the partition key value the request
+targeted, found from its parameters and the table's declaration (`partition_keys`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from lsiorm._model.entity import decode_stored
 from lsiorm.errors import (
@@ -17,6 +25,7 @@ from lsiorm.errors import (
     ResourceNotFoundError,
     ServiceValidationError,
     ThrottledError,
+    ThrottlingReason,
     TransactionCanceledError,
     TransactionConflictError,
     TransportError,
@@ -33,7 +42,9 @@ __all__ = [
     "from_botocore_failure",
     "from_error_response",
     "from_transport_failure",
+    "partition_keys",
     "restated",
+    "throttling_reasons",
 ]
 
 D = TypeVar("D", bound=DynamoError)
@@ -43,6 +54,13 @@ _BY_CODE: dict[str, type[DynamoError]] = {
     "ProvisionedThroughputExceededException": ThrottledError,
     "ThrottlingException": ThrottledError,
     "RequestLimitExceeded": ThrottledError,
+    # Throttling codes of AWS's other APIs and of proxies in front of DynamoDB, as botocore's
+    # own retry rules know them.
+    "Throttling": ThrottledError,
+    "ThrottledException": ThrottledError,
+    "RequestThrottled": ThrottledError,
+    "RequestThrottledException": ThrottledError,
+    "TooManyRequestsException": ThrottledError,
     "InternalServerError": InternalServerError,
     "InternalFailure": InternalServerError,
     "ServiceUnavailable": InternalServerError,
@@ -53,6 +71,129 @@ _BY_CODE: dict[str, type[DynamoError]] = {
     # moto answers the time-to-live calls on a missing table with this shorter code.
     "ResourceNotFound": ResourceNotFoundError,
 }
+
+
+#: DynamoDB Streams says a reader is too fast (more than 5 GetRecords a second on a shard)
+#: with this code; elsewhere it means too many control-plane operations at once.
+_STREAMS_THROTTLE: Final = "LimitExceededException"
+_STREAM_OPERATIONS: Final = frozenset(
+    {"DescribeStream", "GetShardIterator", "GetRecords", "ListStreams"}
+)
+#: The keys of the throttling reasons in a parsed error response (botocore's model names them
+#: so: ``ThrottlingException`` has the lowercase one).
+_REASON_LISTS: Final = ("ThrottlingReasons", "throttlingReasons")
+#: ``<name> = <:value>`` in a key condition.
+_EQUALS: Final = re.compile(r"(#?[A-Za-z0-9_.]+)\s*=\s*(:[A-Za-z0-9_]+)")
+
+
+def throttling_reasons(response: Mapping[str, Any]) -> tuple[ThrottlingReason, ...]:
+    """The throttling reasons of a parsed error response (none when it has none)."""
+    for name in _REASON_LISTS:
+        listed = response.get(name)
+        if isinstance(listed, list) and listed:
+            return tuple(
+                ThrottlingReason(str(entry.get("reason", "")), str(entry.get("resource", "")))
+                for entry in listed
+                if isinstance(entry, Mapping)
+            )
+    return ()
+
+
+def _partition_attribute(
+    tables: Sequence[Table], name: object, key: Mapping[str, Any] | None
+) -> str | None:
+    """The partition key attribute of table ``name``: declared, or the only attribute of a
+    key of one attribute."""
+    table = _declared(tables, name)
+    if table is not None:
+        return table.partition_key.name
+    if isinstance(key, Mapping) and len(key) == 1:
+        return next(iter(key))
+    return None
+
+
+def _one(
+    tables: Sequence[Table], name: object, source: object
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The partition key of one item or key ``source`` of table ``name``, when known."""
+    if not isinstance(name, str) or not isinstance(source, Mapping):
+        return
+    attribute = _partition_attribute(tables, name, source)
+    if attribute is not None and attribute in source:
+        yield name, {attribute: source[attribute]}
+
+
+def _queried(
+    params: Mapping[str, Any], tables: Sequence[Table]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The partition key of a Query on the table (its key condition's equality)."""
+    name = params.get("TableName")
+    table = _declared(tables, name)
+    if table is None or params.get("IndexName") is not None or not isinstance(name, str):
+        return
+    names = params.get("ExpressionAttributeNames") or {}
+    values = params.get("ExpressionAttributeValues") or {}
+    for left, right in _EQUALS.findall(str(params.get("KeyConditionExpression") or "")):
+        if names.get(left, left) == table.partition_key.name and right in values:
+            yield name, {table.partition_key.name: values[right]}
+            return
+
+
+def _keys_of(
+    operation: str, params: Mapping[str, Any], tables: Sequence[Table]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    name = params.get("TableName")
+    if operation == "PutItem":
+        yield from _one(tables, name, params.get("Item"))
+    elif operation in ("GetItem", "UpdateItem", "DeleteItem"):
+        yield from _one(tables, name, params.get("Key"))
+    elif operation == "Query":
+        yield from _queried(params, tables)
+    elif operation in ("TransactWriteItems", "TransactGetItems"):
+        for action in params.get("TransactItems") or ():
+            for body in action.values():
+                yield from _one(tables, body.get("TableName"), body.get("Key") or body.get("Item"))
+    elif operation == "BatchWriteItem":
+        for table, writes in (params.get("RequestItems") or {}).items():
+            for write in writes or ():
+                put, delete = write.get("PutRequest") or {}, write.get("DeleteRequest") or {}
+                yield from _one(tables, table, put.get("Item") or delete.get("Key"))
+    elif operation == "BatchGetItem":
+        for table, spec in (params.get("RequestItems") or {}).items():
+            for key in spec.get("Keys") or ():
+                yield from _one(tables, table, key)
+
+
+def partition_keys(
+    operation: str, params: Mapping[str, Any], tables: Sequence[Table] = ()
+) -> list[tuple[str, dict[str, Any]]]:
+    """The distinct partition keys a request targets, as ``(table name, {attribute: value})``
+    in the order of the request, where known: from the declared ``tables``, or, for a table
+    not declared, a key of a single attribute. A Query gives the partition of its key
+    condition (on the table, not on an index); a Scan, none."""
+    seen: dict[str, tuple[str, dict[str, Any]]] = {}
+    for table, key in _keys_of(operation, params, tables):
+        seen.setdefault(f"{table}\x00{key!r}", (table, key))
+    return list(seen.values())
+
+
+def _throttled_key(
+    operation: str,
+    params: Mapping[str, Any],
+    tables: Sequence[Table],
+    reasons: Sequence[ThrottlingReason],
+) -> dict[str, Any] | None:
+    """The one partition key of the throttled table a throttled request targeted, if known.
+
+    With reasons, only a table's own throttle names a table partition (an index's partition
+    key value is not in the request), and only the keys of that table count."""
+    if reasons and not any(r.kind == "Table" for r in reasons):
+        return None
+    throttled = {r.table for r in reasons if r.kind == "Table" and r.table is not None}
+    keys = [
+        k for t, k in partition_keys(operation, params, tables) if not throttled or t in throttled
+    ]
+    return keys[0] if len(keys) == 1 else None
 
 
 def _key_of(params: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -151,6 +292,16 @@ def from_error_response(
         ]
         return TransactionCanceledError(message, reasons=reasons, **common)
     cls = _BY_CODE.get(code)
+    if code == _STREAMS_THROTTLE and operation in _STREAM_OPERATIONS:
+        cls = ThrottledError
+    if cls is ThrottledError:
+        why = throttling_reasons(response)
+        return ThrottledError(
+            message,
+            reasons=why,
+            partition_key=_throttled_key(operation, params, tables, why),
+            **common,
+        )
     if cls is None:
         cls = InternalServerError if status >= 500 else DynamoError
     return cls(message, **common)

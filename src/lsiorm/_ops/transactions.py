@@ -2,14 +2,14 @@
 
 The requests are built by `lsiorm._requests.transactions`. Retries. A transaction is sent
 with one ``ClientRequestToken`` (a uuid4 unless given), the same on every attempt, so a retry
-after a dropped connection cannot apply it twice. Besides what
-`is_retryable` retries, two answers are retried here: a cancellation whose
-every failing reason is transient (TransactionConflict, ProvisionedThroughputExceeded,
-ThrottlingError; a cancelled transaction changed nothing), and TransactionInProgressException
-(an earlier attempt with this token is still running). A cancellation with any other reason,
-such as a failed condition, is raised at once with its reasons tied to the actions. Which
-failures are retried is decided by a predicate given to the one retry loop of the request; the
-errors themselves are left as they are.
+after a dropped connection cannot apply it twice. What is retried is the library's one rule
+(`lsiorm._ops.retry.is_retryable`), which every TransactWriteItems lsiorm sends follows: besides
+throttles, 5xx answers and dropped connections, a cancellation whose every failing reason is
+transient (TransactionConflict, ProvisionedThroughputExceeded, ThrottlingError; a cancelled
+transaction changed nothing), and TransactionInProgressException (an earlier attempt with this
+token is still running). A cancellation with any other reason, such as a failed condition, is
+raised at once with its reasons tied to the actions; the errors themselves are left as they
+are.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from lsiorm._model.entity import Entity, decode_stored
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.rekeying import ensure_moved, old_wire_key
-from lsiorm._ops.retry import is_retryable
 from lsiorm._ops.service_errors import failed_item, restated
 from lsiorm._ops.steps import Operation
 from lsiorm._requests.limits import MAX_TRANSACTION_ACTIONS
@@ -42,7 +41,6 @@ from lsiorm._requests.transactions import (
 )
 from lsiorm.errors import (
     CancellationReason,
-    DynamoError,
     ItemCollectionSizeLimitError,
     TransactionCanceledError,
 )
@@ -65,10 +63,6 @@ __all__ = [
     "transact_write_request",
 ]
 
-_TRANSIENT_REASONS = frozenset(
-    {"TransactionConflict", "ProvisionedThroughputExceeded", "ThrottlingError"}
-)
-
 
 @dataclass(frozen=True)
 class TransactWriteResult:
@@ -87,22 +81,12 @@ class TransactWriteResult:
     consumed: tuple[ConsumedCapacity, ...] = ()
 
 
-def _transient(exc: BaseException) -> bool:
-    """Return True for what a transaction retries: see the module doc."""
-    if is_retryable(exc):
-        return True
-    if isinstance(exc, TransactionCanceledError):
-        failed = {r.code for r in exc.failed}
-        return bool(failed) and failed <= _TRANSIENT_REASONS
-    return isinstance(exc, DynamoError) and exc.code == "TransactionInProgressException"
-
-
 def _send(
     ctx: Context, operation: str, params: dict[str, Any], parts: Sequence[TransactPart]
 ) -> Operation[dict[str, Any]]:
     tables = tuple({p.table.name: p.table for p in parts}.values())
     try:
-        return (yield from call(ctx, operation, params, tables, retry_if=_transient))
+        return (yield from call(ctx, operation, params, tables))
     except TransactionCanceledError as exc:
         tied = _tied(exc, parts)
         full = _collection_full(tied, parts)

@@ -16,7 +16,9 @@ operation when none is named) and either takes the next ``times`` of them or, wi
 a random share (``seed`` makes the draw repeatable). What a fault does:
 
 * ``throttle``: DynamoDB's throttling error (``ProvisionedThroughputExceededException``);
-  nothing is applied.
+  nothing is applied. With ``reason``, it carries DynamoDB's throttling reasons as AWS sends
+  them (``TableWriteKeyRangeThroughputExceeded``: a hot partition key, ...), each naming the
+  ARN of the request's table (or of its index, for an ``Index...`` reason).
 * ``server_error``: an HTTP 500 ``InternalServerError`` or, with ``status=503``, a
   ``ServiceUnavailable``; nothing is applied.
 * ``drop``: the connection is cut before the request reaches DynamoDB; nothing is applied (the
@@ -138,12 +140,14 @@ class FaultTiming(TypedDict, total=False):
 
     ``times``: the next so many (1 when not given); ``rate``: that share of them, without end
     unless ``times`` is given too; ``seed``: the rule's random choices (the injector's seed
-    when not given).
+    when not given); ``when(operation, params)``: only the requests it accepts (the params as
+    sent: those of one partition key, say).
     """
 
     times: int | None
     rate: float | None
     seed: int | None
+    when: Callable[[str, Mapping[str, Any]], bool] | None
 
 
 class FaultInjector:
@@ -239,10 +243,17 @@ class FaultInjector:
         operation: str | Iterable[str] | None = None,
         *,
         code: str = "ProvisionedThroughputExceededException",
+        reason: str | Sequence[str] = (),
         **timing: Unpack[FaultTiming],
     ) -> Fault:
-        """Throttle the chosen requests (``code``: or ``"ThrottlingException"``, ...)."""
-        return self.inject("throttle", operation, code=code, **timing)
+        """Throttle the chosen requests (``code``: or ``"ThrottlingException"``, ...).
+
+        ``reason`` gives the throttle DynamoDB's reasons (one, or several), such as
+        ``"TableWriteKeyRangeThroughputExceeded"``; each names the request's table (or its
+        index) by an ARN in the client's region.
+        """
+        reasons = (reason,) if isinstance(reason, str) else tuple(reason)
+        return self.inject("throttle", operation, code=code, reasons=reasons, **timing)
 
     def server_error(
         self,
@@ -352,6 +363,26 @@ def _client_error(operation: str, status: int, code: str, message: str, **extra:
     return ClientError(response, operation)
 
 
+def _throttling_reasons(
+    code: str, reasons: Sequence[str], params: Mapping[str, Any], client: Any
+) -> dict[str, Any]:
+    """The throttling reasons of an injected throttle, as AWS puts them in its answer (under
+    ``throttlingReasons`` in a ThrottlingException); none when the rule gives none."""
+    if not reasons:
+        return {}
+    region = getattr(getattr(client, "meta", None), "region_name", None) or "us-east-1"
+    tables = table_names(params) or ("unknown",)
+    index = params.get("IndexName")
+    listed = []
+    for reason in reasons:
+        arn = f"arn:aws:dynamodb:{region}:000000000000:table/{tables[0]}"
+        if reason.startswith("Index") and isinstance(index, str):
+            arn += f"/index/{index}"
+        listed.append({"reason": reason, "resource": arn})
+    name = "throttlingReasons" if code == "ThrottlingException" else "ThrottlingReasons"
+    return {name: listed}
+
+
 def _connection_cut(client: Any) -> Any:
     from botocore.exceptions import ConnectionClosedError
 
@@ -415,7 +446,12 @@ class _Planned:
         operation = call.operation
         if kind == "throttle":
             code = str(self._fault.options.get("code", "ProvisionedThroughputExceededException"))
-            raise _client_error(operation, 400, code, "Injected throttling: rate exceeded.")
+            reasons = _throttling_reasons(
+                code, self._fault.options.get("reasons", ()), call.params, self._client
+            )
+            raise _client_error(
+                operation, 400, code, "Injected throttling: rate exceeded.", **reasons
+            )
         if kind == "error500":
             raise _client_error(operation, 500, "InternalServerError", "Injected server error.")
         if kind == "error503":

@@ -277,3 +277,63 @@ def test_without_opentelemetry_sessions_run_untraced_and_telemetry_says_what_to_
         "    raise AssertionError('Telemetry() without opentelemetry-api')\n"
     )
     subprocess.run([sys.executable, "-c", code], cwd=TESTS, check=True)
+
+
+def _throttled_with_reasons(operation: str) -> Any:
+    from botocore.exceptions import ClientError
+
+    return ClientError(
+        {
+            "Error": {"Code": "ProvisionedThroughputExceededException", "Message": "hot"},
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+            "ThrottlingReasons": [
+                {
+                    "reason": "TableWriteKeyRangeThroughputExceeded",
+                    "resource": "arn:aws:dynamodb:us-east-1:123456789012:table/ledger",
+                }
+            ],
+        },
+        operation,
+    )
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_throttled_request_names_its_reasons_and_its_partition(
+    kind: str, otel: Recording
+) -> None:
+    client = _scripted(kind, [_throttled_with_reasons("PutItem"), {}])
+    await _put(kind, client, otel)
+    throttled, written = otel.requests()
+    attributes = throttled.attributes
+    assert attributes["lsiorm.throttle.reasons"] == ("TableWriteKeyRangeThroughputExceeded",)
+    assert attributes["lsiorm.throttle.resources"] == (
+        "arn:aws:dynamodb:us-east-1:123456789012:table/ledger",
+    )
+    assert attributes["lsiorm.throttle.partition_keys"] == ("pk=A#o",)
+    assert not any(name.startswith("lsiorm.throttle") for name in written.attributes)
+    reason = {"lsiorm.throttle.reason": "TableWriteKeyRangeThroughputExceeded"}
+    assert otel.total("lsiorm.throttles", **{"rpc.method": "PutItem", **reason}) == 1
+    # The partition key is never a metric's attribute.
+    for point in otel.points("lsiorm.throttles"):
+        assert all("A#o" not in str(value) for value in point.attributes.values())
+
+
+def test_a_transaction_cancelled_as_throttled_names_the_throttled_action(otel: Recording) -> None:
+    from botocore.exceptions import ClientError
+
+    cancelled = ClientError(
+        {
+            "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+            "CancellationReasons": [{"Code": "None"}, {"Code": "ThrottlingError"}],
+        },
+        "TransactWriteItems",
+    )
+    client = ScriptedClient([cancelled, {}])
+    session = Session(client=client, retry=FAST, telemetry=otel.telemetry)
+    session.transact_write([Put(Account(owner="a")), Put(Entry(owner="b", n=1))])
+    throttled, _ = otel.requests()
+    assert throttled.attributes["lsiorm.throttle.reasons"] == ("ThrottlingError",)
+    assert throttled.attributes["lsiorm.throttle.partition_keys"] == ("pk=A#b",)
+    reason = {"lsiorm.throttle.reason": "ThrottlingError"}
+    assert otel.total("lsiorm.throttles", **{"rpc.method": "TransactWriteItems", **reason}) == 1
