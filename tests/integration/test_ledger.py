@@ -148,3 +148,41 @@ def test_a_claim_whose_answer_was_lost_is_still_this_workers(
     assert session.run(b.claim(job.id, UNITS[0])) is None  # leased to a, not to nobody
     session.run(a.finish(job.id, held))
     assert session.run(a.job(job.id)).units[0].state == "done"
+
+
+def test_progress_reaches_the_job_at_most_once_a_second_per_claim_and_all_of_it_at_the_end(
+    session: Session, ledgers: tuple[Any, Clock]
+) -> None:
+    """Every page's items reach the job's progress counters, but one claim writes the job item
+    at most once a second (it takes every worker's progress: a hot item otherwise), and what is
+    left goes with the unit's end, finished or released."""
+    worker, clock = ledgers
+    ledger = worker()
+    job, _ = session.run(ledger.open({"kind": "test"}, UNITS, {}))
+    held = session.run(ledger.claim(job.id, UNITS[0]))
+    assert held is not None
+    with FaultInjector(session=session) as faults:
+        for _ in range(5):  # five pages within one second: the first one is told at once
+            session.run(ledger.commit(job.id, held, items=10, changed=1))
+            clock.now += 0.1
+        job_writes = [
+            r
+            for r in faults.requests
+            if r.operation == "UpdateItem" and "job#" in str(r.params["Key"])
+        ]
+        assert len(job_writes) == 1
+        assert session.run(ledger.job(job.id)).items == 10
+        clock.now += 1.0
+        session.run(ledger.commit(job.id, held, items=10, changed=1))
+        assert session.run(ledger.job(job.id)).items == 60
+        session.run(ledger.commit(job.id, held, items=7))
+        assert session.run(ledger.job(job.id)).items == 60  # not yet told
+        session.run(ledger.finish(job.id, held))
+        record = session.run(ledger.job(job.id))
+        assert (record.items, record.changed) == (67, 6)
+        other = session.run(ledger.claim(job.id, UNITS[1]))
+        assert other is not None
+        session.run(ledger.commit(job.id, other, items=3))
+        session.run(ledger.commit(job.id, other, items=4))
+        session.run(ledger.release(job.id, other))
+        assert session.run(ledger.job(job.id)).items == 74

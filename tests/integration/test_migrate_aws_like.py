@@ -113,7 +113,10 @@ def test_a_sixteen_shard_migration_with_splits_a_hot_key_and_lagging_indexes_end
     table, _ = declare_indexed_shop(dest)
     stream_table(direct, source, items=items)
     killer = CatchUpKiller()
-    retry = RetryPolicy(max_attempts=40, initial=0.0, maximum=0.05)
+    # Backoff as in production (jittered, growing): sixteen workers finishing pages meet on
+    # the run's ledger item, and retries without a pause would meet there again. A busy
+    # machine's moto server may take seconds a request: attempts, not time, bound the retries.
+    retry = RetryPolicy(max_attempts=40, max_delay=600.0, initial=0.01, maximum=0.25)
     kinds = ("throttle", "error500", "drop", "lost-response")
     with (
         SourceWriters(patient_client(engine.endpoint_url), source, items, hot=0.5) as writers,

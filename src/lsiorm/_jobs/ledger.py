@@ -10,7 +10,8 @@ job's own table, or of a table the user names:
   cancelled, with a compare-and-set on the pointer, so two processes started together join the
   same run;
 * ``job#<id>`` holds the declaration, the state (``running``, ``paused``, ``done``,
-  ``cancelled``), the units done, progress counters, and the shared rate (`lsiorm._jobs.budget`);
+  ``cancelled``), the units done, progress counters (each claim adds to them at most once a
+  second, and when it ends), and the shared rate (`lsiorm._jobs.budget`);
 * ``unit#<id>#<unit>`` holds one unit: its state, the lease (an owner token and a time), the
   position its next page starts from, its exact counts, and the intent of the page in flight.
 
@@ -62,6 +63,11 @@ __all__ = [
 JobState = Literal["running", "paused", "done", "cancelled"]
 #: The states a job is resumed from; any other starts a new run.
 RESUMABLE = ("running", "paused")
+
+#: Seconds between a claim's additions to its job's progress counters (`Ledger.commit`): one
+#: ``job#`` item takes every worker's progress, so each page adding to it at once would make it
+#: a hot item, and the transactions that finish units would meet those writes there.
+PROGRESS_EVERY = 1.0
 
 
 class LeaseLost(Exception):
@@ -180,6 +186,10 @@ class UnitClaim:
     intent: dict[str, Any] | None = None
     runs: int = 1
     renewed: float = 0.0
+    #: Items read and changed since the job's progress counters last heard of this claim, and
+    #: when they last did (`Ledger.commit`).
+    unreported: tuple[int, int] = (0, 0)
+    reported: float = 0.0
 
 
 def open_ended(declaration: Mapping[str, Any]) -> bool:
@@ -590,12 +600,21 @@ class JobLedger:
         except ConditionFailedError as exc:
             raise LeaseLost(claim.unit.id) from exc
         claim.renewed = now
+        seen, touched = claim.unreported
+        claim.unreported = (seen + items, touched + changed)
+        if now - claim.reported >= PROGRESS_EVERY:
+            yield from self._report_progress(job_id, claim, now)
+
+    def _report_progress(self, job_id: str, claim: UnitClaim, now: float) -> Operation[None]:
+        """Add the claim's unreported items and changes to the job's progress counters."""
+        items, changed = claim.unreported
         if items or changed:
             yield from self._update(
                 f"job#{job_id}",
                 "ADD #items :i, #changed :c SET #updated = :now",
                 {":i": _n(items), ":c": _n(changed), ":now": _n(now)},
             )
+        claim.unreported, claim.reported = (0, 0), now
 
     def finish(self, job_id: str, claim: UnitClaim) -> Operation[bool]:
         """Mark the unit done (with its final counts); return whether the whole run is done."""
@@ -635,12 +654,16 @@ class JobLedger:
                             "Update": {
                                 "TableName": loc.table,
                                 "Key": loc.key(f"job#{job_id}"),
-                                "UpdateExpression": "ADD #done :one, #running :minus "
-                                "SET #updated = :now",
-                                "ExpressionAttributeNames": _names("done", "running", "updated"),
+                                "UpdateExpression": "ADD #done :one, #running :minus, "
+                                "#items :i, #changed :ch SET #updated = :now",
+                                "ExpressionAttributeNames": _names(
+                                    "done", "running", "items", "changed", "updated"
+                                ),
                                 "ExpressionAttributeValues": {
                                     ":one": _n(1),
                                     ":minus": _n(-1),
+                                    ":i": _n(claim.unreported[0]),
+                                    ":ch": _n(claim.unreported[1]),
                                     ":now": _n(now),
                                 },
                             }
@@ -679,7 +702,13 @@ class JobLedger:
             )
         except ConditionFailedError:
             return
-        yield from self._update(f"job#{job_id}", "ADD #running :minus", {":minus": _n(-1)})
+        items, changed = claim.unreported
+        claim.unreported = (0, 0)
+        yield from self._update(
+            f"job#{job_id}",
+            "ADD #running :minus, #items :i, #changed :c",
+            {":minus": _n(-1), ":i": _n(items), ":c": _n(changed)},
+        )
 
     # the shared rate ----------------------------------------------------------------------
 
