@@ -27,7 +27,6 @@ from lsiorm._io import environment
 from lsiorm._io.telemetry import Telemetry, telemetry_for
 from lsiorm._model.drift import DriftReport
 from lsiorm._model.entity import Entity
-from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
 from lsiorm._ops import (
     audit,
@@ -52,7 +51,7 @@ from lsiorm._ops.transactions import TransactWriteResult
 from lsiorm._query.cursor import cursor_key
 from lsiorm._query.values import Query, Scan
 from lsiorm._requests.batch import DeleteTarget, GetKey
-from lsiorm._requests.items import key_values
+from lsiorm._requests.items import keyed_target
 from lsiorm._requests.transactions import Get, TransactAction
 from lsiorm._requests.update_plan import update_spec
 from lsiorm.errors import ValidationError
@@ -242,7 +241,7 @@ def get(
     **fields: Any,
 ) -> Operation[E | None]:
     """Read one item by its key fields, given as `key=` and/or keywords."""
-    values = key_values(meta_of(cls), key, fields)
+    cls, _, _, values = keyed_target(cls, key, fields)
     return items.get(session.ctx, cls, values, consistent=consistent, required=required)
 
 
@@ -280,8 +279,7 @@ def update(
     consistent read).
     """
     spec = update_spec(set, remove, add, delete, append, prepend, if_not_exists, upsert)
-    cls, instance = _class_and_instance(target)
-    values = key_values(meta_of(cls), instance if instance is not None else key, fields)
+    cls, instance, _, values = keyed_target(target, key, fields)
     return items.update(
         session.ctx,
         cls,
@@ -321,9 +319,7 @@ def delete_result(
     **fields: Any,
 ) -> Operation[DeleteResult[E]]:
     """Delete one item; say whether this call deleted it (True, False, None: unknown)."""
-    cls, instance = _class_and_instance(target)
-    meta = meta_of(cls)
-    values = key_values(meta, instance if instance is not None else key, fields)
+    cls, instance, meta, values = keyed_target(target, key, fields)
     expected = (
         getattr(instance, meta.version_field)
         if instance is not None and meta.version_field is not None
@@ -332,13 +328,6 @@ def delete_result(
     return items.delete_result(
         session.ctx, cls, values, condition=condition, expected_version=expected
     )
-
-
-def _class_and_instance(target: type[E] | E) -> tuple[type[E], E | None]:
-    """An entity class and no instance, or an instance and its class."""
-    if isinstance(target, type):
-        return target, None
-    return type(target), target
 
 
 # -- item collections and key jobs ---------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
+from lsiorm._model.absence import Fill, nested_fill, stored_python
 from lsiorm._model.field_types import allows_none, defaults_to_none, strip_optional
 from lsiorm._model.number_fit import NumberCheck, field_checks
 from lsiorm._model.wire import to_wire_sized
@@ -151,6 +152,29 @@ class EntityMeta(Generic[M_co]):
         )
 
     @cached_property
+    def nested_absence(self) -> tuple[tuple[str, Fill], ...]:
+        """Per field that holds records (nested models, dataclasses, TypedDicts), the fill that
+        puts back the None their absent attributes stand for (see `absence`)."""
+        return tuple(
+            (name, fill)
+            for name, info in self.cls.model_fields.items()
+            if (fill := nested_fill(info.annotation)) is not None
+        )
+
+    def fill_absent(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Put None where decoded field values (by field name) lack what None is stored as."""
+        for name in self.absent_is_none:
+            values.setdefault(name, None)
+        return self.fill_nested(values)
+
+    def fill_nested(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Put None where the records inside decoded field values lack it (see `absence`)."""
+        for name, fill in self.nested_absence:
+            if name in values:
+                values[name] = fill(values[name])
+        return values
+
+    @cached_property
     def nullable(self) -> frozenset[str]:
         """Fields that admit None, so that a missing attribute of a read that returns them
         is None."""
@@ -238,6 +262,10 @@ class EntityMeta(Generic[M_co]):
                 "field.invalid",
                 f"Value {value!r} is not valid for {self.cls.__name__}.{name}: {exc}",
             ) from exc
+
+    def stored_value(self, name: str, value: Any) -> Any:
+        """A valid value of one field as it is stored (see `absence.stored_python`)."""
+        return stored_python(self.adapter(name), value)
 
     def key(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Return the primary key attributes (python values) derived from field values."""
@@ -387,7 +415,15 @@ def checked_key_value(meta: EntityMeta[EntityModel], attribute: str, value: Any)
             table=meta.table.name,
         )
     if declared != "N":
-        size = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
+        try:
+            size = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
+        except UnicodeEncodeError:
+            raise KeyEncodingError(
+                "key.invalid-unicode",
+                f"Key attribute {attribute!r} of {meta.cls.__name__} would be {value!r}, with "
+                "a lone surrogate, which UTF-8 cannot encode.",
+                table=meta.table.name,
+            ) from None
         limit, rule = _key_limit(meta.table, attribute)
         if size > limit:
             raise KeyEncodingError(
@@ -400,12 +436,57 @@ def checked_key_value(meta: EntityMeta[EntityModel], attribute: str, value: Any)
 
 
 def meta_of(cls: type[M] | M) -> EntityMeta[M]:
-    """Return the metadata of a bound entity class or instance."""
+    """Return the metadata of a bound entity class or instance.
+
+    Anything else (a dict, a key's text, a class that is no entity) is refused, naming what to
+    pass (``entity.expected``).
+    """
     klass = cls if isinstance(cls, type) else type(cls)
-    meta = klass.__lsiorm__
+    try:
+        meta = klass.__lsiorm__
+    except AttributeError:
+        raise _not_an_entity(cls) from None
     if meta is None:
         raise ValidationError(
             "entity.unbound",
             f"{klass.__name__} is not bound to a table; declare it with table= and keys=.",
         )
     return meta
+
+
+def instance_meta(entity: M) -> EntityMeta[M]:
+    """Return the metadata of an entity instance, what a write takes.
+
+    The entity's class is refused, naming the instance to build (``entity.class-not-instance``);
+    anything else as `meta_of` refuses it.
+    """
+    if isinstance(entity, type):
+        meta: EntityMeta[M] = meta_of(entity)
+        cls = meta.cls
+        fields = ", ".join(f"{n}=..." for n, i in cls.model_fields.items() if i.is_required())
+        raise ValidationError(
+            "entity.class-not-instance",
+            f"Got the class {cls.__name__} where an entity is written: pass an instance of "
+            f"it, {cls.__name__}({fields}), with the values to store.",
+            table=meta.table.name,
+        )
+    return meta_of(entity)
+
+
+def _not_an_entity(value: object) -> ValidationError:
+    what = type(value).__name__ if not isinstance(value, type) else f"the class {value.__name__}"
+    if isinstance(value, Mapping):
+        return ValidationError(
+            "entity.expected",
+            f"Got a {what} where an entity class or an entity is expected. To write it, build "
+            "the entity from it first (MyEntity(**data) or MyEntity.model_validate(data)); to "
+            "name an item by its key, pass the class and the key fields (get(MyEntity, "
+            "key=data) or get(MyEntity, field=value)).",
+        )
+    shown = repr(value) if not isinstance(value, type) else value.__name__
+    return ValidationError(
+        "entity.expected",
+        f"Got {shown} ({what}) where an entity class or an entity is expected: a class declared "
+        "with Entity, table= and keys= (get(MyEntity, field=value), update(MyEntity, ...)), or "
+        "an instance of one (put(MyEntity(...))).",
+    )

@@ -153,8 +153,7 @@ def _build(
     )
     if not partial:
         check_values(meta.number_checks, values)  # pydantic would round a float silently
-        for name in meta.absent_is_none:  # None is stored as absence
-            values.setdefault(name, None)
+        meta.fill_absent(values)  # None is stored as absence
         try:
             entity: Entity = cls.model_validate(values)
         except PydanticValidationError as error:
@@ -162,6 +161,7 @@ def _build(
         return entity
     wanted = plan.selected if plan.selected is not None else tuple(cls.model_fields)
     present = {}
+    meta.fill_nested(values)
     for name in wanted:
         if name in values:
             try:
