@@ -454,6 +454,19 @@ def meta_of(cls: type[M] | M) -> EntityMeta[M]:
     return meta
 
 
+def key_only_answer(meta: EntityMeta[EntityModel], names: str) -> str:
+    """What to do with a condition on fields its items keep only in their keys, which no
+    filter or condition can check: the one answer every refusal of such a condition gives."""
+    return (
+        f"{meta.cls.__name__} keeps {names} only in its keys (Field(exclude=True)), so no "
+        "filter or condition can check it, allow_filter_fallback() included; only a key "
+        "condition can: an equality in where(), or a range whose key text sorts as its values "
+        f"do. For anything else, read without that condition and compare {names} in your "
+        "code: each entity read carries it, parsed from its key. To query it by range, give "
+        "it the readable or exact key style and backfill the keys (see docs/encoding.md)"
+    )
+
+
 def instance_meta(entity: M) -> EntityMeta[M]:
     """Return the metadata of an entity instance, what a write takes.
 

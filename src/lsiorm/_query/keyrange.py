@@ -90,11 +90,16 @@ def needs_check(tpl: KeyTemplate, slot: FieldSlot) -> bool:
 
 
 def _plain_range(meta: EntityMeta[Entity], tpl: KeyTemplate, name: str) -> str:
-    return (
+    text = (
         f"{meta.cls.__name__}.{name} has the plain key style, whose text in template "
         f"{tpl.source!r} does not sort as its values do (an unpadded number, or text that a "
-        "separator may end early); give it the readable or exact key style and backfill the "
-        "keys (see docs/encoding.md), or use filter()"
+        "separator may end early)"
+    )
+    if name in meta.key_only_fields:  # no filter can check it: the planner says what can
+        return text
+    return (
+        f"{text}; give it the readable or exact key style and backfill the keys (see "
+        "docs/encoding.md), or use filter()"
     )
 
 

@@ -18,7 +18,7 @@ from lsiorm._conditions import (
     field_conditions,
 )
 from lsiorm._model.entity import Entity
-from lsiorm._model.entity_meta import EntityMeta, instance_meta, meta_of
+from lsiorm._model.entity_meta import EntityMeta, instance_meta, key_only_answer, meta_of
 from lsiorm._model.field_types import bare_type
 from lsiorm._model.item_encoding import stamped, wire_item
 from lsiorm._model.wire import TextError, invalid_text, item_to_wire, to_wire
@@ -60,9 +60,8 @@ def compile_entity_condition(
         if name in meta.key_only_fields:
             raise ValidationError(
                 "condition.key-only-field",
-                f"Condition names {meta.cls.__name__}.{name}, which its items keep only in "
-                "their keys (Field(exclude=True)): no attribute holds it to check. Put the "
-                "condition in where() so the key answers it, or store the field.",
+                f"Condition names {meta.cls.__name__}.{name}, which no attribute holds: "
+                f"{key_only_answer(meta, name)}.",
                 table=meta.table.name,
             )
         return meta.attributes[name]
