@@ -8,6 +8,7 @@ and adds the declaration (``class Thread(Entity, table=..., keys=...)``), which 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -18,12 +19,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from lsiorm._model.absence import Fill, nested_fill, stored_python
-from lsiorm._model.field_types import allows_none, defaults_to_none, strip_optional
+from lsiorm._model.field_types import allows_none, defaults_to_none, holds_text, strip_optional
 from lsiorm._model.number_fit import NumberCheck, field_checks
 from lsiorm._model.wire import to_wire_sized
 from lsiorm.errors import IndexKeyTypeError, KeyEncodingError, ValidationError
 
 if TYPE_CHECKING:
+    from lsiorm._model.codec import KeyCodec
     from lsiorm._model.schema import Table
     from lsiorm._model.template import KeyTemplate
 
@@ -81,6 +83,9 @@ class EntityMeta(Generic[M_co]):
     #: only in the keys): a condition that must be checked on the attribute is refused. These
     #: are the key fields declared ``Field(exclude=True)``; reads parse them from the keys.
     key_only_fields: frozenset[str] = frozenset()
+    #: Fields stored as a multi-attribute index's string key attribute that are not text (a
+    #: date, datetime or UUID), with the codec of the text they are stored as; set by binding.
+    stored_codecs: dict[str, KeyCodec] = field(default_factory=dict)
     _adapters: dict[str, TypeAdapter[Any]] = field(default_factory=dict)
 
     @property
@@ -197,6 +202,35 @@ class EntityMeta(Generic[M_co]):
         )
 
     @cached_property
+    def coded_fields(self) -> dict[str, KeyCodec]:
+        """Fields stored as their own string key attribute that are not text (a date, datetime,
+        int, UUID or Enum), each with the codec of its key text: the attribute holds that text
+        (as another tool writes it, with a plain style), and reads give the value back."""
+        out: dict[str, KeyCodec] = dict(self.stored_codecs)
+        for attr in self.own_keys:
+            tpl = self.templates[attr]
+            name = tpl.fields[0]
+            codec = tpl.slots[0].codec
+            text = holds_text(self.cls.model_fields[name].annotation)
+            if tpl.attribute_type == "S" and codec is not None and not text:
+                out[name] = codec
+        return out
+
+    def read_coded(self, values: dict[str, Any], by_attribute: bool) -> dict[str, Any]:
+        """Turn the key text of coded fields (`coded_fields`) into their values, in place.
+
+        ``values`` are keyed by stored attribute (``by_attribute``) or by field name. Text the
+        codec does not read is left for validation to judge.
+        """
+        for name, codec in self.coded_fields.items():
+            key = self.attributes[name] if by_attribute else name
+            text = values.get(key)
+            if type(text) is str:
+                with contextlib.suppress(KeyEncodingError, ValueError):
+                    values[key] = codec.decode(text)
+        return values
+
+    @cached_property
     def key_types(self) -> dict[str, str]:
         """Key attribute -> its declared type (S, N or B), for the table and its indexes."""
         return dict(self.table.key_attributes)
@@ -264,7 +298,11 @@ class EntityMeta(Generic[M_co]):
             ) from exc
 
     def stored_value(self, name: str, value: Any) -> Any:
-        """A valid value of one field as it is stored (see `absence.stored_python`)."""
+        """A valid value of one field as it is stored (see `absence.stored_python`); a coded
+        field's as its key text (see `coded_fields`)."""
+        codec = self.coded_fields.get(name) if value is not None else None
+        if codec is not None:
+            return codec.encode(value)
         return stored_python(self.adapter(name), value)
 
     def key(self, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -295,13 +333,19 @@ class EntityMeta(Generic[M_co]):
             if rendered is not None:
                 out[attr] = checked_key(self, tpl, rendered)
         for attr, name in self.stored_keys.items():
-            # The field itself is the key: written as a field, checked as a key.
+            # The field itself is the key: written as a field, checked as a key; one that is
+            # not text is written as its key text, as the key.
             value = values.get(name)
+            codec = self.stored_codecs.get(name)
+            if codec is not None and value is not None:
+                value = out[attr] = codec.encode(value)
             if isinstance(value, (str, bytes)):
                 checked_key_value(self, attr, value)
         for index, attrs, limits in self.multi_key_sizes:
             found = {
-                a: out.get(a) if a in self.templates else values.get(self.stored_keys[a])
+                a: out.get(a)
+                if a in self.templates or a in out
+                else values.get(self.stored_keys[a])
                 for a in attrs
             }
             if any(v is None for v in found.values()):

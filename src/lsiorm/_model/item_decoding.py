@@ -69,14 +69,16 @@ def _item_decoder(cls: type[M]) -> Callable[[Mapping[str, Any]], M]:
     decoded. Where the model may read more than its fields, the whole item is decoded.
     A field kept only in keys and missing from the item is first parsed from its key.
     """
-    keys = model_keys(cls) if cls.__pydantic_complete__ else None
+    meta = meta_of(cls)
+    # A field stored as its own key text is read through its codec, by the general path.
+    keys = model_keys(cls) if cls.__pydantic_complete__ and not meta.coded_fields else None
     absent = _absent_is_none(cls)
     fills = _nested_fills(cls)
     numbers = field_checks(cls)
     sources = _key_sources(cls)
 
     def validate(wire: Mapping[str, Any]) -> M:
-        item = item_from_wire(wire)
+        item = meta.read_coded(item_from_wire(wire), by_attribute=True)
         for attr, tpl, stored in sources:
             _fill_from_key(item, attr, tpl, stored)
         check_values(numbers, item)  # pydantic would round a float silently

@@ -111,6 +111,7 @@ def _values(
         av = item.get(attr)
         if av is not None:
             values[name] = from_wire(av)
+    meta.read_coded(values, by_attribute=False)
     for attr in keys:
         av = item.get(attr)
         if av is None:

@@ -470,8 +470,8 @@ def _fit_direct_range(
         return
     if lower[0] > upper[0] or (lower[0] == upper[0] and not (lower[1] and upper[1])):
         raise _Empty(f"{described} leaves no value")
-    low = _closed_bound(lower[0], enc, inclusive=lower[1], above=True)
-    high = _closed_bound(upper[0], enc, inclusive=upper[1], above=False)
+    low = closed_bound(lower[0], enc, inclusive=lower[1], above=True)
+    high = closed_bound(upper[0], enc, inclusive=upper[1], above=False)
     if low is None or high is None or _wire_order(low) > _wire_order(high):
         raise _Empty(f"{described} leaves no value")
     for (value, inclusive), bound, sign in ((lower, low, ">"), (upper, high, "<")):
@@ -517,7 +517,7 @@ def _tightest(
     return lower, upper
 
 
-def _closed_bound(
+def closed_bound(
     value: Any, enc: Callable[[Any], Any], *, inclusive: bool, above: bool
 ) -> dict[str, Any] | None:
     """Return the wire bound of an inclusive key range that holds exactly what one bound does.
