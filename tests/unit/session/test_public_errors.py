@@ -90,6 +90,17 @@ async def test_no_credentials(mode: str, no_credentials: None) -> None:
     assert all(v != "ok" for v in seen.values()), seen
 
 
+def test_no_credentials_says_what_a_local_engine_takes(no_credentials: None) -> None:
+    _table, doc = declare()
+    with (
+        Session(endpoint_url=f"http://127.0.0.1:{unused_port()}", region_name="us-east-1") as s,
+        pytest.raises(ConfigurationError) as caught,
+    ):
+        s.get(doc, did="a")
+    assert caught.value.rule == "config.no-credentials"
+    assert "export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local" in str(caught.value)
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_misuse_is_refused_naming_what_to_pass(mode: str) -> None:
     _table, doc = declare()
