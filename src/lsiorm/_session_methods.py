@@ -442,7 +442,8 @@ def adopt(
 
 
 def _ignored_checkpoint(checkpoint: object) -> None:
-    """Warn about the `checkpoint=` of lsiorm 0.2's key jobs, which the ledger replaced."""
+    """Warn about the `checkpoint=` of the key jobs of 0.2's development versions, which the
+    ledger replaced."""
     if checkpoint is not None:
         warnings.warn(
             "checkpoint= is ignored and will be removed: a key job keeps its positions in its "
