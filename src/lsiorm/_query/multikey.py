@@ -208,11 +208,11 @@ class _Fit:
         return SortCondition("begins_with", (prefix,))
 
     def _bounds(self, attr: str, name: str, ops: Sequence[Operator]) -> SortCondition | None:
-        """Ranges on one attribute as one key condition, its open ends filtered when two-sided.
+        """Ranges on one attribute as one key condition.
 
         Bounds are compared as the stored key values (text, number, bytes), in DynamoDB's
         order; a BETWEEN cannot leave out an end, so an exclusive end of a two-sided range is
-        also sent as an exact filter.
+        closed on the key's neighbour where there is one (`_between`).
         """
         lower: _End | None = None
         upper: _End | None = None
@@ -242,6 +242,13 @@ class _Fit:
             raise _Nothing(f"{described} leaves no value")
         if lower.key == upper.key:
             return SortCondition("=", (lower.wire,))
+        return self._between(attr, name, lower, upper, described)
+
+    def _between(
+        self, attr: str, name: str, lower: _End, upper: _End, described: str
+    ) -> SortCondition:
+        """Two ends as a BETWEEN: an exclusive end closed on its neighbour (`_closed`), or,
+        where the key has none, filtered exactly on the field's own attribute."""
         free = holds_text(self.meta, attr)
         lower = _closed(lower, is_lower=True, free_text=free)
         upper = _closed(upper, is_lower=False, free_text=free)
