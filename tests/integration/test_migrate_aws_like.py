@@ -113,10 +113,11 @@ def test_a_sixteen_shard_migration_with_splits_a_hot_key_and_lagging_indexes_end
     table, _ = declare_indexed_shop(dest)
     stream_table(direct, source, items=items)
     killer = CatchUpKiller()
-    # Backoff as in production (jittered, growing): sixteen workers finishing pages meet on
-    # the run's ledger item, and retries without a pause would meet there again. A busy
-    # machine's moto server may take seconds a request: attempts, not time, bound the retries.
-    retry = RetryPolicy(max_attempts=40, max_delay=600.0, initial=0.01, maximum=0.25)
+    # Backoff as in production (jittered, growing to two seconds): up to 64 shards' workers
+    # claim, release and finish units on the run's one ledger item, and retries without a
+    # pause would meet there again. A busy machine's moto server may take seconds a request:
+    # attempts, not time, bound the retries.
+    retry = RetryPolicy(max_attempts=40, max_delay=900.0, initial=0.02, maximum=2.0)
     kinds = ("throttle", "error500", "drop", "lost-response")
     with (
         SourceWriters(patient_client(engine.endpoint_url), source, items, hot=0.5) as writers,

@@ -535,14 +535,7 @@ def run_units(
             if record.state not in RESUMABLE:
                 return record, resumed
             if record.state == "paused":
-                # Paused since this call opened it: another coordinator's error or stop.
-                raise JobError(
-                    "jobs.paused",
-                    f"Run {job.id} was paused by another process (an error of its, a Ctrl-C, "
-                    "a stop); its workers here stopped. Run the job again to resume it.",
-                    job=job.id,
-                    units=[u.unit.id for u in record.units if u.state != "done"],
-                )
+                raise _paused_elsewhere(record)
             waiting = [u for u in record.units if u.state != "done"]
             if not waiting:
                 if open_ended(record.declaration):
@@ -574,20 +567,47 @@ def run_units(
             else:
                 yield Sleep(poll)
     except BaseException as exc:
-        # Ctrl-C, SIGTERM, a kill or an error: the units here have stopped (`halting`); stop
-        # every worker of the run at its next sync, give up the leases this process holds
-        # (their last commits stay), and wait for the workers elsewhere to end.
         stop.set()
-        if sent is not None:
-            sent.cancel()
-        yield from ledger.set_state(job.id, "paused", only_from=("running",))
-        for held_claim, held_ledger in list(tally.held.values()):
-            yield from _release(held_ledger, job.id, held_claim)
-        if sent is not None:
-            yield from _ended(sent, job.id, clock, ledger.lease_seconds, poll)
-        if isinstance(exc, LsiormError) and run.report is not None:
-            yield from _attach_report(exc, ledger, job.id, run.report, resumed)
+        yield from _stop_run(exc, ledger, job.id, run, tally, sent, clock, poll, resumed)
         raise
+
+
+def _paused_elsewhere(record: JobRecord) -> JobError:
+    """The error of a run paused since this call opened it: another coordinator's error or
+    stop."""
+    return JobError(
+        "jobs.paused",
+        f"Run {record.id} was paused by another process (an error of its, a Ctrl-C, a stop); "
+        "its workers here stopped. Run the job again to resume it.",
+        job=record.id,
+        units=[u.unit.id for u in record.units if u.state != "done"],
+    )
+
+
+def _stop_run(
+    exc: BaseException,
+    ledger: Ledger,
+    job_id: str,
+    run: JobRun[P],
+    tally: Tally,
+    sent: Submissions | None,
+    clock: Callable[[], float],
+    poll: float,
+    resumed: bool,
+) -> Operation[None]:
+    """After Ctrl-C, SIGTERM, a kill or an error (the units here have stopped, `halting`): stop
+    every worker of the run at its next sync, give up the leases this process holds (their
+    last commits stay), wait for the workers elsewhere to end, and give an lsiorm error the
+    run's report."""
+    if sent is not None:
+        sent.cancel()
+    yield from ledger.set_state(job_id, "paused", only_from=("running",))
+    for held_claim, held_ledger in list(tally.held.values()):
+        yield from _release(held_ledger, job_id, held_claim)
+    if sent is not None:
+        yield from _ended(sent, job_id, clock, ledger.lease_seconds, poll)
+    if isinstance(exc, LsiormError) and run.report is not None:
+        yield from _attach_report(exc, ledger, job_id, run.report, resumed)
 
 
 def startable(record: JobRecord, ran: set[str]) -> list[UnitRecord]:
