@@ -112,7 +112,13 @@ def test_a_backfill_under_30_percent_faults_and_a_writer_loses_nothing(
     session: Session, endpoint_url: str, table_name: str, width: int
 ) -> None:
     """30% of the job's requests fail: throttled transactions (cancelled), conflicts, hot-key
-    throttles, lost answers; a random writer writes between the job's requests."""
+    throttles, lost answers; a random writer writes between the job's requests.
+
+    Nothing is lost, resurrected, duplicated or stale, with one exception no request can
+    close (DynamoDB cannot condition a delete on "no other attribute exists"): a move whose
+    delete of the original applied and lost its answer cannot know what the writer added to
+    the original just before. The report counts those moves (``unverified``), and only their
+    items' copies may lack such attributes."""
     old_table, doc, old = seeded(session, table_name, width=width)
     rng = random.Random(width)
     new = {n: item_to_wire(doc(**e.model_dump()).to_item()) for n, e in old.items()}
@@ -150,7 +156,24 @@ def test_a_backfill_under_30_percent_faults_and_a_writer_loses_nothing(
         assert faults.count(fault="throttle") > 0
         assert faults.count(fault="lost-answer") > 0
         assert report.failed == []
-        writer.check(everything(session, table_name), lambda i: int(i["n"]))
+        # A move's delete that applied and lost its answer leaves a copy as the job read the
+        # item: what a writer added to the original in the instant before is unknowable. The
+        # report counts such moves; only their items may lack such attributes.
+        deleted = (
+            writer.item_at(r.params["Key"])
+            for r in faults.requests
+            if r.operation == "DeleteItem"
+            and r.fault == "lost-answer"
+            and r.params.get("ReturnValues") == "ALL_OLD"
+        )
+        unsure = {i for i in deleted if i is not None}
+        assert report.unverified <= len(unsure)
+        lacking = writer.check(
+            everything(session, table_name), lambda i: int(i["n"]), unverified=unsure
+        )
+        assert len(lacking) <= report.unverified
+        if width == 4:  # nothing moves: nothing is unverified
+            assert report.unverified == 0
         assert session.audit_keys(doc).clean
     finally:
         session.delete_table(old_table)

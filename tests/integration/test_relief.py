@@ -15,7 +15,7 @@ from lsiorm import Entity, KeyAttribute, LocalIndex, Session, Table, read_relief
 from lsiorm._model.wire import item_from_wire
 from lsiorm._ops.hooks import HookRequest
 from lsiorm.errors import ItemCollectionSizeLimitError
-from lsiorm.testing import ItemCollectionProxy
+from lsiorm.testing import FaultInjector, ItemCollectionProxy
 from support.raw import set_attributes
 
 
@@ -112,6 +112,44 @@ def test_relief_to_another_table(session: Session, table_name: str) -> None:
         assert sorted(map(canon, left + copied)) == sorted(map(canon, before))  # nothing lost
         assert len(stored(session, table, "DEV#d2")) == 5  # other collections untouched
         assert "moved: " in str(report)
+    finally:
+        session.delete_table(archive)
+        session.delete_table(table)
+
+
+def test_a_relief_whose_delete_lost_its_answer_counts_that_move_unverified(
+    session: Session, endpoint_url: str, table_name: str
+) -> None:
+    """The delete of one original applies and its answer is lost: its resend finds the item
+    gone. The item is moved (its copy kept), and counted as unverified: what a writer added to
+    it just before the delete could not be known."""
+    table, event, _, events = seed(session, table_name)
+    archive = Table(f"{table_name}_archive", "PK", "SK")
+    session.create_table(archive)
+    try:
+        before = stored(session, table, "DEV#d1")
+        old = [e for e in events if e.day < CUTOFF]
+        with (
+            Session(endpoint_url=endpoint_url, region_name="us-east-1") as job,
+            FaultInjector(session=job) as faults,
+        ):
+            faults.lose_answer(
+                "DeleteItem", when=lambda _, params: params.get("ReturnValues") == "ALL_OLD"
+            )
+            report = job.relieve_collection(
+                table, "DEV#d1", entity=event, match=older, to_table=archive
+            )
+        assert faults.count("DeleteItem", fault="lost-answer") == 1
+        assert (report.moved, report.unverified, report.retried, report.failed) == (
+            len(old),
+            1,
+            0,
+            [],
+        )
+        assert "the original's delete unconfirmed (its answer lost): 1" in str(report)
+        left = stored(session, table, "DEV#d1")
+        copied = stored(session, archive, "DEV#d1")
+        assert sorted(map(canon, left + copied)) == sorted(map(canon, before))  # nothing lost
     finally:
         session.delete_table(archive)
         session.delete_table(table)

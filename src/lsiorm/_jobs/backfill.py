@@ -134,7 +134,16 @@ class BackfillReport(WriteJobReport):
         return "\n".join(lines)
 
 
-_COUNTERS = ("scanned", "rewritten", "moved", "current", "retried", "gone", "other")
+_COUNTERS = (
+    "scanned",
+    "rewritten",
+    "moved",
+    "current",
+    "retried",
+    "gone",
+    "other",
+    "unverified",
+)
 
 
 # -- the job --------------------------------------------------------------------------------
@@ -277,9 +286,10 @@ class BackfillKind(TallyingKind):
     def _move(
         self, item: WireItem, check: ItemKeyCheck, new: WireItem, mine: str | None
     ) -> Operation[str]:
-        """Move ``item`` to its new key; return ``"moved"``, ``"changed"`` (read it again),
-        ``"gone"`` (deleted by another writer meanwhile) or ``"taken"`` (another item is
-        there).
+        """Move ``item`` to its new key; return ``"moved"``, ``"unverified"`` (moved, but the
+        delete of the original lost its answer: what a writer added to it just before is not
+        known), ``"changed"`` (read it again), ``"gone"`` (deleted by another writer meanwhile)
+        or ``"taken"`` (another item is there).
 
         1. One transaction puts the new item, create-only, on the condition that the original
            is unchanged. A copy already there that is exactly the new item (this move's own,
@@ -327,7 +337,9 @@ class BackfillKind(TallyingKind):
             return "moved"
         original = yield from self._reread(check.stored_key)
         if original is None and removal.unsure:
-            return "moved"  # most likely deleted by this move's own delete, its answer lost
+            # Most likely deleted by this move's own delete, its answer lost: what a writer
+            # added to the original just before is not known (the report says so).
+            return "unverified"
         yield from withdraw_copy(self.ctx, table, new_key, new)
         return "changed" if original is not None else "gone"
 
@@ -432,8 +444,10 @@ class BackfillKind(TallyingKind):
                 except ValidationError as exc:  # raised before any request: nothing written
                     self._fail(part, check.stored_key, str(exc))
                     return False
-                if outcome == "moved":
+                if outcome in ("moved", "unverified"):
                     self._done(part, check, units)
+                    if outcome == "unverified":
+                        part.add("unverified")
                     return True
                 if outcome == "taken":
                     key = {k: from_wire(check.expected[k]) for k in self.names}

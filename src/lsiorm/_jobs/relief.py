@@ -497,8 +497,9 @@ class ReliefKind(TallyingKind):
                 newer = response.get("Item")
                 if newer is None and removal.unsure:
                     # Gone, most likely by this delete (its answer was lost and its resend
-                    # found nothing): the original is gone and its copy is kept.
+                    # found nothing): the original is gone and its copy is kept, unverified.
                     self.moved(part, item)
+                    part.add("unverified")
                     continue
                 part.add("retried")
                 if newer is not None and self.matches(newer):
@@ -516,7 +517,7 @@ class ReliefKind(TallyingKind):
             part.fail(self.table, item, f"changed on each of {self.max_attempts} attempts")
 
 
-_COUNTERS = ("scanned", "moved", "kept", "retried", "gone", "stale_copies")
+_COUNTERS = ("scanned", "moved", "kept", "retried", "gone", "stale_copies", "unverified")
 
 
 def _same_copy(copy: Mapping[str, Any] | None, item: Mapping[str, Any]) -> bool:

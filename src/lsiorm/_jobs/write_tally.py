@@ -92,6 +92,11 @@ class WriteJobReport:
     retried: int = 0
     #: Items another writer deleted (or moved) before this job could write them.
     gone: int = 0
+    #: Items moved whose delete of the original lost its answer (the connection dropped
+    #: after DynamoDB applied it): the copy is the item as the job read it, and an attribute
+    #: no model declares that a writer added to the original in the instant before the
+    #: delete is not in it. DynamoDB cannot say whether there was one. Moves only.
+    unverified: int = 0
     #: The stored keys of the items given up on, and why.
     failed: list[tuple[dict[str, Any], str]] = field(default_factory=list)
     #: Seconds the run took.
@@ -146,6 +151,10 @@ def closing_lines(report: WriteJobReport) -> list[str]:
     """The last lines of a report's text: its first failed keys, its throttles, then its
     job."""
     lines = [f"    {key}: {why}" for key, why in report.failed[:10]]
+    if report.unverified:
+        lines.append(
+            f"  moved, the original's delete unconfirmed (its answer lost): {report.unverified}"
+        )
     lines += throttle_lines(report.throttled, report.hot_partitions)
     if report.job is not None and not report.dry_run:
         lines.append(f"  job: {report.job}")

@@ -22,6 +22,7 @@ from lsiorm.errors import (
     ConditionFailedError,
     InternalServerError,
     TransactionCanceledError,
+    TransportError,
 )
 from support.models import declare_doc
 
@@ -102,6 +103,48 @@ def test_a_move_whose_resend_was_cancelled_as_throttled_counts_as_moved() -> Non
     assert calls[2].params["Key"] == {"PK": item["PK"], "SK": item["SK"]}
     assert part.counts == {"scanned": 1, "rewritten": 1, "moved": 1}
     assert "gone" not in part.counts
+
+
+def test_a_move_whose_delete_lost_its_answer_is_counted_unverified() -> None:
+    """The delete of the original applied and its answer (the image it deleted) was lost; its
+    resend finds the original gone. A writer may have added an attribute to the original just
+    before: DynamoDB cannot say, so the move counts as moved and as unverified."""
+    _, old = declare_doc("Docs", lsi3=False, width=4)
+    _, new = declare_doc("Docs", lsi3=False, width=6)
+    item = stored(old, user="u", n=7, title="t")
+    kind = BackfillKind(Context(RetryPolicy(max_attempts=3)), new, None)
+    part = kind.new_part()
+    deletes: list[Call] = []
+
+    def answer(call: Call) -> Any:
+        if call.operation == "TransactWriteItems":
+            return {}
+        if call.operation == "DeleteItem":
+            deletes.append(call)
+            if len(deletes) == 1:  # applied, then the connection dropped
+                return TransportError("lost", code="ConnectionClosedError")
+            return ConditionFailedError("gone", code="ConditionalCheckFailedException")
+        return {}  # GetItem: the original is gone
+
+    _, calls = drive(kind.visit(part, item, {}), answer, sleeps=True)
+    assert [c.operation for c in calls] == [
+        "TransactWriteItems",
+        "DeleteItem",
+        "DeleteItem",
+        "GetItem",
+    ]
+    assert calls[3].params["Key"] == {"PK": item["PK"], "SK": item["SK"]}
+    assert part.counts == {"scanned": 1, "rewritten": 1, "moved": 1, "unverified": 1}
+    # A delete refused as changed at its first attempt is no lost answer: read it again.
+    calm = kind.new_part()
+
+    def changed(call: Call) -> Any:
+        if call.operation == "DeleteItem":
+            return ConditionFailedError("changed", code="ConditionalCheckFailedException")
+        return {}
+
+    drive(kind.visit(calm, item, {}), changed, sleeps=True)
+    assert "unverified" not in calm.counts
 
 
 def test_an_item_rewritten_before_a_resume_counts_as_rewritten_once() -> None:
