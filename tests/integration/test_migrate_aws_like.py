@@ -17,6 +17,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
@@ -39,6 +40,7 @@ from support.migration import (
     ShopRecord,
     SourceWriters,
     assert_migrated,
+    source_item,
     stream_records,
     stream_table,
 )
@@ -76,6 +78,21 @@ def patient_client(endpoint_url: str) -> Callable[[], Any]:
         )
 
     return make
+
+
+def hot_burst(make_client: Callable[[], Any], table: str, items: int) -> None:
+    """A burst of puts to the hot partition (``G#000``: the items whose number is a multiple
+    of 7) from eight threads at once, as a flash sale would send: past its write units
+    whatever the speed of the machine, so the engine throttles it."""
+    hot = [n for n in range(items) if n % 7 == 0]
+
+    def put(thread: int) -> None:
+        client = make_client()
+        for n in hot[thread::8] * 10:
+            client.put_item(TableName=table, Item=source_item(n, title=f"burst {thread}"))
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(put, range(8)))
 
 
 class CatchUpKiller:
@@ -130,6 +147,7 @@ def test_a_sixteen_shard_migration_with_splits_a_hot_key_and_lagging_indexes_end
         first = session.migrate_table(table, source, segments=4, page_size=50)
         assert first.phase == "catch-up", str(first)
         engine.split(source)  # the stream splits under the catch-up: 16 shards become 32
+        hot_burst(patient_client(engine.endpoint_url), source, items)
         while writers.writes < items:
             time.sleep(0.05)
         killer.limit = killer.reads + 2 * SHARDS  # in the middle of the next catch-up
