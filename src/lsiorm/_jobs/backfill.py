@@ -51,14 +51,12 @@ from lsiorm._model.wire import WireItem, from_wire, same_item
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.rekeying import move_request, moved_item
 from lsiorm._ops.steps import Operation
-from lsiorm._ops.unchanged import (
+from lsiorm._ops.unchanged import delete_unchanged, give_attributes, withdraw_copy
+from lsiorm._requests.unchanged import (
     create_only_put,
-    delete_unchanged,
-    give_attributes,
-    unchanged_condition,
+    rewrite_update,
     unchanged_target,
     watched_attributes,
-    withdraw_copy,
 )
 from lsiorm.errors import ConditionFailedError, TransactionCanceledError, ValidationError
 
@@ -248,27 +246,18 @@ class BackfillKind(TallyingKind):
         """Rewrite the derived attributes in place, on the condition that the item is unchanged
         (an UpdateItem keeps whatever an unwatched writer added meanwhile); ``attempts``
         counts the attempts sent."""
-        condition, names, values = unchanged_condition(item, self.watched)
-        sets = [p.attribute for p in check.problems if p.kind != "extra"]
-        removes = [p.attribute for p in check.problems if p.kind == "extra"]
-        for i, name in enumerate(sets):
-            names[f"#s{i}"] = name
-            values[f":s{i}"] = check.expected[name]
-        for i, name in enumerate(removes):
-            names[f"#r{i}"] = name
-        clauses = []
-        if sets:
-            clauses.append("SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(sets))))
-        if removes:
-            clauses.append("REMOVE " + ", ".join(f"#r{i}" for i in range(len(removes))))
-        params: dict[str, Any] = {
-            "TableName": self.table.name,
-            "Key": check.stored_key,
-            "UpdateExpression": " ".join(clauses),
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-        }
+        params = rewrite_update(
+            self.table,
+            check.stored_key,
+            item,
+            self.watched,
+            sets={
+                p.attribute: check.expected[p.attribute]
+                for p in check.problems
+                if p.kind != "extra"
+            },
+            removes=[p.attribute for p in check.problems if p.kind == "extra"],
+        )
         ctx = self.ctx.with_hooks((*self.ctx.hooks, attempts))
         yield from call(ctx, "UpdateItem", params, (self.table,))
 

@@ -29,12 +29,7 @@ from lsiorm._model.key_check import ItemKeyCheck, check_item_keys
 from lsiorm._model.wire import WireItem, item_to_wire
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
-from lsiorm._ops.unchanged import (
-    create_only_put,
-    unchanged_condition,
-    unchanged_target,
-    watched_attributes,
-)
+from lsiorm._requests.unchanged import create_only_put, unchanged_target, watched_attributes
 from lsiorm.errors import (
     ConditionFailedError,
     TransactionCanceledError,
@@ -117,17 +112,7 @@ def ensure_moved(
             if not reasons or reasons[0].code != "ConditionalCheckFailed":
                 continue  # the old item changed since it was read: read it again
         # The new form exists already, so it is the item: drop the stale old one if unchanged.
-        condition, names, attribute_values = unchanged_condition(
-            item, watched_attributes(meta.table, (meta.cls,))
-        )
-        params: dict[str, Any] = {
-            "TableName": table.name,
-            "Key": old_key,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-        }
-        if attribute_values:
-            params["ExpressionAttributeValues"] = attribute_values
+        params = unchanged_target(table, old_key, item, watched_attributes(meta.table, (meta.cls,)))
         try:
             yield from call(ctx, "DeleteItem", params, (table,))
             return
