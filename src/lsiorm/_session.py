@@ -47,7 +47,7 @@ from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
 from lsiorm._query.values import Query, Scan
-from lsiorm._session_methods import SessionConfig, SessionCore
+from lsiorm._session_methods import SessionConfig, SessionCore, SessionSettings
 from lsiorm.errors import ConfigurationError, MissingDependencyError
 
 if TYPE_CHECKING:
@@ -335,20 +335,8 @@ class Session(SessionCore, Closing):
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
-            retry,
-            hooks,
-            watch_collections,
-            table_prefix,
-            table_names,
-            consumed_capacity,
-            cursor_secret,
-            telemetry,
+            SessionSettings.given(locals()),
             shareable=client is None and boto3_session is None and table_names is None,
-            endpoint_url=endpoint_url,
-            region_name=region_name,
-            profile_name=profile_name,
-            fast_json=fast_json,
-            lean=lean,
         )
         self.unit_worker = _unit_worker(self.config)
         streams: Callable[[], Any]
@@ -485,20 +473,8 @@ class AsyncSession(SessionCore):
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
-            retry,
-            hooks,
-            watch_collections,
-            table_prefix,
-            table_names,
-            consumed_capacity,
-            cursor_secret,
-            telemetry,
+            SessionSettings.given(locals()),
             shareable=client is None and aioboto3_session is None and table_names is None,
-            endpoint_url=endpoint_url,
-            region_name=region_name,
-            profile_name=profile_name,
-            fast_json=fast_json,
-            lean=lean,
         )
         self.unit_worker = _unit_worker(self.config)
         self._streams = streams_client

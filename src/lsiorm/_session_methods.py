@@ -71,12 +71,52 @@ if TYPE_CHECKING:
     from lsiorm._migration.dual_writes import DualFallback, DualWrites
     from lsiorm._migration.plan import MigrationReport
 
-__all__ = ["SessionConfig", "SessionCore"]
+__all__ = ["JobKeywords", "SessionConfig", "SessionCore", "SessionSettings"]
 
 E = TypeVar("E", bound=Entity)
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 S = TypeVar("S", bound="SessionCore")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionSettings:
+    """Every setting both sessions take, declared once: its name, type and default.
+
+    `Session` and `AsyncSession` take these as keywords (besides the client, their own
+    boto3 or aioboto3 session, and the client's keywords) and hand them on as one value;
+    `SessionCore` and `SessionConfig` read them from it. The facades' signatures are written
+    out for type checkers and IDEs, and a test holds them to this declaration.
+    """
+
+    endpoint_url: str | None = None
+    region_name: str | None = None
+    retry: RetryPolicy | None = None
+    hooks: Sequence[object] = ()
+    watch_collections: bool = True
+    fast_json: bool = True
+    profile_name: str | None = None
+    table_prefix: str | None = None
+    table_names: Callable[[str], str] | None = None
+    consumed_capacity: bool = False
+    lean: bool = True
+    cursor_secret: str | bytes | None = None
+    telemetry: bool | Telemetry = True
+    streams_client: Any = None
+
+    @classmethod
+    def given(cls, keywords: Mapping[str, Any]) -> SessionSettings:
+        """The settings among ``keywords`` (a facade's arguments, with others beside them)."""
+        return cls(
+            **{f.name: keywords[f.name] for f in dataclasses.fields(cls) if f.name in keywords}
+        )
+
+    def live_prefix(self) -> str:
+        """The table prefix in force: the one given, else (with no ``table_names`` either) the
+        environment's, else none."""
+        if self.table_prefix is not None:
+            return self.table_prefix
+        return "" if self.table_names is not None else environment.table_prefix()
 
 
 @dataclass(frozen=True)
@@ -85,7 +125,8 @@ class SessionConfig:
 
     A session built from parameters (not from a client, a boto3 or aioboto3 session or a
     ``table_names`` function) has one in ``session.config``; a key job sends it with each unit
-    to an executor's workers, which build their own sessions.
+    to an executor's workers, which build their own sessions. Its fields are settings of
+    `SessionSettings` (the table prefix as resolved).
     """
 
     endpoint_url: str | None = None
@@ -96,6 +137,12 @@ class SessionConfig:
     watch_collections: bool = True
     fast_json: bool = True
     lean: bool = True
+
+    @classmethod
+    def of(cls, settings: SessionSettings) -> SessionConfig:
+        """The part of ``settings`` a worker can be sent, with the table prefix resolved."""
+        portable = {f.name: getattr(settings, f.name) for f in dataclasses.fields(cls)}
+        return cls(**{**portable, "table_prefix": settings.live_prefix()})
 
     def kwargs(self) -> dict[str, Any]:
         """The keywords of `Session` that build such a session."""
@@ -117,50 +164,26 @@ class SessionCore:
     #: writes mirrored, and those sent to the source alone by reason; None for a plain session.
     dual: DualWrites | None = None
 
-    def __init__(
-        self,
-        retry: RetryPolicy | None,
-        hooks: Sequence[object],
-        watch_collections: bool,
-        table_prefix: str | None = None,
-        table_names: Callable[[str], str] | None = None,
-        consumed_capacity: bool = False,
-        cursor_secret: str | bytes | None = None,
-        telemetry: bool | Telemetry = True,
-        *,
-        shareable: bool = False,
-        endpoint_url: str | None = None,
-        region_name: str | None = None,
-        profile_name: str | None = None,
-        fast_json: bool = True,
-        lean: bool = True,
-    ) -> None:
-        if table_prefix is None:  # neither given: the environment's prefix, if any
-            table_prefix = "" if table_names is not None else environment.table_prefix()
-        if shareable:  # built from parameters alone: a worker can build one like it
-            self.config = SessionConfig(
-                endpoint_url,
-                region_name,
-                profile_name,
-                table_prefix,
-                retry,
-                watch_collections,
-                fast_json,
-                lean,
-            )
+    def __init__(self, settings: SessionSettings, *, shareable: bool = False) -> None:
+        """``shareable``: built from parameters alone, so a worker can build one like it."""
+        if shareable:
+            self.config = SessionConfig.of(settings)
         #: Where spans and metrics go (docs/observability.md); None when off or when
         #: opentelemetry-api is not installed.
-        self.telemetry = telemetry_for(telemetry)
+        self.telemetry = telemetry_for(settings.telemetry)
         #: The item-collection watcher (on by default; see docs/collections.md), or None.
-        self.collections = CollectionWatcher() if watch_collections else None
-        names = _resolver(table_prefix, table_names)
+        self.collections = CollectionWatcher() if settings.watch_collections else None
+        names = _resolver(settings.live_prefix(), settings.table_names)
         #: The consumed-capacity meter (asks DynamoDB only when enabled; docs/capacity.md).
         self.capacity = CapacityMeter(
-            consumed_capacity, declared=None if names is None else names.declared
+            settings.consumed_capacity, declared=None if names is None else names.declared
         )
         watcher = (self.collections,) if self.collections is not None else ()
         self.ctx = Context(
-            retry or RetryPolicy(), (*watcher, *hooks), names, cursor_key(cursor_secret)
+            settings.retry or RetryPolicy(),
+            (*watcher, *settings.hooks),
+            names,
+            cursor_key(settings.cursor_secret),
         )
 
     def table_name(self, table: Table) -> str:
@@ -396,15 +419,8 @@ def audit_keys(
     """
     from lsiorm._jobs import key_audit
 
-    options = _options(
-        session,
-        executor=executor,
-        ledger=ledger,
-        read_budget=read_budget,
-        export=export,
-        in_memory=executor is None and ledger is None and not detach,
-        lease_seconds=lease_seconds,
-        detach=detach,
+    options = JobKeywords.given(locals()).options(
+        session, in_memory=executor is None and ledger is None and not detach
     )
     job = partial(
         key_audit.audit_keys,
@@ -501,17 +517,7 @@ def backfill(
     from lsiorm._jobs import backfill as backfill_job
 
     _ignored_checkpoint(checkpoint)
-    options = _options(
-        session,
-        executor=executor,
-        ledger=ledger,
-        write_budget=write_budget,
-        read_budget=read_budget,
-        export=export,
-        concurrency=concurrency,
-        lease_seconds=lease_seconds,
-        detach=detach,
-    )
+    options = JobKeywords.given(locals()).options(session)
     job = partial(
         backfill_job.backfill,
         session.ctx,
@@ -552,19 +558,15 @@ def relieve_collection(
     from lsiorm._jobs import relief
 
     _ignored_checkpoint(checkpoint)
-    options = _options(session, ledger=ledger, write_budget=write_budget)
+    options = JobKeywords.given(locals()).options(session)
+    given = {**locals(), "to_file": None if to_file is None else JsonLinesFile(to_file)}
     job = partial(
         relief.relieve_collection,
         session.ctx,
         table,
         partition,
         options,
-        entity=entity,
-        match=match,
-        to_table=to_table,
-        to_file=None if to_file is None else JsonLinesFile(to_file),
-        dry_run=dry_run,
-        page_size=page_size,
+        relief.Relief.given(given),
     )
     return _reporting(job, progress, "relief")
 
@@ -611,16 +613,7 @@ def migrate_table(
         raise ValidationError(
             "migrate.one-action", "Give at most one of finish=, status=, abandon= and detach=."
         )
-    options = _options(
-        session,
-        executor=executor,
-        ledger=ledger,
-        write_budget=write_budget,
-        read_budget=read_budget,
-        concurrency=concurrency,
-        lease_seconds=lease_seconds,
-        detach=detach,
-    )
+    options = JobKeywords.given(locals()).options(session)
     ctx = dataclasses.replace(session.ctx, route=None)  # also from a session with dual writes
     from lsiorm._migration import phases as migration
 
@@ -658,7 +651,7 @@ def dual_writes(
     session with dual writes takes (`Session.dual_writes` returns that session)."""
     from lsiorm._migration.dual_writes import open_dual_writes
 
-    options = _options(session, ledger=ledger)
+    options = JobKeywords.given(locals()).options(session)
     plain = dataclasses.replace(session.ctx, route=None)  # a session with dual writes too
     return open_dual_writes(plain, table, source, options, reads=reads, on_fallback=on_fallback)
 
@@ -742,35 +735,51 @@ def _ledger(session: SessionCore, table: Table, ledger: str | None) -> JobLedger
     return JobLedger(session.ctx, ledger_location(session.ctx, table, ledger))
 
 
-def _options(
-    session: SessionCore,
-    *,
-    executor: Executor | None = None,
-    ledger: str | None = None,
-    write_budget: float | None = None,
-    read_budget: float | None = None,
-    export: str | None = None,
-    concurrency: int = 8,
-    in_memory: bool = False,
-    lease_seconds: float = 60.0,
-    detach: bool = False,
-) -> JobOptions:
-    """How a key job runs, from a session method's keywords."""
-    from lsiorm._io.exports import open_export
-    from lsiorm._jobs.options import JobOptions
+@dataclass(frozen=True, kw_only=True)
+class JobKeywords:
+    """How a key job runs, as the session methods that start one take it: each keyword's name,
+    type and default, declared once.
 
-    return JobOptions(
-        ledger=ledger,
-        in_memory=in_memory,
-        executor=executor,
-        worker=session.unit_worker,
-        write_budget=write_budget,
-        read_budget=read_budget,
-        export=None if export is None else open_export(os.fspath(export)),
-        concurrency=concurrency,
-        lease_seconds=lease_seconds,
-        detach=detach,
-    )
+    A job method takes the keywords of these that apply to it (a read-only audit has no write
+    budget), written out in its signature for type checkers and IDEs, and a test holds them to
+    this declaration; its body hands them on with `given`, and `options` makes the job's
+    `JobOptions` of them.
+    """
+
+    executor: Executor | None = None
+    ledger: str | None = None
+    write_budget: float | None = None
+    read_budget: float | None = None
+    export: str | None = None
+    concurrency: int = 8
+    lease_seconds: float = 60.0
+    detach: bool = False
+
+    @classmethod
+    def given(cls, keywords: Mapping[str, Any]) -> JobKeywords:
+        """The job keywords among ``keywords`` (a method's arguments, with others beside them)."""
+        return cls(
+            **{f.name: keywords[f.name] for f in dataclasses.fields(cls) if f.name in keywords}
+        )
+
+    def options(self, session: SessionCore, *, in_memory: bool = False) -> JobOptions:
+        """The job's options: these keywords, the session's unit worker, and (``in_memory``) a
+        ledger kept in this process."""
+        from lsiorm._io.exports import open_export
+        from lsiorm._jobs.options import JobOptions
+
+        return JobOptions(
+            ledger=self.ledger,
+            in_memory=in_memory,
+            executor=self.executor,
+            worker=session.unit_worker,
+            write_budget=self.write_budget,
+            read_budget=self.read_budget,
+            export=None if self.export is None else open_export(os.fspath(self.export)),
+            concurrency=self.concurrency,
+            lease_seconds=self.lease_seconds,
+            detach=self.detach,
+        )
 
 
 class _Job(Protocol[T_co]):
