@@ -334,7 +334,7 @@ class Session(SessionCore, Closing):
         streams_client: Any = None,
         **client_kwargs: Any,
     ) -> None:
-        super().__init__(
+        self._set_up(
             SessionSettings.given(locals()),
             shareable=client is None and boto3_session is None and table_names is None,
         )
@@ -472,7 +472,7 @@ class AsyncSession(SessionCore):
         streams_client: Any = None,
         **client_kwargs: Any,
     ) -> None:
-        super().__init__(
+        self._set_up(
             SessionSettings.given(locals()),
             shareable=client is None and aioboto3_session is None and table_names is None,
         )

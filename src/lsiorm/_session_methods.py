@@ -138,12 +138,6 @@ class SessionConfig:
     fast_json: bool = True
     lean: bool = True
 
-    @classmethod
-    def of(cls, settings: SessionSettings) -> SessionConfig:
-        """The part of ``settings`` a worker can be sent, with the table prefix resolved."""
-        portable = {f.name: getattr(settings, f.name) for f in dataclasses.fields(cls)}
-        return cls(**{**portable, "table_prefix": settings.live_prefix()})
-
     def kwargs(self) -> dict[str, Any]:
         """The keywords of `Session` that build such a session."""
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -164,10 +158,11 @@ class SessionCore:
     #: writes mirrored, and those sent to the source alone by reason; None for a plain session.
     dual: DualWrites | None = None
 
-    def __init__(self, settings: SessionSettings, *, shareable: bool = False) -> None:
-        """``shareable``: built from parameters alone, so a worker can build one like it."""
+    def _set_up(self, settings: SessionSettings, *, shareable: bool) -> None:
+        """Set the session up as ``settings`` say (each facade's ``__init__`` calls it first);
+        ``shareable``: built from parameters alone, so a worker can build one like it."""
         if shareable:
-            self.config = SessionConfig.of(settings)
+            self.config = _portable(settings)
         #: Where spans and metrics go (docs/observability.md); None when off or when
         #: opentelemetry-api is not installed.
         self.telemetry = telemetry_for(settings.telemetry)
@@ -193,6 +188,12 @@ class SessionCore:
     def add_hook(self, hook: object) -> None:
         """Attach a middleware hook to every later request of this session."""
         self.ctx = self.ctx.with_hooks((*self.ctx.hooks, hook))
+
+
+def _portable(settings: SessionSettings) -> SessionConfig:
+    """The part of ``settings`` a worker can be sent, with the table prefix resolved."""
+    portable = {f.name: getattr(settings, f.name) for f in dataclasses.fields(SessionConfig)}
+    return SessionConfig(**{**portable, "table_prefix": settings.live_prefix()})
 
 
 def _resolver(prefix: str, names: Callable[[str], str] | None) -> TableNames | None:
