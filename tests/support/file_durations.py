@@ -43,6 +43,7 @@ class FileDurations:
         self.seconds[path] += report.duration
         self.tests[path].add(report.nodeid)
 
+    @pytest.hookimpl(trylast=True)  # after pytest's own list of the slowest tests
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.most <= 0 or not self.seconds:
             return
