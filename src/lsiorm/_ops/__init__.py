@@ -9,7 +9,10 @@ An operation passes through these modules in this order:
 - ``pages``: the one page reader, which sends every paged Query and Scan (each described by a
   `lsiorm._requests.pages.PagedRead`), a page at a time or to the end.
 - The operations: ``items`` (put, get, update, delete), ``reads`` (query and scan plans, pages,
-  cursors, merges), ``batch``, ``transactions``, ``tables`` (create, delete, check).
+  cursors, merges), ``batch``, ``transactions``, ``tables`` (create, delete, check, apply a
+  table's settings).
+- ``deadline``: a call's ``timeout=`` around any operation; ``stream_marks``: the marks of a
+  stream handler's idempotency (which records were applied).
 - ``rekeying``: a write that meets an item still in an older key form moves it first;
   ``unchanged``: sends the writes guarded by the condition that an item is as it was read.
 - The guard: ``collection_guard`` watches item-collection sizes, ``audit`` reads them from the
