@@ -52,12 +52,8 @@ from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.rekeying import move_request, moved_item
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.unchanged import delete_unchanged, give_attributes, withdraw_copy
-from lsiorm._requests.unchanged import (
-    create_only_put,
-    rewrite_update,
-    unchanged_target,
-    watched_attributes,
-)
+from lsiorm._requests.reads import consistent_get
+from lsiorm._requests.unchanged import move_transaction, rewrite_update, watched_attributes
 from lsiorm.errors import ConditionFailedError, TransactionCanceledError, ValidationError
 
 __all__ = [
@@ -237,7 +233,7 @@ class BackfillKind(TallyingKind):
         self.local_arrivals[name] = digest({self.names[0]: key[self.names[0]]})
 
     def _reread(self, key: Mapping[str, Any]) -> Operation[WireItem | None]:
-        params = {"TableName": self.table.name, "Key": dict(key), "ConsistentRead": True}
+        params = consistent_get(self.table.name, key)
         response = yield from call(self.ctx, "GetItem", params, (self.table,))
         found: WireItem | None = response.get("Item")
         return found
@@ -279,18 +275,11 @@ class BackfillKind(TallyingKind):
         """
         table = self.table
         new_key = {k: new[k] for k in self.names}
-        unchanged = unchanged_target(table, check.stored_key, item, self.watched)
-        put = create_only_put(table, new)
+        params = move_transaction(
+            table, check.stored_key, item, new, self.watched, delete=False, token=uuid.uuid4().hex
+        )
         try:
-            yield from call(
-                self.ctx,
-                "TransactWriteItems",
-                {
-                    "TransactItems": [{"Put": put}, {"ConditionCheck": unchanged}],
-                    "ClientRequestToken": uuid.uuid4().hex,
-                },
-                (table,),
-            )
+            yield from call(self.ctx, "TransactWriteItems", params, (table,))
         except TransactionCanceledError as exc:
             # The put may have applied (its answer lost, its resend refused or throttled), or
             # an identical copy was there already: then the move goes on to the delete.

@@ -52,6 +52,7 @@ from lsiorm._ops.audit import audit_collection, collection_size, measure_collect
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.unchanged import Removal, delete_unchanged, give_attributes, withdraw_copy
+from lsiorm._requests.reads import consistent_get
 from lsiorm._requests.unchanged import copy_put, unchanged_condition, watched_attributes
 from lsiorm.errors import ConditionFailedError, ValidationError
 
@@ -297,12 +298,9 @@ class ReliefKind(TallyingKind):
     def has_copy(self, key: WireItem) -> Operation[bool]:
         if self.relief.to_table is None:
             return _key_text(key) in self.in_file
-        response = yield from call(
-            self.ctx,
-            "GetItem",
-            {"TableName": self.relief.to_table.name, "Key": dict(key), "ConsistentRead": True},
-            (self.relief.to_table,),
-        )
+        to_table = self.relief.to_table
+        params = consistent_get(to_table.name, key)
+        response = yield from call(self.ctx, "GetItem", params, (to_table,))
         return "Item" in response
 
     def changed(self, counts: Mapping[str, int]) -> int:
@@ -368,16 +366,8 @@ class ReliefKind(TallyingKind):
         assert self.relief.to_table is not None
         found: list[bool] = []
         for item in items:
-            response = yield from call(
-                self.ctx,
-                "GetItem",
-                {
-                    "TableName": self.relief.to_table.name,
-                    "Key": key_of(self.table, item),
-                    "ConsistentRead": True,
-                },
-                (self.relief.to_table,),
-            )
+            params = consistent_get(self.relief.to_table.name, key_of(self.table, item))
+            response = yield from call(self.ctx, "GetItem", params, (self.relief.to_table,))
             copy = response.get("Item")
             found.append(copy is not None and same_item(copy, item))
         return found
@@ -458,16 +448,8 @@ class ReliefKind(TallyingKind):
                         yield from self.give_copy(item, removal.added)
                     self.moved(part, item)
                     continue
-                response = yield from call(
-                    self.ctx,
-                    "GetItem",
-                    {
-                        "TableName": self.table.name,
-                        "Key": key_of(self.table, item),
-                        "ConsistentRead": True,
-                    },
-                    (self.table,),
-                )
+                params = consistent_get(self.table.name, key_of(self.table, item))
+                response = yield from call(self.ctx, "GetItem", params, (self.table,))
                 newer = response.get("Item")
                 if newer is None and removal.unsure:
                     # Gone, most likely by this delete (its answer was lost and its resend

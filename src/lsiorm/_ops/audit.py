@@ -28,7 +28,7 @@ from lsiorm._ops.pipeline import Context
 from lsiorm._ops.reserved import reserved_partition
 from lsiorm._ops.steps import Operation
 from lsiorm._requests.pages import PagedRead, ReadPage
-from lsiorm._requests.reads import partition_query
+from lsiorm._requests.reads import item_scan, partition_query
 from lsiorm.errors import ValidationError
 
 __all__ = [
@@ -201,9 +201,9 @@ def largest_collections(
             f"The collection size threshold is {threshold} GB; it cannot be negative.",
             table=table.name,
         )
-    params: dict[str, Any] = {"TableName": table.name}
-    if consistent:
-        params["ConsistentRead"] = True
+    operation, params = item_scan(
+        table.name, partition_key=table.partition_key.name, consistent=consistent
+    )
     tallies: dict[Any, _Tally] = {}
     pk = table.partition_key.name
     skip = reserved_partition(table)
@@ -218,7 +218,7 @@ def largest_collections(
                 tally = tallies[key] = _Tally(table, key)
             tally.add(item)
 
-    yield from read_pages(ctx, PagedRead("Scan", params, page_size, tables=(table,)), add)
+    yield from read_pages(ctx, PagedRead(operation, params, page_size, tables=(table,)), add)
     sizes = [t.result() for t in tallies.values()]
     found = sorted((s for s in sizes if s.exceeds(threshold)), key=_largest_first)
     return found if limit is None else found[:limit]

@@ -29,7 +29,8 @@ from lsiorm._model.key_check import ItemKeyCheck, check_item_keys
 from lsiorm._model.wire import WireItem, item_to_wire
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
-from lsiorm._requests.unchanged import create_only_put, unchanged_target, watched_attributes
+from lsiorm._requests.reads import consistent_get
+from lsiorm._requests.unchanged import move_transaction, unchanged_target, watched_attributes
 from lsiorm.errors import (
     ConditionFailedError,
     TransactionCanceledError,
@@ -66,12 +67,10 @@ def move_request(item: Mapping[str, Any], check: ItemKeyCheck) -> dict[str, Any]
     """
     table = meta_of(check.entity).table
     watched = watched_attributes(table, (check.entity,))
-    delete = unchanged_target(table, check.stored_key, item, watched)
-    put = create_only_put(table, moved_item(item, check))
-    return {
-        "TransactItems": [{"Put": put}, {"Delete": delete}],
-        "ClientRequestToken": uuid.uuid4().hex,
-    }
+    new = moved_item(item, check)
+    return move_transaction(
+        table, check.stored_key, item, new, watched, delete=True, token=uuid.uuid4().hex
+    )
 
 
 def old_wire_key(meta: EntityMeta[Entity], values: Mapping[str, Any]) -> WireItem | None:
@@ -92,12 +91,7 @@ def ensure_moved(
         return
     table = meta.table
     for _attempt in range(MOVE_ATTEMPTS):
-        response = yield from call(
-            ctx,
-            "GetItem",
-            {"TableName": table.name, "Key": old_key, "ConsistentRead": True},
-            (table,),
-        )
+        response = yield from call(ctx, "GetItem", consistent_get(table.name, old_key), (table,))
         item = response.get("Item")
         if not item:
             return

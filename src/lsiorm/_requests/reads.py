@@ -3,14 +3,15 @@
 A user's query is compiled from entity conditions (`lsiorm._query.compile`). lsiorm's own
 reads name stored attributes and wire values instead: a collection read whole (the collection
 audit, the item-collection proxy), a key job's scan of a table or a partition, narrowed to one
-entity type and leaving out the partition of the jobs' ledger, and the base items a query's
-index rows are read back with. Each is built here, with the one condition compiler
+entity type and leaving out the partition of the jobs' ledger, the base items a query's
+index rows are read back with, and one item read as it is now (a job's check of what its
+write did). Each is built here, with the one condition compiler
 (`lsiorm._conditions.compile_stored`), so the tests compare dictionaries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from lsiorm._conditions import (
@@ -24,7 +25,7 @@ from lsiorm._conditions import (
 )
 from lsiorm._model.wire import AttributeValue
 
-__all__ = ["item_scan", "partition_query", "projection"]
+__all__ = ["consistent_get", "item_scan", "partition_query", "projection"]
 
 
 def partition_query(
@@ -97,3 +98,9 @@ def projection(attributes: Iterable[str]) -> dict[str, Any]:
     ph = Placeholders()
     text = ", ".join(ph.name(a) for a in dict.fromkeys(attributes))
     return ph.into({"ProjectionExpression": text})
+
+
+def consistent_get(table: str, key: Mapping[str, Any]) -> dict[str, Any]:
+    """GetItem parameters that read the item at ``key`` (wire) as it is now: a strongly
+    consistent read, which sees every write that succeeded before it."""
+    return {"TableName": table, "Key": dict(key), "ConsistentRead": True}

@@ -7,7 +7,9 @@ What "unchanged" means, and the check after the write that completes it, is told
 * `unchanged_guards`: one guard per attribute, equal as read or (a *watched* attribute that
   was not read) still absent; `unchanged_condition` is their condition text.
 * `unchanged_target`: the item addressed on that condition (a ``DeleteItem``, a transaction's
-  ``Delete`` or ``ConditionCheck``); `create_only_put`: an item put only where none is.
+  ``Delete`` or ``ConditionCheck``); `create_only_put`: an item put only where none is;
+  `move_transaction`: both in one transaction, an item's copy under its new key and its
+  original checked (or deleted) on that condition.
 * `rewrite_update`: derived attributes set and removed in place, on that condition;
   `fill_update`: attributes set where the item still lacks them; `copy_put`: a copy written
   where none is, or over an earlier identical one, or over its own older copy only.
@@ -35,6 +37,7 @@ __all__ = [
     "copy_put",
     "create_only_put",
     "fill_update",
+    "move_transaction",
     "rewrite_update",
     "unchanged_condition",
     "unchanged_guards",
@@ -115,6 +118,30 @@ def create_only_put(table: Table, item: Mapping[str, Any]) -> dict[str, Any]:
         "ConditionExpression": guard_text(Guard("absent", table.partition_key.name), ph),
     }
     return ph.into(params)
+
+
+def move_transaction(
+    table: Table,
+    key: Mapping[str, Any],
+    item: Mapping[str, Any],
+    new: Mapping[str, Any],
+    watched: frozenset[str],
+    *,
+    delete: bool,
+    token: str,
+) -> dict[str, Any]:
+    """TransactWriteItems parameters that put ``new`` where no item is, on the condition that
+    the item at ``key`` is ``item`` unchanged; with ``delete`` the original is deleted in the
+    same transaction, else only checked. ``token`` (the ClientRequestToken) makes a resend of
+    the same transaction apply once."""
+    original = unchanged_target(table, key, item, watched)
+    return {
+        "TransactItems": [
+            {"Put": create_only_put(table, new)},
+            {"Delete" if delete else "ConditionCheck": original},
+        ],
+        "ClientRequestToken": token,
+    }
 
 
 def rewrite_update(

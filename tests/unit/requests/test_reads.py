@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lsiorm._requests.reads import item_scan, partition_query, projection
+from lsiorm._requests.reads import consistent_get, item_scan, partition_query, projection
 from lsiorm.errors import ValidationError
 
 PK = {"S": "USER#1"}
@@ -79,3 +79,10 @@ def test_a_projection_names_each_attribute_once() -> None:
         "ProjectionExpression": "#n0, #n1, #n2",
         "ExpressionAttributeNames": {"#n0": "PK", "#n1": "SK", "#n2": "name"},
     }
+
+
+def test_a_consistent_get_reads_the_item_as_it_is_now() -> None:
+    key = {"PK": PK, "SK": {"S": "A"}}
+    params = consistent_get("Things", key)
+    assert params == {"TableName": "Things", "Key": key, "ConsistentRead": True}
+    assert params["Key"] is not key  # the caller's key is not shared with the request

@@ -13,6 +13,7 @@ from lsiorm._requests.unchanged import (
     copy_put,
     create_only_put,
     fill_update,
+    move_transaction,
     rewrite_update,
     unchanged_target,
 )
@@ -41,6 +42,40 @@ def test_a_create_only_put_needs_the_key_free() -> None:
         "ConditionExpression": "attribute_not_exists(#n0)",
         "ExpressionAttributeNames": {"#n0": "PK"},
     }
+
+
+def test_a_move_puts_the_new_item_where_none_is_and_checks_the_original() -> None:
+    new = {"PK": {"S": "P"}, "SK": {"S": "T"}, "a": {"N": "1"}}
+    checked = move_transaction(TABLE, KEY, ITEM, new, frozenset(), delete=False, token="t1")
+    assert checked == {
+        "TransactItems": [
+            {
+                "Put": {
+                    "TableName": "Things",
+                    "Item": new,
+                    "ConditionExpression": "attribute_not_exists(#n0)",
+                    "ExpressionAttributeNames": {"#n0": "PK"},
+                }
+            },
+            {
+                "ConditionCheck": {
+                    "TableName": "Things",
+                    "Key": KEY,
+                    "ConditionExpression": "#u0 = :u0 AND #u1 = :u1 AND #u2 = :u2",
+                    "ExpressionAttributeNames": {"#u0": "PK", "#u1": "SK", "#u2": "a"},
+                    "ExpressionAttributeValues": {
+                        ":u0": {"S": "P"},
+                        ":u1": {"S": "S"},
+                        ":u2": {"N": "1"},
+                    },
+                }
+            },
+        ],
+        "ClientRequestToken": "t1",
+    }
+    deleted = move_transaction(TABLE, KEY, ITEM, new, frozenset(), delete=True, token="t2")
+    assert deleted["TransactItems"][1] == {"Delete": checked["TransactItems"][1]["ConditionCheck"]}
+    assert deleted["ClientRequestToken"] == "t2"
 
 
 def test_a_rewrite_sets_and_removes_on_the_unchanged_condition() -> None:
