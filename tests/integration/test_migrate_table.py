@@ -38,6 +38,7 @@ from support.migration import (
     PageReads,
     SourceWriters,
     assert_migrated,
+    creates_only,
     scan_all,
     source_request,
     stream_table,
@@ -67,10 +68,7 @@ class SourceGuard:
             targets.update(body.get("TableName") for body in action.values())
         if self.source in targets:
             self.source_writes.append(request.operation)
-        if (
-            request.operation == "PutItem"
-            and request.params.get("ConditionExpression") == "attribute_not_exists(#pk)"
-        ):
+        if creates_only(request.operation, request.params):
             with self.lock:
                 self.copies += 1
                 if self.limit is not None and self.copies > self.limit:

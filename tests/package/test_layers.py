@@ -249,12 +249,9 @@ NOT_YET = {
     "lsiorm._jobs.ledger",
     # the AWS-like engine's copy of a table into its GSI shadow pages the upstream by hand
     "lsiorm.testing.aws_like.gsi_lag",
-    "lsiorm._migration.dual_plan",
     "lsiorm._migration.phases",
-    "lsiorm._migration.plan",
     "lsiorm._migration.run",
     "lsiorm._migration.stream_replay",
-    "lsiorm._migration.table_copy",
 }
 #: What only a builder writes: a page's position, expression names, and condition or update text.
 REQUEST_NAMES = frozenset({"LastEvaluatedKey", "ExclusiveStartKey", "ExpressionAttributeNames"})

@@ -40,6 +40,7 @@ from lsiorm._ops.batch import read_keys
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.rekeying import moved_item
 from lsiorm._ops.steps import Operation
+from lsiorm._requests.unchanged import create_only_put
 from lsiorm.errors import ConditionFailedError, ValidationError
 
 __all__ = [
@@ -188,12 +189,7 @@ class CopyKind(_Kind):
             part.add("key_moved")  # a new key format (dual writes cannot apply)
         if self.budget is not None:
             yield from self.budget.take_write(estimate_write(self.destination, None, new).total)
-        params = {
-            "TableName": self.destination.name,
-            "Item": new,
-            "ConditionExpression": "attribute_not_exists(#pk)",
-            "ExpressionAttributeNames": {"#pk": self.destination.partition_key.name},
-        }
+        params = create_only_put(self.destination, new)
         try:
             yield from call(self.ctx, "PutItem", params, (self.destination,))
         except ConditionFailedError:

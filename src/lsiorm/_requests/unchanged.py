@@ -10,6 +10,10 @@ What "unchanged" means, and the check after the write that completes it, is told
   ``Delete`` or ``ConditionCheck``); `create_only_put`: an item put only where none is;
   `move_transaction`: both in one transaction, an item's copy under its new key and its
   original checked (or deleted) on that condition.
+* `versioned_put`: an item put over the version it was read at only (or where none is): the
+  compare-and-set of a state that one process at a time may change.
+* `guarded_action`: that condition joined onto a write another allocator built (a user's
+  write made dual during a migration), in placeholders of its own.
 * `rewrite_update`: derived attributes set and removed in place, on that condition;
   `fill_update`: attributes set where the item still lacks them; `copy_put`: a copy written
   where none is, or over an earlier identical one, or over its own older copy only.
@@ -34,19 +38,33 @@ from lsiorm._requests.update_plan import Action, Guard, UpdatePlan
 from lsiorm.errors import ValidationError
 
 __all__ = [
+    "CONDITION_PARAMS",
     "copy_put",
     "create_only_put",
     "fill_update",
+    "guarded_action",
     "move_transaction",
     "rewrite_update",
     "unchanged_condition",
     "unchanged_guards",
     "unchanged_target",
+    "versioned_put",
     "watched_attributes",
 ]
 
 #: The letter of the guard's placeholders (``#u0``, ``:u0``).
 _PREFIX = "u"
+#: The letters of a guard joined onto a request another allocator built (``#dw0``, ``:dw0``).
+_JOINED_PREFIX = "dw"
+#: The parameters of a write that make up its condition.
+CONDITION_PARAMS = frozenset(
+    {
+        "ConditionExpression",
+        "ExpressionAttributeNames",
+        "ExpressionAttributeValues",
+        "ReturnValuesOnConditionCheckFailure",
+    }
+)
 
 
 def watched_attributes(table: Table, entities: Iterable[type[Entity]]) -> frozenset[str]:
@@ -142,6 +160,57 @@ def move_transaction(
         ],
         "ClientRequestToken": token,
     }
+
+
+def versioned_put(
+    table: str, item: Mapping[str, Any], attribute: str, previous: int
+) -> dict[str, Any]:
+    """PutItem parameters that write ``item`` only over the version ``previous`` of number
+    ``attribute`` (0: only where no item with that attribute is)."""
+    ph = Placeholders()
+    if previous:
+        guard = Guard("equals", attribute, {"N": str(previous)})
+    else:
+        guard = Guard("absent", attribute)
+    params = {"TableName": table, "Item": dict(item), "ConditionExpression": guard_text(guard, ph)}
+    return ph.into(params)
+
+
+def guarded_action(
+    body: Mapping[str, Any], item: Mapping[str, Any], watched: frozenset[str]
+) -> dict[str, Any]:
+    """``body`` (a write's parameters, or a transaction action's) on its own condition AND the
+    condition that the item is ``item`` unchanged, whose placeholders (``#dwK``, ``:dwK``)
+    cannot meet the body's. A failed condition returns the item as it was
+    (``ReturnValuesOnConditionCheckFailure``): that tells a changed item from a false
+    condition of the caller's."""
+    ph = Placeholders(prefix=_JOINED_PREFIX)
+    guard = _condition(unchanged_guards(item, watched), ph)  # terms joined by AND
+    own = body.get("ConditionExpression")
+    guarded = dict(body)
+    guarded["ConditionExpression"] = f"{_grouped(own)} AND {guard}" if own else guard
+    guarded["ExpressionAttributeNames"] = {**body.get("ExpressionAttributeNames", {}), **ph.names}
+    if ph.values:
+        guarded["ExpressionAttributeValues"] = {
+            **body.get("ExpressionAttributeValues", {}),
+            **ph.values,
+        }
+    guarded["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+    return guarded
+
+
+def _grouped(expression: str) -> str:
+    """The expression in parentheses, unless they enclose it already (DynamoDB refuses
+    redundant parentheses)."""
+    if expression.startswith("("):
+        depth = 0
+        for i, char in enumerate(expression):
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth == 0:
+                if i == len(expression) - 1:
+                    return expression
+                break
+    return f"({expression})"
 
 
 def rewrite_update(

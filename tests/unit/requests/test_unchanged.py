@@ -13,9 +13,11 @@ from lsiorm._requests.unchanged import (
     copy_put,
     create_only_put,
     fill_update,
+    guarded_action,
     move_transaction,
     rewrite_update,
     unchanged_target,
+    versioned_put,
 )
 
 TABLE = Table("Things", "PK", "SK")
@@ -76,6 +78,60 @@ def test_a_move_puts_the_new_item_where_none_is_and_checks_the_original() -> Non
     deleted = move_transaction(TABLE, KEY, ITEM, new, frozenset(), delete=True, token="t2")
     assert deleted["TransactItems"][1] == {"Delete": checked["TransactItems"][1]["ConditionCheck"]}
     assert deleted["ClientRequestToken"] == "t2"
+
+
+def test_a_guard_joined_onto_a_write_keeps_its_condition_and_its_placeholders_apart() -> None:
+    own = {
+        "TableName": "Things",
+        "Key": KEY,
+        "UpdateExpression": "SET #n0 = :v0",
+        "ConditionExpression": "#n1 = :v1 OR attribute_not_exists(#n1)",
+        "ExpressionAttributeNames": {"#n0": "a", "#n1": "v"},
+        "ExpressionAttributeValues": {":v0": {"N": "2"}, ":v1": {"N": "1"}},
+    }
+    assert guarded_action(own, ITEM, frozenset({"b"})) == {
+        "TableName": "Things",
+        "Key": KEY,
+        "UpdateExpression": "SET #n0 = :v0",
+        "ConditionExpression": (
+            "(#n1 = :v1 OR attribute_not_exists(#n1)) AND #dw0 = :dw0 AND #dw1 = :dw1 AND "
+            "#dw2 = :dw2 AND attribute_not_exists(#dw3)"
+        ),
+        "ExpressionAttributeNames": {
+            "#n0": "a",
+            "#n1": "v",
+            "#dw0": "PK",
+            "#dw1": "SK",
+            "#dw2": "a",
+            "#dw3": "b",
+        },
+        "ExpressionAttributeValues": {
+            ":v0": {"N": "2"},
+            ":v1": {"N": "1"},
+            ":dw0": {"S": "P"},
+            ":dw1": {"S": "S"},
+            ":dw2": {"N": "1"},
+        },
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    assert "ReturnValuesOnConditionCheckFailure" not in own  # the caller's is left as it was
+
+
+def test_a_guard_alone_is_the_whole_condition_and_a_grouped_one_is_not_grouped_again() -> None:
+    alone = guarded_action({"TableName": "Things", "Key": KEY}, {}, frozenset({"b"}))
+    assert alone == {
+        "TableName": "Things",
+        "Key": KEY,
+        "ConditionExpression": "attribute_not_exists(#dw0)",
+        "ExpressionAttributeNames": {"#dw0": "b"},
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    grouped = {"ConditionExpression": "(attribute_exists(#n0))", "ExpressionAttributeNames": {}}
+    joined = guarded_action(grouped, {}, frozenset({"b"}))["ConditionExpression"]
+    assert joined == "(attribute_exists(#n0)) AND attribute_not_exists(#dw0)"
+    two = {"ConditionExpression": "(#n0 = :v0) OR (#n1 = :v1)", "ExpressionAttributeNames": {}}
+    joined = guarded_action(two, {}, frozenset({"b"}))["ConditionExpression"]
+    assert joined == "((#n0 = :v0) OR (#n1 = :v1)) AND attribute_not_exists(#dw0)"
 
 
 def test_a_rewrite_sets_and_removes_on_the_unchanged_condition() -> None:
@@ -164,3 +220,20 @@ def test_a_rewrite_compares_each_attribute_read_and_sets_what_it_is_given(
     assert condition == expected
     update = _spelled(params, params["UpdateExpression"])
     assert update == "SET " + ", ".join(f"{n} = {v!r}" for n, v in sets.items())
+
+
+def test_a_versioned_put_writes_over_the_version_read_only() -> None:
+    item = {"PK": {"S": "~lsiorm#jobs"}, "SK": {"S": "migration#m1"}, "version": {"N": "4"}}
+    assert versioned_put("Ledger", item, "version", 3) == {
+        "TableName": "Ledger",
+        "Item": item,
+        "ConditionExpression": "#n0 = :v0",
+        "ExpressionAttributeNames": {"#n0": "version"},
+        "ExpressionAttributeValues": {":v0": {"N": "3"}},
+    }
+    assert versioned_put("Ledger", item, "version", 0) == {
+        "TableName": "Ledger",
+        "Item": item,
+        "ConditionExpression": "attribute_not_exists(#n0)",
+        "ExpressionAttributeNames": {"#n0": "version"},
+    }
