@@ -34,8 +34,9 @@ ELECTRODB_PACKAGES := electrodb@3 @aws-sdk/client-dynamodb@3
 # Folders that may be absent on a fresh clone (git keeps no empty folders).
 LINT_PATHS = $(wildcard src tests examples bench)
 # pytest runs in PYTEST_WORKERS processes (pytest-xdist; each starts its own engines): a test
-# mostly waits for an engine, so two workers keep a 2-core machine busy. The 30 slowest tests
-# are listed at the end of each run, to keep the suite under 15 minutes. A worker that runs out
+# mostly waits for an engine, so two workers keep a 2-core machine busy. The 30 slowest tests,
+# then the 15 slowest test files (tests/support/file_durations.py), are listed at the end of
+# each run, to keep the suite under 15 minutes. A worker that runs out
 # of tests takes some from the other (worksteal), so one long test at the end does not leave a
 # core idle.
 PYTEST_WORKERS ?= 2

@@ -39,6 +39,7 @@ __all__ = [
     "any_of",
     "begins_with",
     "between",
+    "compile_stored",
     "cond",
     "contains",
     "eq",
@@ -76,9 +77,10 @@ class Between:
 
 @dataclass(frozen=True)
 class BeginsWith:
-    """The field's string value starts with ``prefix``."""
+    """The field's string value starts with ``prefix`` (an AttributeValue, in a condition on
+    stored attributes: see `compile_stored`)."""
 
-    prefix: str
+    prefix: Any
 
 
 @dataclass(frozen=True)
@@ -324,24 +326,30 @@ def field_conditions(condition: Condition | None) -> Iterator[FieldCondition]:
 
 @dataclass
 class Placeholders:
-    """Allocates ``#nK`` and ``:vK`` placeholders for one request; names are reused."""
+    """Allocates ``#nK`` and ``:vK`` placeholders for one request; names are reused.
+
+    ``prefix`` replaces both letters (``Placeholders(prefix="u")`` allocates ``#uK`` and
+    ``:uK``), for a part that is joined onto a request another allocator built (a guard added
+    to a user's write), so that their placeholders cannot meet.
+    """
 
     names: dict[str, str] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)
     _by_name: dict[str, str] = field(default_factory=dict)
+    prefix: str | None = None
 
     def name(self, attribute: str) -> str:
         """Return the placeholder of an attribute name (the same one each time)."""
         ph = self._by_name.get(attribute)
         if ph is None:
-            ph = f"#n{len(self._by_name)}"
+            ph = f"#{self.prefix or 'n'}{len(self._by_name)}"
             self._by_name[attribute] = ph
             self.names[ph] = attribute
         return ph
 
     def value(self, wire_value: Any) -> str:
         """Return a fresh placeholder for a wire-format AttributeValue."""
-        ph = f":v{len(self.values)}"
+        ph = f":{self.prefix or 'v'}{len(self.values)}"
         self.values[ph] = wire_value
         return ph
 
@@ -442,6 +450,25 @@ _TYPE_NAMES = {
     "NS": "a number set",
     "BS": "a binary set",
 }
+
+
+def compile_stored(condition: Condition, ph: Placeholders) -> str:
+    """Return expression text for a condition on stored attributes, with wire values.
+
+    The fields of ``condition`` are attribute names as stored (``"PK"``, ``"state"``) and its
+    values are AttributeValues already (``{"S": "USER#1"}``): lsiorm's own requests (the key
+    jobs' reads and guards, the ledger's) are written this way, where no entity declares the
+    attributes. Operand checks apply as for entity conditions.
+    """
+    return compile_condition(condition, ph, attribute_of=_as_stored, encode=_as_wire)
+
+
+def _as_stored(attribute: str) -> str:
+    return attribute
+
+
+def _as_wire(_attribute: str, wire: Any) -> Any:
+    return wire
 
 
 def _tag(wire: Any) -> str:

@@ -49,6 +49,7 @@ from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
 from lsiorm._query.values import Query, Scan
+from lsiorm._session_core import SessionSettings
 from lsiorm._session_methods import SessionConfig, SessionCore
 from lsiorm.errors import MissingDependencyError
 
@@ -241,21 +242,9 @@ class Session(SessionCore, Closing):
         streams_client: Any = None,
         **client_kwargs: Any,
     ) -> None:
-        super().__init__(
-            retry,
-            hooks,
-            watch_collections,
-            table_prefix,
-            table_names,
-            consumed_capacity,
-            cursor_secret,
-            telemetry,
+        self._set_up(
+            SessionSettings.given(locals()),
             shareable=client is None and boto3_session is None and table_names is None,
-            endpoint_url=endpoint_url,
-            region_name=region_name,
-            profile_name=profile_name,
-            fast_json=fast_json,
-            lean=lean,
         )
         self.unit_worker = _unit_worker(self.config)
         streams: Callable[[], Any]
@@ -486,21 +475,9 @@ class AsyncSession(SessionCore):
         streams_client: Any = None,
         **client_kwargs: Any,
     ) -> None:
-        super().__init__(
-            retry,
-            hooks,
-            watch_collections,
-            table_prefix,
-            table_names,
-            consumed_capacity,
-            cursor_secret,
-            telemetry,
+        self._set_up(
+            SessionSettings.given(locals()),
             shareable=client is None and aioboto3_session is None and table_names is None,
-            endpoint_url=endpoint_url,
-            region_name=region_name,
-            profile_name=profile_name,
-            fast_json=fast_json,
-            lean=lean,
         )
         self.unit_worker = _unit_worker(self.config)
         self._streams = streams_client

@@ -1,12 +1,14 @@
-"""What both sessions hold besides their client: `SessionCore` (the context every operation runs
-in, the collection watcher, the capacity meter, the telemetry) and `SessionConfig` (how a
-worker process builds a session like it). The methods they share are declared in
+"""What both sessions hold besides their client: `SessionSettings` (every setting they take,
+declared once), `SessionCore` (the context every operation runs in, the collection watcher, the
+capacity meter, the telemetry) and `SessionConfig` (how a worker process builds a session like
+it). The methods they share are declared in
 `lsiorm._session_methods`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +25,47 @@ from lsiorm._query.cursor import cursor_key
 if TYPE_CHECKING:
     from lsiorm._migration.dual_writes import DualWrites
 
-__all__ = ["SessionConfig", "SessionCore"]
+__all__ = ["SessionConfig", "SessionCore", "SessionSettings"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionSettings:
+    """Every setting both sessions take, declared once: its name, type and default.
+
+    `Session` and `AsyncSession` take these as keywords (besides the client, their own
+    boto3 or aioboto3 session, and the client's keywords) and hand them on as one value;
+    `SessionCore` and `SessionConfig` read them from it. The facades' signatures are written
+    out for type checkers and IDEs, and a test holds them to this declaration.
+    """
+
+    endpoint_url: str | None = None
+    region_name: str | None = None
+    retry: RetryPolicy | None = None
+    hooks: Sequence[object] = ()
+    watch_collections: bool = True
+    fast_json: bool = True
+    profile_name: str | None = None
+    table_prefix: str | None = None
+    table_names: Callable[[str], str] | None = None
+    consumed_capacity: bool = False
+    lean: bool = True
+    cursor_secret: str | bytes | None = None
+    telemetry: bool | Telemetry = True
+    streams_client: Any = None
+
+    @classmethod
+    def given(cls, keywords: Mapping[str, Any]) -> SessionSettings:
+        """The settings among ``keywords`` (a facade's arguments, with others beside them)."""
+        return cls(
+            **{f.name: keywords[f.name] for f in dataclasses.fields(cls) if f.name in keywords}
+        )
+
+    def live_prefix(self) -> str:
+        """The table prefix in force: the one given, else (with no ``table_names`` either) the
+        environment's, else none."""
+        if self.table_prefix is not None:
+            return self.table_prefix
+        return "" if self.table_names is not None else environment.table_prefix()
 
 
 @dataclass(frozen=True)
@@ -32,7 +74,8 @@ class SessionConfig:
 
     A session built from parameters (not from a client, a boto3 or aioboto3 session or a
     ``table_names`` function) has one in ``session.config``; a key job sends it with each unit
-    to an executor's workers, which build their own sessions.
+    to an executor's workers, which build their own sessions. Its fields are settings of
+    `SessionSettings` (the table prefix as resolved).
     """
 
     endpoint_url: str | None = None
@@ -64,50 +107,27 @@ class SessionCore:
     #: writes mirrored, and those sent to the source alone by reason; None for a plain session.
     dual: DualWrites | None = None
 
-    def __init__(
-        self,
-        retry: RetryPolicy | None,
-        hooks: Sequence[object],
-        watch_collections: bool,
-        table_prefix: str | None = None,
-        table_names: Callable[[str], str] | None = None,
-        consumed_capacity: bool = False,
-        cursor_secret: str | bytes | None = None,
-        telemetry: bool | Telemetry = True,
-        *,
-        shareable: bool = False,
-        endpoint_url: str | None = None,
-        region_name: str | None = None,
-        profile_name: str | None = None,
-        fast_json: bool = True,
-        lean: bool = True,
-    ) -> None:
-        if table_prefix is None:  # neither given: the environment's prefix, if any
-            table_prefix = "" if table_names is not None else environment.table_prefix()
-        if shareable:  # built from parameters alone: a worker can build one like it
-            self.config = SessionConfig(
-                endpoint_url,
-                region_name,
-                profile_name,
-                table_prefix,
-                retry,
-                watch_collections,
-                fast_json,
-                lean,
-            )
+    def _set_up(self, settings: SessionSettings, *, shareable: bool) -> None:
+        """Set the session up as ``settings`` say (each facade's ``__init__`` calls it first);
+        ``shareable``: built from parameters alone, so a worker can build one like it."""
+        if shareable:
+            self.config = _portable(settings)
         #: Where spans and metrics go (docs/observability.md); None when off or when
         #: opentelemetry-api is not installed.
-        self.telemetry = telemetry_for(telemetry)
+        self.telemetry = telemetry_for(settings.telemetry)
         #: The item-collection watcher (on by default; see docs/collections.md), or None.
-        self.collections = CollectionWatcher() if watch_collections else None
-        names = _resolver(table_prefix, table_names)
+        self.collections = CollectionWatcher() if settings.watch_collections else None
+        names = _resolver(settings.live_prefix(), settings.table_names)
         #: The consumed-capacity meter (asks DynamoDB only when enabled; docs/capacity.md).
         self.capacity = CapacityMeter(
-            consumed_capacity, declared=None if names is None else names.declared
+            settings.consumed_capacity, declared=None if names is None else names.declared
         )
         watcher = (self.collections,) if self.collections is not None else ()
         self.ctx = Context(
-            retry or RetryPolicy(), (*watcher, *hooks), names, cursor_key(cursor_secret)
+            settings.retry or RetryPolicy(),
+            (*watcher, *settings.hooks),
+            names,
+            cursor_key(settings.cursor_secret),
         )
 
     def table_name(self, table: Table) -> str:
@@ -117,6 +137,12 @@ class SessionCore:
     def add_hook(self, hook: object) -> None:
         """Attach a middleware hook to every later request of this session."""
         self.ctx = self.ctx.with_hooks((*self.ctx.hooks, hook))
+
+
+def _portable(settings: SessionSettings) -> SessionConfig:
+    """The part of ``settings`` a worker can be sent, with the table prefix resolved."""
+    portable = {f.name: getattr(settings, f.name) for f in dataclasses.fields(SessionConfig)}
+    return SessionConfig(**{**portable, "table_prefix": settings.live_prefix()})
 
 
 def _resolver(prefix: str, names: Callable[[str], str] | None) -> TableNames | None:

@@ -18,6 +18,7 @@ import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
     from lsiorm._migration.dual_writes import DualFallback, DualWrites
     from lsiorm._migration.plan import MigrationReport
 
-__all__ = ["SessionConfig", "SessionCore"]  # defined in lsiorm._session_core
+__all__ = ["JobKeywords", "SessionConfig", "SessionCore"]  # the last two: lsiorm._session_core
 
 E = TypeVar("E", bound=Entity)
 T = TypeVar("T")
@@ -364,15 +365,8 @@ def audit_keys(
     """
     from lsiorm._jobs import key_audit
 
-    options = _options(
-        session,
-        executor=executor,
-        ledger=ledger,
-        read_budget=read_budget,
-        export=export,
-        in_memory=executor is None and ledger is None and not detach,
-        lease_seconds=lease_seconds,
-        detach=detach,
+    options = JobKeywords.given(locals()).options(
+        session, in_memory=executor is None and ledger is None and not detach
     )
     job = partial(
         key_audit.audit_keys,
@@ -472,17 +466,7 @@ def backfill(
     from lsiorm._jobs import backfill as backfill_job
 
     _ignored_checkpoint(checkpoint)
-    options = _options(
-        session,
-        executor=executor,
-        ledger=ledger,
-        write_budget=write_budget,
-        read_budget=read_budget,
-        export=export,
-        concurrency=concurrency,
-        lease_seconds=lease_seconds,
-        detach=detach,
-    )
+    options = JobKeywords.given(locals()).options(session)
     job = partial(
         backfill_job.backfill,
         session.ctx,
@@ -524,19 +508,15 @@ def relieve_collection(
     from lsiorm._jobs import relief
 
     _ignored_checkpoint(checkpoint)
-    options = _options(session, ledger=ledger, write_budget=write_budget)
+    options = JobKeywords.given(locals()).options(session)
+    given = {**locals(), "to_file": None if to_file is None else JsonLinesFile(to_file)}
     job = partial(
         relief.relieve_collection,
         session.ctx,
         table,
         partition,
         options,
-        entity=entity,
-        match=match,
-        to_table=to_table,
-        to_file=None if to_file is None else JsonLinesFile(to_file),
-        dry_run=dry_run,
-        page_size=page_size,
+        relief.Relief.given(given),
     )
     return deadline.bounded(_reporting(job, progress, "relief"), timeout)
 
@@ -584,16 +564,7 @@ def migrate_table(
         raise ValidationError(
             "migrate.one-action", "Give at most one of finish=, status=, abandon= and detach=."
         )
-    options = _options(
-        session,
-        executor=executor,
-        ledger=ledger,
-        write_budget=write_budget,
-        read_budget=read_budget,
-        concurrency=concurrency,
-        lease_seconds=lease_seconds,
-        detach=detach,
-    )
+    options = JobKeywords.given(locals()).options(session)
     ctx = dataclasses.replace(session.ctx, route=None)  # also from a session with dual writes
     from lsiorm._migration import phases as migration
 
@@ -631,7 +602,7 @@ def dual_writes(
     session with dual writes takes (`Session.dual_writes` returns that session)."""
     from lsiorm._migration.dual_writes import open_dual_writes
 
-    options = _options(session, ledger=ledger)
+    options = JobKeywords.given(locals()).options(session)
     plain = dataclasses.replace(session.ctx, route=None)  # a session with dual writes too
     return open_dual_writes(plain, table, source, options, reads=reads, on_fallback=on_fallback)
 
@@ -738,35 +709,51 @@ def _ledger(session: SessionCore, table: Table, ledger: str | None) -> JobLedger
     return JobLedger(session.ctx, ledger_location(session.ctx, table, ledger))
 
 
-def _options(
-    session: SessionCore,
-    *,
-    executor: Executor | None = None,
-    ledger: str | None = None,
-    write_budget: float | None = None,
-    read_budget: float | None = None,
-    export: str | None = None,
-    concurrency: int = 8,
-    in_memory: bool = False,
-    lease_seconds: float = 60.0,
-    detach: bool = False,
-) -> JobOptions:
-    """How a key job runs, from a session method's keywords."""
-    from lsiorm._io.exports import open_export
-    from lsiorm._jobs.options import JobOptions
+@dataclass(frozen=True, kw_only=True)
+class JobKeywords:
+    """How a key job runs, as the session methods that start one take it: each keyword's name,
+    type and default, declared once.
 
-    return JobOptions(
-        ledger=ledger,
-        in_memory=in_memory,
-        executor=executor,
-        worker=session.unit_worker,
-        write_budget=write_budget,
-        read_budget=read_budget,
-        export=None if export is None else open_export(os.fspath(export)),
-        concurrency=concurrency,
-        lease_seconds=lease_seconds,
-        detach=detach,
-    )
+    A job method takes the keywords of these that apply to it (a read-only audit has no write
+    budget), written out in its signature for type checkers and IDEs, and a test holds them to
+    this declaration; its body hands them on with `given`, and `options` makes the job's
+    `JobOptions` of them.
+    """
+
+    executor: Executor | None = None
+    ledger: str | None = None
+    write_budget: float | None = None
+    read_budget: float | None = None
+    export: str | None = None
+    concurrency: int = 8
+    lease_seconds: float = 60.0
+    detach: bool = False
+
+    @classmethod
+    def given(cls, keywords: Mapping[str, Any]) -> JobKeywords:
+        """The job keywords among ``keywords`` (a method's arguments, with others beside them)."""
+        return cls(
+            **{f.name: keywords[f.name] for f in dataclasses.fields(cls) if f.name in keywords}
+        )
+
+    def options(self, session: SessionCore, *, in_memory: bool = False) -> JobOptions:
+        """The job's options: these keywords, the session's unit worker, and (``in_memory``) a
+        ledger kept in this process."""
+        from lsiorm._io.exports import open_export
+        from lsiorm._jobs.options import JobOptions
+
+        return JobOptions(
+            ledger=self.ledger,
+            in_memory=in_memory,
+            executor=self.executor,
+            worker=session.unit_worker,
+            write_budget=self.write_budget,
+            read_budget=self.read_budget,
+            export=None if self.export is None else open_export(os.fspath(self.export)),
+            concurrency=self.concurrency,
+            lease_seconds=self.lease_seconds,
+            detach=self.detach,
+        )
 
 
 class _Job(Protocol[T_co]):

@@ -13,6 +13,7 @@ one documented window: see `lsiorm._ops.unchanged`.)
 
 from __future__ import annotations
 
+import os
 import random
 import uuid
 from datetime import date
@@ -30,8 +31,11 @@ from support.jobs import everything, session_on
 from support.models import declare_dated_doc, declare_readings
 from support.writers import OPERATIONS, RandomWriter
 
-ITEMS = 30
-EXAMPLES = engine_examples(3)
+#: ``LSIORM_SCALE`` sets the size: 1 is full size (1,500 items, 150 writers' runs per test);
+#: the default fraction is the size CI runs, 30 items and 3 runs.
+SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
+ITEMS = max(30, int(1500 * SCALE))
+EXAMPLES = engine_examples(max(3, int(150 * SCALE)))
 CUTOFF = date(2024, 3, 1)
 
 
@@ -82,6 +86,7 @@ def key_job(session: Session, endpoint_url: str, name: str, rng: random.Random, 
         session.delete_table(old_table)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [4, 6], ids=["backfill", "rekey"])
 @EXAMPLES
 @given(seed=st.integers(0, 2**32))
@@ -147,6 +152,7 @@ def relief_case(
             session.delete_table(archive)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("to", ["table", "file"])
 @EXAMPLES
 @given(seed=st.integers(0, 2**32))

@@ -37,6 +37,7 @@ from support.jobs import Killed, session_on
 from support.migration import (
     WRITES,
     assert_migrated,
+    creates_only,
     declare_shop,
     source_item,
     stream_table,
@@ -358,11 +359,7 @@ def test_dual_writes_are_refused_with_a_rule_before_any_write(
 
         def before(self, request: HookRequest) -> None:
             params = request.params
-            if (
-                request.operation == "PutItem"
-                and params.get("TableName") == dest
-                and params.get("ConditionExpression") == "attribute_not_exists(#pk)"
-            ):
+            if params.get("TableName") == dest and creates_only(request.operation, params):
                 self.copies += 1
                 if self.copies > 5:
                     raise Killed

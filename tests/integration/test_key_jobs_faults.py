@@ -6,6 +6,7 @@ Every outcome is checked against the engine directly (not through the fault prox
 from __future__ import annotations
 
 import json
+import os
 import random
 from datetime import date
 from pathlib import Path
@@ -20,6 +21,11 @@ from support.jobs import everything
 from support.models import declare_dated_doc, declare_readings
 
 RATE = 0.3
+#: ``LSIORM_SCALE`` sets the size: 1 is full size (50 times the items); the default fraction
+#: is the size CI runs.
+SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
+#: The items of each job (a relief's readings, the re-key's documents, the slot backfill's).
+READINGS, MOVED, SLOTTED = (max(n, int(50 * n * SCALE)) for n in (36, 40, 120))
 RETRY = RetryPolicy(max_attempts=30, initial=0.0, maximum=0.01)
 
 
@@ -37,12 +43,13 @@ def faulty(endpoint_url: str) -> Any:
         yield s, proxy
 
 
+@pytest.mark.slow
 def test_backfill_and_rekey_under_faults(direct: Session, faulty: Any, table_name: str) -> None:
     session, proxy = faulty
     old_table, old_doc = declare_dated_doc(table_name, width=4, lsi3=False)
     direct.create_table(old_table)
     rng = random.Random(4)
-    ns = rng.sample(range(10_000), 40)
+    ns = rng.sample(range(10_000), MOVED)
     docs = [old_doc(user=f"u{n % 2}", n=n, day=date(2024, 1, 1 + n % 28)) for n in ns]
     direct.batch_write(docs)
     try:
@@ -53,7 +60,7 @@ def test_backfill_and_rekey_under_faults(direct: Session, faulty: Any, table_nam
         assert proxy.stats["lost-response"] > 0
         assert report.failed == []
         # Exact counts: with no other writer, an answer lost and resent is still one move.
-        assert (report.scanned, report.rewritten, report.moved) == (40, 40, 40)
+        assert (report.scanned, report.rewritten, report.moved) == (MOVED, MOVED, MOVED)
         assert (report.current, report.retried, report.gone) == (0, 0, 0)
         stored = [item_from_wire(i) for i in everything(direct, table_name)]
         assert len(stored) == len(docs)  # none lost, none duplicated
@@ -65,13 +72,14 @@ def test_backfill_and_rekey_under_faults(direct: Session, faulty: Any, table_nam
         direct.delete_table(old_table)
 
 
+@pytest.mark.slow
 def test_relief_under_faults(direct: Session, faulty: Any, table_name: str, tmp_path: Path) -> None:
     session, proxy = faulty
     table, reading = declare_readings(table_name)
     archive = Table(f"{table_name}_a", "PK", "SK")
     direct.create_table(table)
     direct.create_table(archive)
-    readings = [reading(sensor="s", n=n, day=date(2024, 1 + n % 4, 1)) for n in range(36)]
+    readings = [reading(sensor="s", n=n, day=date(2024, 1 + n % 4, 1)) for n in range(READINGS)]
     direct.batch_write(readings)
     before = [item_from_wire(i) for i in everything(direct, table_name)]
     try:
@@ -100,22 +108,23 @@ def test_relief_under_faults(direct: Session, faulty: Any, table_name: str, tmp_
         direct.delete_table(archive)
 
 
+@pytest.mark.slow
 def test_a_slot_backfill_under_faults_counts_exactly(
     direct: Session, faulty: Any, table_name: str
 ) -> None:
     session, proxy = faulty
     old_table, old_doc = declare_dated_doc(table_name, width=4, lsi3=False)
     direct.create_table(old_table)
-    docs = [old_doc(user=f"u{n % 5}", n=n, day=date(2024, 2, 1 + n % 28)) for n in range(120)]
+    docs = [old_doc(user=f"u{n % 5}", n=n, day=date(2024, 2, 1 + n % 28)) for n in range(SLOTTED)]
     direct.batch_write(docs)
     try:
         _, doc = declare_dated_doc(table_name, width=4, lsi3=True)
         report = session.backfill(doc, segments=3, page_size=9)
         assert proxy.stats["lost-response"] > 0
-        assert (report.scanned, report.rewritten, report.current) == (120, 120, 0)
+        assert (report.scanned, report.rewritten, report.current) == (SLOTTED, SLOTTED, 0)
         assert (report.retried, report.gone, report.moved, report.failed) == (0, 0, 0, [])
         again = session.backfill(doc, segments=3, page_size=9)
-        assert (again.scanned, again.rewritten, again.current) == (120, 0, 120)
+        assert (again.scanned, again.rewritten, again.current) == (SLOTTED, 0, SLOTTED)
         stored = [item_from_wire(i) for i in everything(direct, table_name)]
         expected = {canon(d.to_item()) for d in (doc(**o.model_dump()) for o in docs)}
         assert {canon(i) for i in stored} == expected

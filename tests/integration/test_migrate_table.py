@@ -40,6 +40,7 @@ from support.migration import (
     PageReads,
     SourceWriters,
     assert_migrated,
+    creates_only,
     declare_shop,
     scan_all,
     source_request,
@@ -71,10 +72,7 @@ class SourceGuard:
             targets.update(body.get("TableName") for body in action.values())
         if self.source in targets:
             self.source_writes.append(request.operation)
-        if (
-            request.operation == "PutItem"
-            and request.params.get("ConditionExpression") == "attribute_not_exists(#pk)"
-        ):
+        if creates_only(request.operation, request.params):
             with self.lock:
                 self.copies += 1
                 if self.limit is not None and self.copies > self.limit:
@@ -271,11 +269,8 @@ def test_a_copy_whose_answers_are_lost_counts_each_item_copied_once(
     items = 120
     stream_table(dynamodb_client, source, items=items)
     table, _ = declare_shop(dest)
-    copies = "attribute_not_exists(#pk)"
     with FaultInjector(seed=42) as faults:
-        faults.lose_answer(
-            "PutItem", rate=0.3, when=lambda op, params: params.get("ConditionExpression") == copies
-        )
+        faults.lose_answer("PutItem", rate=0.3, when=creates_only)
         report = session.migrate_table(table, source, segments=2, page_size=10)
     lost = faults.count("PutItem", fault="lost-answer")
     assert lost > 10, lost
@@ -410,7 +405,7 @@ class CatchUpKiller:
             named = {params.get("TableName")}
         else:
             return
-        copy = params.get("ConditionExpression") == "attribute_not_exists(#pk)"
+        copy = creates_only(request.operation, params)
         if self.destination not in named or copy or self.limit is None:
             return
         with self.lock:

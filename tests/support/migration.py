@@ -11,8 +11,9 @@ added to orders), and checks every derived key with the key audit.
 from __future__ import annotations
 
 import random
+import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from lsiorm import Entity, Table
@@ -30,6 +31,7 @@ __all__ = [
     "ShopRecord",
     "SourceWriters",
     "assert_migrated",
+    "creates_only",
     "declare_shop",
     "scan_all",
     "source_item",
@@ -42,6 +44,17 @@ __all__ = [
 TYPES = ("Customer", "Order", "Product", "Review", "Ticket")
 #: The operations that write items (what a hook watching for writes to a table looks at).
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
+
+
+_CREATE_ONLY = re.compile(r"attribute_not_exists\((#\w+)\)")
+
+
+def creates_only(operation: str, params: Mapping[str, Any], partition_key: str = "PK") -> bool:
+    """Whether a request puts an item only where none is (a migration's copy of an item, or a
+    replayed insert), told by its condition on ``partition_key``, whatever its placeholder."""
+    found = _CREATE_ONLY.fullmatch(params.get("ConditionExpression", ""))
+    names = params.get("ExpressionAttributeNames") or {}
+    return operation == "PutItem" and found is not None and names.get(found[1]) == partition_key
 
 
 class ShopRecord(Entity):

@@ -53,15 +53,9 @@ from lsiorm._model.wire import WireItem, from_wire, same_item
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.rekeying import move_request, moved_item
 from lsiorm._ops.steps import Operation
-from lsiorm._ops.unchanged import (
-    create_only_put,
-    delete_unchanged,
-    give_attributes,
-    unchanged_condition,
-    unchanged_target,
-    watched_attributes,
-    withdraw_copy,
-)
+from lsiorm._ops.unchanged import delete_unchanged, give_attributes, withdraw_copy
+from lsiorm._requests.reads import consistent_get
+from lsiorm._requests.unchanged import move_transaction, rewrite_update, watched_attributes
 from lsiorm.errors import ConditionFailedError, TransactionCanceledError, ValidationError
 
 __all__ = [
@@ -250,7 +244,7 @@ class BackfillKind(TallyingKind):
         self.local_arrivals[name] = digest({self.names[0]: key[self.names[0]]})
 
     def _reread(self, key: Mapping[str, Any]) -> Operation[WireItem | None]:
-        params = {"TableName": self.table.name, "Key": dict(key), "ConsistentRead": True}
+        params = consistent_get(self.table.name, key)
         response = yield from call(self.ctx, "GetItem", params, (self.table,))
         found: WireItem | None = response.get("Item")
         return found
@@ -259,27 +253,18 @@ class BackfillKind(TallyingKind):
         """Rewrite the derived attributes in place, on the condition that the item is unchanged
         (an UpdateItem keeps whatever an unwatched writer added meanwhile); ``attempts``
         counts the attempts sent."""
-        condition, names, values = unchanged_condition(item, self.watched)
-        sets = [p.attribute for p in check.problems if p.kind != "extra"]
-        removes = [p.attribute for p in check.problems if p.kind == "extra"]
-        for i, name in enumerate(sets):
-            names[f"#s{i}"] = name
-            values[f":s{i}"] = check.expected[name]
-        for i, name in enumerate(removes):
-            names[f"#r{i}"] = name
-        clauses = []
-        if sets:
-            clauses.append("SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(sets))))
-        if removes:
-            clauses.append("REMOVE " + ", ".join(f"#r{i}" for i in range(len(removes))))
-        params: dict[str, Any] = {
-            "TableName": self.table.name,
-            "Key": check.stored_key,
-            "UpdateExpression": " ".join(clauses),
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-        }
+        params = rewrite_update(
+            self.table,
+            check.stored_key,
+            item,
+            self.watched,
+            sets={
+                p.attribute: check.expected[p.attribute]
+                for p in check.problems
+                if p.kind != "extra"
+            },
+            removes=[p.attribute for p in check.problems if p.kind == "extra"],
+        )
         ctx = self.ctx.with_hooks((*self.ctx.hooks, attempts))
         yield from call(ctx, "UpdateItem", params, (self.table,))
 
@@ -302,18 +287,11 @@ class BackfillKind(TallyingKind):
         """
         table = self.table
         new_key = {k: new[k] for k in self.names}
-        unchanged = unchanged_target(table, check.stored_key, item, self.watched)
-        put = create_only_put(table, new)
+        params = move_transaction(
+            table, check.stored_key, item, new, self.watched, delete=False, token=uuid.uuid4().hex
+        )
         try:
-            yield from call(
-                self.ctx,
-                "TransactWriteItems",
-                {
-                    "TransactItems": [{"Put": put}, {"ConditionCheck": unchanged}],
-                    "ClientRequestToken": uuid.uuid4().hex,
-                },
-                (table,),
-            )
+            yield from call(self.ctx, "TransactWriteItems", params, (table,))
         except TransactionCanceledError as exc:
             # The put may have applied (its answer lost, its resend refused or throttled), or
             # an identical copy was there already: then the move goes on to the delete.

@@ -91,8 +91,7 @@ class JobOptions:
             return self.export.units
         if spec.partition is None:
             return scan_units(spec.parallel)
-        values = spec.params()["ExpressionAttributeValues"]
-        return (ScanUnit(0, 1, values[":pk"]),)
+        return (ScanUnit(0, 1, spec.partition_value()),)
 
     def pages(self, spec: ScanSpec) -> PageSource:
         """How a unit reads its pages: from the export, or by the scan (or query) of ``spec``;

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, fields
 from typing import Any, Protocol
 
 from lsiorm._jobs.budget import RateBudget
@@ -53,14 +53,9 @@ from lsiorm._model.wire import WireItem, same_item
 from lsiorm._ops.audit import audit_collection, collection_size, measure_collection
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
-from lsiorm._ops.unchanged import (
-    Removal,
-    delete_unchanged,
-    give_attributes,
-    unchanged_condition,
-    watched_attributes,
-    withdraw_copy,
-)
+from lsiorm._ops.unchanged import Removal, delete_unchanged, give_attributes, withdraw_copy
+from lsiorm._requests.reads import consistent_get
+from lsiorm._requests.unchanged import copy_put, unchanged_condition, watched_attributes
 from lsiorm.errors import ConditionFailedError, ValidationError
 
 __all__ = ["ItemFile", "ReliefReport", "relieve_collection"]
@@ -140,28 +135,51 @@ def _key_text(key: Mapping[str, Any]) -> str:
 # -- the job --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True)
+class Relief:
+    """What a relief moves and where, declared once: the keywords of
+    `Session.relieve_collection` that say it (a test holds the method to them), handed to the
+    job and its kind as one value.
+
+    An item matches when it is of ``entity`` (if given) and ``match(item)`` is true (if given;
+    it receives the decoded entity). With neither, every item of the collection moves, to
+    ``to_table`` or ``to_file`` (exactly one). ``dry_run`` moves nothing and counts what would
+    move; ``page_size`` is the items of each page read; a move is tried ``max_attempts`` times
+    against concurrent changes.
+    """
+
+    entity: type[Entity] | None = None
+    match: Callable[[Entity], bool] | None = None
+    to_table: Table | None = None
+    to_file: ItemFile | None = None
+    dry_run: bool = False
+    page_size: int | None = 100
+    max_attempts: int = 10
+
+    @classmethod
+    def given(cls, keywords: Mapping[str, Any]) -> Relief:
+        """The relief among ``keywords`` (a method's arguments, with others beside them)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{name: value for name, value in keywords.items() if name in names})
+
+
 def relieve_collection(
     ctx: Context,
     table: Table,
     partition: Any,
     options: JobOptions,
+    relief: Relief,
     *,
-    entity: type[Entity] | None = None,
-    match: Callable[[Entity], bool] | None = None,
-    to_table: Table | None = None,
-    to_file: ItemFile | None = None,
-    dry_run: bool = False,
-    page_size: int | None = 100,
-    max_attempts: int = 10,
     progress: Callable[[JobProgress], object] | None = None,
 ) -> Operation[ReliefReport]:
-    """Move the items of one collection that match to ``to_table`` or ``to_file``.
+    """Move the items of one collection that match ``relief`` to its destination.
 
-    An item matches when it is of ``entity`` (if given) and ``match(item)`` is true (if given;
-    it receives the decoded entity). With neither, every item of the collection moves. The
-    destination table must have the same primary key attributes. The collection is measured
-    first, in the job's own pages, so ``report.read_estimate`` prices the job's read of it.
+    The destination table must have the same primary key attributes. The collection is
+    measured first, in the job's own pages, so ``report.read_estimate`` prices the job's read
+    of it.
     """
+    to_table, to_file, page_size = relief.to_table, relief.to_file, relief.page_size
+    entity, match, dry_run = relief.entity, relief.match, relief.dry_run
     if (to_table is None) == (to_file is None):
         raise ValidationError(
             "relief.destination",
@@ -189,18 +207,7 @@ def relieve_collection(
     matched: list[WireItem] = []
 
     def kind_for(unit_ctx: Context, budget: RateBudget) -> ReliefKind:
-        return ReliefKind(
-            unit_ctx,
-            table,
-            budget,
-            entity=entity,
-            match=match,
-            to_table=to_table,
-            to_file=to_file,
-            dry_run=dry_run,
-            max_attempts=max_attempts,
-            matched=matched,
-        )
+        return ReliefKind(unit_ctx, table, budget, relief=relief, matched=matched)
 
     declaration = {
         "kind": "relief",
@@ -257,26 +264,21 @@ class ReliefKind(TallyingKind):
     table: Table
     budget: RateBudget
     _: KW_ONLY
-    entity: type[Entity] | None
-    match: Callable[[Entity], bool] | None
-    to_table: Table | None
-    to_file: ItemFile | None
-    dry_run: bool
-    max_attempts: int
+    relief: Relief
     matched: list[WireItem]
 
     def __post_init__(self) -> None:
-        entity, table = self.entity, self.table
+        entity, table = self.relief.entity, self.table
         # What the match reads must not change unseen: the fields of the entities it decodes.
         candidates = (entity,) if entity is not None else tuple(table.entities.values())
         self.watched = (
             frozenset()
-            if entity is None and self.match is None
+            if entity is None and self.relief.match is None
             else watched_attributes(table, candidates)
         )
         self.in_file: dict[str, WireItem] = {}
-        if self.to_file is not None and not self.dry_run:
-            for item in self.to_file.read():
+        if self.relief.to_file is not None and not self.relief.dry_run:
+            for item in self.relief.to_file.read():
                 self.in_file[_key_text(key_of(table, item))] = item
 
     def new_part(self) -> _Part:
@@ -284,7 +286,7 @@ class ReliefKind(TallyingKind):
 
     def intent(self, items: Sequence[WireItem]) -> dict[str, Any]:
         """The keys of the items this page will move (a dry run moves none)."""
-        if self.dry_run:
+        if self.relief.dry_run:
             return {}
         return {
             digest(key): {"k": json_av(key)}
@@ -302,14 +304,11 @@ class ReliefKind(TallyingKind):
             part.add("moved" if copied else "gone")
 
     def has_copy(self, key: WireItem) -> Operation[bool]:
-        if self.to_table is None:
+        if self.relief.to_table is None:
             return _key_text(key) in self.in_file
-        response = yield from call(
-            self.ctx,
-            "GetItem",
-            {"TableName": self.to_table.name, "Key": dict(key), "ConsistentRead": True},
-            (self.to_table,),
-        )
+        to_table = self.relief.to_table
+        params = consistent_get(to_table.name, key)
+        response = yield from call(self.ctx, "GetItem", params, (to_table,))
         return "Item" in response
 
     def changed(self, counts: Mapping[str, int]) -> int:
@@ -322,7 +321,7 @@ class ReliefKind(TallyingKind):
         pass
 
     def matches(self, item: WireItem) -> bool:
-        entity, match = self.entity, self.match
+        entity, match = self.relief.entity, self.relief.match
         if entity is None and match is None:
             return True
         try:
@@ -340,7 +339,7 @@ class ReliefKind(TallyingKind):
         if not self.matches(item):
             part.add("kept")
             return False
-        if self.dry_run:
+        if self.relief.dry_run:
             self.matched.append(item)
             self.moved(part, item)
             return True
@@ -358,7 +357,7 @@ class ReliefKind(TallyingKind):
         one: its copy and its delete, each once, however many attempts it took)."""
         part.add("moved")
         assert part.estimate is not None
-        part.estimate = part.estimate + _move_units(self.table, self.to_table, item)
+        part.estimate = part.estimate + _move_units(self.table, self.relief.to_table, item)
 
     def end_page(self, part: _Part) -> Operation[None]:
         if part.page:
@@ -366,56 +365,32 @@ class ReliefKind(TallyingKind):
             part.page.clear()
 
     def copy_to_table(self, item: WireItem, previous: WireItem | None) -> Operation[None]:
-        assert self.to_table is not None
-        if previous is None:  # create-only, or an identical copy from an earlier run
-            same, names, values = unchanged_condition(item, frozenset())
-            params: dict[str, Any] = {
-                "TableName": self.to_table.name,
-                "Item": item,
-                "ConditionExpression": f"attribute_not_exists(#pk) OR ({same})",
-                "ExpressionAttributeNames": {"#pk": self.to_table.partition_key.name, **names},
-                "ExpressionAttributeValues": values,
-            }
-        else:  # replace our own older copy, and only that
-            same, names, values = unchanged_condition(previous, frozenset())
-            params = {
-                "TableName": self.to_table.name,
-                "Item": item,
-                "ConditionExpression": same,
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-            }
-        yield from call(self.ctx, "PutItem", params, (self.to_table,))
+        assert self.relief.to_table is not None
+        # create-only, or an identical copy from an earlier run; else our own older copy only
+        params = copy_put(self.relief.to_table, item, previous)
+        yield from call(self.ctx, "PutItem", params, (self.relief.to_table,))
 
     def verify_table(self, items: list[WireItem]) -> Operation[list[bool]]:
-        assert self.to_table is not None
+        assert self.relief.to_table is not None
         found: list[bool] = []
         for item in items:
-            response = yield from call(
-                self.ctx,
-                "GetItem",
-                {
-                    "TableName": self.to_table.name,
-                    "Key": key_of(self.table, item),
-                    "ConsistentRead": True,
-                },
-                (self.to_table,),
-            )
+            params = consistent_get(self.relief.to_table.name, key_of(self.table, item))
+            response = yield from call(self.ctx, "GetItem", params, (self.relief.to_table,))
             copy = response.get("Item")
             found.append(copy is not None and same_item(copy, item))
         return found
 
     def write_file(self, items: list[WireItem]) -> list[bool]:
-        assert self.to_file is not None
+        assert self.relief.to_file is not None
         fresh = [
             i
             for i in items
             if not _same_copy(self.in_file.get(_key_text(key_of(self.table, i))), i)
         ]
         if fresh:
-            self.to_file.append(fresh)
+            self.relief.to_file.append(fresh)
         # Verify: read the file back, the last line of each key wins.
-        back = {_key_text(key_of(self.table, i)): i for i in self.to_file.read()}
+        back = {_key_text(key_of(self.table, i)): i for i in self.relief.to_file.read()}
         self.in_file.update(back)
         return [same_item(back.get(_key_text(key_of(self.table, i)), {}), i) for i in items]
 
@@ -430,27 +405,28 @@ class ReliefKind(TallyingKind):
     def give_copy(self, item: WireItem, added: WireItem) -> Operation[None]:
         """Give the copy of ``item`` the attributes a writer added to the original between
         its read and its delete (a file gets the whole item again: its last line wins)."""
-        if self.to_table is not None:
+        if self.relief.to_table is not None:
             yield from give_attributes(
-                self.ctx, self.to_table, key_of(self.table, item), item, added
+                self.ctx, self.relief.to_table, key_of(self.table, item), item, added
             )
             return
-        assert self.to_file is not None
+        assert self.relief.to_file is not None
         whole = {**item, **added}
-        self.to_file.append([whole])
+        self.relief.to_file.append([whole])
         self.in_file[_key_text(key_of(self.table, item))] = whole
 
     def move_page(self, part: _Part, items: list[WireItem]) -> Operation[None]:
         pending: list[tuple[WireItem, WireItem | None]] = [(i, None) for i in items]
-        for _attempt in range(self.max_attempts):
+        for _attempt in range(self.relief.max_attempts):
             if not pending:
                 return
             # 1. copy
             current = [item for item, _ in pending]
-            if self.to_table is not None:
+            if self.relief.to_table is not None:
                 for item, previous in pending:
                     yield from self.budget.take_write(
-                        _put_units(self.to_table, item), written(self.to_table, item)
+                        _put_units(self.relief.to_table, item),
+                        written(self.relief.to_table, item),
                     )
                     try:
                         yield from self.copy_to_table(item, previous)
@@ -484,16 +460,8 @@ class ReliefKind(TallyingKind):
                         yield from self.give_copy(item, removal.added)
                     self.moved(part, item)
                     continue
-                response = yield from call(
-                    self.ctx,
-                    "GetItem",
-                    {
-                        "TableName": self.table.name,
-                        "Key": key_of(self.table, item),
-                        "ConsistentRead": True,
-                    },
-                    (self.table,),
-                )
+                params = consistent_get(self.table.name, key_of(self.table, item))
+                response = yield from call(self.ctx, "GetItem", params, (self.table,))
                 newer = response.get("Item")
                 if newer is None and removal.unsure:
                     # Gone, most likely by this delete (its answer was lost and its resend
@@ -507,14 +475,14 @@ class ReliefKind(TallyingKind):
                     continue
                 # Another writer deleted it, or changed it so that it stays: withdraw the copy.
                 part.add("gone" if newer is None else "kept")
-                if self.to_table is not None:
+                if self.relief.to_table is not None:
                     key = key_of(self.table, item)
-                    yield from withdraw_copy(self.ctx, self.to_table, key, item)
+                    yield from withdraw_copy(self.ctx, self.relief.to_table, key, item)
                 else:
                     part.add("stale_copies")
             pending = again
         for item, _ in pending:
-            part.fail(self.table, item, f"changed on each of {self.max_attempts} attempts")
+            part.fail(self.table, item, f"changed on each of {self.relief.max_attempts} attempts")
 
 
 _COUNTERS = ("scanned", "moved", "kept", "retried", "gone", "stale_copies", "unverified")

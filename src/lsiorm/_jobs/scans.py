@@ -1,6 +1,6 @@
 """What a key job reads: a whole table in parallel segments, or one partition; and its price.
 
-`ScanSpec` is the read as a value (its Scan or Query parameters, without the segment);
+`ScanSpec` is the read as a value (its paged Scan or Query, built in `lsiorm._requests.reads`);
 `price_scan` prices it with the capacity model before anything is read. A read of the whole
 table leaves out the partition that holds the jobs' own ledger (`ScanSpec.reading` and
 `split_off`): its items are neither handed on nor counted as read, only counted apart.
@@ -20,6 +20,8 @@ from lsiorm._model.wire import AttributeValue, to_wire
 from lsiorm._ops.audit import measure_collection
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
+from lsiorm._requests.pages import PagedRead
+from lsiorm._requests.reads import item_scan
 from lsiorm.errors import ValidationError
 
 __all__ = ["ScanSpec", "price_scan", "priced_scan", "split_off"]
@@ -53,70 +55,56 @@ class ScanSpec:
         """The number of segments actually read (a partition is one query)."""
         return 1 if self.partition is not None else self.segments
 
-    def params(self) -> dict[str, Any]:
-        """The Query or Scan parameters, without the segment."""
-        table = self.table
-        params: dict[str, Any] = {"TableName": table.name}
-        names: dict[str, str] = {}
-        values: dict[str, AttributeValue] = {}
-        if self.partition is not None:
-            pk = table.partition_key
-            av: AttributeValue = (
-                dict(self.partition)
-                if isinstance(self.partition, Mapping)
-                else to_wire(self.partition)
+    def partition_value(self) -> AttributeValue | None:
+        """The partition read, as a wire value (None: the whole table); a value of another type
+        than the table's partition key is refused."""
+        if self.partition is None:
+            return None
+        table, pk = self.table, self.table.partition_key
+        av: AttributeValue = (
+            dict(self.partition) if isinstance(self.partition, Mapping) else to_wire(self.partition)
+        )
+        if list(av) != [pk.type]:
+            raise ValidationError(
+                "audit.key-type",
+                f"The partition key {pk.name!r} of table {table.name!r} has type {pk.type}, "
+                f"but the job was given {self.partition!r}.",
+                table=table.name,
             )
-            if list(av) != [pk.type]:
-                raise ValidationError(
-                    "audit.key-type",
-                    f"The partition key {pk.name!r} of table {table.name!r} has type {pk.type}, "
-                    f"but the job was given {self.partition!r}.",
-                    table=table.name,
-                )
-            params["KeyConditionExpression"] = "#pk = :pk"
-            names["#pk"], values[":pk"] = pk.name, av
-        if self.entity is not None:
-            names["#type"] = table.type_attribute
-            meta = meta_of(self.entity)
-            if meta.typed:
-                params["FilterExpression"] = "#type = :type"
-                values[":type"] = {"S": meta.type_name}
-            else:  # its keys tell its items from other untyped types' (see check_item_keys)
-                params["FilterExpression"] = "attribute_not_exists(#type)"
-        if names:
-            params["ExpressionAttributeNames"] = names
-        if values:
-            params["ExpressionAttributeValues"] = values
-        if self.consistent:
-            params["ConsistentRead"] = True
-        if self.page_size is not None:
-            params["Limit"] = self.page_size
-        return params
+        return av
 
-    def reading(
-        self, skip: Mapping[str, Any] | None
-    ) -> tuple[dict[str, Any], AttributeValue | None]:
-        """The parameters of a read that leaves out partition ``skip`` (a partition key value,
-        or None), and the value to leave out of its pages with `split_off` (None for one
-        partition's query: it never reaches another partition).
+    def read(self, skip: Mapping[str, Any] | None) -> tuple[PagedRead, AttributeValue | None]:
+        """The paged read of this spec (every segment's: see `PagedRead.segment`) that leaves
+        out partition ``skip`` (a partition key value, or None), and the value to leave out of
+        its pages with `split_off` (None for one partition's query: it never reaches another
+        partition).
 
         A filter (an entity type's) lets that partition's items through, so that they can be
         left out of the items read too (DynamoDB counts an item a filter drops as read).
         """
-        params = self.params()
-        if skip is None or self.partition is not None:
-            return params, None
-        if "FilterExpression" in params:
-            params["FilterExpression"] = f"({params['FilterExpression']}) OR #skip_pk = :skip_pk"
-            params["ExpressionAttributeNames"] = {
-                **params["ExpressionAttributeNames"],
-                "#skip_pk": self.table.partition_key.name,
-            }
-            params["ExpressionAttributeValues"] = {
-                **params.get("ExpressionAttributeValues", {}),
-                ":skip_pk": dict(skip),
-            }
-        return params, dict(skip)
+        table = self.table
+        kept = None if skip is None or self.partition is not None else dict(skip)
+        meta = meta_of(self.entity) if self.entity is not None else None
+        operation, params = item_scan(
+            table.name,
+            partition_key=table.partition_key.name,
+            partition=self.partition_value(),
+            # an untyped entity's items have no type; its keys tell them from other untyped
+            # types' (see check_item_keys)
+            type_attribute=table.type_attribute if meta is not None else None,
+            type_name=meta.type_name if meta is not None and meta.typed else None,
+            skip=kept,
+            consistent=self.consistent,
+        )
+        return PagedRead(operation, params, self.page_size, tables=(table,)), kept
+
+    def reading(
+        self, skip: Mapping[str, Any] | None
+    ) -> tuple[dict[str, Any], AttributeValue | None]:
+        """The parameters of the first page of `read` (``Segment`` aside), and the value to
+        leave out of its pages."""
+        read, kept = self.read(skip)
+        return read.request(), kept
 
 
 def split_off(

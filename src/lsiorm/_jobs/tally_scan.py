@@ -3,7 +3,7 @@
 `adopt` reads a table once and sorts its items; it writes nothing, so it needs no ledger,
 lease or resume position: each segment counts a page into a part of its own and hands it to
 the `ScanTally`, which adds it to the report under one lock and reports progress. (The key
-jobs that write run on work units and a ledger instead: see `job_engine`.)
+jobs that write run on work units and a ledger instead: see `lsiorm._jobs.engine`.)
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from typing import Any, Generic, TypeVar
 from lsiorm._jobs.resumable import JobProgress
 from lsiorm._jobs.scans import ScanSpec, split_off
 from lsiorm._model.wire import WireItem
-from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.pages import read_pages
+from lsiorm._ops.pipeline import Context
 from lsiorm._ops.steps import Gather, Operation
+from lsiorm._requests.pages import ReadPage
 
 __all__ = ["ScanTally", "scan_items"]
 
@@ -107,31 +109,24 @@ def scan_items(
 ) -> Operation[None]:
     """Read every item of ``spec`` and run ``visit(part, item)`` on each; segments in parallel.
 
-    Each segment reads until DynamoDB returns no LastEvaluatedKey (an empty filtered page
-    included), counts each page into a part of its own (``tally.new_part()``) and hands it to
+    Each segment reads to its end with the one page reader (an empty filtered page included),
+    counts each page into a part of its own (``tally.new_part()``) and hands it to
     ``tally.page_done``. The segments share nothing else, so the sync driver runs them in
     threads (and the async one interleaves them). The items of partition ``skip`` (the jobs'
     ledger's, `reserved_partition`) are left out, and counted apart.
     """
-    operation = "Query" if spec.partition is not None else "Scan"
-    base, skip = spec.reading(skip)
+    whole, kept = spec.read(skip)
 
-    def segment(number: int) -> Operation[None]:
-        params = dict(base)
-        if spec.parallel > 1:
-            params["Segment"], params["TotalSegments"] = number, spec.parallel
-        while True:
-            response = yield from call(ctx, operation, params, (spec.table,))
+    def segment(number: int) -> Operation[object]:
+        read = whole.segment(number, spec.parallel)
+
+        def count(page: ReadPage) -> Operation[None]:
             part = tally.new_part()
-            found = response.get("Items") or ()
-            items, skipped = split_off(spec.table, found, skip)
+            items, skipped = split_off(spec.table, page.items, kept)
             for item in items:
                 yield from visit(part, item)
-            last: Mapping[str, Any] | None = response.get("LastEvaluatedKey")
-            read = int(response.get("ScannedCount", len(found))) - skipped
-            tally.page_done(number, not last, part, read, skipped)
-            if not last:
-                return
-            params = {**params, "ExclusiveStartKey": dict(last)}
+            tally.page_done(number, page.last, part, page.scanned - skipped, skipped)
+
+        return read_pages(ctx, read, count)
 
     yield Gather(tuple(segment(n) for n in range(spec.parallel)), limit=concurrency, threads=True)

@@ -20,7 +20,7 @@ The transaction of each write (the source action keeps the caller's condition):
   image (``ReturnValues``): then it is read first and guarded like an update.
 * UpdateItem: the new image is computed from the item read just before (consistently) with
   lsiorm's model of UpdateItem (`apply_actions`, on the update plan's actions): [source Update
-  on the caller's condition AND "unchanged since the read" (`unchanged_condition`),
+  on the caller's condition AND "unchanged since the read" (`guarded_action`),
   destination Put of the derived new image]. If the source changed since the read, the
   transaction is cancelled, and the caller reads again.
 * TransactWriteItems: each Put and Delete on the table gets its mirrored action; an Update in
@@ -35,7 +35,6 @@ That is why the catch-up must keep running through the period.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,8 +44,8 @@ from lsiorm._jobs.resumable import key_of
 from lsiorm._migration.table_copy import derive_item
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem
-from lsiorm._ops.unchanged import unchanged_condition
 from lsiorm._requests.limits import MAX_TRANSACTION_ACTIONS
+from lsiorm._requests.unchanged import CONDITION_PARAMS, guarded_action
 from lsiorm._requests.update_effect import PathError, apply_actions
 from lsiorm.errors import ValidationError
 
@@ -70,17 +69,8 @@ _ACTION_PARAMS = {
     "DeleteItem": ("Delete", frozenset({"Key"})),
     "UpdateItem": ("Update", frozenset({"Key", "UpdateExpression"})),
 }
-_CONDITION_PARAMS = frozenset(
-    {
-        "ConditionExpression",
-        "ExpressionAttributeNames",
-        "ExpressionAttributeValues",
-        "ReturnValuesOnConditionCheckFailure",
-    }
-)
 #: Parameters that go to the transaction itself.
 _REQUEST_PARAMS = ("ReturnConsumedCapacity", "ReturnItemCollectionMetrics")
-_GUARD_PLACEHOLDER = re.compile(r"([#:])u(\d+)")
 
 
 @dataclass(frozen=True)
@@ -130,7 +120,7 @@ def plan_write(
     the source item read before (when `needs_read`), ``effect`` an update's actions. A string
     says why the write cannot be mirrored exactly."""
     kind, own = _ACTION_PARAMS[operation]
-    extra = set(params) - own - _CONDITION_PARAMS - {"TableName", "ReturnValues", *_REQUEST_PARAMS}
+    extra = set(params) - own - CONDITION_PARAMS - {"TableName", "ReturnValues", *_REQUEST_PARAMS}
     if extra:
         return "parameters " + ", ".join(sorted(extra))
     returns = params.get("ReturnValues", "NONE")
@@ -151,12 +141,12 @@ def plan_write(
     mirror = _mirror(plan, key, new)
     if isinstance(mirror, str):
         return mirror
-    body = {k: v for k, v in params.items() if k in own or k in _CONDITION_PARAMS}
+    body = {k: v for k, v in params.items() if k in own or k in CONDITION_PARAMS}
     body["TableName"] = plan.source
     guarded = needs_read(operation, params)
     if guarded:
         try:
-            _guard(body, old, plan.watched | set(new or ()))
+            body = guarded_action(body, old or {}, plan.watched | set(new or ()))
         except ValidationError:
             return "condition-too-long"
     request: dict[str, Any] = {"TransactItems": [{kind: body}, mirror]}
@@ -181,43 +171,6 @@ def _mirror(plan: DualPlan, key: WireItem, new: WireItem | None) -> dict[str, An
     if key_of(plan.table, derived) != key:
         return "key-moves"  # the destination derives another key: only a replay moves it
     return {"Put": {"TableName": plan.table.name, "Item": derived}}
-
-
-def _guard(body: dict[str, Any], old: WireItem | None, watched: frozenset[str]) -> None:
-    """AND the condition "the item is ``old`` unchanged" to the action's own condition."""
-    condition, names, values = unchanged_condition(old or {}, watched)
-
-    def ours(text: str) -> str:
-        return _GUARD_PLACEHOLDER.sub(r"\1dw\2", text)
-
-    own = body.get("ConditionExpression")
-    guard = ours(condition)  # terms joined by AND: no parentheses needed
-    body["ConditionExpression"] = f"{_grouped(own)} AND {guard}" if own else guard
-    body["ExpressionAttributeNames"] = {
-        **body.get("ExpressionAttributeNames", {}),
-        **{ours(k): v for k, v in names.items()},
-    }
-    if values:
-        body["ExpressionAttributeValues"] = {
-            **body.get("ExpressionAttributeValues", {}),
-            **{ours(k): v for k, v in values.items()},
-        }
-    # What was there when the guard failed tells a changed item from a false condition.
-    body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-
-
-def _grouped(expression: str) -> str:
-    """The expression in parentheses, unless they enclose it already (DynamoDB refuses
-    redundant parentheses)."""
-    if expression.startswith("("):
-        depth = 0
-        for i, char in enumerate(expression):
-            depth += {"(": 1, ")": -1}.get(char, 0)
-            if depth == 0:
-                if i == len(expression) - 1:
-                    return expression
-                break
-    return f"({expression})"
 
 
 def plan_transaction(plan: DualPlan, params: Mapping[str, Any]) -> Mirrored | str:

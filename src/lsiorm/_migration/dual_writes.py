@@ -51,6 +51,7 @@ from lsiorm._ops.naming import from_wire, to_wire
 from lsiorm._ops.pipeline import Context, RoutedRequest, send_once
 from lsiorm._ops.steps import Operation, Sleep
 from lsiorm._ops.unchanged import watched_attributes
+from lsiorm._requests.reads import consistent_get
 from lsiorm._requests.update_plan import Action
 from lsiorm.errors import (
     ConditionFailedError,
@@ -259,7 +260,7 @@ class DualWrites:
 
     def _read(self, ctx: Context, params: Mapping[str, Any]) -> Operation[WireItem | None]:
         key = dict(params["Key"]) if "Key" in params else key_of(self.table, params["Item"])
-        request = {"TableName": self.source, "Key": key, "ConsistentRead": True}
+        request = consistent_get(self.source, key)
         response = yield from send_once(ctx, "GetItem", request, (self.source_table,))
         found: WireItem | None = response.get("Item")
         return found

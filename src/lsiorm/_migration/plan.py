@@ -16,8 +16,12 @@ from typing import Any
 
 from lsiorm._jobs.ledger import JobRecord, LedgerLocation
 from lsiorm._migration.stream_replay import check_view
+from lsiorm._ops.pages import read_pages
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
+from lsiorm._requests.pages import PagedRead, ReadPage
+from lsiorm._requests.reads import consistent_get, partition_query
+from lsiorm._requests.unchanged import versioned_put
 from lsiorm.errors import ConditionFailedError, ResourceNotFoundError, ValidationError
 
 __all__ = [
@@ -174,11 +178,7 @@ class MigrationStore:
         return self.location.key(f"migration#{migration_id}")
 
     def _read(self, migration_id: str) -> Operation[dict[str, Any] | None]:
-        params = {
-            "TableName": self.location.table,
-            "Key": self.key(migration_id),
-            "ConsistentRead": True,
-        }
+        params = consistent_get(self.location.table, self.key(migration_id))
         try:
             response = yield from call(self.ctx, "GetItem", params)
         except ResourceNotFoundError:
@@ -202,14 +202,7 @@ class MigrationStore:
             "phase": {"S": state.phase},
             "version": {"N": str(state.version)},
         }
-        params: dict[str, Any] = {"TableName": self.location.table, "Item": item}
-        if previous:
-            params["ConditionExpression"] = "#v = :v"
-            params["ExpressionAttributeNames"] = {"#v": "version"}
-            params["ExpressionAttributeValues"] = {":v": {"N": str(previous)}}
-        else:
-            params["ConditionExpression"] = "attribute_not_exists(#v)"
-            params["ExpressionAttributeNames"] = {"#v": "version"}
+        params = versioned_put(self.location.table, item, "version", previous)
         try:
             yield from call(self.ctx, "PutItem", params)
         except ConditionFailedError as exc:
@@ -235,11 +228,8 @@ class MigrationStore:
 
     def load_dual(self, migration_id: str) -> Operation[dict[str, Any] | None]:
         """What `save_dual` recorded, or None."""
-        params = {
-            "TableName": self.location.table,
-            "Key": self.location.key(f"migration#{migration_id}#dual"),
-            "ConsistentRead": True,
-        }
+        key = self.location.key(f"migration#{migration_id}#dual")
+        params = consistent_get(self.location.table, key)
         response = yield from call(self.ctx, "GetItem", params)
         item = response.get("Item")
         if not item:
@@ -250,26 +240,26 @@ class MigrationStore:
     def states(self) -> Operation[list[MigrationState]]:
         """Every migration whose state is in this ledger."""
         loc = self.location
-        params: dict[str, Any] = {
-            "TableName": loc.table,
-            "KeyConditionExpression": "#p = :p AND begins_with(#s, :s)",
-            "ExpressionAttributeNames": {"#p": loc.partition_key, "#s": loc.sort_key},
-            "ExpressionAttributeValues": {":p": {"S": loc.namespace}, ":s": {"S": "migration#"}},
-            "ConsistentRead": True,
-        }
+        params = partition_query(
+            loc.table,
+            loc.partition_key,
+            {"S": loc.namespace},
+            sort_key=loc.sort_key,
+            prefix={"S": "migration#"},
+            consistent=True,
+        )
         found: list[MigrationState] = []
-        while True:
-            try:
-                response = yield from call(self.ctx, "Query", dict(params))
-            except ResourceNotFoundError:
-                return found
-            for item in response.get("Items") or ():
+
+        def add(page: ReadPage) -> None:
+            for item in page.items:
                 if item[loc.sort_key]["S"].count("#") == 1:  # not a migration's other items
                     found.append(MigrationState(**json.loads(item["data"]["S"])))
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                return found
-            params["ExclusiveStartKey"] = last
+
+        try:
+            yield from read_pages(self.ctx, PagedRead("Query", params), add)
+        except ResourceNotFoundError:
+            return found
+        return found
 
     def delete(self, migration_id: str) -> Operation[None]:
         params = {"TableName": self.location.table, "Key": self.key(migration_id)}

@@ -43,6 +43,7 @@ from lsiorm._ops.items import is_ambiguous
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.rekeying import moved_item
 from lsiorm._ops.steps import Operation
+from lsiorm._requests.unchanged import create_only_put
 from lsiorm.errors import ConditionFailedError, ValidationError
 
 __all__ = [
@@ -191,11 +192,10 @@ class CopyKind(_Kind):
             part.add("key_moved")  # a new key format (dual writes cannot apply)
         if self.budget is not None:
             yield from self.budget.take_write(estimate_write(self.destination, None, new).total)
+        # The item there when the condition fails tells a lost answer's own put from an item
+        # that was there before.
         params = {
-            "TableName": self.destination.name,
-            "Item": new,
-            "ConditionExpression": "attribute_not_exists(#pk)",
-            "ExpressionAttributeNames": {"#pk": self.destination.partition_key.name},
+            **create_only_put(self.destination, new),
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         ambiguous: list[bool] = []

@@ -8,10 +8,11 @@ Entity derives from, so that nothing below this module names Entity.
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, cast
 
 from pydantic import model_validator
 from typing_extensions import Self
@@ -50,6 +51,10 @@ __all__ = [
 #: The declaration of each Entity subclass being created, until pydantic has built its fields.
 _DECLARED: weakref.WeakKeyDictionary[type[Entity], _Declaration] = weakref.WeakKeyDictionary()
 _Declaration: TypeAlias = "Callable[[type[Entity]], None]"
+#: The entities `Entity.bound_to` declared, per table: the same binding gives the same class.
+_BOUND: weakref.WeakKeyDictionary[Table, dict[tuple[Any, ...], type[Entity]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class Entity(EntityModel):
@@ -131,6 +136,49 @@ class Entity(EntityModel):
         others = {k: v for k, v in kwargs.items() if k not in _DECLARATION_KEYWORDS}
         super().__pydantic_init_subclass__(**others)
         _DECLARED.pop(cls)(cls)
+
+    @classmethod
+    def bound_to(
+        cls,
+        table: Table,
+        keys: Mapping[str, str],
+        *,
+        type_name: str | None = None,
+        type_attribute: str | None = TABLE_TYPE_ATTRIBUTE,
+        key_style: KeyStyle | None = None,
+    ) -> type[Self]:
+        """This entity's fields declared on ``table`` with key templates ``keys``: for a table
+        known only at run time (its name, or even its key attributes' names, come from
+        configuration, a tenant or a test).
+
+        ``cls`` declares fields only (no ``table=``); the class returned is a subclass of it,
+        declared as ``class X(cls, table=table, keys=keys, ...)`` would be, and checked the
+        same way. The same arguments on the same `Table` give the same class each time, so a
+        binding made per call is declared once. The other keywords are those of a declaration
+        (see `Entity`). A bound class is not importable by name, so a key job that runs on an
+        executor cannot take it; its items are read and written like any other entity's.
+        """
+        if cls.__lsiorm__ is not None:
+            raise DeclarationError(
+                "entity.bound-twice",
+                f"{cls.__name__} is declared on table {cls.__lsiorm__.table.name!r} already; "
+                "bind a class that declares fields only (no table=).",
+            )
+        binding = (cls, tuple(sorted(keys.items())), type_name, type_attribute, key_style)
+        bound = _BOUND.setdefault(table, {})
+        found = bound.get(binding)
+        if found is None:
+            declaration = {
+                "table": table,
+                "keys": dict(keys),
+                "type_name": type_name,
+                "type_attribute": type_attribute,
+                "key_style": key_style,
+            }
+            found = types.new_class(cls.__name__, (cls,), declaration)
+            found.__module__, found.__qualname__ = cls.__module__, cls.__qualname__
+            bound[binding] = found
+        return cast("type[Self]", found)
 
     @model_validator(mode="after")
     def _fill_shards(self) -> Self:

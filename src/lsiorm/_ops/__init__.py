@@ -6,19 +6,22 @@ An operation passes through these modules in this order:
 - ``pipeline``: the path of one API call: request limits, hooks (``hooks``), retries
   (``retry``), typed errors (``service_errors``), live table names (``naming``), consumed
   capacity (``meter``).
+- ``pages``: the one page reader, which sends every paged Query and Scan (each described by a
+  `lsiorm._requests.pages.PagedRead`), a page at a time or to the end.
 - The operations: ``items`` (put, get, update, delete), ``reads`` (query and scan plans, pages,
   cursors, merges), ``batch``, ``transactions``, ``tables`` (create, delete, check, apply a
   table's settings).
 - ``deadline``: a call's ``timeout=`` around any operation; ``stream_marks``: the marks of a
   stream handler's idempotency (which records were applied).
 - ``rekeying``: a write that meets an item still in an older key form moves it first;
-  ``unchanged``: the condition that an item is as it was read.
+  ``unchanged``: sends the writes guarded by the condition that an item is as it was read.
 - The guard: ``collection_guard`` watches item-collection sizes, ``audit`` reads them from the
   table; ``reserved`` names the partition the jobs' ledger lives in, which every reader of a
   whole table leaves out.
 
 Imports point down: operations import the pipeline, the pipeline the steps, and the package
-imports only the pure layers (``_model``, ``_conditions``, ``_requests``, ``_query``). The key
+imports only the pure layers (``_model``, ``_conditions``, ``_requests``, ``_query``), whose
+builders give every request its parameters: an operation only sends them. The key
 jobs (``lsiorm._jobs``) and the migration (``lsiorm._migration``) are built on these
 operations, never the other way round (``tests/package/test_layers.py`` checks it).
 """

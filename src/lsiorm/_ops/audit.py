@@ -23,9 +23,12 @@ from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import AttributeValue, from_wire, item_size, to_wire
-from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.pages import read_pages
+from lsiorm._ops.pipeline import Context
 from lsiorm._ops.reserved import reserved_partition
 from lsiorm._ops.steps import Operation
+from lsiorm._requests.pages import PagedRead, ReadPage
+from lsiorm._requests.reads import item_scan, partition_query
 from lsiorm.errors import ValidationError
 
 __all__ = [
@@ -161,28 +164,18 @@ def measure_collection(
     reads what the price says, to the unit (a filter does not lower what a page reads).
     """
     av = _partition_value(table, partition_value)
-    params: dict[str, Any] = {
-        "TableName": table.name,
-        "KeyConditionExpression": "#pk = :pk",
-        "ExpressionAttributeNames": {"#pk": table.partition_key.name},
-        "ExpressionAttributeValues": {":pk": av},
-    }
-    if consistent:
-        params["ConsistentRead"] = True
-    if page_size is not None:
-        params["Limit"] = page_size
+    params = partition_query(table.name, table.partition_key.name, av, consistent=consistent)
     tally = _Tally(table, from_wire(av))
     price = ReadEstimate(table.name, 0.0)
-    while True:
-        response = yield from call(ctx, "Query", params, (table,))
-        items = response.get("Items") or ()
-        price = price + estimate_request(table, "Query", params, items)
-        for item in items:
+
+    def add(page: ReadPage) -> None:
+        nonlocal price
+        price = price + estimate_request(table, "Query", page.request, page.items)
+        for item in page.items:
             tally.add(item)
-        last = response.get("LastEvaluatedKey")
-        if not last:
-            return tally.result(), price
-        params = {**params, "ExclusiveStartKey": last}
+
+    yield from read_pages(ctx, PagedRead("Query", params, page_size, tables=(table,)), add)
+    return tally.result(), price
 
 
 def largest_collections(
@@ -208,17 +201,15 @@ def largest_collections(
             f"The collection size threshold is {threshold} GB; it cannot be negative.",
             table=table.name,
         )
-    params: dict[str, Any] = {"TableName": table.name}
-    if consistent:
-        params["ConsistentRead"] = True
-    if page_size is not None:
-        params["Limit"] = page_size
+    operation, params = item_scan(
+        table.name, partition_key=table.partition_key.name, consistent=consistent
+    )
     tallies: dict[Any, _Tally] = {}
     pk = table.partition_key.name
     skip = reserved_partition(table)
-    while True:
-        response = yield from call(ctx, "Scan", params, (table,))
-        for item in response.get("Items") or ():
+
+    def add(page: ReadPage) -> None:
+        for item in page.items:
             if item.get(pk) == skip:
                 continue
             key = from_wire(item[pk])
@@ -226,10 +217,8 @@ def largest_collections(
             if tally is None:
                 tally = tallies[key] = _Tally(table, key)
             tally.add(item)
-        last = response.get("LastEvaluatedKey")
-        if not last:
-            break
-        params = {**params, "ExclusiveStartKey": last}
+
+    yield from read_pages(ctx, PagedRead(operation, params, page_size, tables=(table,)), add)
     sizes = [t.result() for t in tallies.values()]
     found = sorted((s for s in sizes if s.exceeds(threshold)), key=_largest_first)
     return found if limit is None else found[:limit]

@@ -7,7 +7,7 @@ most one DynamoDB page per request in memory; the others build on it.
 Several requests (the shards of a sharded GSI, or entity types with different key conditions)
 are merged in sort-key order: a row is released only when every unfinished request has a row
 buffered, so the merge is exact. A cursor records, per request, the key of the last row
-released (or the request's own LastEvaluatedKey once its buffer is empty).
+released (or, once its buffer is empty, where the request's next page would start).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from lsiorm._model.capacity import ConsumedCapacity
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._ops.batch import read_keys
-from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.pages import read_page
+from lsiorm._ops.pipeline import Context
 from lsiorm._ops.steps import Emit, Gather, Operation
 from lsiorm._query.compile import page_limit
 from lsiorm._query.cursor import CursorState, decode_cursor, encode_cursor
@@ -33,6 +34,8 @@ from lsiorm._query.plan import PlannedRequest, QueryPlan, ScanProgress
 from lsiorm._query.rekeying import new_form_sort_text, row_kept
 from lsiorm._query.values import Query, Scan
 from lsiorm._requests.batch import KeyIdentity, key_identity
+from lsiorm._requests.pages import PagedRead, ReadPage
+from lsiorm._requests.reads import projection
 from lsiorm.errors import BatchGetIncompleteError
 
 __all__ = ["Page", "all", "count", "first", "page", "pages"]
@@ -133,29 +136,25 @@ def _plan_of(source: Query[Any] | Scan[Any], *, count: bool = False) -> QueryPla
 
 def _fetch(
     ctx: Context, plan: QueryPlan, stream: _Stream, remaining: int | None
-) -> Operation[dict[str, Any]]:
-    params = dict(stream.request.params)
-    if isinstance(stream.position, dict):
-        params["ExclusiveStartKey"] = stream.position
+) -> Operation[ReadPage]:
     limit = page_limit(plan.request_limit, None if plan.count else remaining, plan.has_filter)
-    if limit is not None:
-        params["Limit"] = limit
-    return (yield from call(ctx, plan.operation, params, (plan.table,)))
+    read = PagedRead(plan.operation, stream.request.params, limit, tables=(plan.table,))
+    position = stream.position if isinstance(stream.position, dict) else None
+    return (yield from read_page(ctx, read, position))
 
 
-def _accept(plan: QueryPlan, stream: _Stream, response: dict[str, Any]) -> None:
+def _accept(plan: QueryPlan, stream: _Stream, page: ReadPage) -> None:
     forms = stream.request.forms
     merge = _merges(plan)
     buffer = stream.buffer
-    for item in response.get("Items") or ():
+    for item in page.items:
         if forms and not row_kept(forms, item):
             continue  # a row of the other key form: another request reads it
         buffer.append(_Row(_order_of(plan, stream.request, item) if merge else None, item))
-    last = response.get("LastEvaluatedKey")
-    stream.position = last if last else "done"
+    stream.position = page.next if page.next is not None else "done"
     stream.pages += 1
-    stream.scanned += int(response.get("ScannedCount", 0))
-    stream.returned += int(response.get("Count", 0))
+    stream.scanned += page.scanned
+    stream.returned += page.count
     if not stream.buffer:
         stream.resume = stream.position
     if plan.on_progress is not None:
@@ -175,12 +174,12 @@ def _fetch_round(
     ctx: Context, plan: QueryPlan, waiting: Sequence[_Stream], remaining: int | None
 ) -> Operation[None]:
     if len(waiting) == 1:
-        response = yield from _fetch(ctx, plan, waiting[0], remaining)
-        _accept(plan, waiting[0], response)
+        page = yield from _fetch(ctx, plan, waiting[0], remaining)
+        _accept(plan, waiting[0], page)
         return
-    responses = yield Gather(tuple(_fetch(ctx, plan, s, remaining) for s in waiting))
-    for stream, response in zip(waiting, responses, strict=True):
-        _accept(plan, stream, response)
+    answers = yield Gather(tuple(_fetch(ctx, plan, s, remaining) for s in waiting))
+    for stream, page in zip(waiting, answers, strict=True):
+        _accept(plan, stream, page)
 
 
 def _next(streams: Sequence[_Stream], merge: bool) -> _Stream | None:
@@ -240,7 +239,7 @@ def _take(
 
 def _resume_after(plan: QueryPlan, stream: _Stream, row: _Row) -> None:
     """Set where the stream resumes once ``row`` is released: after that row's key, or, once
-    its buffer is empty, at the request's own LastEvaluatedKey (or "done"), which is exact:
+    its buffer is empty, where the request's next page starts (or "done"), which is exact:
     rows between the last released one and it were dropped by the filter."""
     if stream.buffer:
         stream.resume = {k: row.item[k] for k in plan.key_attributes if k in row.item}
@@ -350,9 +349,9 @@ def count(ctx: Context, source: Query[Any] | Scan[Any]) -> Operation[int]:
 def _count_one(ctx: Context, plan: QueryPlan, stream: _Stream) -> Operation[int]:
     total = 0
     while stream.position != "done":
-        response = yield from _fetch(ctx, plan, stream, None)
-        total += int(response.get("Count", 0))
-        _accept(plan, stream, response)
+        page = yield from _fetch(ctx, plan, stream, None)
+        total += page.count
+        _accept(plan, stream, page)
     return total
 
 
@@ -426,5 +425,4 @@ def _projection(plan: QueryPlan) -> dict[str, Any] | None:
     for cls in plan.entities:
         meta = meta_of(cls)
         attrs.extend(meta.attributes[n] for n in plan.selected)
-    names = {f"#n{n}": attr for n, attr in enumerate(dict.fromkeys(attrs))}
-    return {"ProjectionExpression": ", ".join(names), "ExpressionAttributeNames": names}
+    return projection(attrs)

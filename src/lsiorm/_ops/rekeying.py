@@ -30,12 +30,8 @@ from lsiorm._model.key_check import ItemKeyCheck, check_item_keys
 from lsiorm._model.wire import WireItem, item_to_wire
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
-from lsiorm._ops.unchanged import (
-    create_only_put,
-    unchanged_condition,
-    unchanged_target,
-    watched_attributes,
-)
+from lsiorm._requests.reads import consistent_get
+from lsiorm._requests.unchanged import move_transaction, unchanged_target, watched_attributes
 from lsiorm.errors import (
     ConditionFailedError,
     TransactionCanceledError,
@@ -72,12 +68,10 @@ def move_request(item: Mapping[str, Any], check: ItemKeyCheck) -> dict[str, Any]
     """
     table = meta_of(check.entity).table
     watched = watched_attributes(table, (check.entity,))
-    delete = unchanged_target(table, check.stored_key, item, watched)
-    put = create_only_put(table, moved_item(item, check))
-    return {
-        "TransactItems": [{"Put": put}, {"Delete": delete}],
-        "ClientRequestToken": uuid.uuid4().hex,
-    }
+    new = moved_item(item, check)
+    return move_transaction(
+        table, check.stored_key, item, new, watched, delete=True, token=uuid.uuid4().hex
+    )
 
 
 def old_wire_key(meta: EntityMeta[Entity], values: Mapping[str, Any]) -> WireItem | None:
@@ -98,12 +92,7 @@ def ensure_moved(
         return
     table = meta.table
     for _attempt in range(MOVE_ATTEMPTS):
-        response = yield from call(
-            ctx,
-            "GetItem",
-            {"TableName": table.name, "Key": old_key, "ConsistentRead": True},
-            (table,),
-        )
+        response = yield from call(ctx, "GetItem", consistent_get(table.name, old_key), (table,))
         item = response.get("Item")
         if not item:
             return
@@ -118,17 +107,7 @@ def ensure_moved(
             if not reasons or reasons[0].code != "ConditionalCheckFailed":
                 continue  # the old item changed since it was read: read it again
         # The new form exists already, so it is the item: drop the stale old one if unchanged.
-        condition, names, attribute_values = unchanged_condition(
-            item, watched_attributes(meta.table, (meta.cls,))
-        )
-        params: dict[str, Any] = {
-            "TableName": table.name,
-            "Key": old_key,
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-        }
-        if attribute_values:
-            params["ExpressionAttributeValues"] = attribute_values
+        params = unchanged_target(table, old_key, item, watched_attributes(meta.table, (meta.cls,)))
         try:
             yield from call(ctx, "DeleteItem", params, (table,))
             return

@@ -17,6 +17,8 @@ from typing import Any, Final
 from lsiorm._model.schema import Table
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation, Sleep
+from lsiorm._requests.reads import projection
+from lsiorm._requests.unchanged import create_only_put
 from lsiorm.errors import BatchGetIncompleteError, ConditionFailedError, ValidationError
 
 __all__ = ["MARK_PREFIX", "applied_events", "check_marks_table", "mark_applied", "mark_key"]
@@ -56,9 +58,8 @@ def applied_events(ctx: Context, table: Table, event_ids: Sequence[str]) -> Oper
     for start in range(0, len(wanted), _BATCH_GET_LIMIT):
         keys = [mark_key(table, e) for e in wanted[start : start + _BATCH_GET_LIMIT]]
         request: dict[str, Any] = {
-            table.name: {"Keys": keys, "ConsistentRead": True, "ProjectionExpression": "#k"},
+            table.name: {"Keys": keys, "ConsistentRead": True, **projection([partition])},
         }
-        request[table.name]["ExpressionAttributeNames"] = {"#k": partition}
         for attempt in range(_UNPROCESSED_ROUNDS):
             response = yield from call(ctx, "BatchGetItem", {"RequestItems": request}, (table,))
             for item in (response.get("Responses") or {}).get(table.name) or ():
@@ -97,14 +98,8 @@ def mark_applied(
     }
     if table.ttl_attribute is not None:
         item[table.ttl_attribute] = {"N": str(int(now + keep_seconds))}
-    params = {
-        "TableName": table.name,
-        "Item": item,
-        "ConditionExpression": "attribute_not_exists(#k)",
-        "ExpressionAttributeNames": {"#k": table.partition_key.name},
-    }
     try:
-        yield from call(ctx, "PutItem", params, (table,))
+        yield from call(ctx, "PutItem", create_only_put(table, item), (table,))
     except ConditionFailedError:
         return False
     return True

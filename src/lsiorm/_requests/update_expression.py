@@ -11,6 +11,8 @@ from lsiorm._requests.items import compile_entity_condition, join_conditions
 from lsiorm._requests.paths import render
 from lsiorm._requests.update_plan import Guard, Op, UpdatePlan
 
+__all__ = ["guard_text", "render_stored_update", "render_update", "update_texts"]
+
 _CLAUSES: dict[Op, str] = {
     "set": "SET",
     "set_if_absent": "SET",
@@ -25,7 +27,48 @@ _CLAUSES: dict[Op, str] = {
 def render_update(meta: EntityMeta[Entity], plan: UpdatePlan) -> dict[str, Any]:
     """Return UpdateItem params for a plan: exact expression text with placeholders."""
     ph = Placeholders()
-    conditions = [_guard_text(g, ph) for g in plan.guards[:1]]
+    expression, guards = update_texts(plan, ph)
+    user = (
+        compile_entity_condition(meta, plan.condition, ph) if plan.condition is not None else None
+    )
+    params: dict[str, Any] = {
+        "TableName": plan.table,
+        "Key": plan.key,
+        "UpdateExpression": expression,
+        "ConditionExpression": join_conditions(guards, user),
+        "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    return ph.into(params)
+
+
+def render_stored_update(plan: UpdatePlan, ph: Placeholders | None = None) -> dict[str, Any]:
+    """Return UpdateItem params for a plan on stored attributes, with no entity behind it (a
+    key job's rewrite, the ledger's transitions): its actions, its guards as the condition, no
+    values returned. ``ph`` allocates the placeholders (one with a prefix of its own for a
+    request that is joined onto another)."""
+    if plan.condition is not None:
+        raise ValueError("a stored update's condition is its guards; it has no entity condition")
+    ph = Placeholders() if ph is None else ph
+    expression, guards = update_texts(plan, ph, guards_first=True)
+    params: dict[str, Any] = {
+        "TableName": plan.table,
+        "Key": plan.key,
+        "UpdateExpression": expression,
+    }
+    if guards:
+        params["ConditionExpression"] = guards
+    return ph.into(params)
+
+
+def update_texts(
+    plan: UpdatePlan, ph: Placeholders, *, guards_first: bool = False
+) -> tuple[str, str]:
+    """The update expression of a plan's actions and the condition of its guards (joined with
+    AND; empty without guards), with placeholders allocated in ``ph``: the first guard's, the
+    actions', the other guards' (``guards_first``: every guard's, then the actions')."""
+    first = len(plan.guards) if guards_first else 1
+    conditions = [guard_text(g, ph) for g in plan.guards[:first]]
     parts: dict[str, list[str]] = {"SET": [], "REMOVE": [], "ADD": [], "DELETE": []}
     for action in plan.actions:
         path = render(action.path, ph.name)
@@ -45,23 +88,13 @@ def render_update(meta: EntityMeta[Entity], plan: UpdatePlan) -> dict[str, Any]:
         else:
             text = f"{path} {ph.value(action.value)}"
         parts[_CLAUSES[op]].append(text)
-    conditions += [_guard_text(g, ph) for g in plan.guards[1:]]
+    conditions += [guard_text(g, ph) for g in plan.guards[first:]]
     clauses = [f"{clause} {', '.join(texts)}" for clause, texts in parts.items() if texts]
-    user = (
-        compile_entity_condition(meta, plan.condition, ph) if plan.condition is not None else None
-    )
-    params: dict[str, Any] = {
-        "TableName": plan.table,
-        "Key": plan.key,
-        "UpdateExpression": " ".join(clauses),
-        "ConditionExpression": join_conditions(" AND ".join(conditions), user),
-        "ReturnValues": "ALL_NEW",
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
-    return ph.into(params)
+    return " ".join(clauses), " AND ".join(conditions)
 
 
-def _guard_text(guard: Guard, ph: Placeholders) -> str:
+def guard_text(guard: Guard, ph: Placeholders) -> str:
+    """The condition text of one guard, with placeholders allocated in ``ph``."""
     name = ph.name(guard.attribute)
     if guard.kind == "exists":
         return f"attribute_exists({name})"

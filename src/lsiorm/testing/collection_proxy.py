@@ -31,6 +31,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from lsiorm._model.wire import item_size
+from lsiorm._requests.pages import PagedRead, Position, read_page_of
+from lsiorm._requests.reads import partition_query
 from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer, LoopbackService
 
 __all__ = ["ItemCollectionProxy"]
@@ -291,21 +293,19 @@ class ItemCollectionProxy(LoopbackService):
         return found
 
     def _measure(self, headers: Mapping[str, str], table: str, shape: _Shape, value: Any) -> int:
-        params: dict[str, Any] = {
-            "TableName": table,
-            "KeyConditionExpression": "#pk = :pk",
-            "ExpressionAttributeNames": {"#pk": shape.partition},
-            "ExpressionAttributeValues": {":pk": value},
-            "ConsistentRead": True,
-        }
+        # The proxy sends its own requests (it is no session): the read is described as
+        # lsiorm's reads are, page by page.
+        read = PagedRead("Query", partition_query(table, shape.partition, value, consistent=True))
+        position: Position = None
         total = 0
         while True:
-            _, page = self._send(headers, "Query", params)
-            total += sum(shape.footprint(item) for item in page.get("Items") or ())
-            last = page.get("LastEvaluatedKey")
-            if not last:
+            params = read.request(position)
+            _, answer = self._send(headers, "Query", params)
+            page = read_page_of(answer, params)
+            total += sum(shape.footprint(item) for item in page.items)
+            if page.last:
                 return total
-            params["ExclusiveStartKey"] = last
+            position = page.next
 
     def _read(self, headers: Mapping[str, str], touch: _Touch) -> dict[str, Any] | None:
         _, answer = self._send(

@@ -3,6 +3,7 @@ the destination always gets the derived image of what the source holds after the
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hypothesis import given
@@ -74,19 +75,16 @@ def test_a_delete_returning_the_old_item_is_guarded_by_the_item_read() -> None:
     body = source["Delete"]
     assert (body["TableName"], body["Key"]) == ("Shop", KEY)
     assert body["ConditionExpression"].count(" = ") == len(old)
-    assert body["ExpressionAttributeValues"] == {f":dw{i}": old[n] for i, n in _read(body)}
+    assert body["ExpressionAttributeValues"] == {value: old[n] for value, n in _read(body)}
     assert body["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
     assert (planned.answer, planned.guarded) == ({"Attributes": old}, True)
 
 
-def _read(body: dict[str, Any]) -> list[tuple[int, str]]:
-    """The guard's placeholders of attributes read: (number, attribute name)."""
+def _read(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """The guard's comparisons of attributes read: (value placeholder, attribute name)."""
     names = body["ExpressionAttributeNames"]
-    return [
-        (int(ph[3:]), name)
-        for ph, name in names.items()
-        if ph.startswith("#dw") and f":dw{ph[3:]}" in body["ExpressionAttributeValues"]
-    ]
+    pairs = re.findall(r"(#dw\d+) = (:dw\d+)", body["ConditionExpression"])
+    return [(value, names[name]) for name, value in pairs]
 
 
 def update_params(**changes: Any) -> tuple[dict[str, Any], tuple[Any, ...]]:

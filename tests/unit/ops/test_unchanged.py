@@ -83,7 +83,14 @@ def test_added_attributes_go_to_an_unchanged_copy_or_fill_a_changed_one() -> Non
     assert "attribute_not_exists" in calls[0].params["ConditionExpression"]
     failed = ConditionFailedError("changed", code="ConditionalCheckFailedException")
     _, calls = drive(give_attributes(QUICK, TABLE, KEY, ITEM, added), [failed, {}])
-    assert calls[1].params["UpdateExpression"] == "SET #a0 = if_not_exists(#a0, :a0)"
+    assert calls[1].params == {
+        "TableName": "Things",
+        "Key": KEY,
+        "UpdateExpression": "SET #n1 = if_not_exists(#n1, :v0)",
+        "ConditionExpression": "attribute_exists(#n0)",
+        "ExpressionAttributeNames": {"#n0": "PK", "#n1": "note"},
+        "ExpressionAttributeValues": {":v0": {"S": "late"}},
+    }
     # A copy deleted since stays deleted.
     _, calls = drive(give_attributes(QUICK, TABLE, KEY, ITEM, added), [failed, failed])
     assert len(calls) == 2
