@@ -70,6 +70,7 @@ from lsiorm._model.drift import Drift, DriftReport
 from lsiorm._model.encoding import KeyFormat
 from lsiorm._model.entity import Entity, decode_item, key_templates, shard_value
 from lsiorm._model.epoch import EpochSeconds
+from lsiorm._model.field_protection import Compressed, Encrypted, Offloaded
 from lsiorm._model.indexes import (
     BillingMode,
     GlobalIndex,
@@ -81,6 +82,7 @@ from lsiorm._model.indexes import (
 )
 from lsiorm._model.key_layout import FieldLayout, KeyLayout, key_layout
 from lsiorm._model.key_styles import KeyStyle
+from lsiorm._model.keyring import Keyring, KeyringMode
 from lsiorm._model.number_fit import LossyFloat
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard
@@ -144,6 +146,7 @@ from lsiorm.errors import (
     NumberPrecisionError,
     OutcomeUnknownError,
     PartialKeyUpdateError,
+    ProtectionError,
     QueryPlanError,
     ResourceNotFoundError,
     RetryableError,
@@ -251,6 +254,7 @@ __all__ = [
     "CollectionWarning",
     "CollectionWatcher",
     "Compare",
+    "Compressed",
     "Condition",
     "ConditionCheck",
     "ConditionFailedError",
@@ -267,6 +271,7 @@ __all__ = [
     "DualFallback",
     "DualWrites",
     "DynamoError",
+    "Encrypted",
     "Entity",
     "EntityAdoption",
     "EntityKeyAudit",
@@ -303,6 +308,8 @@ __all__ = [
     "KeyProblem",
     "KeyStyle",
     "KeyType",
+    "Keyring",
+    "KeyringMode",
     "LocalIndex",
     "LossyFloat",
     "LsiormError",
@@ -314,6 +321,7 @@ __all__ = [
     "NotExists",
     "NotFoundError",
     "NumberPrecisionError",
+    "Offloaded",
     "Operation",
     "Operator",
     "OutcomeUnknownError",
@@ -324,6 +332,7 @@ __all__ = [
     "ProblemKind",
     "Projection",
     "ProjectionType",
+    "ProtectionError",
     "Put",
     "Query",
     "QueryPlan",

@@ -28,6 +28,7 @@ from lsiorm._io.telemetry import Telemetry, telemetry_for
 from lsiorm._model.drift import DriftReport
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.keyring import Keyring
 from lsiorm._model.schema import Table
 from lsiorm._ops import (
     audit,
@@ -45,6 +46,7 @@ from lsiorm._ops.items import DeleteResult, Idempotency
 from lsiorm._ops.meter import CapacityMeter
 from lsiorm._ops.naming import TableNames, prefixed
 from lsiorm._ops.pipeline import Context
+from lsiorm._ops.protection import Protection
 from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
@@ -96,6 +98,8 @@ class SessionConfig:
     watch_collections: bool = True
     fast_json: bool = True
     lean: bool = True
+    #: The keyring of protected fields (docs/security.md); a worker builds its own caches.
+    keyring: Keyring | None = None
 
     def kwargs(self) -> dict[str, Any]:
         """The keywords of `Session` that build such a session."""
@@ -134,6 +138,7 @@ class SessionCore:
         profile_name: str | None = None,
         fast_json: bool = True,
         lean: bool = True,
+        keyring: Keyring | None = None,
     ) -> None:
         if table_prefix is None:  # neither given: the environment's prefix, if any
             table_prefix = "" if table_names is not None else environment.table_prefix()
@@ -147,7 +152,12 @@ class SessionCore:
                 watch_collections,
                 fast_json,
                 lean,
+                keyring,
             )
+        #: The keyring protected fields are sealed and opened with (None: none), and its
+        #: data-key cache at work (see docs/security.md).
+        self.keyring = keyring
+        protection = Protection(keyring) if keyring is not None else None
         #: Where spans and metrics go (docs/observability.md); None when off or when
         #: opentelemetry-api is not installed.
         self.telemetry = telemetry_for(telemetry)
@@ -160,7 +170,11 @@ class SessionCore:
         )
         watcher = (self.collections,) if self.collections is not None else ()
         self.ctx = Context(
-            retry or RetryPolicy(), (*watcher, *hooks), names, cursor_key(cursor_secret)
+            retry or RetryPolicy(),
+            (*watcher, *hooks),
+            names,
+            cursor_key(cursor_secret),
+            protection=protection,
         )
 
     def table_name(self, table: Table) -> str:

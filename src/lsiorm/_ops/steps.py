@@ -84,7 +84,8 @@ class RetryNote:
 
 @dataclass(frozen=True)
 class Call:
-    """One DynamoDB API request, e.g. ``Call("PutItem", {...})``."""
+    """One DynamoDB API request, e.g. ``Call("PutItem", {...})``; with ``service`` (``"kms"``,
+    ``"s3"``), a request to that service (the keys and objects of protected fields)."""
 
     operation: str
     params: dict[str, Any]
@@ -94,6 +95,8 @@ class Call:
     built: bool = field(default=True, compare=False)
     #: Set when the request is a retry of an earlier attempt (see `RetryNote`).
     retry: RetryNote | None = field(default=None, compare=False)
+    #: The AWS service the request goes to: DynamoDB, or KMS and S3 for protected fields.
+    service: str = "dynamodb"
 
 
 @dataclass(frozen=True)
