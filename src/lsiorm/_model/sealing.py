@@ -12,10 +12,11 @@ AttributeValue, `payload_of`): ``GZIP`` or ``ZSTD`` (compressed), ``ENCRYPTED``,
     nonce (12) | AES-256-GCM ciphertext and tag (16)
 
 and its associated data binds the format version, the table (as declared), the item's primary
-key and the attribute name (`associated_data`): a ciphertext copied to another item, attribute
-or table does not decrypt. A reference's body is the SHA-256 of the object's bytes (32) and
+key and the attribute name (`associated_data`), and the header before the nonce (flags, key id,
+wrapped key): a ciphertext copied to another item, attribute or table does not decrypt, nor one
+whose header was changed. A reference's body is the SHA-256 of the object's bytes (32) and
 their length (8); the object itself is an envelope without ``REFERENCE`` (encrypted with the
-same binding when the field is encrypted), named by that digest (`object_key`).
+same binding when the field is encrypted), named by its table and that digest (`object_key`).
 
 Nothing here talks to KMS or S3: `seal` takes the data key it is given, `open_envelope` the
 unwrapped keys; `lsiorm._ops.protection` fetches both. The AES-GCM primitive is the
@@ -113,6 +114,8 @@ class Envelope:
     nonce: bytes = b""
     digest: bytes = b""
     size: int = 0
+    #: The authenticated header of an encrypted envelope (all before the nonce).
+    header: bytes = b""
 
     @property
     def encrypted(self) -> bool:
@@ -287,19 +290,20 @@ def seal_payload(
     if len(key_id) > 0xFFFF or len(key.wrapped) > 0xFFFF:
         raise ValidationError("protect.key-id", "The KMS key id or wrapped key is too long.")
     nonce = os.urandom(NONCE_BYTES)
-    header = MAGIC + bytes((FORMAT_VERSION, flags))
-    sealed = _aesgcm(key.plaintext).encrypt(nonce, body, associated_data(binding))
-    return b"".join(
+    header = b"".join(
         (
-            header,
+            MAGIC,
+            bytes((FORMAT_VERSION, flags)),
             struct.pack(">H", len(key_id)),
             key_id,
             struct.pack(">H", len(key.wrapped)),
             key.wrapped,
-            nonce,
-            sealed,
         )
     )
+    # The header is authenticated too: a changed flag, key id or wrapped key fails as a
+    # changed ciphertext does.
+    sealed = _aesgcm(key.plaintext).encrypt(nonce, body, associated_data(binding) + header)
+    return header + nonce + sealed
 
 
 def reference(body: bytes) -> bytes:
@@ -308,9 +312,11 @@ def reference(body: bytes) -> bytes:
     return MAGIC + bytes((FORMAT_VERSION, REFERENCE)) + digest + struct.pack(">Q", len(body))
 
 
-def object_key(prefix: str, digest: bytes) -> str:
-    """The S3 key of an object: the prefix and the hex SHA-256 of its bytes."""
-    return f"{prefix}{digest.hex()}"
+def object_key(prefix: str, table: str, digest: bytes) -> str:
+    """The S3 key of an object: the prefix, the table it belongs to (as declared), and the hex
+    SHA-256 of its bytes (``lsiorm/Notes/3f2a...``). One table's objects are apart from
+    another's, so collecting one table's orphans never looks at another's objects."""
+    return f"{prefix}{table}/{digest.hex()}"
 
 
 def is_envelope(av: Any) -> bool:
@@ -359,7 +365,8 @@ def parse_envelope(raw: bytes, binding: Binding) -> Envelope:
         raise _broken(binding, "a malformed header") from None
     if len(wrapped) != w or len(nonce) != NONCE_BYTES or len(sealed) < TAG_BYTES:
         raise _broken(binding, "cut short")
-    return Envelope(flags, sealed, key_id=key_id, wrapped=wrapped, nonce=nonce)
+    header = data[: _HEADER + at]
+    return Envelope(flags, sealed, key_id=key_id, wrapped=wrapped, nonce=nonce, header=header)
 
 
 def open_payload(envelope: Envelope, binding: Binding, plaintext_key: bytes | None) -> bytes:
@@ -374,7 +381,8 @@ def open_payload(envelope: Envelope, binding: Binding, plaintext_key: bytes | No
         except ImportError as exc:  # pragma: no cover - the protect extra
             raise MissingDependencyError("Encrypted fields", "cryptography", "protect") from exc
         try:
-            body = _aesgcm(plaintext_key).decrypt(envelope.nonce, body, associated_data(binding))
+            aad = associated_data(binding) + envelope.header
+            body = _aesgcm(plaintext_key).decrypt(envelope.nonce, body, aad)
         except (InvalidTag, ValueError):
             raise _broken(binding, "its authentication failed") from None
     try:

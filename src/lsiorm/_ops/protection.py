@@ -275,7 +275,7 @@ def _put_object(
     envelope = parse_envelope(reference(body), binding)
     params = {
         "Bucket": bucket,
-        "Key": object_key(protection.keyring.prefix, envelope.digest),
+        "Key": object_key(protection.keyring.prefix, binding.table, envelope.digest),
         "Body": body,
         "ContentType": "application/octet-stream",
     }
@@ -297,7 +297,7 @@ def _get_object(
 ) -> Operation[bytes]:
     params = {
         "Bucket": _bucket(protection, binding),
-        "Key": object_key(protection.keyring.prefix, envelope.digest),
+        "Key": object_key(protection.keyring.prefix, binding.table, envelope.digest),
     }
     try:
         response = yield from service_call(retry, S3, "GetObject", params)
