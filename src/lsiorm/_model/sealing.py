@@ -302,7 +302,7 @@ def seal_payload(
     )
     # The header is authenticated too: a changed flag, key id or wrapped key fails as a
     # changed ciphertext does.
-    sealed = _aesgcm(key.plaintext).encrypt(nonce, body, associated_data(binding) + header)
+    sealed: bytes = _aesgcm(key.plaintext).encrypt(nonce, body, associated_data(binding) + header)
     return header + nonce + sealed
 
 
@@ -382,7 +382,7 @@ def open_payload(envelope: Envelope, binding: Binding, plaintext_key: bytes | No
             raise MissingDependencyError("Encrypted fields", "cryptography", "protect") from exc
         try:
             aad = associated_data(binding) + envelope.header
-            body = _aesgcm(plaintext_key).decrypt(envelope.nonce, body, aad)
+            body = bytes(_aesgcm(plaintext_key).decrypt(envelope.nonce, body, aad))
         except (InvalidTag, ValueError):
             raise _broken(binding, "its authentication failed") from None
     try:

@@ -831,3 +831,14 @@ def opened_attributes(item: Mapping[str, Any]) -> Iterator[tuple[str, OpenedValu
     for attr, av in item.items():
         if isinstance(av, OpenedValue):
             yield attr, av
+
+
+def unsealed_attributes(
+    ctx_protection: Protection | None, table: Table, item: Mapping[str, Any]
+) -> list[str]:
+    """The protected attributes of a read item that are stored plain (written before the field
+    was protected): a back-fill seals them. None when the session seals nothing."""
+    if ctx_protection is None:
+        return []
+    specs = table_protection(table)
+    return [attr for attr in specs if attr in item and not isinstance(item[attr], OpenedValue)]

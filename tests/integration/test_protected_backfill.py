@@ -1,0 +1,100 @@
+"""Turning encryption on for a field of an existing entity, and back-filling the items already
+stored, while a writer goes on: no write lost, every value sealed at the end."""
+
+from __future__ import annotations
+
+import random
+import threading
+from typing import Annotated, Any
+
+from lsiorm import Encrypted, Entity, Keyring, Offloaded, Session, Table
+from lsiorm._model.sealing import MAGIC, REFERENCE_BYTES
+from support.protection import objects
+
+ITEMS = 30
+
+
+def _declare(table_name: str, *, protected: bool) -> tuple[Table, type[Entity]]:
+    table = Table(table_name, "PK", "SK")
+    if protected:
+
+        class Patient(Entity, table=table, keys={"PK": "P#{pid}", "SK": "P"}):
+            pid: str
+            name: str
+            ssn: Annotated[str | None, Encrypted(accept_plaintext=True)] = None
+            scan: Annotated[
+                bytes | None, Encrypted(accept_plaintext=True), Offloaded(threshold=512)
+            ] = None
+            visits: int = 0
+
+        return table, Patient
+
+    class Plain(Entity, table=table, keys={"PK": "P#{pid}", "SK": "P"}, type_name="Patient"):
+        pid: str
+        name: str
+        ssn: str | None = None
+        scan: bytes | None = None
+        visits: int = 0
+
+    return table, Plain
+
+
+def test_encryption_turned_on_and_back_filled_under_a_writer(
+    endpoint_url: str, table_name: str, keyring: Keyring, s3: Any
+) -> None:
+    kwargs = {"endpoint_url": endpoint_url, "region_name": "us-east-1"}
+    # The release before: ssn and scan stored plain.
+    old_table, Plain = _declare(table_name, protected=False)
+    with Session(**kwargs) as plain:
+        plain.create_table(old_table)
+        for n in range(ITEMS):
+            plain.put(Plain(pid=str(n), name=f"n{n}", ssn=f"ssn-{n:04d}", scan=bytes([n]) * 900))
+    # This release: both fields protected, plain values still read while the back-fill runs.
+    table, Patient = _declare(table_name, protected=True)
+    added: dict[str, int] = {}
+    created: list[str] = []
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        rng = random.Random(7)
+        try:
+            with Session(**kwargs, keyring=keyring) as session:
+                n = 0
+                while not stop.is_set() and n < 60:
+                    pid = str(rng.randrange(ITEMS))
+                    session.update(Patient, pid=pid, add={"visits": 1})
+                    added[pid] = added.get(pid, 0) + 1
+                    if n % 10 == 0:
+                        new = f"new{n}"
+                        session.put(Patient(pid=new, name=new, ssn=f"s-{new}", scan=b"z" * 700))
+                        created.append(new)
+                    n += 1
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+
+    with Session(**kwargs, keyring=keyring) as session:
+        thread = threading.Thread(target=writer)
+        thread.start()
+        try:
+            report = session.backfill(Patient, segments=2)
+        finally:
+            stop.set()
+            thread.join()
+        assert not errors, errors
+        assert report.failed == [], report
+        assert report.rewritten == ITEMS, report
+        again = session.backfill(Patient, segments=2)  # nothing left to seal
+        assert again.rewritten == 0, again
+        scanned = session.client.scan(TableName=table.name, ConsistentRead=True)["Items"]
+        raw = [i for i in scanned if i.get("_type") == {"S": "Patient"}]  # not the job's ledger
+        assert len(raw) == ITEMS + len(created)
+        for item in raw:
+            assert bytes(item["ssn"]["B"]).startswith(MAGIC)
+            assert len(bytes(item["scan"]["B"])) == REFERENCE_BYTES
+        for n in range(ITEMS):
+            got = session.get(Patient, pid=str(n), consistent=True)
+            assert got.ssn == f"ssn-{n:04d}"
+            assert got.scan == bytes([n]) * 900
+            assert got.visits == added.get(str(n), 0)  # no increment lost
+    assert len(objects(s3, keyring)) >= ITEMS
