@@ -45,6 +45,7 @@ from lsiorm._io.fastjson import fast_path_of as fast_json_of
 from lsiorm._io.fastjson import install as install_fast_json
 from lsiorm._io.fastjson import uninstall as uninstall_fast_json
 from lsiorm._io.telemetry import Telemetry
+from lsiorm._model.apply_plan import ApplyPlan, ApplyStep
 from lsiorm._model.capacity import (
     CapacityUnits,
     ConsumedCapacity,
@@ -86,6 +87,14 @@ from lsiorm._model.keyring import Keyring, KeyringMode
 from lsiorm._model.number_fit import LossyFloat
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard
+from lsiorm._model.stream_record import ChangeEvent, ChangeName, change_of
+from lsiorm._model.table_settings import (
+    LiveSettings,
+    OnDemandThroughput,
+    StreamViewType,
+    TableSettings,
+    WarmThroughput,
+)
 from lsiorm._model.wire import AttributeValue, WireItem, item_size
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult
@@ -101,6 +110,7 @@ from lsiorm._ops.meter import CapacityMeter, Measurement
 from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
+from lsiorm._ops.tables import ApplyReport
 from lsiorm._ops.transactions import TransactWriteResult
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.explain import Explanation
@@ -124,9 +134,19 @@ from lsiorm._requests.update_effect import dry_run_update
 from lsiorm._requests.update_plan import UpdateChanges, UpdateSpec
 from lsiorm._session import AsyncSession, Session
 from lsiorm._session_methods import SessionConfig
+from lsiorm._stream_handler import (
+    AfterFailure,
+    HeldBackError,
+    RecordFailure,
+    StreamBatch,
+    StreamHandler,
+    UnknownChanges,
+    stream_handler,
+)
 from lsiorm.errors import (
     BatchGetIncompleteError,
     BatchWriteIncompleteError,
+    CallTimeoutError,
     CancellationReason,
     ConditionFailedError,
     ConfigurationError,
@@ -165,6 +185,7 @@ if _typing.TYPE_CHECKING:
     from lsiorm._jobs.backfill import BackfillReport
     from lsiorm._jobs.key_audit import AttributeTally, EntityKeyAudit, KeyAuditReport
     from lsiorm._jobs.ledger import JobRecord, UnitRecord, ledger_table
+    from lsiorm._jobs.orphans import OrphanReport
     from lsiorm._jobs.relief import ReliefReport
     from lsiorm._jobs.resumable import JobProgress
     from lsiorm._jobs.units import ExportUnit, ScanUnit, Unit, unit_from_json, unit_to_json
@@ -192,6 +213,7 @@ _LAZY: dict[str, str] = {
     "KeyProblem": "lsiorm._model.key_check",
     "MigrationReport": "lsiorm._migration.plan",
     "ProblemKind": "lsiorm._model.key_check",
+    "OrphanReport": "lsiorm._jobs.orphans",
     "ReliefReport": "lsiorm._jobs.relief",
     "ScanUnit": "lsiorm._jobs.units",
     "Unit": "lsiorm._jobs.units",
@@ -234,6 +256,10 @@ del _version
 __all__ = [
     "AdoptionExample",
     "AdoptionReport",
+    "AfterFailure",
+    "ApplyPlan",
+    "ApplyReport",
+    "ApplyStep",
     "AsyncSession",
     "Attr",
     "AttributeTally",
@@ -245,10 +271,13 @@ __all__ = [
     "BeginsWith",
     "Between",
     "BillingMode",
+    "CallTimeoutError",
     "CancellationReason",
     "Candidate",
     "CapacityMeter",
     "CapacityUnits",
+    "ChangeEvent",
+    "ChangeName",
     "CollectionEstimate",
     "CollectionSize",
     "CollectionWarning",
@@ -287,6 +316,7 @@ __all__ = [
     "Get",
     "GetKey",
     "GlobalIndex",
+    "HeldBackError",
     "HookRequest",
     "Hookable",
     "Idempotency",
@@ -310,6 +340,7 @@ __all__ = [
     "KeyType",
     "Keyring",
     "KeyringMode",
+    "LiveSettings",
     "LocalIndex",
     "LossyFloat",
     "LsiormError",
@@ -322,8 +353,10 @@ __all__ = [
     "NotFoundError",
     "NumberPrecisionError",
     "Offloaded",
+    "OnDemandThroughput",
     "Operation",
     "Operator",
+    "OrphanReport",
     "OutcomeUnknownError",
     "Page",
     "PartialKeyUpdateError",
@@ -340,6 +373,7 @@ __all__ = [
     "ReadEstimate",
     "ReadOptions",
     "ReadSource",
+    "RecordFailure",
     "ReliefReport",
     "RequestShape",
     "ResourceNotFoundError",
@@ -355,7 +389,11 @@ __all__ = [
     "SessionConfig",
     "Shard",
     "StaleVersionError",
+    "StreamBatch",
+    "StreamHandler",
+    "StreamViewType",
     "Table",
+    "TableSettings",
     "Telemetry",
     "ThrottledError",
     "TransactAction",
@@ -365,11 +403,13 @@ __all__ = [
     "TransportError",
     "Unit",
     "UnitRecord",
+    "UnknownChanges",
     "Update",
     "UpdateChanges",
     "UpdateSpec",
     "ValidationError",
     "VerifyReport",
+    "WarmThroughput",
     "WireItem",
     "WriteEstimate",
     "__version__",
@@ -377,6 +417,7 @@ __all__ = [
     "any_of",
     "begins_with",
     "between",
+    "change_of",
     "cond",
     "contains",
     "decode_item",
@@ -413,6 +454,7 @@ __all__ = [
     "read_units",
     "scan",
     "shard_value",
+    "stream_handler",
     "uninstall_fast_json",
     "unit_from_json",
     "unit_to_json",

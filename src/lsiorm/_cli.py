@@ -1,6 +1,6 @@
-"""The `lsiorm` command line: create-table, check, explain, collections, get, query,
-delete-table, adopt, the key jobs audit-keys, backfill and relieve, migrate-table (a live table
-into a new one), and jobs (their ledger).
+"""The `lsiorm` command line: create-table, check, apply (a table's declared settings), explain,
+collections, get, query, delete-table, adopt, the key jobs audit-keys, backfill and relieve,
+migrate-table (a live table into a new one), and jobs (their ledger).
 
 Each command is a `cmd_*` function here; its options, the text it reads and the lines it prints
 are in `_cli_text`.
@@ -219,6 +219,27 @@ def cmd_check(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     with cli_session(args) as session:
         report = session.check_table(table)
         _live_first(out, session, table)  # the report names the live table
+    return _reported(out, report, report.ok)
+
+
+def cmd_apply(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Plan (a dry run) or, with --yes, send the requests that give the live table its
+    declared settings; exit 1 when drift is left that no request fixes."""
+    table = load_table(args.target)
+
+    class Watch:
+        def before(self, request: Any) -> None:
+            if request.operation != "DescribeTable":
+                progress.tick(f"{request.operation} on {table.name}")
+
+    with cli_session(args, [Watch()] if args.yes else []) as session:
+        report = session.apply_table(table, dry_run=not args.yes)
+        _live_first(out, session, table)
+    if not args.yes:
+        out.write(f"{report.plan}\n")
+        if report.plan.steps:
+            out.write("Dry run: nothing was sent; add --yes to apply.\n")
+        return EXIT_OK if not report.plan.left else EXIT_FOUND
     return _reported(out, report, report.ok)
 
 
@@ -723,6 +744,7 @@ def _reported(out: TextIO, report: object, ok: bool) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
     "create-table": cmd_create_table,
     "check": cmd_check,
+    "apply": cmd_apply,
     "collections": cmd_collections,
     "explain": cmd_explain,
     "get": cmd_get,

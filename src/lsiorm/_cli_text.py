@@ -362,6 +362,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "check", parents=[common], help="report drift from the declaration (or a missing table)"
     )
+    apply = sub.add_parser(
+        "apply",
+        parents=[common],
+        help="bring the live table to its declared settings (a dry run without --yes)",
+    )
+    apply.add_argument("--yes", action="store_true", help="send the planned requests")
     delete = sub.add_parser("delete-table", parents=[common], help="delete the live table")
     delete.add_argument("--yes", action="store_true", help="confirm: the items are destroyed")
     delete.add_argument("--no-wait", action="store_true", help="do not wait until it is gone")

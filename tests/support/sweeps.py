@@ -45,8 +45,10 @@ def calls(table: Table, doc: type[Any]) -> dict[str, Callable[[Any], Any]]:
             "GetItem", {"TableName": table.name, "Key": {"pk": {"S": "x"}, "sk": {"S": "y"}}}
         ),
         "check_table": lambda s: s.check_table(table),
+        "apply_table": lambda s: s.apply_table(table, dry_run=True),
         "put": lambda s: s.put(doc(did="a")),
         "get": lambda s: s.get(doc, did="a"),
+        "using": lambda s: s.using(region_name="eu-west-1").get(doc, did="a"),
         "update": lambda s: s.update(doc, did="a", set={"hits": 2}),
         "delete": lambda s: s.delete(doc, did="a"),
         "delete_result": lambda s: s.delete_result(doc, did="a"),

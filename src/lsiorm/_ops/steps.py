@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ITEM_OPERATIONS",
+    "READ_OPERATIONS",
     "STREAM_OPERATIONS",
     "Call",
     "Done",
@@ -41,6 +42,7 @@ __all__ = [
     "Sleep",
     "Step",
     "advance",
+    "changes_data",
     "relayed",
 ]
 
@@ -67,6 +69,30 @@ ITEM_OPERATIONS: Final = frozenset(
 STREAM_OPERATIONS: Final = frozenset(
     {"DescribeStream", "GetShardIterator", "GetRecords", "ListStreams"}
 )
+
+
+#: The operations that change nothing: every other operation may write (an item, a table).
+READ_OPERATIONS: Final = frozenset(
+    {
+        "GetItem",
+        "Query",
+        "Scan",
+        "BatchGetItem",
+        "TransactGetItems",
+        "DescribeTable",
+        "DescribeTimeToLive",
+        "DescribeContinuousBackups",
+        "ListTagsOfResource",
+        "GetResourcePolicy",
+        "ListTables",
+        *STREAM_OPERATIONS,
+    }
+)
+
+
+def changes_data(operation: str) -> bool:
+    """Whether a request of ``operation`` may change something (an item, a table)."""
+    return operation not in READ_OPERATIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +123,9 @@ class Call:
     retry: RetryNote | None = field(default=None, compare=False)
     #: The AWS service the request goes to: DynamoDB, or KMS and S3 for protected fields.
     service: str = "dynamodb"
+    #: When the call it belongs to must be done (``time.monotonic()`` seconds), if it has a
+    #: ``timeout=``: a driver stops waiting for the answer then (`lsiorm._ops.deadline`).
+    deadline: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
