@@ -81,6 +81,7 @@ from lsiorm._model.indexes import (
     Projection,
     ProjectionType,
 )
+from lsiorm._model.item_size import stored_size
 from lsiorm._model.key_layout import FieldLayout, KeyLayout, key_layout
 from lsiorm._model.key_styles import KeyStyle
 from lsiorm._model.keyring import Keyring, KeyringMode
@@ -454,6 +455,7 @@ __all__ = [
     "read_units",
     "scan",
     "shard_value",
+    "stored_size",
     "stream_handler",
     "uninstall_fast_json",
     "unit_from_json",

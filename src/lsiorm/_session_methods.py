@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsiorm._conditions import Condition
 from lsiorm._model.drift import DriftReport
@@ -50,6 +50,8 @@ from lsiorm._requests.items import key_values
 from lsiorm._requests.transactions import Get, TransactAction
 from lsiorm._requests.update_plan import update_spec
 from lsiorm._session_core import SessionConfig, SessionCore
+from lsiorm._session_jobs import job_options as _options
+from lsiorm._session_jobs import reporting as _reporting
 from lsiorm.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -59,7 +61,6 @@ if TYPE_CHECKING:
     from lsiorm._jobs.backfill import BackfillReport
     from lsiorm._jobs.key_audit import KeyAuditReport
     from lsiorm._jobs.ledger import JobLedger, JobRecord, LedgerLocation
-    from lsiorm._jobs.options import JobOptions
     from lsiorm._jobs.orphans import OrphanReport
     from lsiorm._jobs.relief import ReliefReport
     from lsiorm._jobs.resumable import JobProgress
@@ -794,63 +795,6 @@ def _ledger(session: SessionCore, table: Table, ledger: str | None) -> JobLedger
     from lsiorm._jobs.options import ledger_location
 
     return JobLedger(session.ctx, ledger_location(session.ctx, table, ledger))
-
-
-def _options(
-    session: SessionCore,
-    *,
-    executor: Executor | None = None,
-    ledger: str | None = None,
-    write_budget: float | None = None,
-    read_budget: float | None = None,
-    export: str | None = None,
-    concurrency: int = 8,
-    in_memory: bool = False,
-    lease_seconds: float = 60.0,
-    detach: bool = False,
-) -> JobOptions:
-    """How a key job runs, from a session method's keywords."""
-    from lsiorm._io.exports import open_export
-    from lsiorm._jobs.options import JobOptions
-
-    return JobOptions(
-        ledger=ledger,
-        in_memory=in_memory,
-        executor=executor,
-        worker=session.unit_worker,
-        write_budget=write_budget,
-        read_budget=read_budget,
-        export=None if export is None else open_export(os.fspath(export)),
-        concurrency=concurrency,
-        lease_seconds=lease_seconds,
-        detach=detach,
-    )
-
-
-class _Job(Protocol[T_co]):
-    """A key job with every argument given but where it reports its progress."""
-
-    def __call__(self, *, progress: Callable[[JobProgress], object] | None) -> Operation[T_co]: ...
-
-
-def _reporting(
-    job: _Job[T], progress: Callable[[JobProgress], object] | bool | None, label: str
-) -> Operation[T]:
-    """Start a key job reporting to the caller's callback, or to a progress bar for True."""
-    if progress is not True:
-        return job(progress=progress or None)
-    from lsiorm._io.progress_bar import ProgressBar
-
-    bar = ProgressBar(label)
-    return _closing(job(progress=bar), bar)
-
-
-def _closing(op: Operation[T], bar: Any) -> Operation[T]:
-    """Run `op`; close its progress bar when it ends, however it ends."""
-    try:
-        return (yield from op)
-    finally:
-        bar.close()
 
 
 # -- batches and transactions ---------------------------------------------------------------------

@@ -842,3 +842,13 @@ def unsealed_attributes(
         return []
     specs = table_protection(table)
     return [attr for attr in specs if attr in item and not isinstance(item[attr], OpenedValue)]
+
+
+def open_stream_record(
+    retry: RetryPolicy, protection: Protection, table: Table, record: Mapping[str, Any]
+) -> Operation[Mapping[str, Any]]:
+    """A stream record of ``table`` (as GetRecords or a Lambda event gives it) with its images
+    opened."""
+    opened = yield from _open_records(retry, protection, (table,), [record])
+    found: Mapping[str, Any] = opened[0]
+    return found
