@@ -212,7 +212,13 @@ def catch_up(m: Migration) -> Operation[Pass]:
             return last is None or last < started
 
         finished = yield from read_shard(
-            m.ctx, m.state.stream_arn, shard.id, entry["seq"], on_page, closed=shard.closed
+            m.ctx,
+            m.state.stream_arn,
+            shard.id,
+            entry["seq"],
+            on_page,
+            closed=shard.closed,
+            tables=(m.source,),
         )
         if finished:
             entry["done"] = True

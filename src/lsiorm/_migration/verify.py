@@ -327,7 +327,13 @@ def verify_touched(m: Migration, since: Mapping[str, str | None]) -> Operation[V
             yield  # a generator: nothing to send
 
         yield from read_shard(
-            m.ctx, m.state.stream_arn, shard.id, since.get(shard.id), on_page, closed=shard.closed
+            m.ctx,
+            m.state.stream_arn,
+            shard.id,
+            since.get(shard.id),
+            on_page,
+            closed=shard.closed,
+            tables=(m.source,),
         )
     report = VerifyReport()
     for name, source_key in keys.items():

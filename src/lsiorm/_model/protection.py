@@ -50,6 +50,7 @@ __all__ = [
     "check_where_field",
     "entity_protection",
     "field_protection",
+    "protect_like",
     "table_protection",
 ]
 
@@ -169,9 +170,22 @@ def _check_table_conflicts(
 _BY_TABLE: dict[int, tuple[dict[str, Any], int, dict[str, FieldProtection]]] = {}
 
 
+#: Tables that protect as another declaration does (a migration's source: `protect_like`).
+_LIKE: dict[int, tuple[dict[str, Any], Table]] = {}
+
+
+def protect_like(table: Table, declared: Table) -> None:
+    """Have ``table`` (a declaration that only names a live table, such as a migration's
+    source) protect its attributes as ``declared`` does."""
+    _LIKE[id(table.entities)] = (table.entities, declared)
+
+
 def table_protection(table: Table) -> Mapping[str, FieldProtection]:
     """Attribute -> protection, over every entity of the table (renamed copies share it)."""
     entities = table.entities
+    like = _LIKE.get(id(entities))
+    if like is not None and like[0] is entities:
+        return table_protection(like[1])
     cached = _BY_TABLE.get(id(entities))
     if cached is not None and cached[0] is entities and cached[1] == len(entities):
         return cached[2]

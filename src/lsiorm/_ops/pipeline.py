@@ -15,7 +15,8 @@ from typing import Any, Protocol, TypeVar
 from lsiorm._model.schema import Table, renamed_table
 from lsiorm._ops.hooks import HookRequest, apply_after, apply_before, apply_error
 from lsiorm._ops.naming import NameResolver, from_wire, to_wire
-from lsiorm._ops.protection import Protection, open_response, seal_request
+from lsiorm._ops.protection import Protection, open_response
+from lsiorm._ops.request_sealing import seal_request
 from lsiorm._ops.retry import RetryPolicy, is_retryable, run_with_retries
 from lsiorm._ops.steps import Call, Operation
 from lsiorm._query.cursor import cursor_key
@@ -109,7 +110,9 @@ def send_once(
         return (yield from ctx.route(sent))
     protection = ctx.protection
     if protection is not None:
-        params = yield from seal_request(ctx.retry, protection, operation, params, tables)
+        params = yield from seal_request(
+            ctx.retry, protection, operation, params, tables, ctx.table_name
+        )
     check_request(operation, params)
     request = HookRequest(operation, dict(params), tables)
     apply_before(ctx.hooks, request)

@@ -1,15 +1,15 @@
 """Protected fields on the request path: values sealed on their way out, opened on the way in.
 
 A session given a keyring holds a `Protection`. Every request passes through `send_once`
-(`lsiorm._ops.pipeline`), which hands it here first: `seal_request` replaces each protected
-attribute's plain value in what the request writes (``PutItem``, the puts of a batch or a
-transaction, the ``SET`` of an ``UpdateItem``) with its envelope (`lsiorm._model.sealing`),
-fetching data keys from KMS and putting offloaded values into S3 on the way, *before* the item
-is written; `open_response` opens the envelopes of every item a response holds (reads, the
-``ReturnValues`` of writes, a batch's or a transaction's items, stream records). Everything
-above the request path (entities, updates, batches, transactions, key jobs, the migration, dual
-writes) works with plain values and never meets an envelope. All of it is generators that yield
-`Call` steps to KMS and S3, so the sync and async drivers run the same code.
+(`lsiorm._ops.pipeline`), which hands it first to `lsiorm._ops.request_sealing`: it replaces
+each protected attribute's plain value in what the request writes with its envelope
+(`lsiorm._model.sealing`, through `seal_item` and `seal_value` here), fetching data keys from
+KMS and putting offloaded values into S3 on the way, *before* the item is written.
+`open_response` opens the envelopes of every item a response holds (reads, the ``ReturnValues``
+of writes, a batch's or a transaction's items, stream records). Everything above the request
+path (entities, updates, batches, transactions, key jobs, the migration, dual writes) works with
+plain values and never meets an envelope. All of it is generators that yield `Call` steps to KMS
+and S3, so the sync and async drivers run the same code.
 
 What an opened value remembers (`OpenedValue`): the envelope it was read as. A job that writes
 back what it read under a condition that the item is unchanged (`lsiorm._ops.unchanged`)
@@ -29,7 +29,6 @@ docs/security.md).
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -71,9 +70,14 @@ __all__ = [
     "S3",
     "OpenedValue",
     "Protection",
+    "item_key",
+    "open_item",
     "open_response",
-    "seal_request",
+    "protects_any",
+    "seal_item",
+    "seal_value",
     "service_call",
+    "table_of",
 ]
 
 KMS: Final = "kms"
@@ -405,13 +409,13 @@ def _primary(table: Table) -> tuple[str, ...]:
     return tuple(k for k in table.index_key_attributes(None) if k is not None)
 
 
-def _table_of(tables: Sequence[Table], name: Any) -> Table | None:
+def table_of(tables: Sequence[Table], name: Any) -> Table | None:
     if not isinstance(name, str):
         return None
     return next((t for t in tables if t.name == name), None)
 
 
-def _item_key(table: Table, item: Mapping[str, Any]) -> dict[str, Any] | None:
+def item_key(table: Table, item: Mapping[str, Any]) -> dict[str, Any] | None:
     key = {}
     for name in _primary(table):
         av = item.get(name)
@@ -435,7 +439,7 @@ def seal_item(
     stored."""
     if not any(attr in specs for attr in item):
         return dict(item)
-    key = _item_key(table, item)
+    key = item_key(table, item)
     if key is None:
         raise ValidationError(
             "protect.no-key",
@@ -472,7 +476,7 @@ def open_item(
     KEYS_ONLY index gives, holds nothing to open)."""
     if not any(attr in specs for attr in item):
         return dict(item) if type(item) is not dict else item
-    key = _item_key(table, item)
+    key = item_key(table, item)
     if key is None:
         raise ProtectionError(
             "protect.no-key",
@@ -493,231 +497,8 @@ def _key_text(key: Mapping[str, Any]) -> str:
     return "{" + ", ".join(f"{k}: {next(iter(v.values()))!r}" for k, v in key.items()) + "}"
 
 
-# -- requests -------------------------------------------------------------------------------------
-
-_CLAUSE: Final = re.compile(r"\b(SET|REMOVE|ADD|DELETE)\b", re.IGNORECASE)
-_PLACEHOLDER: Final = re.compile(r"^:[A-Za-z0-9_]+$")
-_NAME_TOKEN: Final = re.compile(r"#[A-Za-z0-9_]+|[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
-
-
-def _resolve(token: str, names: Mapping[str, str]) -> str:
-    return names.get(token, token) if token.startswith("#") else token
-
-
-def _head(path: str, names: Mapping[str, str]) -> tuple[str, bool]:
-    """The top attribute a path names, and whether the path goes inside it."""
-    match = _NAME_TOKEN.match(path.strip())
-    if match is None:
-        return "", True
-    rest = path.strip()[match.end() :].strip()
-    return _resolve(match.group(0), names), bool(rest)
-
-
-def update_targets(
-    expression: str, names: Mapping[str, str], protected: Mapping[str, FieldProtection]
-) -> dict[str, str]:
-    """The value placeholders an update expression SETs protected attributes to (placeholder
-    -> attribute); a protected attribute used any other way than a whole SET or a REMOVE is
-    refused (``protect.update``)."""
-    marks = list(_CLAUSE.finditer(expression))
-    targets: dict[str, str] = {}
-    for n, mark in enumerate(marks):
-        clause = mark.group(1).upper()
-        end = marks[n + 1].start() if n + 1 < len(marks) else len(expression)
-        for part in _split_top(expression[mark.end() : end]):
-            if clause == "SET":
-                lhs, _, rhs = part.partition("=")
-                attr, inside = _head(lhs, names)
-                rhs = rhs.strip()
-                uses = {_resolve(t, names) for t in re.findall(r"#[A-Za-z0-9_]+", rhs)}
-                if uses & set(protected):
-                    _refuse_update(sorted(uses & set(protected))[0], protected)
-                if attr in protected:
-                    if inside or not _PLACEHOLDER.match(rhs):
-                        _refuse_update(attr, protected)
-                    targets[rhs] = attr
-            elif clause in ("ADD", "DELETE"):
-                attr, _ = _head(part.split()[0] if part.split() else part, names)
-                if attr in protected:
-                    _refuse_update(attr, protected)
-            else:  # REMOVE: a whole attribute is fine, a part of a protected one is not
-                attr, inside = _head(part, names)
-                if attr in protected and inside:
-                    _refuse_update(attr, protected)
-    return targets
-
-
-def _refuse_update(attr: str, protected: Mapping[str, FieldProtection]) -> None:
-    raise ValidationError(
-        "protect.update",
-        f"The attribute {attr!r} is {protected[attr].describe()}, so an update can only set it "
-        "whole or remove it (not ADD, DELETE, if_not_exists, list_append, nor a path inside "
-        "it).",
-    )
-
-
-def _seal_values(
-    retry: RetryPolicy,
-    protection: Protection,
-    values: Mapping[str, Any],
-    targets: Mapping[str, str],
-    specs: Mapping[str, FieldProtection],
-    key: Mapping[str, Any],
-    name: str,
-) -> Operation[dict[str, Any]]:
-    """ExpressionAttributeValues with the SET values of protected attributes sealed, and the
-    opened values a condition compares (a job's unchanged-guard) put back as stored."""
-    out: dict[str, Any] = {}
-    for placeholder, av in values.items():
-        attr = targets.get(placeholder)
-        if attr is not None:
-            binding = Binding(name, dict(key), attr)
-            out[placeholder] = yield from seal_value(retry, protection, specs[attr], av, binding)
-        elif isinstance(av, OpenedValue):
-            out[placeholder] = av.stored
-        else:
-            out[placeholder] = av
-    return out
-
-
-def _seal_update(
-    retry: RetryPolicy,
-    protection: Protection,
-    params: Mapping[str, Any],
-    tables: Sequence[Table],
-) -> Operation[dict[str, Any]]:
-    """An Update (an UpdateItem, or a transaction's) with its protected values sealed."""
-    table = _table_of(tables, params.get("TableName"))
-    values = params.get("ExpressionAttributeValues")
-    if table is None or not values:
-        return dict(params)
-    specs = table_protection(table)
-    targets: dict[str, str] = {}
-    if specs and "UpdateExpression" in params:
-        names = params.get("ExpressionAttributeNames") or {}
-        targets = update_targets(str(params["UpdateExpression"]), names, specs)
-        if (
-            not protection.keyring.can_decrypt
-            and params.get("ReturnValues") in ("ALL_NEW", "ALL_OLD", "UPDATED_OLD")
-            and any(s.encrypted for s in specs.values())
-        ):
-            raise ProtectionError(
-                "protect.mode",
-                f"An update of {params['TableName']!r} returns the item, which an encrypt-only "
-                "keyring cannot read; write the entity whole with put().",
-            )
-    if not targets and not any(isinstance(v, OpenedValue) for v in values.values()):
-        return dict(params)
-    sealed = yield from _seal_values(
-        retry, protection, values, targets, specs, params.get("Key") or {}, params["TableName"]
-    )
-    return {**params, "ExpressionAttributeValues": sealed}
-
-
-def _stored_conditions(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Params whose condition values compare opened values as they are stored."""
-    values = params.get("ExpressionAttributeValues")
-    if not values or not any(isinstance(v, OpenedValue) for v in values.values()):
-        return dict(params)
-    stored = {k: v.stored if isinstance(v, OpenedValue) else v for k, v in values.items()}
-    return {**params, "ExpressionAttributeValues": stored}
-
-
-def _seal_put(
-    retry: RetryPolicy, protection: Protection, params: Mapping[str, Any], tables: Sequence[Table]
-) -> Operation[dict[str, Any]]:
-    name = params.get("TableName")
-    table = _table_of(tables, name)
-    out = _stored_conditions(params)
-    if table is None or not table_protection(table):
-        return out
-    out["Item"] = yield from seal_item(
-        retry, protection, table, str(name), params["Item"], table_protection(table)
-    )
-    return out
-
-
-def _seal_transaction(
-    retry: RetryPolicy, protection: Protection, params: Mapping[str, Any], tables: Sequence[Table]
-) -> Operation[dict[str, Any]]:
-    actions = []
-    for action in params.get("TransactItems") or ():
-        ((kind, body),) = action.items()
-        if kind == "Put":
-            body = yield from _seal_put(retry, protection, body, tables)
-        elif kind == "Update":
-            body = yield from _seal_update(retry, protection, body, tables)
-        else:
-            body = _stored_conditions(body)
-        actions.append({kind: body})
-    return {**params, "TransactItems": actions}
-
-
-def _seal_batch(
-    retry: RetryPolicy, protection: Protection, params: Mapping[str, Any], tables: Sequence[Table]
-) -> Operation[dict[str, Any]]:
-    out: dict[str, list[Any]] = {}
-    for name, requests in (params.get("RequestItems") or {}).items():
-        table = _table_of(tables, name)
-        specs = table_protection(table) if table is not None else {}
-        sealed = []
-        for request in requests:
-            put = request.get("PutRequest")
-            if put is not None and table is not None and specs:
-                item = yield from seal_item(retry, protection, table, name, put["Item"], specs)
-                request = {"PutRequest": {**put, "Item": item}}
-            sealed.append(request)
-        out[name] = sealed
-    return {**params, "RequestItems": out}
-
-
-def _protects(tables: Sequence[Table]) -> bool:
+def protects_any(tables: Sequence[Table]) -> bool:
     return any(table_protection(t) for t in tables)
-
-
-def seal_request(
-    retry: RetryPolicy,
-    protection: Protection,
-    operation: str,
-    params: dict[str, Any],
-    tables: Sequence[Table],
-) -> Operation[dict[str, Any]]:
-    """The request to send: protected values sealed (see the module); a request sent again
-    sends what it sent the first time, while that is young enough."""
-    if not _protects(tables):
-        return params
-    again = protection.recalled(params)
-    if again is not None:
-        return again
-    sealed: dict[str, Any]
-    if operation == "PutItem":
-        sealed = yield from _seal_put(retry, protection, params, tables)
-    elif operation == "UpdateItem":
-        sealed = yield from _seal_update(retry, protection, params, tables)
-    elif operation == "BatchWriteItem":
-        sealed = yield from _seal_batch(retry, protection, params, tables)
-    elif operation == "TransactWriteItems":
-        sealed = yield from _seal_transaction(retry, protection, params, tables)
-    elif operation == "DeleteItem":
-        sealed = _stored_conditions(params)
-    else:
-        return params
-    protection.remember(params, sealed)
-    return sealed
 
 
 # -- responses ------------------------------------------------------------------------------------
@@ -750,7 +531,7 @@ def _open_one(
 ) -> Operation[Any]:
     if item is None:
         return None
-    opened = yield from _open_items(retry, protection, _table_of(tables, name), str(name), [item])
+    opened = yield from _open_items(retry, protection, table_of(tables, name), str(name), [item])
     return opened[0]
 
 
@@ -763,14 +544,14 @@ def open_response(
     tables: Sequence[Table],
 ) -> Operation[dict[str, Any]]:
     """The response with the envelopes of every item it holds opened (see the module)."""
-    if not _protects(tables):
+    if not protects_any(tables):
         return response
     name = params.get("TableName")
     out = dict(response)
     if operation == "GetItem" and "Item" in response:
         out["Item"] = yield from _open_one(retry, protection, tables, name, response["Item"])
     elif operation in ("Query", "Scan") and response.get("Items"):
-        table = _table_of(tables, name)
+        table = table_of(tables, name)
         out["Items"] = yield from _open_items(
             retry, protection, table, str(name), response["Items"]
         )
@@ -781,7 +562,7 @@ def open_response(
     elif operation == "BatchGetItem" and response.get("Responses"):
         opened = {}
         for table_name, items in response["Responses"].items():
-            table = _table_of(tables, table_name)
+            table = table_of(tables, table_name)
             opened[table_name] = yield from _open_items(retry, protection, table, table_name, items)
         out["Responses"] = opened
     elif operation == "TransactGetItems" and response.get("Responses"):
