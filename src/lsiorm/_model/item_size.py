@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from datetime import date, datetime, time
 from decimal import Decimal
 from enum import Enum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -31,8 +31,12 @@ from lsiorm._model.schema import Table
 from lsiorm._model.sealing import REFERENCE_BYTES, compress, encryption_overhead, payload_of
 from lsiorm._model.wire import MAX_ITEM_BYTES, WireItem, item_size, utf8_len
 
+if TYPE_CHECKING:
+    from lsiorm._model.entity import Entity
+
 __all__ = [
     "entity_size_bound",
+    "field_size_bounds",
     "size_warnings",
     "sizing_beacons",
     "stored_item",
@@ -97,7 +101,7 @@ def sizing_beacons() -> contextlib.AbstractContextManager[None]:
     return beacon_scope(keys)
 
 
-def stored_size(entity: EntityModel) -> int:
+def stored_size(entity: Entity) -> int:
     """The size in bytes DynamoDB will count for this entity's item, without sending it.
 
     Protected fields count as stored: compressed, encrypted (with the data key the session's
@@ -170,35 +174,76 @@ def _bound(annotation: Any, metadata: Any = ()) -> int | None:
     return None
 
 
-def _protected_bound(spec: FieldProtection, bound: int | None) -> int | None:
+def _payload_bound(annotation: Any, metadata: Any = ()) -> int | None:
+    """The most bytes the canonical payload of a value of this type can take (the sorted JSON
+    of its AttributeValue, which a protected field seals: quotes, escapes and base64 make it
+    larger than the value as DynamoDB counts it, at most about twice, plus its wrapping)."""
+    longest = _max_length(metadata)
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        inner, *more = typing.get_args(annotation)
+        return _payload_bound(inner, [*metadata, *more])
+    base = bare_type(annotation)
+    if base is not annotation:
+        return _payload_bound(base, metadata)
+    if origin in (list, set, frozenset, tuple):
+        args = [a for a in typing.get_args(base) if a is not Ellipsis]
+        element = _payload_bound(args[0]) if args else None
+        return None if element is None or longest is None else 8 + longest * (element + 1)
+    if isinstance(base, type) and issubclass(base, BaseModel):
+        total = 8
+        for name, info in base.model_fields.items():
+            inner = _payload_bound(info.annotation, info.metadata)
+            if inner is None:
+                return None
+            total += 2 * utf8_len(info.alias or name) + 4 + inner
+        return total
+    plain = _bound(annotation, metadata)
+    return None if plain is None else 2 * plain + 16
+
+
+def _protected_bound(spec: FieldProtection, payload: int | None) -> int | None:
+    """The most bytes a protected value takes in the item, from its payload's bound: its
+    envelope (compression never makes it larger: a value it does not shrink is kept as it is),
+    or for an offloaded field at most its threshold (a larger one is a reference)."""
+    envelope = (
+        None if payload is None else payload + (ASSUMED_OVERHEAD if spec.encrypted else _HEADER)
+    )
     if spec.offload_threshold is not None:
-        return REFERENCE_BYTES if bound is None else min(bound + ASSUMED_OVERHEAD, REFERENCE_BYTES)
-    if bound is None:
-        return None
-    return bound + (ASSUMED_OVERHEAD if spec.encrypted else _HEADER)
+        inline = max(spec.offload_threshold, REFERENCE_BYTES)
+        return inline if envelope is None else min(envelope, inline)
+    return envelope
+
+
+def field_size_bounds(cls: type[EntityModel]) -> dict[str, int | None]:
+    """Attribute -> the most bytes it can take in the item as stored, name included (None: no
+    declared bound), for each field of the entity; protected fields as stored (their envelope,
+    or at most their threshold when offloaded)."""
+    meta = meta_of(cls)
+    out: dict[str, int | None] = {}
+    for name, info in cls.model_fields.items():
+        attribute = meta.attributes[name]
+        spec = meta.protected.get(name)
+        if spec is None:
+            bound = _bound(info.annotation, info.metadata)
+        else:
+            bound = _protected_bound(spec, _payload_bound(info.annotation, info.metadata))
+        out[attribute] = None if bound is None else utf8_len(attribute) + bound
+    return out
 
 
 def entity_size_bound(cls: type[EntityModel]) -> tuple[int, tuple[str, ...]]:
     """The largest item the entity's declared bounds allow (keys and type attribute counted
-    at most as their templates allow), and its fields with no declared bound."""
+    at most as their templates allow), and its attributes with no declared bound."""
     meta = meta_of(cls)
-    total = 0
-    unbounded = []
-    for name, info in cls.model_fields.items():
-        attribute = meta.attributes[name]
-        bound = _bound(info.annotation, info.metadata)
-        spec = meta.protected.get(name)
-        if spec is not None:
-            bound = _protected_bound(spec, bound)
-        if bound is None:
-            unbounded.append(name)
-            continue
-        total += utf8_len(attribute) + bound
+    bounds = field_size_bounds(cls)
+    total = sum(b for b in bounds.values() if b is not None)
+    unbounded = tuple(a for a, b in bounds.items() if b is None)
     for attribute in meta.templates:
         total += utf8_len(attribute) + (1024 if attribute in _sorts(meta.table) else 2048)
     if meta.type_attribute is not None:
         total += utf8_len(meta.type_attribute) + utf8_len(meta.type_name)
-    return total, tuple(unbounded)
+    return total, unbounded
 
 
 def _sorts(table: Table) -> set[str]:
