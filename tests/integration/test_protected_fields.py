@@ -139,6 +139,25 @@ def test_updates_batches_and_transactions_seal_what_they_write(
     assert deleted.ssn == "tx"
 
 
+def test_bytes_that_look_like_an_envelope_are_sealed_as_any_value(
+    protected: Session, patients: Patients
+) -> None:
+    Record = patients.Record
+    protected.put(Record(rid="a", blob=b"first-secret"))
+    envelope = bytes(raw(protected, patients, "R#a", "R")["blob"]["B"])
+    lookalike = MAGIC + b"\x01\x00second-secret"
+    # A value a user gives is data, whatever its first bytes: never stored as it is (where it
+    # would be plaintext in an encrypted field, or another item's ciphertext passed off).
+    record = Record(rid="b", blob=lookalike, big=MAGIC)
+    protected.put(record)
+    stored = raw(protected, patients, "R#b", "R")
+    assert b"second-secret" not in bytes(stored["blob"]["B"])
+    assert protected.get(Record, rid="b", consistent=True) == record
+    protected.put(Record(rid="b", blob=envelope))
+    assert bytes(raw(protected, patients, "R#b", "R")["blob"]["B"]) != envelope
+    assert protected.get(Record, rid="b", consistent=True).blob == envelope
+
+
 def test_a_ciphertext_copied_to_another_item_or_changed_is_refused(
     protected: Session, patients: Patients
 ) -> None:

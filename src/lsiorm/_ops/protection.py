@@ -337,8 +337,7 @@ def seal_value(
     """The stored form of one plain value: its envelope, or the reference to its object."""
     if isinstance(av, OpenedValue) and av.binding == binding:
         return av.stored  # the same item and attribute: the envelope read stays valid
-    if is_envelope(av) and not isinstance(av, OpenedValue):
-        return dict(av)  # already sealed (copied as stored)
+    # Any other value is plain, even bytes that start like an envelope: it is sealed.
     keyring = protection.keyring
     key = None
     if spec.encrypted:
