@@ -1,5 +1,6 @@
 """Turning encryption on for a field of an existing entity, and back-filling the items already
-stored, while a writer goes on: no write lost, every value sealed at the end."""
+stored, while a writer goes on: no write lost, every value sealed at the end; `adopt` sorts the
+table's items before (plain values) and after (sealed ones) alike."""
 
 from __future__ import annotations
 
@@ -74,6 +75,9 @@ def test_encryption_turned_on_and_back_filled_under_a_writer(
             errors.append(exc)
 
     with Session(**kwargs, keyring=keyring) as session:
+        adopted = session.adopt(Patient)  # the plain values parse (accept_plaintext)
+        assert adopted.accounted, str(adopted)
+        assert adopted.entities["Patient"].parsed == ITEMS
         thread = threading.Thread(target=writer)
         thread.start()
         try:
@@ -97,4 +101,7 @@ def test_encryption_turned_on_and_back_filled_under_a_writer(
             assert got.ssn == f"ssn-{n:04d}"
             assert got.scan == bytes([n]) * 900
             assert got.visits == added.get(str(n), 0)  # no increment lost
+        adopted = session.adopt(Patient)  # and so do the sealed ones
+        assert adopted.accounted, str(adopted)
+        assert adopted.entities["Patient"].parsed == ITEMS + len(created)
     assert len(objects(s3, keyring)) >= ITEMS

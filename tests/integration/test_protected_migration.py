@@ -99,3 +99,45 @@ def test_a_table_with_protected_fields_migrates_under_a_writer(
             assert (got.ssn, got.scan, got.visits) == (ssn, scan, visits)
     dynamodb_client.delete_table(TableName=source)
     dynamodb_client.delete_table(TableName=dest)
+
+
+def test_dual_writes_seal_each_table_for_itself(
+    endpoint_url: str, dynamodb_client: Any, keyring: Keyring
+) -> None:
+    tag = uuid.uuid4().hex[:10]
+    source, dest = f"src_{tag}", f"dst_{tag}"
+    stream = {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    dynamodb_client.create_table(**table_request(source, "PK", "SK", StreamSpecification=stream))
+    dynamodb_client.get_waiter("table_exists").wait(TableName=source)
+    Old = _declare(Table(source, "PK", "SK"))
+    new_table = Table.with_reserved_lsi_slots(dest, "PK", "SK")
+    New = _declare(new_table)
+    kwargs = {"endpoint_url": endpoint_url, "region_name": "us-east-1", "keyring": keyring}
+    with Session(**kwargs) as session:
+        for n in range(4):
+            session.put(Old(pid=str(n), ssn=f"ssn-{n}"))
+        assert session.migrate_table(new_table, source).ready
+        dual = session.dual_writes(new_table, source)
+        scan = os.urandom(900)
+        dual.put(New(pid="9", ssn="dual-secret", scan=scan))
+        dual.update(New, {"pid": "1"}, set={"ssn": "changed-secret"})
+        dual.delete(New, {"pid": "2"})
+        assert dual.dual is not None
+        assert sum(dual.dual.fallbacks.values()) == 0, dual.dual  # every write mirrored
+        expected = {"0": "ssn-0", "1": "changed-secret", "3": "ssn-3", "9": "dual-secret"}
+        for name, Entity_ in ((source, Old), (dest, New)):
+            raw = dynamodb_client.scan(TableName=name, ConsistentRead=True)["Items"]
+            held = {i["pid"]["S"]: i for i in raw if "pid" in i}
+            assert set(held) == set(expected), name
+            for pid, ssn in expected.items():
+                stored = bytes(held[pid]["ssn"]["B"])
+                assert stored.startswith(MAGIC)
+                assert ssn.encode() not in stored
+                got = session.get(Entity_, pid=pid, consistent=True)
+                assert got.ssn == ssn
+            assert len(bytes(held["9"]["scan"]["B"])) == REFERENCE_BYTES
+            assert session.get(Entity_, pid="9", consistent=True).scan == scan
+        final = session.migrate_table(new_table, source, finish=True)
+        assert final.phase == "switched", str(final)
+    dynamodb_client.delete_table(TableName=source)
+    dynamodb_client.delete_table(TableName=dest)
