@@ -1,6 +1,7 @@
 """Turning encryption on for a field of an existing entity, and back-filling the items already
 stored, while a writer goes on: no write lost, every value sealed at the end; `adopt` sorts the
-table's items before (plain values) and after (sealed ones) alike."""
+table's items before (plain values) and after (sealed ones) alike; a relief to a file keeps
+them sealed."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import threading
 from typing import Annotated, Any
 
 from lsiorm import Encrypted, Entity, Keyring, Offloaded, Session, Table
+from lsiorm._io.jsonlines import read_relief_file
 from lsiorm._model.sealing import MAGIC, REFERENCE_BYTES
 from support.protection import objects
 
@@ -105,3 +107,31 @@ def test_encryption_turned_on_and_back_filled_under_a_writer(
         assert adopted.accounted, str(adopted)
         assert adopted.entities["Patient"].parsed == ITEMS + len(created)
     assert len(objects(s3, keyring)) >= ITEMS
+
+
+def test_a_relief_to_a_file_keeps_protected_values_sealed(
+    endpoint_url: str, table_name: str, keyring: Keyring, tmp_path: Any
+) -> None:
+    table = Table(table_name, "PK", "SK")
+
+    class Visit(Entity, table=table, keys={"PK": "P#{pid}", "SK": "V#{n:03d}"}):
+        pid: str
+        n: int
+        note: Annotated[str, Encrypted()]
+
+    target = tmp_path / "visits.jsonl"
+    kwargs = {"endpoint_url": endpoint_url, "region_name": "us-east-1", "keyring": keyring}
+    with Session(**kwargs) as session:
+        session.create_table(table)
+        visits = [Visit(pid="1", n=n, note=f"private-note-{n}") for n in range(6)]
+        session.batch_write(puts=visits)
+        report = session.relieve_collection(table, "P#1", entity=Visit, to_file=target)
+        assert (report.moved, report.failed) == (6, []), report
+        assert session.get(Visit, pid="1", n=0, consistent=True) is None
+        text = target.read_text()
+        assert "private-note" not in text  # the file holds what the table held: ciphertext
+        # Put back as they are, the lines are the very items: they open in the table again.
+        for line in read_relief_file(target):
+            session.client.put_item(TableName=table_name, Item=line)
+        for visit in visits:
+            assert session.get(Visit, pid="1", n=visit.n, consistent=True) == visit

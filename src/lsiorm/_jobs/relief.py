@@ -50,6 +50,7 @@ from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, same_item
 from lsiorm._ops.audit import audit_collection, collection_size, measure_collection
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.protection import as_stored
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.unchanged import (
     Removal,
@@ -399,9 +400,11 @@ class ReliefKind(TallyingKind):
 
     def write_file(self, items: list[WireItem]) -> list[bool]:
         assert self.to_file is not None
+        # A file holds items as the table does: protected values sealed, never plaintext.
+        stored = [as_stored(i) for i in items]
         fresh = [
             i
-            for i in items
+            for i in stored
             if not _same_copy(self.in_file.get(_key_text(key_of(self.table, i))), i)
         ]
         if fresh:
@@ -409,7 +412,7 @@ class ReliefKind(TallyingKind):
         # Verify: read the file back, the last line of each key wins.
         back = {_key_text(key_of(self.table, i)): i for i in self.to_file.read()}
         self.in_file.update(back)
-        return [same_item(back.get(_key_text(key_of(self.table, i)), {}), i) for i in items]
+        return [same_item(back.get(_key_text(key_of(self.table, i)), {}), i) for i in stored]
 
     def delete_original(self, item: WireItem) -> Operation[Removal]:
         yield from self.budget.take_write(estimate_write(self.table, item, None).total)
@@ -427,7 +430,7 @@ class ReliefKind(TallyingKind):
             )
             return
         assert self.to_file is not None
-        whole = {**item, **added}
+        whole = as_stored({**item, **added})
         self.to_file.append([whole])
         self.in_file[_key_text(key_of(self.table, item))] = whole
 

@@ -70,6 +70,7 @@ __all__ = [
     "S3",
     "OpenedValue",
     "Protection",
+    "as_stored",
     "item_key",
     "open_item",
     "open_response",
@@ -604,6 +605,12 @@ def _open_records(
                 )
         out.append({**record, "dynamodb": change})
     return out
+
+
+def as_stored(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The item as the table holds it: each opened value replaced by its stored envelope (what
+    a copy kept outside DynamoDB must hold, so that no plaintext leaves the table)."""
+    return {k: v.stored if isinstance(v, OpenedValue) else v for k, v in item.items()}
 
 
 def opened_attributes(item: Mapping[str, Any]) -> Iterator[tuple[str, OpenedValue]]:
