@@ -135,3 +135,52 @@ def test_a_relief_to_a_file_keeps_protected_values_sealed(
             session.client.put_item(TableName=table_name, Item=line)
         for visit in visits:
             assert session.get(Visit, pid="1", n=visit.n, consistent=True) == visit
+
+
+def test_a_relief_to_another_table_never_writes_plaintext(
+    endpoint_url: str, table_name: str, keyring: Keyring
+) -> None:
+    table = Table(table_name, "PK", "SK")
+    bare = Table(f"{table_name}_bare", "PK", "SK")  # declares nothing: copies stay as stored
+    declared = Table(f"{table_name}_arch", "PK", "SK")  # protects them: sealed for itself
+
+    def visit(on: Table) -> type[Entity]:
+        class Visit(Entity, table=on, keys={"PK": "P#{pid}", "SK": "V#{n:03d}"}):
+            pid: str
+            n: int
+            note: Annotated[str, Encrypted()]
+
+        return Visit
+
+    Visit, Archived = visit(table), visit(declared)
+    kwargs = {"endpoint_url": endpoint_url, "region_name": "us-east-1", "keyring": keyring}
+    with Session(**kwargs) as session:
+        for each in (table, bare, declared):
+            session.create_table(each)
+        visits = [Visit(pid=pid, n=n, note=f"private-{pid}-{n}") for pid in "12" for n in range(4)]
+        session.batch_write(puts=visits)
+        to_bare = session.relieve_collection(table, "P#1", entity=Visit, to_table=bare)
+        to_declared = session.relieve_collection(table, "P#2", entity=Visit, to_table=declared)
+        assert (to_bare.moved, to_bare.failed, to_declared.moved, to_declared.failed) == (
+            4,
+            [],
+            4,
+            [],
+        )
+        for each in (bare, declared):
+            items = session.client.scan(TableName=each.name, ConsistentRead=True)["Items"]
+            copies = [i for i in items if i["PK"]["S"].startswith("P#")]
+            assert len(copies) == 4
+            for copy in copies:
+                assert bytes(copy["note"]["B"]).startswith(MAGIC)
+                assert b"private" not in bytes(copy["note"]["B"])
+        for n in range(4):
+            assert session.get(Archived, pid="2", n=n, consistent=True) == Archived(
+                pid="2", n=n, note=f"private-2-{n}"
+            )
+        # The bare archive's copies are the originals' envelopes: put back, they open.
+        for copy in session.client.scan(TableName=bare.name, ConsistentRead=True)["Items"]:
+            if copy["PK"]["S"].startswith("P#"):
+                session.client.put_item(TableName=table_name, Item=copy)
+        for n in range(4):
+            assert session.get(Visit, pid="1", n=n, consistent=True) == visits[n]

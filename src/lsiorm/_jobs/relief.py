@@ -46,6 +46,7 @@ from lsiorm._jobs.write_tally import (
 )
 from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
 from lsiorm._model.entity import Entity, decode_stored
+from lsiorm._model.protection import table_protection
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, same_item
 from lsiorm._ops.audit import audit_collection, collection_size, measure_collection
@@ -358,8 +359,16 @@ class ReliefKind(TallyingKind):
             yield from self.move_page(part, list(part.page))
             part.page.clear()
 
+    def copy_of(self, item: WireItem) -> WireItem:
+        """What the destination table holds of ``item``: a protected value it does not protect
+        itself stays sealed as the original was (never plaintext)."""
+        assert self.to_table is not None
+        return as_stored(item, keep=table_protection(self.to_table))
+
     def copy_to_table(self, item: WireItem, previous: WireItem | None) -> Operation[None]:
         assert self.to_table is not None
+        item = self.copy_of(item)
+        previous = None if previous is None else self.copy_of(previous)
         if previous is None:  # create-only, or an identical copy from an earlier run
             same, names, values = unchanged_condition(item, frozenset())
             params: dict[str, Any] = {
@@ -395,7 +404,7 @@ class ReliefKind(TallyingKind):
                 (self.to_table,),
             )
             copy = response.get("Item")
-            found.append(copy is not None and same_item(copy, item))
+            found.append(copy is not None and same_item(copy, self.copy_of(item)))
         return found
 
     def write_file(self, items: list[WireItem]) -> list[bool]:
@@ -425,9 +434,9 @@ class ReliefKind(TallyingKind):
         """Give the copy of ``item`` the attributes a writer added to the original between
         its read and its delete (a file gets the whole item again: its last line wins)."""
         if self.to_table is not None:
-            yield from give_attributes(
-                self.ctx, self.to_table, key_of(self.table, item), item, added
-            )
+            key = key_of(self.table, item)
+            copy, more = self.copy_of(item), self.copy_of(added)
+            yield from give_attributes(self.ctx, self.to_table, key, copy, more)
             return
         assert self.to_file is not None
         whole = as_stored({**item, **added})

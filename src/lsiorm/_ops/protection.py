@@ -32,7 +32,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from lsiorm._model.keyring import Keyring
@@ -607,10 +607,13 @@ def _open_records(
     return out
 
 
-def as_stored(item: Mapping[str, Any]) -> dict[str, Any]:
+def as_stored(item: Mapping[str, Any], keep: Container[str] = ()) -> dict[str, Any]:
     """The item as the table holds it: each opened value replaced by its stored envelope (what
-    a copy kept outside DynamoDB must hold, so that no plaintext leaves the table)."""
-    return {k: v.stored if isinstance(v, OpenedValue) else v for k, v in item.items()}
+    a copy kept outside the table must hold, so that no plaintext leaves it), but those of the
+    attributes in ``keep`` (which the copy's own table protects: they are sealed for it)."""
+    return {
+        k: v.stored if isinstance(v, OpenedValue) and k not in keep else v for k, v in item.items()
+    }
 
 
 def opened_attributes(item: Mapping[str, Any]) -> Iterator[tuple[str, OpenedValue]]:
