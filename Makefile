@@ -19,7 +19,8 @@ MIN_TESTS := tests/package/test_public_api.py tests/package/test_pytest_plugin.p
 	tests/unit/ops/test_transactions.py tests/integration/test_transactions.py \
 	tests/integration/test_query_fetch.py tests/unit/io/test_fastjson.py \
 	tests/integration/test_fastjson.py tests/unit/model/test_item_decoding.py \
-	tests/unit/io/test_progress_bar.py tests/integration/test_progress_bar.py
+	tests/unit/io/test_progress_bar.py tests/integration/test_progress_bar.py \
+	tests/package/test_without_protect_extras.py
 
 DDB_LOCAL_VERSION := 10.3.0
 DDB_LOCAL_PREFIX := .cache/dynamodb-local

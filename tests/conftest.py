@@ -38,7 +38,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "lsiorm"))
 
 # Fixtures of support modules that serve test files in several folders, and the per-file
 # durations report (support/file_durations.py).
-pytest_plugins = ["support.cli", "support.aws_like", "support.file_durations"]
+pytest_plugins = ["support.cli", "support.aws_like", "support.protection", "support.file_durations"]
 # A user's app with its own tests, run by tests/package/test_sample_app.py in a process of its own.
 collect_ignore = ["sample_app"]
 

@@ -71,6 +71,7 @@ from lsiorm._model.drift import Drift, DriftReport
 from lsiorm._model.encoding import KeyFormat
 from lsiorm._model.entity import Entity, decode_item, key_templates, shard_value
 from lsiorm._model.epoch import EpochSeconds
+from lsiorm._model.field_protection import Compressed, Encrypted, Offloaded
 from lsiorm._model.indexes import (
     BillingMode,
     GlobalIndex,
@@ -80,8 +81,10 @@ from lsiorm._model.indexes import (
     Projection,
     ProjectionType,
 )
+from lsiorm._model.item_size import stored_size
 from lsiorm._model.key_layout import FieldLayout, KeyLayout, key_layout
 from lsiorm._model.key_styles import KeyStyle
+from lsiorm._model.keyring import Keyring, KeyringMode
 from lsiorm._model.number_fit import LossyFloat
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard
@@ -164,6 +167,7 @@ from lsiorm.errors import (
     NumberPrecisionError,
     OutcomeUnknownError,
     PartialKeyUpdateError,
+    ProtectionError,
     QueryPlanError,
     ResourceNotFoundError,
     RetryableError,
@@ -183,6 +187,7 @@ if _typing.TYPE_CHECKING:
     from lsiorm._jobs.backfill import BackfillReport
     from lsiorm._jobs.key_audit import AttributeTally, EntityKeyAudit, KeyAuditReport
     from lsiorm._jobs.ledger import JobRecord, UnitRecord, ledger_table
+    from lsiorm._jobs.orphans import OrphanReport
     from lsiorm._jobs.relief import ReliefReport
     from lsiorm._jobs.resumable import JobProgress
     from lsiorm._jobs.units import ExportUnit, ScanUnit, Unit, unit_from_json, unit_to_json
@@ -210,6 +215,7 @@ _LAZY: dict[str, str] = {
     "KeyProblem": "lsiorm._model.key_check",
     "MigrationReport": "lsiorm._migration.plan",
     "ProblemKind": "lsiorm._model.key_check",
+    "OrphanReport": "lsiorm._jobs.orphans",
     "ReliefReport": "lsiorm._jobs.relief",
     "ScanUnit": "lsiorm._jobs.units",
     "Unit": "lsiorm._jobs.units",
@@ -279,6 +285,7 @@ __all__ = [
     "CollectionWarning",
     "CollectionWatcher",
     "Compare",
+    "Compressed",
     "Condition",
     "ConditionCheck",
     "ConditionFailedError",
@@ -295,6 +302,7 @@ __all__ = [
     "DualFallback",
     "DualWrites",
     "DynamoError",
+    "Encrypted",
     "Entity",
     "EntityAdoption",
     "EntityKeyAudit",
@@ -332,6 +340,8 @@ __all__ = [
     "KeyProblem",
     "KeyStyle",
     "KeyType",
+    "Keyring",
+    "KeyringMode",
     "LiveSettings",
     "LocalIndex",
     "LossyFloat",
@@ -344,9 +354,11 @@ __all__ = [
     "NotExists",
     "NotFoundError",
     "NumberPrecisionError",
+    "Offloaded",
     "OnDemandThroughput",
     "Operation",
     "Operator",
+    "OrphanReport",
     "OutcomeUnknownError",
     "Page",
     "PartialKeyUpdateError",
@@ -355,6 +367,7 @@ __all__ = [
     "ProblemKind",
     "Projection",
     "ProjectionType",
+    "ProtectionError",
     "Put",
     "Query",
     "QueryPlan",
@@ -444,6 +457,7 @@ __all__ = [
     "read_units",
     "scan",
     "shard_value",
+    "stored_size",
     "stream_handler",
     "uninstall_fast_json",
     "unit_from_json",

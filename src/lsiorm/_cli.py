@@ -50,6 +50,7 @@ from lsiorm._cli_text import (
     write_capacity,
     write_entities,
 )
+from lsiorm._model.item_size import size_warnings
 from lsiorm._model.schema import Table
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm.errors import LsiormError, ValidationError
@@ -220,7 +221,10 @@ def cmd_check(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     with cli_session(args) as session:
         report = session.check_table(table)
         _live_first(out, session, table)  # the report names the live table
-    return _reported(out, report, report.ok)
+    code = _reported(out, report, report.ok)
+    for line in size_warnings(table):  # a warning: the exit code is the drift's
+        out.write(f"warning: {line}\n")
+    return code
 
 
 def cmd_apply(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:

@@ -34,6 +34,7 @@ import lsiorm._session_methods as methods
 from lsiorm._io import clients
 from lsiorm._io.drivers import AsyncDriver, SyncDriver
 from lsiorm._io.lifetime import Closing, LoopHeld
+from lsiorm._io.services import ServiceClients
 from lsiorm._io.telemetry import (
     ClientTelemetry,
     Telemetry,
@@ -41,7 +42,9 @@ from lsiorm._io.telemetry import (
     traced_async_pages,
     traced_pages,
 )
+from lsiorm._model.beacons import BeaconKeys, beacon_scope
 from lsiorm._model.entity import Entity
+from lsiorm._model.keyring import Keyring
 from lsiorm._model.schema import Table
 from lsiorm._ops import reads
 from lsiorm._ops.meter import CapacityMeter
@@ -131,6 +134,23 @@ def _facade(method: Any, declared: Callable[..., Any], owner: str) -> Any:
     return method
 
 
+def _services(
+    keyring: Keyring | None,
+    client: Any,
+    region_name: str | None,
+    profile_name: str | None,
+    boto3_session: Any,
+) -> ServiceClients | None:
+    """The KMS and S3 clients of a session with a keyring, in its region (None without)."""
+    if keyring is None:
+        return None
+    if region_name is None and client is not None:
+        region_name = getattr(getattr(client, "meta", None), "region_name", None)
+    return ServiceClients(
+        keyring, region_name=region_name, profile_name=profile_name, factory=boto3_session
+    )
+
+
 def _unit_worker(config: SessionConfig | None) -> Callable[..., Any] | None:
     """What an executor's worker runs per unit of a session with ``config`` (None without one):
     it builds a `Session` like it (the async one's workers too: a unit runs its requests in
@@ -157,34 +177,64 @@ def _driver_parts(
 
 
 class _MeteredSync:
-    """The sync driver, with each operation passed through the session's capacity meter."""
+    """The sync driver, with each operation passed through the session's capacity meter, and
+    run with the session's beacon keys in force (see `lsiorm._model.beacons`)."""
 
-    def __init__(self, driver: SyncDriver, meter: CapacityMeter) -> None:
+    def __init__(self, driver: SyncDriver, meter: CapacityMeter, keys: BeaconKeys | None) -> None:
         self.inner = driver
         self.meter = meter
+        self.keys = keys
 
     def run(self, op: Operation[T]) -> T:
-        return self.inner.run(self.meter.wrap(op))
+        with beacon_scope(self.keys):
+            return self.inner.run(self.meter.wrap(op))
 
     def iterate(self, op: Operation[Any]) -> Iterator[Any]:
-        return self.inner.iterate(self.meter.wrap(op))
+        values = self.inner.iterate(self.meter.wrap(op))
+        return values if self.keys is None else _scoped(self.keys, values)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
 
-class _MeteredAsync:
-    """The async driver, with each operation passed through the session's capacity meter."""
+def _scoped(keys: BeaconKeys, values: Iterator[Any]) -> Iterator[Any]:
+    """``values``, each one computed with ``keys`` in force."""
+    while True:
+        with beacon_scope(keys):
+            try:
+                value = next(values)
+            except StopIteration:
+                return
+        yield value
 
-    def __init__(self, driver: AsyncDriver, meter: CapacityMeter) -> None:
+
+async def _scoped_async(keys: BeaconKeys, values: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """``values``, each one computed with ``keys`` in force."""
+    while True:
+        with beacon_scope(keys):
+            try:
+                value = await values.__anext__()
+            except StopAsyncIteration:
+                return
+        yield value
+
+
+class _MeteredAsync:
+    """The async driver, with each operation passed through the session's capacity meter, and
+    run with the session's beacon keys in force (see `lsiorm._model.beacons`)."""
+
+    def __init__(self, driver: AsyncDriver, meter: CapacityMeter, keys: BeaconKeys | None) -> None:
         self.inner = driver
         self.meter = meter
+        self.keys = keys
 
     async def run(self, op: Operation[T]) -> T:
-        return await self.inner.run(self.meter.wrap(op))
+        with beacon_scope(self.keys):
+            return await self.inner.run(self.meter.wrap(op))
 
     def iterate(self, op: Operation[Any]) -> AsyncIterator[Any]:
-        return self.inner.iterate(self.meter.wrap(op))
+        values = self.inner.iterate(self.meter.wrap(op))
+        return values if self.keys is None else _scoped_async(self.keys, values)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -240,6 +290,7 @@ class Session(SessionCore, Closing):
         cursor_secret: str | bytes | None = None,
         telemetry: bool | Telemetry = True,
         streams_client: Any = None,
+        keyring: Keyring | None = None,
         **client_kwargs: Any,
     ) -> None:
         self._set_up(
@@ -272,8 +323,12 @@ class Session(SessionCore, Closing):
         self._owns_client = True
         #: Where a session `using` built is kept, and under which key (None: not built so).
         self._route_of: tuple[dict[Any, Any], Any] | None = None
-        driver = SyncDriver(*_driver_parts(self, client, fast_json, lean), streams)
-        self.driver = _MeteredSync(driver, self.capacity)
+        #: The KMS and S3 clients of protected fields (None without a keyring).
+        self.services = _services(keyring, client, region_name, profile_name, boto3_session)
+        driver = SyncDriver(
+            *_driver_parts(self, client, fast_json, lean), streams, services=self.services
+        )
+        self.driver = _MeteredSync(driver, self.capacity, self.ctx.protection)
 
     def close(self) -> None:
         """Close the underlying HTTP connections (and those of the sessions `using` built)."""
@@ -287,6 +342,8 @@ class Session(SessionCore, Closing):
         close = getattr(self.client, "close", None)
         if close is not None and self._owns_client:
             close()
+        if self.services is not None:
+            self.services.close()
 
     def run(self, op: Operation[Any]) -> Any:
         """Run any lsiorm operation generator with this session's driver."""
@@ -366,7 +423,8 @@ class Session(SessionCore, Closing):
         twin.config = config
         twin.unit_worker = _unit_worker(config)
         parts = _driver_parts(twin, client, self._build.fast_json, self._build.lean)
-        twin.driver = _MeteredSync(SyncDriver(*parts, streams), self.capacity)
+        driver = SyncDriver(*parts, streams, services=self.services)
+        twin.driver = _MeteredSync(driver, self.capacity, self.ctx.protection)
         return twin
 
     def dual_writes(
@@ -411,6 +469,7 @@ class Session(SessionCore, Closing):
     adopt = blocking(methods.adopt)
     backfill = blocking(methods.backfill)
     relieve_collection = blocking(methods.relieve_collection)
+    collect_orphans = blocking(methods.collect_orphans)
     migrate_table = blocking(methods.migrate_table)
     jobs = blocking(methods.jobs)
     job = blocking(methods.job)
@@ -473,12 +532,16 @@ class AsyncSession(SessionCore):
         cursor_secret: str | bytes | None = None,
         telemetry: bool | Telemetry = True,
         streams_client: Any = None,
+        keyring: Keyring | None = None,
         **client_kwargs: Any,
     ) -> None:
         self._set_up(
             SessionSettings.given(locals()),
             shareable=client is None and aioboto3_session is None and table_names is None,
         )
+        #: The KMS and S3 clients of protected fields (boto3's, used from a worker thread;
+        #: None without a keyring).
+        self.services = _services(keyring, client, region_name, profile_name, None)
         self.unit_worker = _unit_worker(self.config)
         self._streams = streams_client
         self._given_streams = streams_client is not None
@@ -501,8 +564,12 @@ class AsyncSession(SessionCore):
         self.client = client
         self.driver: _MeteredAsync | _OpeningDriver = _OpeningDriver(self)
         if client is not None:
-            driver = AsyncDriver(*_driver_parts(self, client, fast_json, lean), streams_client)
-            self.driver = _MeteredAsync(driver, self.capacity)
+            driver = AsyncDriver(
+                *_driver_parts(self, client, fast_json, lean),
+                streams_client,
+                services=self.services,
+            )
+            self.driver = _MeteredAsync(driver, self.capacity, self.ctx.protection)
 
     async def _open(self) -> AsyncSession:
         """Open the client (`async with` does this; so does the first call)."""
@@ -527,7 +594,8 @@ class AsyncSession(SessionCore):
                 raise clients.client_error(exc) from exc
             await self._held.hold(stack, _forgets_client(weakref.ref(self)))
             parts = _driver_parts(self, self.client, self._fast_json, self._lean)
-            self.driver = _MeteredAsync(AsyncDriver(*parts, self._streams), self.capacity)
+            driver = AsyncDriver(*parts, self._streams, services=self.services)
+            self.driver = _MeteredAsync(driver, self.capacity, self.ctx.protection)
         return self
 
     async def __aenter__(self) -> AsyncSession:
@@ -616,7 +684,8 @@ class AsyncSession(SessionCore):
         twin.driver = _OpeningDriver(twin)
         if client is not None:
             parts = _driver_parts(twin, client, self._fast_json, self._lean)
-            twin.driver = _MeteredAsync(AsyncDriver(*parts, streams_client), self.capacity)
+            driver = AsyncDriver(*parts, streams_client, services=self.services)
+            twin.driver = _MeteredAsync(driver, self.capacity, self.ctx.protection)
         return twin
 
     def _forget_client(self) -> None:
@@ -664,6 +733,7 @@ class AsyncSession(SessionCore):
     adopt = awaiting(methods.adopt)
     backfill = awaiting(methods.backfill)
     relieve_collection = awaiting(methods.relieve_collection)
+    collect_orphans = awaiting(methods.collect_orphans)
     migrate_table = awaiting(methods.migrate_table)
     jobs = awaiting(methods.jobs)
     job = awaiting(methods.job)

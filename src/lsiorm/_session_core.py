@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from lsiorm._io import environment
 from lsiorm._io.telemetry import Telemetry, telemetry_for
+from lsiorm._model.keyring import Keyring
 from lsiorm._model.schema import Table
 from lsiorm._ops.collection_guard import CollectionWatcher
 from lsiorm._ops.meter import CapacityMeter
 from lsiorm._ops.naming import TableNames, prefixed
 from lsiorm._ops.pipeline import Context
+from lsiorm._ops.protection import Protection
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._query.cursor import cursor_key
 
@@ -52,6 +54,7 @@ class SessionSettings:
     cursor_secret: str | bytes | None = None
     telemetry: bool | Telemetry = True
     streams_client: Any = None
+    keyring: Keyring | None = None
 
     @classmethod
     def given(cls, keywords: Mapping[str, Any]) -> SessionSettings:
@@ -86,6 +89,8 @@ class SessionConfig:
     watch_collections: bool = True
     fast_json: bool = True
     lean: bool = True
+    #: The keyring of protected fields (docs/security.md); a worker builds its own caches.
+    keyring: Keyring | None = None
 
     def kwargs(self) -> dict[str, Any]:
         """The keywords of `Session` that build such a session."""
@@ -112,6 +117,10 @@ class SessionCore:
         ``shareable``: built from parameters alone, so a worker can build one like it."""
         if shareable:
             self.config = _portable(settings)
+        #: The keyring protected fields are sealed and opened with (None: none); its data
+        #: keys are cached in ``ctx.protection`` (see docs/security.md).
+        self.keyring = settings.keyring
+        protection = Protection(settings.keyring) if settings.keyring is not None else None
         #: Where spans and metrics go (docs/observability.md); None when off or when
         #: opentelemetry-api is not installed.
         self.telemetry = telemetry_for(settings.telemetry)
@@ -128,6 +137,7 @@ class SessionCore:
             (*watcher, *settings.hooks),
             names,
             cursor_key(settings.cursor_secret),
+            protection=protection,
         )
 
     def table_name(self, table: Table) -> str:

@@ -18,9 +18,8 @@ import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsiorm._conditions import Condition
 from lsiorm._model.drift import DriftReport
@@ -51,6 +50,8 @@ from lsiorm._requests.items import keyed_target
 from lsiorm._requests.transactions import Get, TransactAction
 from lsiorm._requests.update_plan import update_spec
 from lsiorm._session_core import SessionConfig, SessionCore
+from lsiorm._session_jobs import JobKeywords
+from lsiorm._session_jobs import reporting as _reporting
 from lsiorm.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from lsiorm._jobs.backfill import BackfillReport
     from lsiorm._jobs.key_audit import KeyAuditReport
     from lsiorm._jobs.ledger import JobLedger, JobRecord, LedgerLocation
-    from lsiorm._jobs.options import JobOptions
+    from lsiorm._jobs.orphans import OrphanReport
     from lsiorm._jobs.relief import ReliefReport
     from lsiorm._jobs.resumable import JobProgress
     from lsiorm._jobs.units import Unit
@@ -480,6 +481,46 @@ def backfill(
     return deadline.bounded(_reporting(job, progress, "backfill"), timeout)
 
 
+def collect_orphans(
+    session: SessionCore,
+    /,
+    table: Table,
+    *,
+    segments: int = 4,
+    dry_run: bool = False,
+    page_size: int | None = None,
+    write_budget: float | None = None,
+    read_budget: float | None = None,
+    ledger: str | None = None,
+    concurrency: int = 8,
+    lease_seconds: float = 60.0,
+    progress: Callable[[JobProgress], object] | bool | None = None,
+) -> Operation[OrphanReport]:
+    """Delete the S3 objects of the table's offloaded values that no item references.
+
+    A consistent scan (in `segments` units) marks every object an item references; then the
+    objects under the table's prefix in the keyring's bucket are listed, and each one no mark
+    names and older than the keyring's grace period before the scan began is deleted (`dry_run`
+    counts them only). Both runs are resumable from the ledger (the table's reserved partition,
+    or the table named `ledger`) and paced: `read_budget` for the scan, `write_budget` deletes
+    per second. Objects a writer put for an item not yet written are never deleted (see
+    docs/security.md). Needs a session with a keyring that names the bucket.
+    """
+    from lsiorm._jobs import orphans
+
+    options = JobKeywords.given(locals()).options(session, in_memory=dry_run)
+    job = partial(
+        orphans.collect_orphans,
+        session.ctx,
+        table,
+        options,
+        segments=segments,
+        dry_run=dry_run,
+        page_size=page_size,
+    )
+    return _reporting(job, progress, "collect-orphans")
+
+
 def relieve_collection(
     session: SessionCore,
     /,
@@ -707,79 +748,6 @@ def _ledger(session: SessionCore, table: Table, ledger: str | None) -> JobLedger
     from lsiorm._jobs.options import ledger_location
 
     return JobLedger(session.ctx, ledger_location(session.ctx, table, ledger))
-
-
-@dataclass(frozen=True, kw_only=True)
-class JobKeywords:
-    """How a key job runs, as the session methods that start one take it: each keyword's name,
-    type and default, declared once.
-
-    A job method takes the keywords of these that apply to it (a read-only audit has no write
-    budget), written out in its signature for type checkers and IDEs, and a test holds them to
-    this declaration; its body hands them on with `given`, and `options` makes the job's
-    `JobOptions` of them.
-    """
-
-    executor: Executor | None = None
-    ledger: str | None = None
-    write_budget: float | None = None
-    read_budget: float | None = None
-    export: str | None = None
-    concurrency: int = 8
-    lease_seconds: float = 60.0
-    detach: bool = False
-
-    @classmethod
-    def given(cls, keywords: Mapping[str, Any]) -> JobKeywords:
-        """The job keywords among ``keywords`` (a method's arguments, with others beside them)."""
-        return cls(
-            **{f.name: keywords[f.name] for f in dataclasses.fields(cls) if f.name in keywords}
-        )
-
-    def options(self, session: SessionCore, *, in_memory: bool = False) -> JobOptions:
-        """The job's options: these keywords, the session's unit worker, and (``in_memory``) a
-        ledger kept in this process."""
-        from lsiorm._io.exports import open_export
-        from lsiorm._jobs.options import JobOptions
-
-        return JobOptions(
-            ledger=self.ledger,
-            in_memory=in_memory,
-            executor=self.executor,
-            worker=session.unit_worker,
-            write_budget=self.write_budget,
-            read_budget=self.read_budget,
-            export=None if self.export is None else open_export(os.fspath(self.export)),
-            concurrency=self.concurrency,
-            lease_seconds=self.lease_seconds,
-            detach=self.detach,
-        )
-
-
-class _Job(Protocol[T_co]):
-    """A key job with every argument given but where it reports its progress."""
-
-    def __call__(self, *, progress: Callable[[JobProgress], object] | None) -> Operation[T_co]: ...
-
-
-def _reporting(
-    job: _Job[T], progress: Callable[[JobProgress], object] | bool | None, label: str
-) -> Operation[T]:
-    """Start a key job reporting to the caller's callback, or to a progress bar for True."""
-    if progress is not True:
-        return job(progress=progress or None)
-    from lsiorm._io.progress_bar import ProgressBar
-
-    bar = ProgressBar(label)
-    return _closing(job(progress=bar), bar)
-
-
-def _closing(op: Operation[T], bar: Any) -> Operation[T]:
-    """Run `op`; close its progress bar when it ends, however it ends."""
-    try:
-        return (yield from op)
-    finally:
-        bar.close()
 
 
 # -- batches and transactions ---------------------------------------------------------------------

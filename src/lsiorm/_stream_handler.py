@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from lsiorm._model.entity import Entity
 from lsiorm._model.schema import Table
 from lsiorm._model.stream_record import ChangeEvent, change_of, record_key
+from lsiorm._ops.protection import open_stream_record
 from lsiorm._ops.stream_marks import applied_events, check_marks_table, mark_applied
 from lsiorm.errors import LsiormError, MissingDependencyError, ValidationError
 
@@ -244,6 +245,13 @@ class StreamHandler(Generic[E]):
 
     def _change(self, record: Mapping[str, Any]) -> ChangeEvent[E] | None:
         """The record as the function's change, or None when it is not for this function."""
+        session = self._session
+        if session is not None and session.ctx.protection is not None:
+            # Protected fields: the images are opened with the given session's keyring.
+            opening = open_stream_record(
+                session.ctx.retry, session.ctx.protection, self.table, record
+            )
+            record = session.run(opening)
         change: ChangeEvent[Any] = change_of(self.table, record)
         if change.entity_type is None:
             if self.unknown == "skip":

@@ -43,6 +43,7 @@ __all__ = [
     "NumberPrecisionError",
     "OutcomeUnknownError",
     "PartialKeyUpdateError",
+    "ProtectionError",
     "QueryPlanError",
     "ResourceNotFoundError",
     "RetryableError",
@@ -164,6 +165,22 @@ class ConfigurationError(LsiormError):
 
     ``rule`` names what is missing (``"config.no-credentials"``, ``"config.no-region"``, ...);
     botocore's own exception is kept as ``__cause__``.
+    """
+
+    def __init__(self, rule: str, message: str) -> None:
+        self.rule = rule
+        super().__init__(f"{message} [rule: {rule}]")
+
+
+class ProtectionError(LsiormError):
+    """A protected value could not be sealed or opened (see docs/security.md).
+
+    ``rule`` says why: ``protect.integrity`` for a stored value that was changed, cut short or
+    copied from another item, attribute or table (it fails to authenticate and is never
+    returned as data), ``protect.mode`` for what the keyring's mode forbids (a decrypt-only
+    keyring writing an encrypted field), ``offload.missing`` for a reference whose S3 object
+    is gone, ``protect.kms`` and ``offload.s3`` for a refusal by KMS or S3 (the service's
+    error is ``__cause__``). The message never holds a protected value.
     """
 
     def __init__(self, rule: str, message: str) -> None:

@@ -38,6 +38,10 @@ lose the answer of chosen requests, and a record of every request sent)::
         save_note(lsiorm_session, "hello")
         assert lsiorm_faults.count("PutItem") == 3
 
+For protected fields (docs/security.md), ``lsiorm_keyring`` is a
+[`Keyring`][lsiorm.Keyring] on moto's KMS and S3 (a new key and bucket per test), and
+``lsiorm_protected_session`` is ``lsiorm_session`` with it.
+
 ``lsiorm_collection_session`` is a session whose requests go through an
 ``ItemCollectionProxy`` (``lsiorm_collection_proxy``):
 AWS's item-collection metrics and size limit, with a gigabyte scaled down to
@@ -77,9 +81,11 @@ from lsiorm.testing import (
     created_tables,
     default_engine,
     local_credentials,
+    local_keyring,
 )
 
 if TYPE_CHECKING:
+    from lsiorm._model.keyring import Keyring
     from lsiorm._model.schema import Table
     from lsiorm._session import AsyncSession, Session
 
@@ -93,6 +99,8 @@ __all__ = [
     "lsiorm_endpoints",
     "lsiorm_engine",
     "lsiorm_faults",
+    "lsiorm_keyring",
+    "lsiorm_protected_session",
     "lsiorm_session",
     "lsiorm_table_prefix",
     "lsiorm_tables",
@@ -257,6 +265,25 @@ def lsiorm_session(_lsiorm_live_tables: dict[str, Any]) -> Iterator[Session]:
     from lsiorm._session import Session
 
     with Session(**_lsiorm_live_tables) as session:
+        yield session
+
+
+@pytest.fixture
+def lsiorm_keyring(lsiorm_endpoints: Callable[[str], str]) -> Keyring:
+    """A [`Keyring`][lsiorm.Keyring] on moto's KMS and S3 (the moto server, whatever engine
+    holds the tables): a new KMS key, a new bucket and a random beacon key for each test."""
+    return local_keyring(lsiorm_endpoints("moto"))
+
+
+@pytest.fixture
+def lsiorm_protected_session(
+    _lsiorm_live_tables: dict[str, Any], lsiorm_keyring: Keyring
+) -> Iterator[Session]:
+    """`lsiorm_session` with `lsiorm_keyring`: a session that seals and opens protected
+    fields (docs/security.md)."""
+    from lsiorm._session import Session
+
+    with Session(**_lsiorm_live_tables, keyring=lsiorm_keyring) as session:
         yield session
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 import uuid
+from typing import Any
 
 import pytest
 
 from lsiorm._cli import EXIT_FOUND, EXIT_OK, EXIT_SERVICE, EXIT_USAGE
-from support.cli import run
+from support.cli import app_module, run
 
 
 def test_create_table_then_check(app: str, endpoint_url: str) -> None:
@@ -180,3 +181,40 @@ def test_get_and_query_read_items(explain_app: str, endpoint_url: str) -> None:
     finally:
         assert run("delete-table", f"{explain_app}:threads", "--yes", *url)[0] == EXIT_OK
         assert table.name == "ExplainThreads"
+
+
+SIZED_APP = """
+from typing import Annotated
+
+from pydantic import Field
+
+from lsiorm import Entity, Offloaded, Table
+
+docs = Table("{name}", "PK", "SK")
+
+
+class Report(Entity, table=docs, keys={{"PK": "R#{{rid}}", "SK": "R"}}):
+    rid: Annotated[str, Field(max_length=20)]
+    body: Annotated[str, Field(max_length=90_000)]  # up to 360 KB of UTF-8
+
+
+class Scan(Entity, table=docs, keys={{"PK": "S#{{sid}}", "SK": "S"}}):
+    sid: str
+    image: Annotated[bytes, Offloaded(threshold=30_000)]  # any size: a large one goes to S3
+"""
+
+
+def test_check_warns_of_an_entity_whose_items_can_near_400_kb(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, endpoint_url: str
+) -> None:
+    source = SIZED_APP.format(name=f"cli_{uuid.uuid4().hex[:10]}")
+    for module in app_module(tmp_path, monkeypatch, source, "sized_app"):
+        url = ("--endpoint-url", endpoint_url)
+        assert run("create-table", f"{module}:docs", *url)[0] == EXIT_OK
+        code, out = run("check", f"{module}:docs", *url)
+        assert code == EXIT_OK  # a warning, not drift
+        warnings = [line for line in out.splitlines() if line.startswith("warning: ")]
+        assert len(warnings) == 1, out
+        assert "Report items can take up to" in warnings[0]
+        assert "Scan" not in out
+        assert run("delete-table", f"{module}:docs", "--yes", *url)[0] == EXIT_OK

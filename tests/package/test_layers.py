@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("lsiorm._jobs",),
     ("lsiorm._migration",),
     ("lsiorm._io",),
-    ("lsiorm._session_core", "lsiorm._session_methods"),
+    ("lsiorm._session_core", "lsiorm._session_jobs", "lsiorm._session_methods"),
     ("lsiorm._session", "lsiorm._stream_handler", "lsiorm.testing", "lsiorm.pytest_plugin"),
     ("lsiorm._cli", "lsiorm._cli_text", "lsiorm._compat", "lsiorm"),
 ]

@@ -57,6 +57,7 @@ TESTING_NAMES = {
     "example_endpoint",
     "free_port",
     "local_credentials",
+    "local_keyring",
     "table_fixture",
 }
 

@@ -148,15 +148,30 @@ def _required_streams(build: Callable[[], Any] | None) -> Any:
 class _Driver(ABC):
     """What both drivers hold, and which client (and lane) a request goes to."""
 
-    def __init__(self, client: Any, lane: Any, telemetry: ClientTelemetry | None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        lane: Any,
+        telemetry: ClientTelemetry | None,
+        services: Callable[[str], Any] | None = None,
+    ) -> None:
         self.client = client
         #: The lean request lane (lsiorm._io.lean), tried first; None sends all via botocore.
         self.lane = lane
         #: The session's spans and metrics of each request; None when off.
         self.telemetry = telemetry
+        #: The clients of other services by name (KMS and S3 for protected fields), or None.
+        self.services = services
 
     def _target(self, call: Call) -> tuple[Any, Any]:
         """The client to send ``call`` with, and the lean lane to try first (or None)."""
+        if call.service != "dynamodb":
+            if self.services is None:
+                raise ConfigurationError(
+                    "config.no-service-client",
+                    f"This session has no {call.service} client; give it a keyring.",
+                )
+            return self.services(call.service), None
         if call.operation not in STREAM_OPERATIONS:
             return self.client, self.lane if call.built else None
         return self._streams_client(), None
@@ -164,6 +179,40 @@ class _Driver(ABC):
     @abstractmethod
     def _streams_client(self) -> Any:
         """The session's DynamoDB Streams client (built when first needed by the sync driver)."""
+
+
+def _send_sync(client: Any, lane: Any, call: Call) -> dict[str, Any]:
+    """Send one request with a botocore client (or its lean lane); type any failure."""
+    method = getattr(client, xform_name(call.operation))
+    try:
+        plan = interception.plan_for(call, client) if interception.active else None
+        params = call.params if plan is None else plan.before()
+        response: dict[str, Any] = {}  # what a request a plan answers itself gets
+        if params is not None:
+            sent = lane.send(call.operation, params) if lane is not None else None
+            response = sent if sent is not None else method(**params)
+            if call.service != "dynamodb":
+                response = _read_body(response)
+        if plan is not None:
+            response = plan.after(response)
+    except (ClientError, BotoCoreError) as exc:  # the transport's errors are botocore's
+        raise _typed(exc, call, _TRANSPORT) from exc
+    return response
+
+
+def _read_body(response: dict[str, Any]) -> dict[str, Any]:
+    """An S3 answer with its streamed body read, so that operations get bytes, not a stream."""
+    body = response.get("Body")
+    read = getattr(body, "read", None)
+    if read is None:
+        return response
+    try:
+        data = read()
+    finally:
+        close = getattr(body, "close", None)
+        if close is not None:
+            close()
+    return {**response, "Body": data}
 
 
 class SyncDriver(_Driver):
@@ -175,8 +224,9 @@ class SyncDriver(_Driver):
         lane: Any = None,
         telemetry: ClientTelemetry | None = None,
         streams: Callable[[], Any] | None = None,
+        services: Callable[[str], Any] | None = None,
     ) -> None:
-        super().__init__(client, lane, telemetry)
+        super().__init__(client, lane, telemetry, services)
         #: Builds the DynamoDB Streams client on first use; None when this session has none.
         self.streams = streams
         self._streams: Any = None
@@ -198,6 +248,8 @@ class SyncDriver(_Driver):
 
     def _send(self, call: Call) -> dict[str, Any]:
         client, lane = self._target(call)
+        if call.service != "dynamodb":
+            return _send_sync(client, None, call)
         method = getattr(client, xform_name(call.operation))
         left = _left(call)
         try:
@@ -275,8 +327,9 @@ class AsyncDriver(_Driver):
         lane: Any = None,
         telemetry: ClientTelemetry | None = None,
         streams: Any = None,
+        services: Callable[[str], Any] | None = None,
     ) -> None:
-        super().__init__(client, lane, telemetry)
+        super().__init__(client, lane, telemetry, services)
         #: The entered DynamoDB Streams client; None when this session has none.
         self.streams = streams
 
@@ -324,6 +377,12 @@ class AsyncDriver(_Driver):
 
     async def _send(self, call: Call) -> dict[str, Any]:
         client, lane = self._target(call)
+        if call.service != "dynamodb":
+            # KMS and S3 go through botocore clients in a worker thread: their calls are few
+            # (data keys are cached) and the event loop keeps running meanwhile.
+            import asyncio
+
+            return await asyncio.to_thread(_send_sync, client, None, call)
         method = getattr(client, xform_name(call.operation))
         try:
             plan = interception.plan_for(call, client) if interception.active else None

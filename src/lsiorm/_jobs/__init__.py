@@ -16,7 +16,8 @@ A job passes through these modules in this order:
   from its declaration in another process.
 - The jobs: ``key_audit`` (are stored keys current?), ``backfill`` (rewrite stale keys),
   ``relief`` (move a collection's items), ``adoption`` (sort a table another tool wrote
-  against the declarations); ``write_tally`` is what a writing job keeps of a page.
+  against the declarations), ``orphans`` (delete the S3 objects of offloaded values no item
+  references); ``write_tally`` is what a writing job keeps of a page.
 
 Imports point down: the jobs import the engine, the engine the ledger and units, and the whole
 package imports only ``lsiorm._ops`` and the pure layers below it, never ``lsiorm._migration``

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lsiorm._jobs.budget import RateBudget
@@ -47,10 +47,11 @@ from lsiorm._jobs.write_tally import (
 from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
-from lsiorm._model.key_check import ItemKeyCheck, check_item_keys
+from lsiorm._model.key_check import ItemKeyCheck, KeyProblem, check_item_keys
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, from_wire, same_item
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.protection import unsealed_attributes
 from lsiorm._ops.rekeying import move_request, moved_item
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.unchanged import delete_unchanged, give_attributes, withdraw_copy
@@ -398,6 +399,7 @@ class BackfillKind(TallyingKind):
             if check is None:
                 part.add("other")
                 return False
+            check = _with_unsealed(self.ctx, table, current, check)
             if check.current:
                 # Rewritten by this run before a resume (or an answer lost): its intent said
                 # it would become exactly this.
@@ -459,6 +461,18 @@ class BackfillKind(TallyingKind):
                     return True
         self._fail(part, self._key(item), f"changed on each of {self.max_attempts} attempts")
         return False
+
+
+def _with_unsealed(ctx: Context, table: Table, item: WireItem, check: ItemKeyCheck) -> ItemKeyCheck:
+    """The check, with the protected attributes stored plain as stale too: rewriting them
+    through a session with a keyring seals them (see docs/security.md). Their values are not
+    kept in the check's problems, which reports show."""
+    unsealed = unsealed_attributes(ctx.protection, table, item)
+    if not unsealed:
+        return check
+    problems = tuple(KeyProblem(attr, "stale", None, None) for attr in unsealed)
+    expected = {**check.expected, **{attr: item[attr] for attr in unsealed}}
+    return replace(check, problems=check.problems + problems, expected=expected)
 
 
 def _key_names(table: Table) -> tuple[str, ...]:

@@ -48,10 +48,12 @@ from lsiorm._jobs.write_tally import (
 )
 from lsiorm._model.capacity import ReadEstimate, WriteEstimate, estimate_write
 from lsiorm._model.entity import Entity, decode_stored
+from lsiorm._model.protection import table_protection
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, same_item
 from lsiorm._ops.audit import audit_collection, collection_size, measure_collection
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.protection import as_stored
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.unchanged import Removal, delete_unchanged, give_attributes, withdraw_copy
 from lsiorm._requests.reads import consistent_get
@@ -364,8 +366,16 @@ class ReliefKind(TallyingKind):
             yield from self.move_page(part, list(part.page))
             part.page.clear()
 
+    def copy_of(self, item: WireItem) -> WireItem:
+        """What the destination table holds of ``item``: a protected value it does not protect
+        itself stays sealed as the original was (never plaintext)."""
+        assert self.relief.to_table is not None
+        return as_stored(item, keep=table_protection(self.relief.to_table))
+
     def copy_to_table(self, item: WireItem, previous: WireItem | None) -> Operation[None]:
         assert self.relief.to_table is not None
+        item = self.copy_of(item)
+        previous = None if previous is None else self.copy_of(previous)
         # create-only, or an identical copy from an earlier run; else our own older copy only
         params = copy_put(self.relief.to_table, item, previous)
         yield from call(self.ctx, "PutItem", params, (self.relief.to_table,))
@@ -377,14 +387,16 @@ class ReliefKind(TallyingKind):
             params = consistent_get(self.relief.to_table.name, key_of(self.table, item))
             response = yield from call(self.ctx, "GetItem", params, (self.relief.to_table,))
             copy = response.get("Item")
-            found.append(copy is not None and same_item(copy, item))
+            found.append(copy is not None and same_item(copy, self.copy_of(item)))
         return found
 
     def write_file(self, items: list[WireItem]) -> list[bool]:
         assert self.relief.to_file is not None
+        # A file holds items as the table does: protected values sealed, never plaintext.
+        stored = [as_stored(i) for i in items]
         fresh = [
             i
-            for i in items
+            for i in stored
             if not _same_copy(self.in_file.get(_key_text(key_of(self.table, i))), i)
         ]
         if fresh:
@@ -392,7 +404,7 @@ class ReliefKind(TallyingKind):
         # Verify: read the file back, the last line of each key wins.
         back = {_key_text(key_of(self.table, i)): i for i in self.relief.to_file.read()}
         self.in_file.update(back)
-        return [same_item(back.get(_key_text(key_of(self.table, i)), {}), i) for i in items]
+        return [same_item(back.get(_key_text(key_of(self.table, i)), {}), i) for i in stored]
 
     def delete_original(self, item: WireItem) -> Operation[Removal]:
         units = estimate_write(self.table, item, None).total
@@ -406,12 +418,12 @@ class ReliefKind(TallyingKind):
         """Give the copy of ``item`` the attributes a writer added to the original between
         its read and its delete (a file gets the whole item again: its last line wins)."""
         if self.relief.to_table is not None:
-            yield from give_attributes(
-                self.ctx, self.relief.to_table, key_of(self.table, item), item, added
-            )
+            key = key_of(self.table, item)
+            copy, more = self.copy_of(item), self.copy_of(added)
+            yield from give_attributes(self.ctx, self.relief.to_table, key, copy, more)
             return
         assert self.relief.to_file is not None
-        whole = {**item, **added}
+        whole = as_stored({**item, **added})
         self.relief.to_file.append([whole])
         self.in_file[_key_text(key_of(self.table, item))] = whole
 

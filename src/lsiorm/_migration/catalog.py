@@ -74,7 +74,8 @@ def catch_up_unit(
     def kind_for(unit_ctx: Context, budget: RateBudget) -> JobKind[Any]:
         return ShardKind(unit_ctx, destination, cutoff=cutoff, concurrency=concurrency)
 
-    return kind_for, shard_pages(str(declaration.get("stream") or state.stream_arn))
+    stream = str(declaration.get("stream") or state.stream_arn)
+    return kind_for, shard_pages(stream, tables=(worker_source(state.worker),))
 
 
 #: The runs of a table migration that a worker elsewhere may run units of, by kind.

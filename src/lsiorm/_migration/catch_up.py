@@ -128,6 +128,7 @@ def shard_pages(
     clock: Callable[[], float] = time.time,
     pass_seconds: float = PASS_SECONDS,
     limit: int = PAGE_LIMIT,
+    tables: tuple[Table, ...] = (),
 ) -> PageSource:
     """The pages of shard units of the stream ``stream_arn``: one GetRecords answer each.
 
@@ -136,7 +137,8 @@ def shard_pages(
     kept here, so a unit reads on without asking for a new one; a unit that resumes elsewhere
     asks for one after its position. A closed shard read to its end is DONE; an open one
     pauses when a page is empty, when its last record was written after this source began
-    (the pass began), or after ``pass_seconds`` of reading.
+    (the pass began), or after ``pass_seconds`` of reading. ``tables`` names the source, whose
+    protected values the session opens in the records.
     """
     started = clock()
     iterators: dict[tuple[str, Position], str] = {}
@@ -152,9 +154,8 @@ def shard_pages(
                 if iterator is None:  # the stream no longer holds the shard: nothing to read
                     return PageRead((), DONE, 0)
             try:
-                answer = yield from call(
-                    ctx, "GetRecords", {"ShardIterator": iterator, "Limit": limit}
-                )
+                params = {"ShardIterator": iterator, "Limit": limit}
+                answer = yield from call(ctx, "GetRecords", params, tables)
             except DynamoError as exc:
                 if exc.code == "ExpiredIteratorException":
                     iterator = None  # 15 minutes old: a new one after the position
@@ -427,7 +428,13 @@ def catch_up(m: Migration) -> Operation[Pass]:
     def kind_for(unit_ctx: Context, budget: RateBudget) -> JobKind[Any]:
         return ShardKind(unit_ctx, m.table, cutoff=cutoff, concurrency=m.options.concurrency)
 
-    run = JobRun(declaration, (), kind_for, shard_pages(m.state.stream_arn), m.options.rate())
+    run = JobRun(
+        declaration,
+        (),
+        kind_for,
+        shard_pages(m.state.stream_arn, tables=(m.source,)),
+        m.options.rate(),
+    )
     after, _ = yield from m.options.run(m.ctx, ledger, run, None, once=True)
     # Between passes no worker reads the stream: the run shows as paused, and the next pass
     # resumes it.

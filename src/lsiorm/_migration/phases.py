@@ -75,6 +75,7 @@ from lsiorm._migration.stream_replay import describe_shards
 from lsiorm._migration.table_copy import CopyKind
 from lsiorm._migration.verify import EXAMPLES, keep_verify, verify, verify_touched
 from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.protection import protect_like
 from lsiorm._model.schema import KeyAttribute, Table
 from lsiorm._ops import tables
 from lsiorm._ops.pipeline import Context, call
@@ -182,6 +183,7 @@ def open_migration(
         live_source=ctx.live_name(source_decl),
     )
     src = source_table(source, described)
+    protect_like(src, table)  # the source's protected values are the declaration's
     if ctx.live_name(src) == ctx.live_name(table):
         raise ValidationError(
             "migrate.same-table", "The source and the destination are the same table."

@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
@@ -275,6 +276,7 @@ def read_shard(
     *,
     closed: bool = False,
     limit: int = PAGE_LIMIT,
+    tables: tuple[Table, ...] = (),
 ) -> Operation[bool]:
     """Read ``shard`` after sequence number ``after`` (None: from TRIM_HORIZON), handing each
     page to ``on_page`` until a page is empty (caught up; a ``closed`` shard is read on to its
@@ -287,7 +289,9 @@ def read_shard(
     iterator = yield from shard_iterator(ctx, stream_arn, shard, position)
     while iterator is not None:
         try:
-            answer = yield from call(ctx, "GetRecords", {"ShardIterator": iterator, "Limit": limit})
+            params = {"ShardIterator": iterator, "Limit": limit}
+            # ``tables``: the source, whose protected values the session opens.
+            answer = yield from call(ctx, "GetRecords", params, tables)
         except DynamoError as exc:
             if exc.code != "ExpiredIteratorException":
                 raise

@@ -315,7 +315,13 @@ def _stream_pages(
     _, shards = yield from describe_shards(m.ctx, m.state.stream_arn)
     for shard in shard_order(shards):
         yield from read_shard(
-            m.ctx, m.state.stream_arn, shard.id, since.get(shard.id), on_page, closed=shard.closed
+            m.ctx,
+            m.state.stream_arn,
+            shard.id,
+            since.get(shard.id),
+            on_page,
+            closed=shard.closed,
+            tables=(m.source,),
         )
 
 

@@ -14,6 +14,7 @@ from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import instance_meta, meta_of
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.item_encoding import stamped, wire_item
+from lsiorm._model.item_size import sizing_beacons, stored_item
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, item_from_wire, item_size
 from lsiorm.errors import ValidationError
@@ -225,6 +226,7 @@ def estimate_write(
     """
     if old_item is None and new_item is None:
         return WriteEstimate(table.name, 2.0 if batched else 1.0)
+    old_item, new_item = _as_stored(old_item), _as_stored(new_item)
     old_size = item_size(old_item) if old_item is not None else 0
     new_size = item_size(new_item) if new_item is not None else 0
     factor = 2 if transactional else 1
@@ -237,6 +239,14 @@ def estimate_write(
     return WriteEstimate(
         table.name, float(write_units(max(old_size, new_size)) * factor), per_index
     )
+
+
+def _as_stored(item: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """An item read through a session with a keyring, with each opened protected value as it
+    is stored (its envelope, which it remembers): what DynamoDB counts."""
+    if item is None or not any(hasattr(v, "stored") for v in item.values()):
+        return item
+    return {k: getattr(v, "stored", v) for k, v in item.items()}
 
 
 def estimate_condition_check(table: Table, item: Mapping[str, Any] | None) -> WriteEstimate:
@@ -511,10 +521,14 @@ def dry_run_put(
             "when no item has this key.",
             table=meta.table.name,
         )
-    return estimate_write(meta.table, _wire_of(old), wire_item(stored), transactional=transactional)
+    with sizing_beacons():
+        new = stored_item(meta.table, wire_item(stored))  # protected values as stored
+    return estimate_write(meta.table, _wire_of(old), new, transactional=transactional)
 
 
 def dry_run_delete(entity: Entity, *, transactional: bool = False) -> WriteEstimate:
     """Return the write units a delete of the stored ``entity`` would consume."""
     table = instance_meta(entity).table
-    return estimate_write(table, wire_item(entity), None, transactional=transactional)
+    with sizing_beacons():
+        old = stored_item(table, wire_item(entity))
+    return estimate_write(table, old, None, transactional=transactional)

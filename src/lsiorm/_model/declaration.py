@@ -10,6 +10,7 @@ from enum import Enum
 from typing import Any, Final
 from uuid import UUID
 
+from lsiorm._model.beacons import BeaconCodec
 from lsiorm._model.encoding import codec_for
 from lsiorm._model.entity_meta import EntityMeta, EntityModel, meta_of
 from lsiorm._model.field_types import (
@@ -28,6 +29,7 @@ from lsiorm._model.multikey import (
     stored_key_codecs,
     stored_key_fields,
 )
+from lsiorm._model.protection import check_protected_declaration, field_protection
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import shard_fields
 from lsiorm._model.template import FieldSlot, KeyTemplate, Segment, parse_template
@@ -151,6 +153,10 @@ def bind(
     _check_overlaps(meta)
     _check_coded_keys(meta)
     check_shared_multi_key(meta)
+    meta.protected = check_protected_declaration(meta)
+    for name, spec in meta.protected.items():
+        if spec.encrypted:
+            fields[name].repr = False  # an entity's repr never shows the plaintext
     table.entities[type_name] = cls
     return meta
 
@@ -264,6 +270,12 @@ def timestamp_field(meta: EntityMeta[EntityModel], option: str, name: str | None
     if name == meta.version_field:
         raise DeclarationError(
             "entity.timestamp-field", f"{cls_name}.{name} is the version field; pick another."
+        )
+    if name in meta.protected:
+        raise DeclarationError(
+            "protect.special-field",
+            f"{cls_name}.{name} is {meta.protected[name].describe()}; lsiorm sets it "
+            f"({option}=), so it cannot be protected.",
         )
     return name
 
@@ -383,6 +395,10 @@ def bind_template(
             continue
         nxt = segments[i + 1] if i + 1 < len(segments) else None
         info = fields[seg.field]
+        beacon = _beacon_codec(cls, seg)
+        if beacon is not None:
+            segments[i] = FieldSlot(seg.field, seg.spec, beacon)
+            continue
         codec = codec_for(
             info.annotation,
             spec=seg.spec,
@@ -402,6 +418,22 @@ def bind_template(
             )
         segments[i] = FieldSlot(seg.field, seg.spec, codec)
     return KeyTemplate(attr, attr_type, source, _absorb_terminators(segments))
+
+
+def _beacon_codec(cls: type[EntityModel], slot: FieldSlot) -> BeaconCodec | None:
+    """The codec of an encrypted field with a beacon (None for any other field)."""
+    info = cls.model_fields[slot.field]
+    attribute = info.serialization_alias or info.alias or slot.field
+    spec = field_protection(attribute, info.annotation, info.metadata)
+    if spec is None or not spec.encrypted or spec.beacon_bits is None:
+        return None
+    if slot.spec:
+        raise DeclarationError(
+            "template.format-spec",
+            f"{cls.__name__}.{slot.field} is encrypted: its key holds a beacon, which takes "
+            f"no format spec (got {slot.spec!r}).",
+        )
+    return BeaconCodec(attribute, spec.beacon_bits, field_name=f"{cls.__name__}.{slot.field}")
 
 
 def _absorb_terminators(segments: list[Segment]) -> tuple[Segment, ...]:

@@ -26,6 +26,7 @@ from lsiorm.errors import IndexKeyTypeError, KeyEncodingError, ValidationError
 
 if TYPE_CHECKING:
     from lsiorm._model.codec import KeyCodec
+    from lsiorm._model.field_protection import FieldProtection
     from lsiorm._model.schema import Table
     from lsiorm._model.template import KeyTemplate
 
@@ -83,6 +84,9 @@ class EntityMeta(Generic[M_co]):
     #: only in the keys): a condition that must be checked on the attribute is refused. These
     #: are the key fields declared ``Field(exclude=True)``; reads parse them from the keys.
     key_only_fields: frozenset[str] = frozenset()
+    #: Field name -> how its values are stored (encrypted, compressed, offloaded), set by
+    #: binding; empty for an entity with no protected field.
+    protected: dict[str, FieldProtection] = field(default_factory=dict)
     #: Fields stored as a multi-attribute index's string key attribute that are not text (a
     #: date, datetime or UUID), with the codec of the text they are stored as; set by binding.
     stored_codecs: dict[str, KeyCodec] = field(default_factory=dict)

@@ -140,7 +140,7 @@ def generate_encoder(
     key.missing-field), before anything is built.
     """
     meta = writer.meta
-    if writer.fields is None or writer.text_keys is None or writer.collide:
+    if writer.fields is None or writer.text_keys is None or writer.collide or meta.protected:
         return None
     annotations = {name: info.annotation for name, info in meta.cls.model_fields.items()}
     namespace: dict[str, Any] = {

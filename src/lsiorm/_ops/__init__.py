@@ -18,6 +18,9 @@ An operation passes through these modules in this order:
 - The guard: ``collection_guard`` watches item-collection sizes, ``audit`` reads them from the
   table; ``reserved`` names the partition the jobs' ledger lives in, which every reader of a
   whole table leaves out.
+- Protected fields: ``request_sealing`` seals what a request writes and ``protection`` opens
+  what a response holds (encryption with KMS data keys, S3 objects), inside ``pipeline``;
+  ``data_keys`` is a session's cache of data keys.
 
 Imports point down: operations import the pipeline, the pipeline the steps, and the package
 imports only the pure layers (``_model``, ``_conditions``, ``_requests``, ``_query``), whose

@@ -16,6 +16,8 @@ from typing import Any, Protocol, TypeVar
 from lsiorm._model.schema import Table, renamed_table
 from lsiorm._ops.hooks import HookRequest, apply_after, apply_before, apply_error
 from lsiorm._ops.naming import NameResolver, from_wire, to_wire
+from lsiorm._ops.protection import Protection, open_response
+from lsiorm._ops.request_sealing import seal_request
 from lsiorm._ops.retry import RetryPolicy, is_retryable, run_with_retries
 from lsiorm._ops.steps import Call, Operation
 from lsiorm._query.cursor import cursor_key
@@ -73,6 +75,8 @@ class Context:
     table_name: NameResolver | None = None
     cursor_key: bytes = field(default_factory=cursor_key, repr=False)
     route: Route | None = None
+    #: The session's keyring at work (None: no protected field is sealed or opened).
+    protection: Protection | None = None
 
     def with_hooks(self, hooks: Sequence[object]) -> Context:
         """Return a context with these hooks in place of the current ones."""
@@ -105,6 +109,11 @@ def send_once(
         unrouted = replace(ctx, route=None)
         sent = RoutedRequest(unrouted, operation, params, tables, on_error, built, effect)
         return (yield from ctx.route(sent))
+    protection = ctx.protection
+    if protection is not None:
+        params = yield from seal_request(
+            ctx.retry, protection, operation, params, tables, ctx.table_name
+        )
     check_request(operation, params)
     request = HookRequest(operation, dict(params), tables)
     apply_before(ctx.hooks, request)
@@ -122,6 +131,10 @@ def send_once(
             on_error(exc)
         raise
     response = from_wire(operation, response, names)
+    if protection is not None:
+        response = yield from open_response(
+            ctx.retry, protection, operation, params, response, tables
+        )
     apply_after(ctx.hooks, request, response)
     return response
 

@@ -332,8 +332,9 @@ def count(ctx: Context, source: Query[Any] | Scan[Any]) -> Operation[int]:
     plan = _plan_of(source, count=True)
     if plan.empty is not None or not plan.requests:
         return 0
-    if builtins.any(r.forms for r in plan.requests):
-        # Rows are kept by the form of their keys, which Select=COUNT cannot tell: read them.
+    if builtins.any(r.forms for r in plan.requests) or plan.decrypted_checks:
+        # Rows are kept by the form of their keys, or by their decrypted values (a beacon),
+        # which Select=COUNT cannot tell: read them.
         every = replace(source, max_items=None)
         found: list[Any] = []
         yield from _pages(ctx, _plan_of(every), lambda p: found.extend(p.items))
@@ -366,7 +367,7 @@ def _decode_rows(
     out = []
     for stream, row in rows:
         entity = decode(plan, row.item, stream.request.entities)
-        if entity is not None:
+        if entity is not None and (not plan.decrypted_checks or plan.kept(entity)):
             out.append(entity)
     return out
 
@@ -402,7 +403,7 @@ def _hydrate(
         if base is None:
             continue
         entity = decode(full, base, stream.request.entities)
-        if entity is not None:
+        if entity is not None and (not plan.decrypted_checks or plan.kept(entity)):
             out.append(entity)
     if reads.left:
         raise BatchGetIncompleteError(

@@ -110,7 +110,8 @@ class RetryNote:
 
 @dataclass(frozen=True)
 class Call:
-    """One DynamoDB API request, e.g. ``Call("PutItem", {...})``."""
+    """One DynamoDB API request, e.g. ``Call("PutItem", {...})``; with ``service`` (``"kms"``,
+    ``"s3"``), a request to that service (the keys and objects of protected fields)."""
 
     operation: str
     params: dict[str, Any]
@@ -120,6 +121,8 @@ class Call:
     built: bool = field(default=True, compare=False)
     #: Set when the request is a retry of an earlier attempt (see `RetryNote`).
     retry: RetryNote | None = field(default=None, compare=False)
+    #: The AWS service the request goes to: DynamoDB, or KMS and S3 for protected fields.
+    service: str = "dynamodb"
     #: When the call it belongs to must be done (``time.monotonic()`` seconds), if it has a
     #: ``timeout=``: a driver stops waiting for the answer then (`lsiorm._ops.deadline`).
     deadline: float | None = field(default=None, compare=False)

@@ -242,6 +242,9 @@ class PlannedRequests:
     residual_filters: tuple[str, ...] = ()
     #: Key conditions on plain key text also checked on the fields' stored attributes.
     plain_checks: tuple[str, ...] = ()
+    #: Equalities on encrypted fields found by their beacon: (entity, field, value), checked
+    #: on each decrypted candidate, which is dropped unless equal.
+    decrypted_checks: tuple[tuple[type[Entity], str, Any], ...] = field(default=(), repr=False)
     #: Open ends of two-bound ranges on Number/Binary sort keys, closed at the next key value.
     closed_ends: tuple[str, ...] = ()
     #: How the entity types were joined into requests or kept apart, and why.
@@ -441,6 +444,18 @@ class QueryPlan:
     def plain_checks(self) -> tuple[str, ...]:
         """Key conditions on plain key text also checked on the fields' stored attributes."""
         return self.planned.plain_checks
+
+    @property
+    def decrypted_checks(self) -> tuple[tuple[type[Entity], str, Any], ...]:
+        """Equalities on encrypted fields read by their beacon, checked after decryption."""
+        return self.planned.decrypted_checks
+
+    def kept(self, entity: Entity) -> bool:
+        """Whether a decoded result passes every check made after decryption."""
+        for cls, name, value in self.planned.decrypted_checks:
+            if type(entity) is cls and getattr(entity, name, value) != value:
+                return False
+        return True
 
     @property
     def collection(self) -> tuple[str, ...]:

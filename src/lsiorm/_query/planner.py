@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import cast
+from typing import Any, cast
 
 from lsiorm._conditions import (
     And,
@@ -26,6 +26,7 @@ from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.multikey import is_multi_key
+from lsiorm._model.protection import check_where_field
 from lsiorm._model.schema import Table
 from lsiorm._query.collection import Group, Unit, foreign_types, interval_of, plan_collections
 from lsiorm._query.compile import (
@@ -75,6 +76,7 @@ def _check_conditions(
     for meta in metas:
         for name, ops in conds.items():
             meta.check_field(name)
+            check_where_field(meta, name, ops)
             if name not in meta.key_fields:
                 raise QueryPlanError(
                     "query.where-non-key",
@@ -91,6 +93,31 @@ def _check_conditions(
                         f"where() takes =, <, <=, >, >=, between and begins_with; put "
                         f"{op!r} on {name} in filter().",
                     )
+
+
+def _plain_checks(fits: Sequence[IndexFit]) -> tuple[str, ...]:
+    """The key conditions also checked on stored attributes, or on decrypted values (a
+    beacon's, whose value is not shown)."""
+    return tuple(
+        dict.fromkeys(
+            f"{n} = ... (by its beacon; each candidate is decrypted and compared)"
+            if n in fit.meta.protected
+            else describe_ops(n, ops)
+            for fit in fits
+            for n, ops in fit.checked.items()
+        )
+    )
+
+
+def _decrypted_checks(fits: Sequence[IndexFit]) -> tuple[tuple[type[Entity], str, Any], ...]:
+    """The equalities on encrypted fields read by their beacon: (entity, field, value)."""
+    return tuple(
+        (fit.meta.cls, n, fit.meta.validate_field(n, cast("Compare", op).value))
+        for fit in fits
+        for n, ops in fit.checked.items()
+        if n in fit.meta.protected
+        for op in ops
+    )
 
 
 @dataclass(frozen=True)
@@ -202,11 +229,8 @@ class _Requests:
                         describe_ops(n, ops) for fit in best.fits for n, ops in fit.residual.items()
                     )
                 ),
-                plain_checks=tuple(
-                    dict.fromkeys(
-                        describe_ops(n, ops) for fit in best.fits for n, ops in fit.checked.items()
-                    )
-                ),
+                plain_checks=_plain_checks(best.fits),
+                decrypted_checks=_decrypted_checks(best.fits),
                 collection=(
                     *(g.note for g in groups if g.note),
                     *(
@@ -238,6 +262,8 @@ class _Requests:
         if self.empty is None:
             fit = fit or self.fit_of[meta.cls]
             for name, ops in {**fit.checked, **fit.residual, **self.fallback}.items():
+                if name in meta.protected:
+                    continue  # a beacon: checked on the decrypted value (decrypted_checks)
                 parts.extend(filter_conditions(meta, name, ops))
         if self.q.filter_condition is not None:
             parts.append(self.q.filter_condition)

@@ -21,6 +21,7 @@ from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta, instance_meta, key_only_answer, meta_of
 from lsiorm._model.field_types import bare_type
 from lsiorm._model.item_encoding import stamped, wire_item
+from lsiorm._model.protection import check_condition_field
 from lsiorm._model.wire import TextError, invalid_text, item_to_wire, to_wire
 from lsiorm.errors import ValidationError
 
@@ -48,6 +49,9 @@ def compile_entity_condition(
     """
     fields = meta.cls.model_fields
     elements = _element_fields(condition)
+    if meta.protected:
+        for part in field_conditions(condition):
+            check_condition_field(meta, part.field, part.op)
 
     def attribute_of(name: str) -> str:
         if name not in fields:

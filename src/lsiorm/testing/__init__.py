@@ -30,8 +30,9 @@ Every name is importable from here; the modules inside say what each part owns:
 ``engines`` (the engine processes), ``endpoints`` (engines by name, started once),
 ``fixtures`` (``table_fixture``, ``created_tables``), ``faults`` (fault injection and the record
 of requests), ``collection_proxy`` (AWS's item-collection rules in front of a local engine),
-``aws_like`` (the AWS-like engine, a package of one module per behaviour) and ``loopback``
-(the small HTTP server such proxies are built on).
+``aws_like`` (the AWS-like engine, a package of one module per behaviour), ``loopback`` (the
+small HTTP server such proxies are built on) and ``keys`` (keyrings on moto's KMS and S3 for
+tests of protected fields: `local_keyring`, the plugin's ``lsiorm_keyring``).
 """
 
 from lsiorm.testing.aws_like import (
@@ -63,6 +64,7 @@ from lsiorm.testing.engines import (
 )
 from lsiorm.testing.faults import Fault, FaultInjector, FaultKind, FaultTiming, SentRequest
 from lsiorm.testing.fixtures import created_tables, table_fixture
+from lsiorm.testing.keys import local_keyring
 
 __all__ = [
     "DYNAMODB_LOCAL_DIR_ENV",
@@ -92,5 +94,6 @@ __all__ = [
     "example_endpoint",
     "free_port",
     "local_credentials",
+    "local_keyring",
     "table_fixture",
 ]

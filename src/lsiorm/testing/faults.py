@@ -12,8 +12,9 @@ does, so it is retried, typed, traced and logged as a real one is::
         assert lsiorm_faults.count("PutItem") == 3  # two throttled attempts, then the write
 
 Each rule chooses requests by operation (``"BatchWriteItem"``, several, or every data-plane
-operation when none is named) and either takes the next ``times`` of them or, with ``rate``,
-a random share (``seed`` makes the draw repeatable). What a fault does:
+operation when none is named; the S3 and KMS requests of protected fields, such as
+``"PutObject"`` or ``"Decrypt"``, when named) and either takes the next ``times`` of them or,
+with ``rate``, a random share (``seed`` makes the draw repeatable). What a fault does:
 
 * ``throttle``: DynamoDB's throttling error (``ProvisionedThroughputExceededException``);
   nothing is applied. With ``reason``, it carries DynamoDB's throttling reasons as AWS sends
@@ -53,7 +54,15 @@ from lsiorm._ops.steps import ITEM_OPERATIONS, Call
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["DATA_PLANE", "Fault", "FaultInjector", "FaultKind", "FaultTiming", "SentRequest"]
+__all__ = [
+    "DATA_PLANE",
+    "PROTECTION_OPERATIONS",
+    "Fault",
+    "FaultInjector",
+    "FaultKind",
+    "FaultTiming",
+    "SentRequest",
+]
 
 FaultKind = Literal[
     "throttle", "error500", "error503", "drop", "lost-answer", "applied-500", "partial", "cancel"
@@ -62,6 +71,19 @@ FaultKind = Literal[
 
 #: The operations a rule without one chooses from: every read and write of items.
 DATA_PLANE: Final = ITEM_OPERATIONS
+#: The requests of protected fields a rule may name too (never chosen without being named):
+#: S3's for offloaded values and KMS's for data keys.
+PROTECTION_OPERATIONS: Final = frozenset(
+    {
+        "PutObject",
+        "GetObject",
+        "DeleteObject",
+        "DeleteObjects",
+        "ListObjectsV2",
+        "GenerateDataKey",
+        "Decrypt",
+    }
+)
 _BATCHES: Final = frozenset({"BatchGetItem", "BatchWriteItem"})
 _TRANSACTIONS: Final = frozenset({"TransactGetItems", "TransactWriteItems"})
 _UNPROCESSED: Final = {"BatchWriteItem": "UnprocessedItems", "BatchGetItem": "UnprocessedKeys"}
@@ -220,7 +242,8 @@ class FaultInjector:
         elif kind == "cancel":
             among = _TRANSACTIONS
         operations = _chosen(operation, among)
-        wrong = operations - among
+        allowed = among | PROTECTION_OPERATIONS if among is DATA_PLANE else among
+        wrong = operations - allowed
         if wrong:
             raise ValueError(f"a {kind!r} fault cannot apply to {sorted(wrong)}")
         if rate is not None and times == 1:
@@ -334,7 +357,7 @@ class FaultInjector:
 
     def plan(self, call: Call, client: Any) -> interception.Plan | None:
         """Record one request and choose its fault (called by the drivers)."""
-        if self.session is not None and client is not getattr(self.session, "client", None):
+        if self.session is not None and not _of_session(self.session, call, client):
             return None
         with self._lock:
             fault = next((f for f in self.faults if f.takes(call.operation, call.params)), None)
@@ -350,6 +373,15 @@ class FaultInjector:
                 self.stats["forwarded"] += 1
             return None
         return _Planned(self, fault, call, client)
+
+
+def _of_session(session: Any, call: Call, client: Any) -> bool:
+    """Whether ``client`` is the session's: its DynamoDB client, or one of its KMS and S3
+    clients."""
+    if call.service == "dynamodb":
+        return client is getattr(session, "client", None)
+    services = getattr(session, "services", None)
+    return services is not None and client is services(call.service)
 
 
 def _client_error(operation: str, status: int, code: str, message: str, **extra: Any) -> Any:
