@@ -65,6 +65,26 @@ NOT_ON_IMPORT = (
 )
 
 
+#: What ``from lsiorm import Session`` leaves unloaded: a first get or put needs neither queries
+#: nor transactions, updates, the command line, the test engines or the tracing SDK.
+NOT_FOR_A_SESSION = (
+    *DEFERRED_OWN,
+    "lsiorm._cli",
+    "lsiorm._migration",
+    "lsiorm._ops.reads",
+    "lsiorm._ops.transactions",
+    "lsiorm._query.planner",
+    "lsiorm._query.values",
+    "lsiorm._requests.transactions",
+    "lsiorm._requests.update_plan",
+    "lsiorm._stream_handler",
+    "lsiorm.testing",
+    "dask",
+    "hypothesis",
+    "opentelemetry.sdk",
+)
+
+
 def _loaded_after(statement: str) -> set[str]:
     code = f"import sys; {statement}; print(' '.join(sorted(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -175,3 +195,9 @@ def test_type_checkers_see_every_name_the_package_looks_up() -> None:
     assert _type_checking_imports() == table
     errors = {name for name in lsiorm.__all__ if hasattr(lsiorm.errors, name)}
     assert set(table) | errors | {"__version__"} == set(lsiorm.__all__)
+
+
+def test_a_session_loads_what_a_get_or_a_put_needs() -> None:
+    loaded = _loaded_after("from lsiorm import Entity, Session, Table")
+    assert _loaded_under(loaded, NOT_FOR_A_SESSION) == []
+    assert {"lsiorm._ops.items", "lsiorm._requests.items", "lsiorm._model.entity"} <= loaded
