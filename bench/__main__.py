@@ -228,19 +228,21 @@ def _targets(
         )
     if "batch-async" in groups:
         g = groups["batch-async"]
-        base, mine = g.variants[0].median, g.variants[1].median
+        raw_s, mine_s = g.variants[0].median, g.variant(workloads.ASYNC_BATCH).median
+        fresh_s = g.variant(workloads.ASYNC_BATCH_NEW_SESSION).median
         out.append(
             Target(
-                "Async batch write vs raw aioboto3",
-                "≤ 0.70x raw aioboto3 handed wire items",
-                f"{mine / base:.2f}x",
-                mine / base <= 0.7,
-                f"the raw client is handed ready wire items; lsiorm encodes all {g.items:,} "
-                "and checks keys and duplicates before the first request (so bad input is "
-                "refused before anything is written), and the engine waits meanwhile (see the "
-                "note under the table). Then it keeps its requests in flight back to back, "
-                "and DynamoDB Local, on the same two cores, bounds both clients: it answers "
-                "the same requests no faster for either.",
+                "Async batch write vs raw aioboto3, 8 in flight",
+                "≤ 0.70x raw aioboto3 (8 writers of ready wire items), entities in, written out",
+                f"{mine_s / raw_s:.2f}x, {fresh_s / raw_s:.2f}x with a new session per batch",
+                mine_s / raw_s <= 0.7,
+                f"lsiorm is timed as a user calls it (AsyncSession.batch_write on the entities, "
+                f"with the session's tracing and meter); the raw client is handed ready wire "
+                f"items. lsiorm encodes all {g.items:,} and checks keys and duplicates before "
+                "the first request (so bad input is refused before anything is written), and "
+                "the engine waits meanwhile (see the note under the table). Then it keeps its "
+                "requests in flight back to back, and DynamoDB Local, on the same two cores, "
+                "bounds both clients: it answers the same requests no faster for either.",
             )
         )
     if "compile" in groups:
