@@ -45,6 +45,7 @@ from lsiorm._cli_text import (
     parse_condition,
     plural,
     table_label,
+    text_value,
     typed_value,
     write_capacity,
     write_entities,
@@ -295,11 +296,11 @@ def _built_query(args: argparse.Namespace, target: Any) -> Any:
         return target
     q = query(*_query_entities(args.target, target, names))
     first = q.entities[0]
-    where = dict(parse_condition(c) for c in args.where)
-    filters = dict(parse_condition(c) for c in args.filter)
-    q = q.where(**{k: typed_value(first, k, v) for k, v in where.items()})
-    if filters:
-        q = q.filter(**{k: typed_value(first, k, v) for k, v in filters.items()})
+    # One condition at a time: two on a field (a range from >= and <) both hold.
+    for name, value in (parse_condition(c) for c in args.where):
+        q = q.where(**{name: typed_value(first, name, value)})
+    for name, value in (parse_condition(c) for c in args.filter):
+        q = q.filter(**{name: typed_value(first, name, value)})
     if args.index:
         q = q.using(args.index)
     if args.select:
@@ -453,7 +454,8 @@ def _table_of(target: Any) -> Table:
 
 
 def _ignored_checkpoint(args: argparse.Namespace) -> None:
-    """lsiorm 0.2's --checkpoint: still accepted, said to be ignored (the ledger resumes)."""
+    """The --checkpoint of 0.2's development versions: still accepted, said to be ignored (the
+    ledger resumes)."""
     if args.checkpoint is not None:
         sys.stderr.write(
             f"lsiorm {args.command}: --checkpoint is ignored: the job's ledger in DynamoDB keeps "
@@ -591,10 +593,8 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
         name, sep, text = args.before.partition("=")
         if not sep or name not in entity.model_fields:
             raise UsageError(f"--before takes field=value with a field of {entity.__name__}.")
-        from lsiorm._model.entity_meta import meta_of
-
         # Typed on a command line: text is converted to the field's type, key field or not.
-        cutoff = meta_of(entity).validate_field(name, text, strict=False)
+        cutoff = text_value(entity, name, text)
 
         def match(item: Any) -> bool:
             return bool(getattr(item, name) < cutoff)

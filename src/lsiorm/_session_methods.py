@@ -33,7 +33,7 @@ from lsiorm._ops.pipeline import Context
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.tables import ApplyReport
 from lsiorm._requests.batch import DeleteTarget, GetKey
-from lsiorm._requests.items import key_values
+from lsiorm._requests.items import keyed_target
 from lsiorm._session_core import SessionConfig, SessionCore
 from lsiorm.errors import ValidationError
 
@@ -165,7 +165,7 @@ def get(
 ) -> Operation[E | None]:
     """Read one item by its key fields, given as `key=` and/or keywords."""
     timeout, fields = _timeout_or_key(cls, key, timeout, fields)
-    values = key_values(meta_of(cls), key, fields)
+    cls, _, _, values = keyed_target(cls, key, fields)
     return deadline.bounded(
         items.get(session.ctx, cls, values, consistent=consistent, required=required), timeout
     )
@@ -208,9 +208,8 @@ def update(
     from lsiorm._requests.update_plan import update_spec
 
     spec = update_spec(set, remove, add, delete, append, prepend, if_not_exists, upsert)
-    cls, instance = _class_and_instance(target)
-    timeout, fields = _timeout_or_key(cls, key, timeout, fields)
-    values = key_values(meta_of(cls), instance if instance is not None else key, fields)
+    timeout, fields = _timeout_or_key(target, key, timeout, fields)
+    cls, instance, _, values = keyed_target(target, key, fields)
     return deadline.bounded(
         items.update(
             session.ctx,
@@ -261,10 +260,8 @@ def delete_result(
     **fields: Any,
 ) -> Operation[DeleteResult[E]]:
     """Delete one item; say whether this call deleted it (True, False, None: unknown)."""
-    cls, instance = _class_and_instance(target)
-    timeout, fields = _timeout_or_key(cls, key, timeout, fields)
-    meta = meta_of(cls)
-    values = key_values(meta, instance if instance is not None else key, fields)
+    timeout, fields = _timeout_or_key(target, key, timeout, fields)
+    cls, instance, meta, values = keyed_target(target, key, fields)
     expected = (
         getattr(instance, meta.version_field)
         if instance is not None and meta.version_field is not None
@@ -291,13 +288,6 @@ def _timeout_or_key(
     if key is not None and "timeout" in key:
         return timeout, fields
     return None, {**fields, "timeout": timeout}
-
-
-def _class_and_instance(target: type[E] | E) -> tuple[type[E], E | None]:
-    """An entity class and no instance, or an instance and its class."""
-    if isinstance(target, type):
-        return target, None
-    return type(target), target
 
 
 # -- item collections and key jobs ---------------------------------------------------------------
@@ -422,7 +412,8 @@ def adopt(
 
 
 def _ignored_checkpoint(checkpoint: object) -> None:
-    """Warn about the `checkpoint=` of lsiorm 0.2's key jobs, which the ledger replaced."""
+    """Warn about the `checkpoint=` of the key jobs of 0.2's development versions, which the
+    ledger replaced."""
     if checkpoint is not None:
         warnings.warn(
             "checkpoint= is ignored and will be removed: a key job keeps its positions in its "

@@ -4,8 +4,9 @@ A key field followed by more template needs a way to end. Fixed-width forms (pad
 UUIDs, dates, datetimes) end by their width and are the same in every style. Text is where the
 styles differ:
 
-* **exact** (lsiorm 0.2's encoding): U+0000 and U+0001 escaped, and a U+0000 terminator after
-  every text field that more template follows. Exact for any text.
+* **exact** (the encoding of lsiorm 0.2's development versions): U+0000 and U+0001 escaped,
+  and a U+0000 terminator after every text field that more template follows. Exact for any
+  text.
 * **readable** (the default): the text as it is wherever the declared type proves that this
   keeps key order and prefix-freedom exact, else as in exact. Before a literal ``L``, the text
   is stored as is, with ``L[0]`` as its terminator, when

@@ -103,12 +103,12 @@ class Table:
             ([`EpochSeconds`][lsiorm.EpochSeconds], or int).
         key_style: How the entities' key fields are written where neither the entity nor the
             field says: ``"readable"`` (the default: plain text wherever lsiorm can prove it
-            exact), ``"exact"`` (lsiorm 0.2's encoding) or ``"plain"`` (the values as other
-            tools write them). See docs/encoding.md.
+            exact), ``"exact"`` (the encoding of lsiorm 0.2's development versions) or
+            ``"plain"`` (the values as other tools write them). See docs/encoding.md.
         rekeying_from: The key style the entities' items may still carry, while they are
-            re-keyed to the declared one (``"exact"`` after upgrading from lsiorm 0.2): reads
-            look for both forms and every write moves an item to the new one. See
-            docs/migrations.md.
+            re-keyed to the declared one (``"exact"`` after upgrading from a 0.2 development
+            version): reads look for both forms and every write moves an item to the new one.
+            See docs/migrations.md.
         warm_throughput: The read and write units per second the table serves at once
             (DynamoDB only raises it).
         on_demand_throughput: The most request units an on-demand table may consume.

@@ -170,8 +170,8 @@ def put(
     ctx: Context, entity: E, *, create_only: bool = False, condition: Condition | None = None
 ) -> Operation[E]:
     """Write an entity; return it as stored."""
-    meta = meta_of(entity)
     params, stored = put_request(entity, create_only=create_only, condition=condition)
+    meta = meta_of(entity)
     if meta.moves_when_rekeyed:
         old_key = old_wire_key(meta, {f: getattr(entity, f) for f in meta.primary_fields})
         if old_key is not None and "ConditionExpression" not in params:

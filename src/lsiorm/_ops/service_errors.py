@@ -220,7 +220,9 @@ def from_botocore_failure(
         return ConfigurationError(
             "config.no-credentials",
             f"No usable AWS credentials for {operation} ({exc}); configure a profile, the "
-            "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY variables, or an instance role.",
+            "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY variables, or an instance role. A local "
+            "engine (DynamoDB Local, moto) takes any values: export AWS_ACCESS_KEY_ID=local "
+            "AWS_SECRET_ACCESS_KEY=local.",
         )
     if name == "NoRegionError":
         return ConfigurationError(
