@@ -128,7 +128,7 @@ def summary(groups: Mapping[str, Group]) -> list[str]:
     if "import" in groups:
         group = groups["import"]
         lines.append(
-            f"| `import` (ms) | {group.variant('import lsiorm').median * 1e3:.0f} "
+            f"| `import` (ms) | {group.variant(workloads.LSIORM_IMPORT).median * 1e3:.0f} "
             f"| {group.variant('import pydynox').median * 1e3:.0f} | — "
             f"| {group.variant('import boto3').median * 1e3:.0f} (boto3) |"
         )

@@ -9,12 +9,14 @@ is the exception: it was both a module and a function, and `lsiorm.query` is the
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import sys
 import warnings
 from types import ModuleType
-from typing import Final
+from typing import TYPE_CHECKING, Final, cast
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
 
 #: 0.1 module path -> the module that holds its code now.
 MOVED: Final[dict[str, str]] = {
@@ -44,7 +46,10 @@ MOVED: Final[dict[str, str]] = {
 }
 
 
-class _MovedLoader(importlib.abc.Loader):
+class _MovedLoader:
+    """Gives an old module path the module at its new place (importlib.abc is not imported:
+    it loads importlib.resources, tempfile and more, which `import lsiorm` does not need)."""
+
     def __init__(self) -> None:
         self._target: ModuleType | None = None
         self._spec: importlib.machinery.ModuleSpec | None = None
@@ -66,13 +71,13 @@ class _MovedLoader(importlib.abc.Loader):
         module.__spec__ = self._spec
 
 
-class _MovedFinder(importlib.abc.MetaPathFinder):
+class _MovedFinder:
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in MOVED:
             return None
-        return importlib.machinery.ModuleSpec(fullname, _MovedLoader())
+        return importlib.machinery.ModuleSpec(fullname, cast("Loader", _MovedLoader()))
 
 
 _FINDER: Final = _MovedFinder()

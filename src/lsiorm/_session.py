@@ -46,12 +46,9 @@ from lsiorm._model.beacons import BeaconKeys, beacon_scope
 from lsiorm._model.entity import Entity
 from lsiorm._model.keyring import Keyring
 from lsiorm._model.schema import Table
-from lsiorm._ops import reads
 from lsiorm._ops.meter import CapacityMeter
-from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
-from lsiorm._query.values import Query, Scan
 from lsiorm._session_core import SessionSettings
 from lsiorm._session_methods import SessionConfig, SessionCore
 from lsiorm.errors import MissingDependencyError
@@ -60,6 +57,8 @@ if TYPE_CHECKING:
     from lsiorm._jobs.ledger import LedgerLocation
     from lsiorm._jobs.units import Unit
     from lsiorm._migration.dual_writes import DualFallback
+    from lsiorm._ops.reads import Page
+    from lsiorm._query.values import Query, Scan
 
 __all__ = ["AsyncSession", "Session"]
 
@@ -486,6 +485,8 @@ class Session(SessionCore, Closing):
 
     def pages(self, source: Query[E] | Scan[E]) -> Iterator[Page[E]]:
         """Yield the results page by page; only one page is held in memory."""
+        from lsiorm._ops import reads
+
         pages = self.driver.iterate(reads.pages(self.ctx, source))
         if self.telemetry is None:
             return pages
@@ -750,6 +751,8 @@ class AsyncSession(SessionCore):
 
     async def pages(self, source: Query[E] | Scan[E]) -> AsyncIterator[Page[E]]:
         """Yield the results page by page; only one page is held in memory."""
+        from lsiorm._ops import reads
+
         pages = self.driver.iterate(reads.pages(self.ctx, source))
         if self.telemetry is not None:
             pages = traced_async_pages(self.telemetry, "AsyncSession.pages", (source,), pages)

@@ -6,8 +6,7 @@ Each function here takes the session first and returns an operation generator; i
 operation, to its end or awaited, so the two facades cannot drift apart and a keyword such as
 `update(..., upsert=True)` is written in one place only.
 
-The functions are named after the methods they declare (`all`, `update`, ...); import the
-module, not the names.
+The functions are named after their methods (`all`, `update`, ...): import the module.
 """
 
 from __future__ import annotations
@@ -26,37 +25,22 @@ from lsiorm._model.drift import DriftReport
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
-from lsiorm._ops import (
-    audit,
-    batch,
-    deadline,
-    items,
-    pipeline,
-    reads,
-    tables,
-    transactions,
-)
+from lsiorm._ops import audit, batch, deadline, items, pipeline, tables
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult
 from lsiorm._ops.items import DeleteResult, Idempotency
 from lsiorm._ops.pipeline import Context
-from lsiorm._ops.reads import Page
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.tables import ApplyReport
-from lsiorm._ops.transactions import TransactWriteResult
-from lsiorm._query.values import Query, Scan
 from lsiorm._requests.batch import DeleteTarget, GetKey
 from lsiorm._requests.items import keyed_target
-from lsiorm._requests.transactions import Get, TransactAction
-from lsiorm._requests.update_plan import update_spec
 from lsiorm._session_core import SessionConfig, SessionCore
 from lsiorm._session_jobs import JobKeywords
 from lsiorm._session_jobs import reporting as _reporting
 from lsiorm.errors import ValidationError
 
 if TYPE_CHECKING:
-    # The key jobs, migrations and dual writes are imported by the methods that run them, so
-    # that a program's first request does not wait for them.
+    # What a first get or put does not need is imported by the methods that run it.
     from lsiorm._jobs.adoption import AdoptionReport
     from lsiorm._jobs.backfill import BackfillReport
     from lsiorm._jobs.key_audit import KeyAuditReport
@@ -67,6 +51,10 @@ if TYPE_CHECKING:
     from lsiorm._jobs.units import Unit
     from lsiorm._migration.dual_writes import DualFallback, DualWrites
     from lsiorm._migration.plan import MigrationReport
+    from lsiorm._ops.reads import Page
+    from lsiorm._ops.transactions import TransactWriteResult
+    from lsiorm._query.values import Query, Scan
+    from lsiorm._requests.transactions import Get, TransactAction
 
 __all__ = ["JobKeywords", "SessionConfig", "SessionCore"]  # the last two: lsiorm._session_core
 
@@ -219,6 +207,8 @@ def update(
     (applied once as a transaction with a request token: twice the write units, plus one
     consistent read).
     """
+    from lsiorm._requests.update_plan import update_spec
+
     spec = update_spec(set, remove, add, delete, append, prepend, if_not_exists, upsert)
     timeout, fields = _timeout_or_key(target, key, timeout, fields)
     cls, instance, _, values = keyed_target(target, key, fields)
@@ -800,6 +790,8 @@ def transact_write(
     timeout: float | None = None,
 ) -> Operation[TransactWriteResult]:
     """Run put/update/delete/condition-check actions as one transaction."""
+    from lsiorm._ops import transactions
+
     return deadline.bounded(transactions.transact_write(session.ctx, actions, token), timeout)
 
 
@@ -807,6 +799,8 @@ def transact_get(
     session: SessionCore, /, gets: Sequence[Get], *, timeout: float | None = None
 ) -> Operation[list[Entity | None]]:
     """Read items in one transaction; None where an item does not exist."""
+    from lsiorm._ops import transactions
+
     return deadline.bounded(transactions.transact_get(session.ctx, gets), timeout)
 
 
@@ -817,6 +811,8 @@ def all(
     session: SessionCore, /, source: Query[E] | Scan[E], *, timeout: float | None = None
 ) -> Operation[list[E]]:
     """Run a query or scan and return every result (up to its limit)."""
+    from lsiorm._ops import reads
+
     return deadline.bounded(reads.all(session.ctx, source), timeout)
 
 
@@ -824,6 +820,8 @@ def first(
     session: SessionCore, /, source: Query[E] | Scan[E], *, timeout: float | None = None
 ) -> Operation[E | None]:
     """Return the first result of a query or scan, or None."""
+    from lsiorm._ops import reads
+
     return deadline.bounded(reads.first(session.ctx, source), timeout)
 
 
@@ -831,6 +829,8 @@ def count(
     session: SessionCore, /, source: Query[Any] | Scan[Any], *, timeout: float | None = None
 ) -> Operation[int]:
     """Return how many items match (Select=COUNT; no item is transferred)."""
+    from lsiorm._ops import reads
+
     return deadline.bounded(reads.count(session.ctx, source), timeout)
 
 
@@ -841,4 +841,6 @@ def page(
     that resumes after them (`source.after(cursor)`). For a page of a listing, give `limit(n)`:
     `page_size(n)` only sets how many items each request evaluates, and `pages` yields the
     pages of those requests."""
+    from lsiorm._ops import reads
+
     return deadline.bounded(reads.page(session.ctx, source), timeout)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+import lsiorm
 
 #: Modules a sync user never needs, and what loads each when it is needed.
 DEFERRED = {
@@ -36,6 +40,48 @@ DEFERRED_OWN = (
     "lsiorm._migration.plan",
     "lsiorm._jobs.relief",
     "lsiorm._jobs.units",
+)
+
+
+#: What ``import lsiorm`` alone leaves unloaded: every public name but the errors is looked up
+#: when first used, so the package itself loads the error tree and nothing heavy.
+NOT_ON_IMPORT = (
+    "lsiorm._jobs",
+    "lsiorm._migration",
+    "lsiorm._cli",
+    "lsiorm._session",
+    "lsiorm._model.entity",
+    "lsiorm._query.planner",
+    "lsiorm._io.telemetry",
+    "lsiorm.testing",
+    "pydantic",
+    "botocore",
+    "boto3",
+    "dask",
+    "opentelemetry",
+    "hypothesis",
+    "importlib.metadata",
+    "importlib.resources",
+)
+
+
+#: What ``from lsiorm import Session`` leaves unloaded: a first get or put needs neither queries
+#: nor transactions, updates, the command line, the test engines or the tracing SDK.
+NOT_FOR_A_SESSION = (
+    *DEFERRED_OWN,
+    "lsiorm._cli",
+    "lsiorm._migration",
+    "lsiorm._ops.reads",
+    "lsiorm._ops.transactions",
+    "lsiorm._query.planner",
+    "lsiorm._query.values",
+    "lsiorm._requests.transactions",
+    "lsiorm._requests.update_plan",
+    "lsiorm._stream_handler",
+    "lsiorm.testing",
+    "dask",
+    "hypothesis",
+    "opentelemetry.sdk",
 )
 
 
@@ -97,3 +143,61 @@ def test_an_unknown_name_is_still_an_attribute_error() -> None:
         lsiorm.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
     with pytest.raises(ImportError):
         exec("from lsiorm import NoSuchName")
+
+
+def _loaded_under(loaded: set[str], names: tuple[str, ...]) -> list[str]:
+    """The modules of ``names`` (or under them) that are in ``loaded``."""
+    return sorted(m for m in loaded for n in names if m == n or m.startswith(f"{n}."))
+
+
+def test_import_lsiorm_loads_the_error_tree_and_nothing_heavy() -> None:
+    loaded = _loaded_after("import lsiorm")
+    assert _loaded_under(loaded, NOT_ON_IMPORT) == []
+    assert {"lsiorm.errors", "lsiorm._compat"} <= loaded
+
+
+def test_every_public_name_resolves_in_a_fresh_interpreter() -> None:
+    """Looked up one by one, as `from lsiorm import X` does: each name comes from its module,
+    ``dir()`` lists them all before any is used, and ``__all__`` is what it was."""
+    statement = (
+        "import lsiorm; "
+        "assert set(lsiorm.__all__) <= set(dir(lsiorm)), set(lsiorm.__all__) - set(dir(lsiorm)); "
+        "values = [getattr(lsiorm, name) for name in lsiorm.__all__]; "
+        "assert all(v is not None for v in values); "
+        "assert isinstance(lsiorm.__version__, str) and lsiorm.__version__; "
+        "from lsiorm import Session, fast_json_of, query; "
+        "from lsiorm._io.fastjson import fast_path_of; "
+        "assert fast_json_of is fast_path_of and Session is lsiorm.Session"
+    )
+    assert "lsiorm._session" in _loaded_after(statement)
+
+
+def _type_checking_imports() -> dict[str, tuple[str, str]]:
+    """Each name the package's ``if TYPE_CHECKING:`` block imports: (module, name there)."""
+    tree = ast.parse(Path(str(lsiorm.__file__)).read_text())
+    found: dict[str, tuple[str, str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "_typing.TYPE_CHECKING":
+            for statement in node.body:
+                assert isinstance(statement, ast.ImportFrom)
+                assert statement.module
+                for alias in statement.names:
+                    found[alias.asname or alias.name] = (statement.module, alias.name)
+    return found
+
+
+def test_type_checkers_see_every_name_the_package_looks_up() -> None:
+    """The imports type checkers read and the table of names looked up on use agree, and
+    with the errors they make up ``__all__``."""
+    table = {
+        name: (module, lsiorm._RENAMED.get(name, name)) for name, module in lsiorm._LAZY.items()
+    }
+    assert _type_checking_imports() == table
+    errors = {name for name in lsiorm.__all__ if hasattr(lsiorm.errors, name)}
+    assert set(table) | errors | {"__version__"} == set(lsiorm.__all__)
+
+
+def test_a_session_loads_what_a_get_or_a_put_needs() -> None:
+    loaded = _loaded_after("from lsiorm import Entity, Session, Table")
+    assert _loaded_under(loaded, NOT_FOR_A_SESSION) == []
+    assert {"lsiorm._ops.items", "lsiorm._requests.items", "lsiorm._model.entity"} <= loaded

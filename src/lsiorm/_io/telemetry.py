@@ -23,10 +23,11 @@ own (no SDK configured), nothing is recorded and each request pays for two looku
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 from urllib.parse import urlsplit
 
 from lsiorm._io.api_call_wrappers import ApiCallWatch
@@ -34,8 +35,6 @@ from lsiorm._model.capacity import ConsumedCapacity
 from lsiorm._model.entity import Entity
 from lsiorm._ops.service_errors import partition_keys
 from lsiorm._ops.steps import Call
-from lsiorm._query.values import Query, Scan
-from lsiorm._requests.transactions import ConditionCheck, Delete, Get, Put, Update
 from lsiorm.errors import (
     MissingDependencyError,
     OutcomeUnknownError,
@@ -283,8 +282,22 @@ def telemetry_for(setting: bool | Telemetry) -> Telemetry | None:
 # -- operations -------------------------------------------------------------------------------
 
 
+def _classes(module: str, *names: str) -> tuple[type, ...]:
+    """The classes ``names`` of ``module``, or none while it is not imported: no argument can
+    be a query or a transaction action before its module is (so a get does not import them)."""
+    found = sys.modules.get(module)
+    if found is None:
+        return ()
+    return tuple(cls for name in names if isinstance(cls := getattr(found, name, None), type))
+
+
 def entity_types(values: Iterable[Any]) -> tuple[str, ...]:
     """The names of the entity classes that an operation's arguments are about, sorted."""
+    reads = _classes("lsiorm._query.values", "Query", "Scan")
+    actions = _classes("lsiorm._requests.transactions", "Put")
+    targeted = _classes(
+        "lsiorm._requests.transactions", "Update", "Delete", "ConditionCheck", "Get"
+    )
     names: dict[str, None] = {}
     stack = list(values)
     while stack:
@@ -294,12 +307,12 @@ def entity_types(values: Iterable[Any]) -> tuple[str, ...]:
                 names[value.__name__] = None
         elif isinstance(value, Entity):
             names[type(value).__name__] = None
-        elif isinstance(value, (Query, Scan)):
-            stack.extend(value.entities)
-        elif isinstance(value, Put):
-            stack.append(value.entity)
-        elif isinstance(value, (Update, Delete, ConditionCheck, Get)):
-            stack.append(value.target)
+        elif isinstance(value, reads):
+            stack.extend(cast("Any", value).entities)
+        elif isinstance(value, actions):
+            stack.append(cast("Any", value).entity)
+        elif isinstance(value, targeted):
+            stack.append(cast("Any", value).target)
         elif isinstance(value, (list, tuple)):
             stack.extend(value)
     return tuple(sorted(names))

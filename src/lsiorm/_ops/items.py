@@ -27,9 +27,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
-from lsiorm._conditions import Condition
 from lsiorm._model.entity import Entity, decode_stored
 from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.wire import same_item
@@ -37,12 +36,7 @@ from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.rekeying import ensure_moved, old_wire_key
 from lsiorm._ops.service_errors import failed_item, restated
 from lsiorm._ops.steps import Operation
-from lsiorm._ops.transactions import transact_write
 from lsiorm._requests.items import delete_request, get_request, put_request
-from lsiorm._requests.transactions import Update
-from lsiorm._requests.update_effect import applied
-from lsiorm._requests.update_expression import render_update
-from lsiorm._requests.update_plan import UpdateSpec, plan_update
 from lsiorm.errors import (
     ConditionFailedError,
     DynamoError,
@@ -55,6 +49,11 @@ from lsiorm.errors import (
     TransportError,
     ValidationError,
 )
+
+if TYPE_CHECKING:
+    # Updates and transactions are imported where they run: a get or a put does not need them.
+    from lsiorm._conditions import Condition
+    from lsiorm._requests.update_plan import UpdateSpec
 
 __all__ = [
     "DeleteResult",
@@ -356,6 +355,10 @@ def update(
     idempotency: Idempotency = "none",
 ) -> Operation[E]:
     """Update one existing item; return it as stored after the update."""
+    from lsiorm._requests.update_effect import applied
+    from lsiorm._requests.update_expression import render_update
+    from lsiorm._requests.update_plan import plan_update
+
     meta = meta_of(cls)
     if idempotency not in ("none", "transaction"):
         raise ValidationError(
@@ -414,6 +417,9 @@ def _update_once(
     instance: Entity | None,
 ) -> Operation[E]:
     """Apply an update as a one-action transaction (applied once), then read the result."""
+    from lsiorm._ops.transactions import transact_write
+    from lsiorm._requests.transactions import Update
+
     meta = meta_of(cls)
     action = Update(
         instance if instance is not None else cls,

@@ -29,7 +29,7 @@ from lsiorm._ops.pipeline import Context
 from lsiorm._ops.steps import Emit, Gather, Operation
 from lsiorm._query.compile import page_limit
 from lsiorm._query.cursor import CursorState, decode_cursor, encode_cursor
-from lsiorm._query.decode import decode
+from lsiorm._query.decode import decode, rows_decoder
 from lsiorm._query.plan import PlannedRequest, QueryPlan, ScanProgress
 from lsiorm._query.rekeying import new_form_sort_text, row_kept
 from lsiorm._query.values import Query, Scan
@@ -365,8 +365,13 @@ def _decode_rows(
     if plan.unavailable and plan.missing_mode == "hydrate":
         return (yield from _hydrate(ctx, plan, rows))
     out = []
+    # One decoder per request (a merged query's rows come from several), built for its page.
+    decoders: dict[int, Callable[[dict[str, Any]], Entity | None]] = {}
     for stream, row in rows:
-        entity = decode(plan, row.item, stream.request.entities)
+        decode_row = decoders.get(id(stream))
+        if decode_row is None:
+            decode_row = decoders[id(stream)] = rows_decoder(plan, stream.request.entities)
+        entity = decode_row(row.item)
         if entity is not None and (not plan.decrypted_checks or plan.kept(entity)):
             out.append(entity)
     return out

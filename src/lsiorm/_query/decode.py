@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, cast
 
 from pydantic import ValidationError as PydanticValidationError
@@ -78,6 +78,43 @@ def decode(plan: QueryPlan, item: dict[str, Any], classes: Sequence[type[Entity]
 
 #: Per entity class, the attribute names of its stored fields (worked out once).
 _WHOLE: dict[type[Entity], frozenset[str]] = {}
+
+
+def rows_decoder(
+    plan: QueryPlan, classes: Sequence[type[Entity]]
+) -> Callable[[dict[str, Any]], Entity | None]:
+    """`decode` for every row of ``plan`` whose entity classes are ``classes``, with what is the
+    same for all of them worked out once.
+
+    A row that names its type in a one-member S value and holds all of the class's stored
+    fields goes straight to the class's decoder, as `decode` takes it there: what `decode`
+    looks up per row (the plan's table and projection, the class the name gives and whether
+    it is one of ``classes``, the class's stored fields and decoder) is looked up once per
+    type name, from the first such row that `decode` reads. Every other row goes to `decode`.
+    """
+    if plan.selected is not None or plan.unavailable:
+        return lambda item: decode(plan, item, classes)
+    table = plan.table
+    attribute = table.type_attribute
+    known: dict[str, tuple[frozenset[str], Callable[[dict[str, Any]], Any]]] = {}
+
+    def decode_row(item: dict[str, Any]) -> Entity | None:
+        av = item.get(attribute)
+        name = av.get("S") if type(av) is dict and len(av) == 1 else None
+        if type(name) is str:
+            found = known.get(name)
+            if found is not None and item.keys() >= found[0]:
+                return cast("Entity", found[1](item))
+        entity = decode(plan, item, classes)
+        if type(name) is str and name not in known:
+            cls = cast("type[Entity] | None", named_type(table, av))
+            if cls is not None and cls in classes and cls.__pydantic_complete__:
+                stored = _WHOLE.get(cls) or frozenset(meta_of(cls).attributes.values())
+                known[name] = (stored, item_decoder(cls))
+        return entity
+
+    return decode_row
+
 
 _UNFETCHED_SEEN: set[tuple[str, str | None]] = set()
 
