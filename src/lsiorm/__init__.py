@@ -79,7 +79,7 @@ from lsiorm._model.indexes import (
     Projection,
     ProjectionType,
 )
-from lsiorm._model.key_layout import FieldLayout, KeyLayout, key_layout
+from lsiorm._model.key_layout import FieldLayout, KeyLayout, TemplateLayout, key_layout
 from lsiorm._model.key_styles import KeyStyle
 from lsiorm._model.number_fit import LossyFloat
 from lsiorm._model.schema import Table
@@ -354,6 +354,7 @@ __all__ = [
     "StaleVersionError",
     "Table",
     "Telemetry",
+    "TemplateLayout",
     "ThrottledError",
     "TransactAction",
     "TransactWriteResult",

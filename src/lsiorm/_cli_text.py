@@ -359,8 +359,17 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument(
         "--exists-ok", action="store_true", help="leave an existing table alone (exit 0)"
     )
-    sub.add_parser(
-        "check", parents=[common], help="report drift from the declaration (or a missing table)"
+    check = sub.add_parser(
+        "check",
+        parents=[common],
+        help="report drift from the declaration (or a missing table), keys of another format "
+        "in a sample of the items, and how each entity's keys are stored",
+    )
+    check.add_argument(
+        "--sample",
+        type=int,
+        default=100,
+        help="how many items to read for keys of another key format (0: read none)",
     )
     delete = sub.add_parser("delete-table", parents=[common], help="delete the live table")
     delete.add_argument("--yes", action="store_true", help="confirm: the items are destroyed")

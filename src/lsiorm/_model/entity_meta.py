@@ -70,7 +70,7 @@ class EntityMeta(Generic[M_co]):
     #: declares items that carry none; their keys tell them apart).
     typed: bool = True
     #: The key style of fields that do not give their own.
-    key_style: str = "readable"
+    key_style: str = "printable"
     #: The key style items may still carry while they are re-keyed (None: only the declared).
     rekeying_from: str | None = None
     #: In the ``rekeying_from`` style, the templates of the key attributes whose text differs

@@ -86,11 +86,15 @@ class Table:
             verifies it; an entity field stored under it must be a number of epoch seconds
             ([`EpochSeconds`][lsiorm.EpochSeconds], or int).
         key_style: How the entities' key fields are written where neither the entity nor the
-            field says: ``"readable"`` (the default: plain text wherever lsiorm can prove it
-            exact), ``"exact"`` (lsiorm 0.2's encoding) or ``"plain"`` (the values as other
-            tools write them). See docs/encoding.md.
+            field says: ``"printable"`` (the default: no control character in any key, text
+            stored as it is where lsiorm can prove it exact and escaped as ``%XX`` elsewhere),
+            ``"readable"`` (the default of earlier releases: text ended with U+0000 where
+            unproved), ``"exact"`` (lsiorm 0.2's encoding) or ``"plain"`` (the values as other
+            tools write them). A table that earlier releases wrote names the style they wrote
+            with. See docs/encoding.md.
         rekeying_from: The key style the entities' items may still carry, while they are
-            re-keyed to the declared one (``"exact"`` after upgrading from lsiorm 0.2): reads
+            re-keyed to the declared one (``"readable"`` or ``"exact"`` when moving a table an
+            earlier release wrote to printable keys): reads
             look for both forms and every write moves an item to the new one. See
             docs/migrations.md.
     """
@@ -109,7 +113,7 @@ class Table:
         type_attribute: str = "_type",
         collection_warning_gb: float = 8.0,
         ttl_attribute: str | None = None,
-        key_style: KeyStyle = "readable",
+        key_style: KeyStyle = "printable",
         rekeying_from: KeyStyle | None = None,
     ) -> None:
         spec = TableSpec(

@@ -39,7 +39,7 @@ class TableSpec:
     collection_warning_gb: float
     ttl_attribute: str | None
     #: The key style of the entities' fields where neither they nor the field say one.
-    key_style: str = "readable"
+    key_style: str = "printable"
     #: The key style items of the table's entities may still carry (see `Table`), or None.
     rekeying_from: str | None = None
 

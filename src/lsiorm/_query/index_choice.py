@@ -166,7 +166,7 @@ class _Chooser:
                 "query.plain-ambiguous",
                 f"{unchecked.meta.cls.__name__}'s plain key text may hold the separator after "
                 f"{names}, and its items do not store {names} to check it; give the field the "
-                "readable or exact key style and backfill the keys, or use filter()",
+                "printable key style (the default) and backfill the keys, or use filter()",
             )
         pending = _pending_slot(self.metas, self.table, index, self.q.index_forced)
         if pending is not None:
