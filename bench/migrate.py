@@ -26,7 +26,7 @@ from typing import Any
 import boto3
 
 from lsiorm import Entity, Session, Table
-from lsiorm._ops.table_copy import derive_item
+from lsiorm._migration.table_copy import derive_item
 from lsiorm.testing import DynamoDBLocal
 
 REGION = "us-east-1"

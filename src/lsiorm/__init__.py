@@ -158,52 +158,46 @@ from lsiorm.errors import (
 
 if _typing.TYPE_CHECKING:
     from lsiorm._io.jsonlines import read_relief_file
-    from lsiorm._ops.adoption import AdoptionExample, AdoptionReport, EntityAdoption
-    from lsiorm._ops.backfill import BackfillReport
-    from lsiorm._ops.dual_writes import DualFallback, DualWrites
-    from lsiorm._ops.key_audit import (
-        AttributeTally,
-        EntityKeyAudit,
-        ItemKeyCheck,
-        KeyAuditReport,
-        KeyProblem,
-        ProblemKind,
-    )
-    from lsiorm._ops.ledger import JobRecord, UnitRecord, ledger_table
-    from lsiorm._ops.migration_plan import MigrationReport, VerifyReport
-    from lsiorm._ops.relief import ReliefReport
-    from lsiorm._ops.resumable import JobProgress
-    from lsiorm._ops.units import ExportUnit, ScanUnit, Unit, unit_from_json, unit_to_json
+    from lsiorm._jobs.adoption import AdoptionExample, AdoptionReport, EntityAdoption
+    from lsiorm._jobs.backfill import BackfillReport
+    from lsiorm._jobs.key_audit import AttributeTally, EntityKeyAudit, KeyAuditReport
+    from lsiorm._jobs.ledger import JobRecord, UnitRecord, ledger_table
+    from lsiorm._jobs.relief import ReliefReport
+    from lsiorm._jobs.resumable import JobProgress
+    from lsiorm._jobs.units import ExportUnit, ScanUnit, Unit, unit_from_json, unit_to_json
+    from lsiorm._migration.dual_writes import DualFallback, DualWrites
+    from lsiorm._migration.plan import MigrationReport, VerifyReport
+    from lsiorm._model.key_check import ItemKeyCheck, KeyProblem, ProblemKind
 
 #: Public names whose module is imported when the name is first used (PEP 562): the key jobs,
 #: table migrations, dual writes and their reports, which a program's first request does not
 #: need. ``from lsiorm import X`` imports X's module then.
 _LAZY: dict[str, str] = {
-    "AdoptionExample": "lsiorm._ops.adoption",
-    "AdoptionReport": "lsiorm._ops.adoption",
-    "AttributeTally": "lsiorm._ops.key_audit",
-    "BackfillReport": "lsiorm._ops.backfill",
-    "DualFallback": "lsiorm._ops.dual_writes",
-    "DualWrites": "lsiorm._ops.dual_writes",
-    "EntityAdoption": "lsiorm._ops.adoption",
-    "EntityKeyAudit": "lsiorm._ops.key_audit",
-    "ExportUnit": "lsiorm._ops.units",
-    "ItemKeyCheck": "lsiorm._ops.key_audit",
-    "JobProgress": "lsiorm._ops.resumable",
-    "JobRecord": "lsiorm._ops.ledger",
-    "KeyAuditReport": "lsiorm._ops.key_audit",
-    "KeyProblem": "lsiorm._ops.key_audit",
-    "MigrationReport": "lsiorm._ops.migration_plan",
-    "ProblemKind": "lsiorm._ops.key_audit",
-    "ReliefReport": "lsiorm._ops.relief",
-    "ScanUnit": "lsiorm._ops.units",
-    "Unit": "lsiorm._ops.units",
-    "UnitRecord": "lsiorm._ops.ledger",
-    "VerifyReport": "lsiorm._ops.migration_plan",
-    "ledger_table": "lsiorm._ops.ledger",
+    "AdoptionExample": "lsiorm._jobs.adoption",
+    "AdoptionReport": "lsiorm._jobs.adoption",
+    "AttributeTally": "lsiorm._jobs.key_audit",
+    "BackfillReport": "lsiorm._jobs.backfill",
+    "DualFallback": "lsiorm._migration.dual_writes",
+    "DualWrites": "lsiorm._migration.dual_writes",
+    "EntityAdoption": "lsiorm._jobs.adoption",
+    "EntityKeyAudit": "lsiorm._jobs.key_audit",
+    "ExportUnit": "lsiorm._jobs.units",
+    "ItemKeyCheck": "lsiorm._model.key_check",
+    "JobProgress": "lsiorm._jobs.resumable",
+    "JobRecord": "lsiorm._jobs.ledger",
+    "KeyAuditReport": "lsiorm._jobs.key_audit",
+    "KeyProblem": "lsiorm._model.key_check",
+    "MigrationReport": "lsiorm._migration.plan",
+    "ProblemKind": "lsiorm._model.key_check",
+    "ReliefReport": "lsiorm._jobs.relief",
+    "ScanUnit": "lsiorm._jobs.units",
+    "Unit": "lsiorm._jobs.units",
+    "UnitRecord": "lsiorm._jobs.ledger",
+    "VerifyReport": "lsiorm._migration.plan",
+    "ledger_table": "lsiorm._jobs.ledger",
     "read_relief_file": "lsiorm._io.jsonlines",
-    "unit_from_json": "lsiorm._ops.units",
-    "unit_to_json": "lsiorm._ops.units",
+    "unit_from_json": "lsiorm._jobs.units",
+    "unit_to_json": "lsiorm._jobs.units",
 }
 
 if not _typing.TYPE_CHECKING:  # type checkers read the imports above

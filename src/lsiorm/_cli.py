@@ -701,7 +701,7 @@ def cmd_jobs(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """List the runs of key jobs in a table's ledger (and the table migrations, with their
     lag); show one, or cancel one."""
     obj = load_job_target(args.target, None)
-    from lsiorm._ops.migration_plan import migration_summary
+    from lsiorm._migration.plan import migration_summary
 
     table = _table_of(obj)
     action = args.action or "list"
@@ -738,8 +738,8 @@ def cmd_jobs(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
 
 def _migrations(session: Any, table: Table, ledger: str | None) -> list[Any]:
     """The table migrations whose state is in the ledger (with their lag, for `lsiorm jobs`)."""
-    from lsiorm._ops.job_options import ledger_location
-    from lsiorm._ops.migration_plan import MigrationStore
+    from lsiorm._jobs.options import ledger_location
+    from lsiorm._migration.plan import MigrationStore
 
     store = MigrationStore(session.ctx, ledger_location(session.ctx, table, ledger))
     states: list[Any] = session.run(store.states())

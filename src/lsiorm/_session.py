@@ -51,9 +51,9 @@ from lsiorm._session_methods import SessionConfig, SessionCore
 from lsiorm.errors import ConfigurationError, MissingDependencyError
 
 if TYPE_CHECKING:
-    from lsiorm._ops.dual_writes import DualFallback
-    from lsiorm._ops.ledger import LedgerLocation
-    from lsiorm._ops.units import Unit
+    from lsiorm._jobs.ledger import LedgerLocation
+    from lsiorm._jobs.units import Unit
+    from lsiorm._migration.dual_writes import DualFallback
 
 __all__ = ["AsyncSession", "Session"]
 
@@ -685,8 +685,6 @@ def run_unit_task(
     with the token ``owner`` (the submission's own).
     """
     from lsiorm._io import dask_profiler
-    from lsiorm._io.exports import open_export
-    from lsiorm._ops.job_catalog import run_declared_unit
 
     with _WORKER_SESSIONS_LOCK:
         session = _WORKER_SESSIONS.get(config)
@@ -694,6 +692,6 @@ def run_unit_task(
             dask_profiler.warn_once()
             session = _WORKER_SESSIONS[config] = Session(**config.kwargs())
     result: str = session.run(
-        run_declared_unit(session.ctx, location, lease_seconds, job_id, unit, open_export, owner)
+        methods.declared_unit(session.ctx, location, lease_seconds, job_id, unit, owner)
     )
     return result

@@ -60,16 +60,16 @@ from lsiorm.errors import ValidationError
 if TYPE_CHECKING:
     # The key jobs, migrations and dual writes are imported by the methods that run them, so
     # that a program's first request does not wait for them.
-    from lsiorm._ops.adoption import AdoptionReport
-    from lsiorm._ops.backfill import BackfillReport
-    from lsiorm._ops.dual_writes import DualFallback, DualWrites
-    from lsiorm._ops.job_options import JobOptions
-    from lsiorm._ops.key_audit import KeyAuditReport
-    from lsiorm._ops.ledger import JobLedger, JobRecord
-    from lsiorm._ops.migration_plan import MigrationReport
-    from lsiorm._ops.relief import ReliefReport
-    from lsiorm._ops.resumable import JobProgress
-    from lsiorm._ops.units import Unit
+    from lsiorm._jobs.adoption import AdoptionReport
+    from lsiorm._jobs.backfill import BackfillReport
+    from lsiorm._jobs.key_audit import KeyAuditReport
+    from lsiorm._jobs.ledger import JobLedger, JobRecord, LedgerLocation
+    from lsiorm._jobs.options import JobOptions
+    from lsiorm._jobs.relief import ReliefReport
+    from lsiorm._jobs.resumable import JobProgress
+    from lsiorm._jobs.units import Unit
+    from lsiorm._migration.dual_writes import DualFallback, DualWrites
+    from lsiorm._migration.plan import MigrationReport
 
 __all__ = ["SessionConfig", "SessionCore"]
 
@@ -394,7 +394,7 @@ def audit_keys(
     `detach` only opens the run in the ledger and returns at once (`report.job` names it):
     its units are then run anywhere with `run_unit`, one call each.
     """
-    from lsiorm._ops import key_audit
+    from lsiorm._jobs import key_audit
 
     options = _options(
         session,
@@ -438,7 +438,7 @@ def adopt(
     report); `dry_run` stops there. `progress` is called with a JobProgress after each page;
     True draws a progress bar on stderr. See docs/existing-tables.md.
     """
-    from lsiorm._ops import adoption
+    from lsiorm._jobs import adoption
 
     job = partial(
         adoption.adopt,
@@ -498,7 +498,7 @@ def backfill(
     JobProgress as it starts and after each page; True draws a progress bar (items, rate, ETA
     from an estimated total) on stderr.
     """
-    from lsiorm._ops import backfill as backfill_job
+    from lsiorm._jobs import backfill as backfill_job
 
     _ignored_checkpoint(checkpoint)
     options = _options(
@@ -549,7 +549,7 @@ def relieve_collection(
     page; True draws a progress bar (items, rate, ETA from an estimated total) on stderr.
     """
     from lsiorm._io.jsonlines import JsonLinesFile
-    from lsiorm._ops import relief
+    from lsiorm._jobs import relief
 
     _ignored_checkpoint(checkpoint)
     options = _options(session, ledger=ledger, write_budget=write_budget)
@@ -622,7 +622,7 @@ def migrate_table(
         detach=detach,
     )
     ctx = dataclasses.replace(session.ctx, route=None)  # also from a session with dual writes
-    from lsiorm._ops import migration
+    from lsiorm._migration import phases as migration
 
     if status:
         return migration.migration_status(ctx, table, source, options)
@@ -656,7 +656,7 @@ def dual_writes(
     declares: check that its copy is done and that both tables have the same primary key (a
     typed error before any write otherwise), record it in the ledger, and return the route a
     session with dual writes takes (`Session.dual_writes` returns that session)."""
-    from lsiorm._ops.dual_writes import open_dual_writes
+    from lsiorm._migration.dual_writes import open_dual_writes
 
     options = _options(session, ledger=ledger)
     plain = dataclasses.replace(session.ctx, route=None)  # a session with dual writes too
@@ -710,17 +710,34 @@ def run_unit(
     before), ``"held"`` (another worker holds its lease: try again after it expires) or
     ``"lost"`` (its lease was taken over, or the run was stopped or cancelled).
     """
-    from lsiorm._io.exports import open_export
-    from lsiorm._ops.job_catalog import run_declared_unit
-    from lsiorm._ops.job_options import ledger_location
+    from lsiorm._jobs.options import ledger_location
 
     location = ledger_location(session.ctx, table, ledger)
-    return run_declared_unit(session.ctx, location, lease_seconds, job_id, unit, open_export)
+    return declared_unit(session.ctx, location, lease_seconds, job_id, unit)
+
+
+def declared_unit(
+    ctx: Context,
+    location: LedgerLocation,
+    lease_seconds: float,
+    job_id: str,
+    unit: Unit,
+    owner: str | None = None,
+) -> Operation[str]:
+    """Run one unit of any job as its ledger declares it: the key jobs' kinds, and a table
+    migration's (whose units need its state), reading exports where a declaration says."""
+    from lsiorm._io.exports import open_export
+    from lsiorm._jobs.catalog import run_declared_unit
+    from lsiorm._migration.catalog import UNIT_SOURCES
+
+    return run_declared_unit(
+        ctx, location, lease_seconds, job_id, unit, open_export, owner, sources=UNIT_SOURCES
+    )
 
 
 def _ledger(session: SessionCore, table: Table, ledger: str | None) -> JobLedger:
-    from lsiorm._ops.job_options import ledger_location
-    from lsiorm._ops.ledger import JobLedger
+    from lsiorm._jobs.ledger import JobLedger
+    from lsiorm._jobs.options import ledger_location
 
     return JobLedger(session.ctx, ledger_location(session.ctx, table, ledger))
 
@@ -740,7 +757,7 @@ def _options(
 ) -> JobOptions:
     """How a key job runs, from a session method's keywords."""
     from lsiorm._io.exports import open_export
-    from lsiorm._ops.job_options import JobOptions
+    from lsiorm._jobs.options import JobOptions
 
     return JobOptions(
         ledger=ledger,

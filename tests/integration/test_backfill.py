@@ -15,8 +15,8 @@ import pytest
 
 import lsiorm
 from lsiorm import AsyncSession, Entity, Session, Table, between, query
-from lsiorm._ops.ledger import NAMESPACE
-from lsiorm._ops.resumable import JobProgress
+from lsiorm._jobs.ledger import NAMESPACE
+from lsiorm._jobs.resumable import JobProgress
 from support.jobs import Killed, WriteLog, everything, session_on
 from support.models import declare_doc
 

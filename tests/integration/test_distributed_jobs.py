@@ -26,10 +26,10 @@ import pytest
 
 from lsiorm import AsyncSession, RetryPolicy, Session, unit_from_json, unit_to_json
 from lsiorm._io.exports import open_export
+from lsiorm._jobs.catalog import run_declared_unit
+from lsiorm._jobs.options import ledger_location
+from lsiorm._model.key_check import check_item_keys
 from lsiorm._model.wire import item_from_wire
-from lsiorm._ops.job_catalog import run_declared_unit
-from lsiorm._ops.job_options import ledger_location
-from lsiorm._ops.key_audit import check_item_keys
 from support.faults import FaultProxy
 from support.jobs import Killed, WriteLog, everything, session_on, unit_counts, worker_apps
 from support.writers import ConcurrentWriters

@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from lsiorm import AsyncSession, Session
-from lsiorm._ops.resumable import JobProgress
+from lsiorm._jobs.resumable import JobProgress
 from support.models import declare_doc
 from support.raw import doc_key, set_attributes
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from lsiorm import Session, ledger_table
-from lsiorm._ops.ledger import JobLedger, LeaseLost, LedgerLocation
-from lsiorm._ops.units import ScanUnit
+from lsiorm._jobs.ledger import JobLedger, LeaseLost, LedgerLocation
+from lsiorm._jobs.units import ScanUnit
 from lsiorm.testing import FaultInjector
 from support.fakes import Clock
 

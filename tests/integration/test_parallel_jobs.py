@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from lsiorm import Entity, Session, Table
+from lsiorm._model.key_check import check_item_keys
 from lsiorm._ops.hooks import HookRequest
-from lsiorm._ops.key_audit import check_item_keys
 from support.jobs import Killed, WriteLog, everything, on_ledger, session_on
 from support.models import declare_doc
 

@@ -14,7 +14,7 @@ import pytest
 
 import lsiorm
 from lsiorm import Entity, Session, Table
-from lsiorm._ops.ledger import NAMESPACE
+from lsiorm._jobs.ledger import NAMESPACE
 from support.jobs import everything
 from support.models import declare_doc
 

@@ -26,16 +26,16 @@ DEFERRED = {
 DEFERRED_OWN = (
     "lsiorm._io.exports",
     "lsiorm._io.jsonlines",
-    "lsiorm._ops.adoption",
-    "lsiorm._ops.backfill",
-    "lsiorm._ops.dual_writes",
-    "lsiorm._ops.job_engine",
-    "lsiorm._ops.key_audit",
-    "lsiorm._ops.ledger",
-    "lsiorm._ops.migration",
-    "lsiorm._ops.migration_plan",
-    "lsiorm._ops.relief",
-    "lsiorm._ops.units",
+    "lsiorm._jobs.adoption",
+    "lsiorm._jobs.backfill",
+    "lsiorm._migration.dual_writes",
+    "lsiorm._jobs.engine",
+    "lsiorm._jobs.key_audit",
+    "lsiorm._jobs.ledger",
+    "lsiorm._migration.phases",
+    "lsiorm._migration.plan",
+    "lsiorm._jobs.relief",
+    "lsiorm._jobs.units",
 )
 
 
@@ -81,13 +81,13 @@ def test_a_session_leaves_the_key_jobs_until_they_are_used() -> None:
 def test_a_name_looked_up_on_use_is_the_class_of_its_module() -> None:
     statement = (
         "from lsiorm import KeyAuditReport, MigrationReport; "
-        "import lsiorm, lsiorm._ops.key_audit as k, lsiorm._ops.migration_plan as m; "
+        "import lsiorm, lsiorm._jobs.key_audit as k, lsiorm._migration.plan as m; "
         "assert KeyAuditReport is k.KeyAuditReport is lsiorm.KeyAuditReport; "
         "assert MigrationReport is m.MigrationReport; "
         "assert {'KeyAuditReport', 'DualWrites', 'read_relief_file'} <= set(dir(lsiorm))"
     )
     loaded = _loaded_after(statement)
-    assert {"lsiorm._ops.key_audit", "lsiorm._ops.migration_plan"} <= loaded
+    assert {"lsiorm._jobs.key_audit", "lsiorm._migration.plan"} <= loaded
 
 
 def test_an_unknown_name_is_still_an_attribute_error() -> None:

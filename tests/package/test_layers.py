@@ -24,6 +24,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("lsiorm._requests",),
     ("lsiorm._query",),
     ("lsiorm._ops",),
+    ("lsiorm._jobs",),
+    ("lsiorm._migration",),
     ("lsiorm._io",),
     ("lsiorm._session_methods",),
     ("lsiorm._session", "lsiorm.testing", "lsiorm.pytest_plugin"),
@@ -156,6 +158,25 @@ def test_the_cycle_check_finds_a_cycle() -> None:
     assert _first_cycle({"lsiorm.a": {"lsiorm.b"}, "lsiorm.b": set()}) is None
 
 
+def test_operations_jobs_and_migration_are_three_layers() -> None:
+    # A plain write never reaches a job: the key check it runs is pure, in _model.
+    assert "lsiorm._model.key_check" in GRAPH["lsiorm._ops.rekeying"]
+    assert _layer_of("lsiorm._ops.items") < _layer_of("lsiorm._jobs.engine")
+    assert _layer_of("lsiorm._jobs.catalog") < _layer_of("lsiorm._migration.catalog")
+    # The jobs' catalog runs migration units only through what its caller hands it.
+    assert not any(i.startswith("lsiorm._migration") for i in TYPED_GRAPH["lsiorm._jobs.catalog"])
+
+
+def test_every_package_says_what_it_holds_and_which_way_imports_go() -> None:
+    for layer in ("_query", "_ops", "_jobs", "_migration"):
+        init = PACKAGE / layer / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        modules = sorted(p.stem for p in (PACKAGE / layer).glob("*.py") if p.stem != "__init__")
+        unnamed = [m for m in modules if f"``{m}``" not in doc]
+        assert not unnamed, f"{layer}/__init__.py does not name {unnamed}"
+        assert "Imports point" in doc, f"{layer}/__init__.py does not say which way imports go"
+
+
 def test_the_layer_test_sees_imports() -> None:
     # Guard against a walker that finds nothing: the session must import the drivers.
     assert "lsiorm._io.drivers" in GRAPH["lsiorm._session"]
@@ -186,7 +207,15 @@ def test_only_the_typed_graph_sees_type_checking_imports() -> None:
 FILE_AND_NETWORK = frozenset({"open", "os", "pathlib", "socket", "shutil", "tempfile"})
 
 
-@pytest.mark.parametrize("path", sorted((PACKAGE / "_ops").glob("*.py")), ids=lambda p: p.name)
+#: The layers of operations: they yield steps and leave every I/O to the drivers.
+OPERATION_LAYERS = ("_ops", "_jobs", "_migration")
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for layer in OPERATION_LAYERS for p in (PACKAGE / layer).glob("*.py")),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
 def test_operations_touch_no_files_or_sockets(path: Path) -> None:
     """An operation yields steps; files (exports, relief files) are given to it by _io."""
     tree = ast.parse(path.read_text())

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lsiorm._ops.budget import RateBudget
-from lsiorm._ops.job_engine import PageRead
+from lsiorm._jobs.budget import RateBudget
+from lsiorm._jobs.engine import PageRead
+from lsiorm._jobs.resumable import DONE, Position, WireItem
+from lsiorm._jobs.units import Unit
 from lsiorm._ops.pipeline import Context
-from lsiorm._ops.resumable import DONE, Position, WireItem
 from lsiorm._ops.steps import Done, Gather, Operation, Sleep, advance
-from lsiorm._ops.units import Unit
 from support.fakes import Clock
 
 ITEMS_PER_UNIT = 4

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lsiorm import HookRequest, JobRecord, Session
-from lsiorm._ops.ledger import NAMESPACE
+from lsiorm._jobs.ledger import NAMESPACE
 
 
 class Killed(BaseException):

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from lsiorm import Entity, Table
+from lsiorm._jobs.ledger import NAMESPACE
+from lsiorm._model.key_check import check_item_keys, derived_keys
 from lsiorm._model.wire import from_wire, same_item
-from lsiorm._ops.key_audit import check_item_keys, derived_keys
-from lsiorm._ops.ledger import NAMESPACE
 from support.jobs import Killed
 from support.tables import table_request
 from support.writers import WriterThreads

@@ -4,7 +4,7 @@ An export folder (``<prefix>/AWSDynamoDB/<ExportId>/``, in S3 or copied to a loc
 holds ``manifest-summary.json`` (its item count and where the file manifest is),
 ``manifest-files.json`` (one JSON object a line, one per data file: ``dataFileS3Key``,
 ``itemCount``) and the data files, gzipped, one ``{"Item": {...}}`` a line in DynamoDB's JSON
-form. Each data file is one work unit (`lsiorm._ops.units.ExportUnit`); its position is the
+form. Each data file is one work unit (`lsiorm._jobs.units.ExportUnit`); its position is the
 number of lines done, so a unit resumes at the next line.
 
 Reading an export uses no read capacity. An exported item may be older than the table's: the
@@ -23,12 +23,12 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from lsiorm._ops.job_engine import PageRead
-from lsiorm._ops.job_options import ExportInput
+from lsiorm._jobs.engine import PageRead
+from lsiorm._jobs.options import ExportInput
+from lsiorm._jobs.resumable import DONE, Position, WireItem
+from lsiorm._jobs.units import ExportUnit, Unit
 from lsiorm._ops.pipeline import Context
-from lsiorm._ops.resumable import DONE, Position, WireItem
 from lsiorm._ops.steps import Operation
-from lsiorm._ops.units import ExportUnit, Unit
 from lsiorm.errors import ValidationError
 
 __all__ = ["ExportFolder", "open_export"]

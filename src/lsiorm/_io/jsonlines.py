@@ -10,8 +10,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from lsiorm._jobs.resumable import from_json_av, json_av
 from lsiorm._model.wire import WireItem
-from lsiorm._ops.resumable import from_json_av, json_av
 
 __all__ = ["JsonLinesFile", "read_relief_file"]
 

@@ -13,7 +13,7 @@ import sys
 from typing import Any, TextIO
 
 from lsiorm._io.lifetime import Closing
-from lsiorm._ops.resumable import JobProgress
+from lsiorm._jobs.resumable import JobProgress
 
 __all__ = ["ProgressBar"]
 

@@ -1,0 +1,21 @@
+"""The library's operations: each request users make, as a generator that yields steps.
+
+An operation passes through these modules in this order:
+
+- ``steps``: the whole contract with the drivers (`Call`, `Sleep`, `Gather`, `Emit`).
+- ``pipeline``: the path of one API call: request limits, hooks (``hooks``), retries
+  (``retry``), typed errors (``service_errors``), live table names (``naming``), consumed
+  capacity (``meter``).
+- The operations: ``items`` (put, get, update, delete), ``reads`` (query and scan plans, pages,
+  cursors, merges), ``batch``, ``transactions``, ``tables`` (create, delete, check).
+- ``rekeying``: a write that meets an item still in an older key form moves it first;
+  ``unchanged``: the condition that an item is as it was read.
+- The guard: ``collection_guard`` watches item-collection sizes, ``audit`` reads them from the
+  table; ``reserved`` names the partition the jobs' ledger lives in, which every reader of a
+  whole table leaves out.
+
+Imports point down: operations import the pipeline, the pipeline the steps, and the package
+imports only the pure layers (``_model``, ``_conditions``, ``_requests``, ``_query``). The key
+jobs (``lsiorm._jobs``) and the migration (``lsiorm._migration``) are built on these
+operations, never the other way round (``tests/package/test_layers.py`` checks it).
+"""

@@ -28,7 +28,7 @@ T = TypeVar("T")
 
 class Route(Protocol):
     """What sends a session's requests instead of sending them as given (the dual writes of a
-    table migration, `lsiorm._ops.dual_writes`): it is handed each request, with the context
+    table migration, `lsiorm._migration.dual_writes`): it is handed each request, with the context
     without itself, and sends what it decides through `send_once`."""
 
     def __call__(self, sent: RoutedRequest) -> Operation[dict[str, Any]]: ...

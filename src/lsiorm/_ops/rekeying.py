@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.key_check import ItemKeyCheck, check_item_keys
 from lsiorm._model.wire import WireItem, item_to_wire
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
@@ -39,10 +40,6 @@ from lsiorm.errors import (
     TransactionCanceledError,
     TransactionConflictError,
 )
-
-if TYPE_CHECKING:
-    # The key audit (a key job) is imported by the first move: a plain write does not need it.
-    from lsiorm._ops.key_audit import ItemKeyCheck
 
 __all__ = [
     "MOVE_ATTEMPTS",
@@ -98,8 +95,6 @@ def ensure_moved(
     old_key = old_wire_key(meta, values)
     if old_key is None:
         return
-    from lsiorm._ops.key_audit import check_item_keys
-
     table = meta.table
     for _attempt in range(MOVE_ATTEMPTS):
         response = yield from call(

@@ -1,6 +1,6 @@
 """A table's reserved partition: where lsiorm's key jobs keep their ledger unless told otherwise.
 
-The jobs' ledger (`lsiorm._ops.ledger`) lives by default in one partition of the job's own
+The jobs' ledger (`lsiorm._jobs.ledger`) lives by default in one partition of the job's own
 table, ``~lsiorm#jobs``. Its items are lsiorm's, not the table's: every reader of the whole
 table (the key jobs, adoption, the collection audit, a migration's copy) leaves them out.
 """

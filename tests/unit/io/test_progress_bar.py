@@ -6,7 +6,7 @@ import io
 import re
 
 from lsiorm._io.progress_bar import ProgressBar
-from lsiorm._ops.resumable import JobProgress
+from lsiorm._jobs.resumable import JobProgress
 
 
 def test_the_bar_shows_items_rate_and_time_left_against_an_estimate() -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from lsiorm import Entity, Table, gt, query
 from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.key_check import check_item_keys
 from lsiorm._model.wire import item_to_wire
-from lsiorm._ops.key_audit import check_item_keys
 from lsiorm._query.rekeying import new_form_sort_text, row_kept
 from lsiorm._requests.batch import get_entries, old_form_entries, write_entries
 from lsiorm.errors import QueryPlanError
