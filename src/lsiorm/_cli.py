@@ -245,7 +245,7 @@ def _probe_formats(session: Any, table: Table, sample: int) -> FormatProbe | Non
     names = [table.partition_key.name, *attributes]
     placeholders = {f"#k{n}": name for n, name in enumerate(dict.fromkeys(names))}
     params = {
-        "TableName": session.table_name(table),
+        "TableName": table.name,  # the session sends it under its live name
         "Limit": sample,
         "ProjectionExpression": ", ".join(placeholders),
         "ExpressionAttributeNames": placeholders,
