@@ -364,17 +364,19 @@ def bind_template(
             continue
         nxt = segments[i + 1] if i + 1 < len(segments) else None
         info = fields[seg.field]
+        # A text field that is the key attribute itself holds its value as it is (see below).
+        itself = style == "printable" and _is_key_itself(info, attr, source, seg.field)
         codec = codec_for(
             info.annotation,
             spec=seg.spec,
             metadata=info.metadata,
             field_name=f"{cls.__name__}.{seg.field}",
             following=None if nxt is None else nxt if isinstance(nxt, str) else "",
-            style=_own_key_style(info, attr, source, seg.field, style),
+            style="plain" if itself else style,
             python_patterns=python_patterns,
             forced=forced,
         )
-        if codec.style == "plain" and style == "printable" and not forced:
+        if itself and codec.style == "plain":
             codec.why = (
                 "the field is the key attribute itself (stored under its name), so the key "
                 "holds its value as it is, as other tools read it"
@@ -390,16 +392,15 @@ def bind_template(
     return KeyTemplate(attr, attr_type, source, _absorb_terminators(segments))
 
 
-def _own_key_style(info: Any, attr: str, source: str, field: str, style: KeyStyle) -> KeyStyle:
-    """The style a field's key text takes: the plain style for a text field that is the key
-    attribute itself (its template is ``{field}`` alone, and it is stored under the attribute's
-    name) where the style is printable.
+def _is_key_itself(info: Any, attr: str, source: str, field: str) -> bool:
+    """Whether a field is the key attribute itself: its template is ``{field}`` alone and the
+    field is stored under the attribute's name.
 
-    Such a key is the item's only copy of the value, which other tools read as the value: it
-    holds the text as it is. It is the whole key, so its text order is the order of the values.
+    Such a key is the item's only copy of the value, which other tools read as the value, so
+    in the printable style it holds the text as it is (the plain style): it is the whole key,
+    so its text order is the order of the values.
     """
-    own = source == f"{{{field}}}" and (info.alias or field) == attr
-    return "plain" if own and style == "printable" else style
+    return source == f"{{{field}}}" and (info.alias or field) == attr
 
 
 def _absorb_terminators(segments: list[Segment]) -> tuple[Segment, ...]:

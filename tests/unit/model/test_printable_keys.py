@@ -539,3 +539,22 @@ def test_a_table_an_earlier_release_wrote_keeps_its_style_by_declaring_it() -> N
             n: int
 
         assert Line(c="c", o="A03", n=1).to_item()["SK"] == key
+
+
+def test_a_field_that_is_the_key_attribute_holds_its_value_as_it_is() -> None:
+    own = Table("PrintableOwnKey", "user", "sk")
+
+    class User(Entity, table=own, keys={"user": "{user}", "sk": "U#{name}"}):
+        user: str
+        name: Annotated[str, KeyFormat(style="plain")]
+
+    item = User(user="ann smith", name="a#b").to_item()
+    assert (item["user"], item["sk"]) == ("ann smith", "U#a#b")
+    whys = {f.field: (f.style, f.why) for f in key_layout(User).fields}
+    assert whys["user"] == (
+        "plain",
+        "the field is the key attribute itself (stored under its name), so the key holds its "
+        "value as it is, as other tools read it",
+    )
+    assert whys["name"] == ("plain", "it ends its template")  # its own plain style, its own why
+    assert User.model_validate(item).user == "ann smith"
