@@ -37,7 +37,7 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "lsiorm"))
 
 # Fixtures of support modules that serve test files in several folders.
-pytest_plugins = ["support.cli"]
+pytest_plugins = ["support.cli", "support.aws_like"]
 # A user's app with its own tests, run by tests/package/test_sample_app.py in a process of its own.
 collect_ignore = ["sample_app"]
 

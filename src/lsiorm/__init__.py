@@ -45,6 +45,7 @@ from lsiorm._io.fastjson import fast_path_of as fast_json_of
 from lsiorm._io.fastjson import install as install_fast_json
 from lsiorm._io.fastjson import uninstall as uninstall_fast_json
 from lsiorm._io.telemetry import Telemetry
+from lsiorm._model.apply_plan import ApplyPlan, ApplyStep
 from lsiorm._model.capacity import (
     CapacityUnits,
     ConsumedCapacity,
@@ -84,6 +85,14 @@ from lsiorm._model.key_styles import KeyStyle
 from lsiorm._model.number_fit import LossyFloat
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import Shard
+from lsiorm._model.stream_record import ChangeEvent, ChangeName, change_of
+from lsiorm._model.table_settings import (
+    LiveSettings,
+    OnDemandThroughput,
+    StreamViewType,
+    TableSettings,
+    WarmThroughput,
+)
 from lsiorm._model.wire import AttributeValue, WireItem, item_size
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult
@@ -99,6 +108,7 @@ from lsiorm._ops.meter import CapacityMeter, Measurement
 from lsiorm._ops.reads import Page
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
+from lsiorm._ops.tables import ApplyReport
 from lsiorm._ops.transactions import TransactWriteResult
 from lsiorm._query.decode import missing_fields
 from lsiorm._query.explain import Explanation
@@ -122,9 +132,19 @@ from lsiorm._requests.update_effect import dry_run_update
 from lsiorm._requests.update_plan import UpdateChanges, UpdateSpec
 from lsiorm._session import AsyncSession, Session
 from lsiorm._session_methods import SessionConfig
+from lsiorm._stream_handler import (
+    AfterFailure,
+    HeldBackError,
+    RecordFailure,
+    StreamBatch,
+    StreamHandler,
+    UnknownChanges,
+    stream_handler,
+)
 from lsiorm.errors import (
     BatchGetIncompleteError,
     BatchWriteIncompleteError,
+    CallTimeoutError,
     CancellationReason,
     ConditionFailedError,
     ConfigurationError,
@@ -231,6 +251,10 @@ del _version
 __all__ = [
     "AdoptionExample",
     "AdoptionReport",
+    "AfterFailure",
+    "ApplyPlan",
+    "ApplyReport",
+    "ApplyStep",
     "AsyncSession",
     "Attr",
     "AttributeTally",
@@ -242,10 +266,13 @@ __all__ = [
     "BeginsWith",
     "Between",
     "BillingMode",
+    "CallTimeoutError",
     "CancellationReason",
     "Candidate",
     "CapacityMeter",
     "CapacityUnits",
+    "ChangeEvent",
+    "ChangeName",
     "CollectionEstimate",
     "CollectionSize",
     "CollectionWarning",
@@ -282,6 +309,7 @@ __all__ = [
     "Get",
     "GetKey",
     "GlobalIndex",
+    "HeldBackError",
     "HookRequest",
     "Hookable",
     "Idempotency",
@@ -303,6 +331,7 @@ __all__ = [
     "KeyProblem",
     "KeyStyle",
     "KeyType",
+    "LiveSettings",
     "LocalIndex",
     "LossyFloat",
     "LsiormError",
@@ -314,6 +343,7 @@ __all__ = [
     "NotExists",
     "NotFoundError",
     "NumberPrecisionError",
+    "OnDemandThroughput",
     "Operation",
     "Operator",
     "OutcomeUnknownError",
@@ -331,6 +361,7 @@ __all__ = [
     "ReadEstimate",
     "ReadOptions",
     "ReadSource",
+    "RecordFailure",
     "ReliefReport",
     "RequestShape",
     "ResourceNotFoundError",
@@ -346,7 +377,11 @@ __all__ = [
     "SessionConfig",
     "Shard",
     "StaleVersionError",
+    "StreamBatch",
+    "StreamHandler",
+    "StreamViewType",
     "Table",
+    "TableSettings",
     "Telemetry",
     "TemplateLayout",
     "ThrottledError",
@@ -357,11 +392,13 @@ __all__ = [
     "TransportError",
     "Unit",
     "UnitRecord",
+    "UnknownChanges",
     "Update",
     "UpdateChanges",
     "UpdateSpec",
     "ValidationError",
     "VerifyReport",
+    "WarmThroughput",
     "WireItem",
     "WriteEstimate",
     "__version__",
@@ -369,6 +406,7 @@ __all__ = [
     "any_of",
     "begins_with",
     "between",
+    "change_of",
     "cond",
     "contains",
     "decode_item",
@@ -405,6 +443,7 @@ __all__ = [
     "read_units",
     "scan",
     "shard_value",
+    "stream_handler",
     "uninstall_fast_json",
     "unit_from_json",
     "unit_to_json",

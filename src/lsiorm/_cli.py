@@ -1,6 +1,6 @@
-"""The `lsiorm` command line: create-table, check, explain, collections, get, query,
-delete-table, adopt, the key jobs audit-keys, backfill and relieve, migrate-table (a live table
-into a new one), and jobs (their ledger).
+"""The `lsiorm` command line: create-table, check, apply (a table's declared settings), explain,
+collections, get, query, delete-table, adopt, the key jobs audit-keys, backfill and relieve,
+migrate-table (a live table into a new one), and jobs (their ledger).
 
 Each command is a `cmd_*` function here; its options, the text it reads and the lines it prints
 are in `_cli_text`.
@@ -45,6 +45,7 @@ from lsiorm._cli_text import (
     parse_condition,
     plural,
     table_label,
+    text_value,
     typed_value,
     write_capacity,
     write_entities,
@@ -254,6 +255,27 @@ def _probe_formats(session: Any, table: Table, sample: int) -> FormatProbe | Non
     return probe_keys(table, response.get("Items", ()), skip_partition=RESERVED_PARTITION)
 
 
+def cmd_apply(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
+    """Plan (a dry run) or, with --yes, send the requests that give the live table its
+    declared settings; exit 1 when drift is left that no request fixes."""
+    table = load_table(args.target)
+
+    class Watch:
+        def before(self, request: Any) -> None:
+            if request.operation != "DescribeTable":
+                progress.tick(f"{request.operation} on {table.name}")
+
+    with cli_session(args, [Watch()] if args.yes else []) as session:
+        report = session.apply_table(table, dry_run=not args.yes)
+        _live_first(out, session, table)
+    if not args.yes:
+        out.write(f"{report.plan}\n")
+        if report.plan.steps:
+            out.write("Dry run: nothing was sent; add --yes to apply.\n")
+        return EXIT_OK if not report.plan.left else EXIT_FOUND
+    return _reported(out, report, report.ok)
+
+
 def cmd_collections(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     """Report the largest item collections, checked against the warning threshold."""
     table = load_table(args.target)
@@ -306,11 +328,11 @@ def _built_query(args: argparse.Namespace, target: Any) -> Any:
         return target
     q = query(*_query_entities(args.target, target, names))
     first = q.entities[0]
-    where = dict(parse_condition(c) for c in args.where)
-    filters = dict(parse_condition(c) for c in args.filter)
-    q = q.where(**{k: typed_value(first, k, v) for k, v in where.items()})
-    if filters:
-        q = q.filter(**{k: typed_value(first, k, v) for k, v in filters.items()})
+    # One condition at a time: two on a field (a range from >= and <) both hold.
+    for name, value in (parse_condition(c) for c in args.where):
+        q = q.where(**{name: typed_value(first, name, value)})
+    for name, value in (parse_condition(c) for c in args.filter):
+        q = q.filter(**{name: typed_value(first, name, value)})
     if args.index:
         q = q.using(args.index)
     if args.select:
@@ -464,7 +486,8 @@ def _table_of(target: Any) -> Table:
 
 
 def _ignored_checkpoint(args: argparse.Namespace) -> None:
-    """lsiorm 0.2's --checkpoint: still accepted, said to be ignored (the ledger resumes)."""
+    """The --checkpoint of 0.2's development versions: still accepted, said to be ignored (the
+    ledger resumes)."""
     if args.checkpoint is not None:
         sys.stderr.write(
             f"lsiorm {args.command}: --checkpoint is ignored: the job's ledger in DynamoDB keeps "
@@ -602,10 +625,8 @@ def cmd_relieve(args: argparse.Namespace, out: TextIO, progress: Progress) -> in
         name, sep, text = args.before.partition("=")
         if not sep or name not in entity.model_fields:
             raise UsageError(f"--before takes field=value with a field of {entity.__name__}.")
-        from lsiorm._model.entity_meta import meta_of
-
         # Typed on a command line: text is converted to the field's type, key field or not.
-        cutoff = meta_of(entity).validate_field(name, text, strict=False)
+        cutoff = text_value(entity, name, text)
 
         def match(item: Any) -> bool:
             return bool(getattr(item, name) < cutoff)
@@ -755,6 +776,7 @@ def _reported(out: TextIO, report: object, ok: bool) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, Progress], int]] = {
     "create-table": cmd_create_table,
     "check": cmd_check,
+    "apply": cmd_apply,
     "collections": cmd_collections,
     "explain": cmd_explain,
     "get": cmd_get,

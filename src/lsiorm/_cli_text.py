@@ -9,6 +9,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, TextIO
 
 from lsiorm._model.schema import Table
@@ -27,6 +28,7 @@ __all__ = [
     "parse_condition",
     "plural",
     "table_label",
+    "text_value",
     "typed_value",
     "write_capacity",
     "write_entities",
@@ -93,21 +95,36 @@ def parse_condition(text: str) -> tuple[str, Any]:
 def typed_value(cls: Any, name: str, value: Any) -> Any:
     """Validate a condition's or key's string value(s) against the field's type."""
     from lsiorm._conditions import Between, Compare
-    from lsiorm._model.entity_meta import meta_of
 
-    meta = meta_of(cls)
     if name not in cls.model_fields:
         return value  # the query reports the unknown field with its own rule
     if isinstance(value, Between):
-        return Between(
-            meta.validate_field(name, value.low, strict=False),
-            meta.validate_field(name, value.high, strict=False),
-        )
+        return Between(text_value(cls, name, value.low), text_value(cls, name, value.high))
     if isinstance(value, Compare):
-        return Compare(value.op, meta.validate_field(name, value.value, strict=False))
+        return Compare(value.op, text_value(cls, name, value.value))
     if isinstance(value, str):
-        return meta.validate_field(name, value, strict=False)
+        return text_value(cls, name, value)
     return value
+
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_NAIVE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?")
+
+
+def text_value(cls: Any, name: str, text: Any) -> Any:
+    """A value typed on the command line as the field's type (pydantic's conversions, key field
+    or not). A datetime field takes a date alone as its midnight in UTC, and a date and time
+    without an offset as UTC: a key needs an aware datetime, and a shell has no time zone."""
+    from lsiorm._model.entity_meta import meta_of
+    from lsiorm._model.field_types import bare_type
+
+    base = bare_type(cls.model_fields[name].annotation)
+    if isinstance(text, str) and isinstance(base, type) and issubclass(base, datetime):
+        if _DATE.fullmatch(text):
+            text += "T00:00:00Z"
+        elif _NAIVE_TIME.fullmatch(text):
+            text += "Z"
+    return meta_of(cls).validate_field(name, text, strict=False)
 
 
 # -- what the command prints ---------------------------------------------------------------------
@@ -155,11 +172,32 @@ _HINTS = {
         "it as the target, e.g. lsiorm query app.queries:everything"
     ),
     "query.where-non-key": "on the command line: give that condition with --filter, not --where",
+    "query.plain-range": (
+        "on the command line: give that condition with --filter, not --where (the key range "
+        "is read, and the filter keeps exactly the items asked for); or give the field the "
+        "printable key style (the default) in its declaration and run lsiorm backfill, and "
+        "--where answers it from the key"
+    ),
+    "query.inexact-range": (
+        "on the command line: give that condition with --filter, not --where (the key range "
+        "is read, and the filter keeps exactly the items asked for)"
+    ),
+    "query.unabsorbed": (
+        "on the command line: give those conditions with --filter, not --where (the key range "
+        "is read, and the filter keeps exactly the items asked for)"
+    ),
 }
+#: A condition on a field kept only in keys, which no filter can check (any of its rules).
+_KEY_ONLY_HINT = (
+    "on the command line: leave that condition out of --where and --filter, and compare the "
+    "field in what lsiorm query prints (--json); each entity carries it, read from its key"
+)
 
 
 def hint_for(exc: BaseException) -> str | None:
     """The command line's advice for an error, if its message alone is about code."""
+    if "no filter or condition can check it" in str(exc):
+        return _KEY_ONLY_HINT
     return _HINTS.get(getattr(exc, "rule", ""))
 
 
@@ -371,6 +409,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=100,
         help="how many items to read for keys of another key format (0: read none)",
     )
+    apply = sub.add_parser(
+        "apply",
+        parents=[common],
+        help="bring the live table to its declared settings (a dry run without --yes)",
+    )
+    apply.add_argument("--yes", action="store_true", help="send the planned requests")
     delete = sub.add_parser("delete-table", parents=[common], help="delete the live table")
     delete.add_argument("--yes", action="store_true", help="confirm: the items are destroyed")
     delete.add_argument("--no-wait", action="store_true", help="do not wait until it is gone")

@@ -18,18 +18,20 @@ generated file and a CI step to save a few dozen one-line methods; it does not p
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import importlib.util
 import inspect
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import AsyncExitStack
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 import lsiorm._session_methods as methods
-from lsiorm._io import environment, fastjson, integrity
+from lsiorm._io import clients
 from lsiorm._io.drivers import AsyncDriver, SyncDriver
 from lsiorm._io.lifetime import Closing, LoopHeld
 from lsiorm._io.telemetry import (
@@ -48,7 +50,7 @@ from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
 from lsiorm._query.values import Query, Scan
 from lsiorm._session_methods import SessionConfig, SessionCore
-from lsiorm.errors import ConfigurationError, MissingDependencyError
+from lsiorm.errors import MissingDependencyError
 
 if TYPE_CHECKING:
     from lsiorm._jobs.ledger import LedgerLocation
@@ -128,56 +130,11 @@ def _facade(method: Any, declared: Callable[..., Any], owner: str) -> Any:
     return method
 
 
-def _client_error(exc: Exception) -> ConfigurationError:
-    """Return the typed error for a botocore failure while building a client."""
-    from botocore.exceptions import NoRegionError
-
-    if isinstance(exc, NoRegionError):
-        return ConfigurationError(
-            "config.no-region",
-            "No AWS region is configured: pass region_name=..., or set AWS_DEFAULT_REGION.",
-        )
-    return ConfigurationError("config.client", f"Cannot build the DynamoDB client: {exc}")
-
-
-def _client(factory: Any, kwargs: Mapping[str, Any], service: str = "dynamodb") -> Any:
-    """Build a botocore client, turning botocore's configuration errors into typed ones."""
-    from botocore.exceptions import BotoCoreError
-
-    try:
-        return factory(service, **kwargs)
-    except (BotoCoreError, ValueError) as exc:
-        raise _client_error(exc) from exc
-
-
-def _given(client: Any) -> Any:
-    return client
-
-
 def _unit_worker(config: SessionConfig | None) -> Callable[..., Any] | None:
     """What an executor's worker runs per unit of a session with ``config`` (None without one):
     it builds a `Session` like it (the async one's workers too: a unit runs its requests in
     its worker's thread either way)."""
     return None if config is None else partial(run_unit_task, config)
-
-
-def _streams_beside(factory: Any, kwargs: Mapping[str, Any], dynamodb: Any) -> Any:
-    """The DynamoDB Streams client built with ``kwargs`` like the DynamoDB client ``dynamodb``,
-    on its endpoint where that is a local engine's (see `environment.streams_endpoint`)."""
-    if "endpoint_url" not in kwargs:
-        endpoint = environment.streams_endpoint(dynamodb.meta.endpoint_url)
-        if endpoint is not None:
-            kwargs = {**kwargs, "endpoint_url": endpoint}
-    return _client(factory, kwargs, "dynamodbstreams")
-
-
-def _streams_like(client: Any) -> Any:
-    """A DynamoDB Streams client for the endpoint and region of a boto3 DynamoDB client
-    (credentials from boto3's default chain; pass ``streams_client=`` for others)."""
-    import boto3
-
-    kwargs = {"region_name": client.meta.region_name}
-    return _streams_beside(boto3.session.Session().client, kwargs, client)
 
 
 def lean_lane_for(client: Any) -> Any:
@@ -193,22 +150,9 @@ def _driver_parts(
     """Give a client lsiorm's handlers; return what a driver for it is built with, besides the
     streams client: the client, its lean lane (None with `lean=False`) and the session's
     telemetry of its requests."""
-    _install_handlers(client, fast_json)
+    clients.install_handlers(client, fast_json)
     lane = lean_lane_for(client) if lean else None
     return client, lane, ClientTelemetry(session.telemetry, client)
-
-
-def _install_handlers(client: Any, fast_json: bool) -> None:
-    """Give a botocore DynamoDB client lsiorm's answer checks, and the fast path when asked.
-
-    Anything else (a test double) is left alone.
-    """
-    meta = getattr(client, "meta", None)
-    service = getattr(meta, "service_model", None)
-    if getattr(service, "service_name", None) == "dynamodb" and hasattr(meta, "events"):
-        integrity.install(client)
-        if fast_json:
-            fastjson.install(client)
 
 
 class _MeteredSync:
@@ -245,46 +189,6 @@ class _MeteredAsync:
         return getattr(self.inner, name)
 
 
-def _one_attempt(given: Any) -> Any:
-    """Return the client Config: the caller's, with botocore making one attempt per call.
-
-    lsiorm's retry policy must be the only retry loop: botocore retrying inside an attempt
-    could apply an ADD twice. The rest of the caller's ``retries`` is kept (``mode``: adaptive
-    keeps its client-side rate limiter); asking botocore for more attempts is refused.
-    """
-    from botocore.config import Config
-
-    retries = dict(getattr(given, "retries", None) or {})
-    attempts = retries.pop("total_max_attempts", None)
-    more = retries.pop("max_attempts", None)
-    if attempts is None and more is not None:
-        attempts = more + 1
-    if attempts not in (None, 1):
-        raise ConfigurationError(
-            "config.botocore-retries",
-            f"The client config asks botocore for {attempts} attempts per request; lsiorm "
-            "retries requests itself (an ADD must not be sent twice by a retry it does not "
-            "see). Set the attempts with Session(retry=RetryPolicy(max_attempts=...)), and "
-            "leave them out of Config(retries=...) (its mode is kept).",
-        )
-    ours = Config(retries={**retries, "total_max_attempts": 1})
-    return given.merge(ours) if given is not None else ours
-
-
-def _client_kwargs(
-    endpoint_url: str | None, region_name: str | None, extra: Mapping[str, Any]
-) -> dict[str, Any]:
-    kwargs: dict[str, Any] = dict(extra)
-    kwargs["config"] = _one_attempt(kwargs.get("config"))
-    if endpoint_url is None and "endpoint_url" not in kwargs:
-        endpoint_url = environment.endpoint_alias()
-    if endpoint_url is not None:
-        kwargs["endpoint_url"] = endpoint_url
-    if region_name is not None:
-        kwargs["region_name"] = region_name
-    return kwargs
-
-
 class Session(SessionCore, Closing):
     """Synchronous access to DynamoDB over a boto3 client.
 
@@ -311,6 +215,9 @@ class Session(SessionCore, Closing):
     with a DynamoDB Streams client built like the DynamoDB one (for a `client` passed in: for
     its region, with boto3's default credentials), on the DynamoDB endpoint where that is a
     local engine's (see docs/deployment.md); `streams_client` gives another.
+    Every method that sends requests takes `timeout=` (seconds, for the whole call):
+    `CallTimeoutError` when it runs out having changed nothing, `OutcomeUnknownError` once a
+    write was sent. `using` gives the same session on another client, region or endpoint.
     """
 
     def __init__(
@@ -352,32 +259,126 @@ class Session(SessionCore, Closing):
         )
         self.unit_worker = _unit_worker(self.config)
         streams: Callable[[], Any]
+        factory: Any = None
+        kwargs: dict[str, Any] = {}
         if client is None:
             import boto3
 
             factory = boto3_session or boto3.session.Session(profile_name=profile_name)
-            kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
-            client = _client(factory.client, kwargs)
-            streams = partial(_streams_beside, factory.client, kwargs, client)
+            kwargs = clients.client_kwargs(endpoint_url, region_name, client_kwargs)
+            client = clients.build_client(factory.client, kwargs)
+            streams = partial(clients.streams_beside, factory.client, kwargs, client)
         elif boto3_session is not None or profile_name is not None:
             raise TypeError("Give a client, or boto3_session/profile_name to build one; not both.")
         else:
-            streams = partial(_streams_like, client)
+            streams = partial(clients.streams_like, client)
         if streams_client is not None:
-            streams = partial(_given, streams_client)
+            streams = partial(clients.given, streams_client)
         self.client = client
+        #: How this session builds a client for another region or endpoint (`using`).
+        self._build = clients.ClientBuild(factory, kwargs, fast_json, lean)
+        #: The sessions `using` built, by (region, endpoint); closed with this one.
+        self._routes: dict[tuple[str | None, str | None], Session] = {}
+        #: Whether `close` closes the client (not for a client given to `using`).
+        self._owns_client = True
+        #: Where a session `using` built is kept, and under which key (None: not built so).
+        self._route_of: tuple[dict[Any, Any], Any] | None = None
         driver = SyncDriver(*_driver_parts(self, client, fast_json, lean), streams)
         self.driver = _MeteredSync(driver, self.capacity)
 
     def close(self) -> None:
-        """Close the underlying HTTP connections."""
+        """Close the underlying HTTP connections (and those of the sessions `using` built)."""
+        routes, self._routes = list(self._routes.values()), {}
+        for routed in routes:
+            routed.close()
+        if self._route_of is not None:
+            kept, key = self._route_of
+            kept.pop(key, None)
+            self._route_of = None
         close = getattr(self.client, "close", None)
-        if close is not None:
+        if close is not None and self._owns_client:
             close()
 
     def run(self, op: Operation[Any]) -> Any:
         """Run any lsiorm operation generator with this session's driver."""
         return self.driver.run(op)
+
+    def using(
+        self,
+        client: Any = None,
+        *,
+        region_name: str | None = None,
+        endpoint_url: str | None = None,
+        streams_client: Any = None,
+    ) -> Session:
+        """This session, with its requests sent to another DynamoDB client.
+
+        Give a `client` (another account's credentials, say), or a `region_name` and/or an
+        `endpoint_url`: a client is then built as this session's was, for that region or
+        endpoint, once, and kept for later calls with the same arguments. The session returned
+        shares everything else with this one (hooks, retry policy, table names, the capacity
+        meter and the collection watcher, telemetry). Use it for one call
+        (`session.using(region_name="eu-west-1").get(...)`: a global table's replica) or for a
+        block (`with session.using(client=other) as s:`). Closing it closes a client it built
+        (this session's `close` does too), never one you gave.
+        """
+        if client is not None and (region_name is not None or endpoint_url is not None):
+            raise TypeError("Give a client, or region_name/endpoint_url to build one; not both.")
+        if client is None and region_name is None and endpoint_url is None:
+            raise TypeError("Give a client, a region_name or an endpoint_url.")
+        if client is not None:
+            beside = (
+                partial(clients.given, streams_client)
+                if streams_client is not None
+                else partial(clients.streams_like, client)
+            )
+            return self._routed(client, beside, owns=False, config=None)
+        key = (region_name, endpoint_url)
+        found = self._routes.get(key)
+        if found is not None:
+            return found
+        build = self._build
+        kwargs = build.kwargs_for(self.client, region_name, endpoint_url)
+        factory = build.factory_or_default()
+        built = clients.build_client(factory.client, kwargs)
+        streams = (
+            partial(clients.given, streams_client)
+            if streams_client is not None
+            else partial(clients.streams_beside, factory.client, kwargs, built)
+        )
+        config = (
+            None
+            if self.config is None
+            else dataclasses.replace(
+                self.config,
+                region_name=region_name or self.config.region_name,
+                endpoint_url=endpoint_url or self.config.endpoint_url,
+            )
+        )
+        routed = self._routed(built, streams, owns=True, config=config)
+        routed._route_of = (self._routes, key)
+        self._routes[key] = routed
+        return routed
+
+    def _routed(
+        self,
+        client: Any,
+        streams: Callable[[], Any],
+        *,
+        owns: bool,
+        config: SessionConfig | None,
+    ) -> Session:
+        """A twin of this session on ``client`` (its streams client from ``streams``)."""
+        twin = copy.copy(self)
+        twin.client = client
+        twin._owns_client = owns
+        twin._routes = {}
+        twin._route_of = None
+        twin.config = config
+        twin.unit_worker = _unit_worker(config)
+        parts = _driver_parts(twin, client, self._build.fast_json, self._build.lean)
+        twin.driver = _MeteredSync(SyncDriver(*parts, streams), self.capacity)
+        return twin
 
     def dual_writes(
         self,
@@ -409,6 +410,7 @@ class Session(SessionCore, Closing):
     create_table = blocking(methods.create_table)
     delete_table = blocking(methods.delete_table)
     check_table = blocking(methods.check_table)
+    apply_table = blocking(methods.apply_table)
     put = blocking(methods.put)
     get = blocking(methods.get)
     update = blocking(methods.update)
@@ -512,10 +514,13 @@ class AsyncSession(SessionCore):
             )
         self._fast_json = fast_json
         self._lean = lean
-        self._client_kwargs = _client_kwargs(endpoint_url, region_name, client_kwargs)
+        self._client_kwargs = clients.client_kwargs(endpoint_url, region_name, client_kwargs)
         self._factory = aioboto3_session
         self._profile_name = profile_name
         self._held = LoopHeld()
+        #: The sessions `using` built, by (region, endpoint); closed with this one.
+        self._routes: dict[tuple[str | None, str | None], AsyncSession] = {}
+        self._route_of: tuple[dict[Any, Any], Any] | None = None
         self.client = client
         self.driver: _MeteredAsync | _OpeningDriver = _OpeningDriver(self)
         if client is not None:
@@ -533,14 +538,16 @@ class AsyncSession(SessionCore):
 
                 factory = aioboto3.Session(profile_name=self._profile_name)
             stack = AsyncExitStack()
-            client = _client(factory.client, self._client_kwargs)
+            client = clients.build_client(factory.client, self._client_kwargs)
             try:
                 self.client = await stack.enter_async_context(client)
                 if self._streams is None:
-                    streams = _streams_beside(factory.client, self._client_kwargs, self.client)
+                    streams = clients.streams_beside(
+                        factory.client, self._client_kwargs, self.client
+                    )
                     self._streams = await stack.enter_async_context(streams)
             except (BotoCoreError, ValueError) as exc:
-                raise _client_error(exc) from exc
+                raise clients.client_error(exc) from exc
             await self._held.hold(stack, _forgets_client(weakref.ref(self)))
             parts = _driver_parts(self, self.client, self._fast_json, self._lean)
             self.driver = _MeteredAsync(AsyncDriver(*parts, self._streams), self.capacity)
@@ -558,8 +565,82 @@ class AsyncSession(SessionCore):
         await self.close()
 
     async def close(self) -> None:
-        """Close the client this session opened (a client passed in is left open)."""
+        """Close the client this session opened (a client passed in is left open), and those
+        of the sessions `using` built."""
+        routes, self._routes = list(self._routes.values()), {}
+        for routed in routes:
+            await routed.close()
+        if self._route_of is not None:
+            kept, key = self._route_of
+            kept.pop(key, None)
+            self._route_of = None
         await self._held.close()
+
+    def using(
+        self,
+        client: Any = None,
+        *,
+        region_name: str | None = None,
+        endpoint_url: str | None = None,
+        streams_client: Any = None,
+    ) -> AsyncSession:
+        """This session, with its requests sent to another DynamoDB client, as
+        `Session.using` does: an entered aiobotocore `client`, or one opened as this session's
+        was, for `region_name` and/or `endpoint_url` (on its first call, kept for later calls
+        with the same arguments, closed by this session's `close`, or by the returned
+        session's own `close` or `async with`)."""
+        if client is not None and (region_name is not None or endpoint_url is not None):
+            raise TypeError("Give a client, or region_name/endpoint_url to build one; not both.")
+        if client is None and region_name is None and endpoint_url is None:
+            raise TypeError("Give a client, a region_name or an endpoint_url.")
+        if client is not None:
+            return self._routed(client, streams_client, self._client_kwargs, None)
+        key = (region_name, endpoint_url)
+        found = self._routes.get(key)
+        if found is not None:
+            return found
+        kwargs = dict(self._client_kwargs)
+        if region_name is not None:
+            kwargs["region_name"] = region_name
+        if endpoint_url is not None:
+            kwargs["endpoint_url"] = endpoint_url
+        config = (
+            None
+            if self.config is None
+            else dataclasses.replace(
+                self.config,
+                region_name=region_name or self.config.region_name,
+                endpoint_url=endpoint_url or self.config.endpoint_url,
+            )
+        )
+        routed = self._routed(None, streams_client, kwargs, config)
+        routed._route_of = (self._routes, key)
+        self._routes[key] = routed
+        return routed
+
+    def _routed(
+        self,
+        client: Any,
+        streams_client: Any,
+        kwargs: dict[str, Any],
+        config: SessionConfig | None,
+    ) -> AsyncSession:
+        """A twin of this session on ``client``, or on one it opens with ``kwargs``."""
+        twin = copy.copy(self)
+        twin.client = client
+        twin._client_kwargs = kwargs
+        twin._held = LoopHeld()
+        twin._streams = streams_client
+        twin._given_streams = streams_client is not None
+        twin._routes = {}
+        twin._route_of = None
+        twin.config = config
+        twin.unit_worker = _unit_worker(config)
+        twin.driver = _OpeningDriver(twin)
+        if client is not None:
+            parts = _driver_parts(twin, client, self._fast_json, self._lean)
+            twin.driver = _MeteredAsync(AsyncDriver(*parts, streams_client), self.capacity)
+        return twin
 
     def _forget_client(self) -> None:
         """The client this session opened is closed: the next call opens another."""
@@ -594,6 +675,7 @@ class AsyncSession(SessionCore):
     create_table = awaiting(methods.create_table)
     delete_table = awaiting(methods.delete_table)
     check_table = awaiting(methods.check_table)
+    apply_table = awaiting(methods.apply_table)
     put = awaiting(methods.put)
     get = awaiting(methods.get)
     update = awaiting(methods.update)

@@ -18,13 +18,10 @@ import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from lsiorm._conditions import Condition
-from lsiorm._io import environment
-from lsiorm._io.telemetry import Telemetry, telemetry_for
 from lsiorm._model.drift import DriftReport
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
@@ -32,6 +29,7 @@ from lsiorm._model.schema import Table
 from lsiorm._ops import (
     audit,
     batch,
+    deadline,
     items,
     pipeline,
     reads,
@@ -40,21 +38,18 @@ from lsiorm._ops import (
 )
 from lsiorm._ops.audit import CollectionSize
 from lsiorm._ops.batch import BatchWriteResult
-from lsiorm._ops.collection_guard import CollectionWatcher
 from lsiorm._ops.items import DeleteResult, Idempotency
-from lsiorm._ops.meter import CapacityMeter
-from lsiorm._ops.naming import TableNames, prefixed
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.reads import Page
-from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
+from lsiorm._ops.tables import ApplyReport
 from lsiorm._ops.transactions import TransactWriteResult
-from lsiorm._query.cursor import cursor_key
 from lsiorm._query.values import Query, Scan
 from lsiorm._requests.batch import DeleteTarget, GetKey
-from lsiorm._requests.items import key_values
+from lsiorm._requests.items import keyed_target
 from lsiorm._requests.transactions import Get, TransactAction
 from lsiorm._requests.update_plan import update_spec
+from lsiorm._session_core import SessionConfig, SessionCore
 from lsiorm.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -71,7 +66,7 @@ if TYPE_CHECKING:
     from lsiorm._migration.dual_writes import DualFallback, DualWrites
     from lsiorm._migration.plan import MigrationReport
 
-__all__ = ["SessionConfig", "SessionCore"]
+__all__ = ["SessionConfig", "SessionCore"]  # defined in lsiorm._session_core
 
 E = TypeVar("E", bound=Entity)
 T = TypeVar("T")
@@ -79,123 +74,33 @@ T_co = TypeVar("T_co", covariant=True)
 S = TypeVar("S", bound="SessionCore")
 
 
-@dataclass(frozen=True)
-class SessionConfig:
-    """What a worker process needs to build a session like this one: a plain, picklable value.
-
-    A session built from parameters (not from a client, a boto3 or aioboto3 session or a
-    ``table_names`` function) has one in ``session.config``; a key job sends it with each unit
-    to an executor's workers, which build their own sessions.
-    """
-
-    endpoint_url: str | None = None
-    region_name: str | None = None
-    profile_name: str | None = None
-    table_prefix: str = ""
-    retry: RetryPolicy | None = None
-    watch_collections: bool = True
-    fast_json: bool = True
-    lean: bool = True
-
-    def kwargs(self) -> dict[str, Any]:
-        """The keywords of `Session` that build such a session."""
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
-
-
-class SessionCore:
-    """What both sessions hold besides their client: the context every operation runs in (retry
-    policy, hooks, live table names), the item-collection watcher, the capacity meter and the
-    OpenTelemetry telemetry.
-    """
-
-    ctx: Context
-    #: How to build a session like this one in another process (None: built from a client).
-    config: SessionConfig | None = None
-    #: What an executor's worker runs per unit (set by either session when it has a config).
-    unit_worker: Callable[..., Any] | None = None
-    #: The dual writes of a migration this session makes (`dual_writes`), with what they did:
-    #: writes mirrored, and those sent to the source alone by reason; None for a plain session.
-    dual: DualWrites | None = None
-
-    def __init__(
-        self,
-        retry: RetryPolicy | None,
-        hooks: Sequence[object],
-        watch_collections: bool,
-        table_prefix: str | None = None,
-        table_names: Callable[[str], str] | None = None,
-        consumed_capacity: bool = False,
-        cursor_secret: str | bytes | None = None,
-        telemetry: bool | Telemetry = True,
-        *,
-        shareable: bool = False,
-        endpoint_url: str | None = None,
-        region_name: str | None = None,
-        profile_name: str | None = None,
-        fast_json: bool = True,
-        lean: bool = True,
-    ) -> None:
-        if table_prefix is None:  # neither given: the environment's prefix, if any
-            table_prefix = "" if table_names is not None else environment.table_prefix()
-        if shareable:  # built from parameters alone: a worker can build one like it
-            self.config = SessionConfig(
-                endpoint_url,
-                region_name,
-                profile_name,
-                table_prefix,
-                retry,
-                watch_collections,
-                fast_json,
-                lean,
-            )
-        #: Where spans and metrics go (docs/observability.md); None when off or when
-        #: opentelemetry-api is not installed.
-        self.telemetry = telemetry_for(telemetry)
-        #: The item-collection watcher (on by default; see docs/collections.md), or None.
-        self.collections = CollectionWatcher() if watch_collections else None
-        names = _resolver(table_prefix, table_names)
-        #: The consumed-capacity meter (asks DynamoDB only when enabled; docs/capacity.md).
-        self.capacity = CapacityMeter(
-            consumed_capacity, declared=None if names is None else names.declared
-        )
-        watcher = (self.collections,) if self.collections is not None else ()
-        self.ctx = Context(
-            retry or RetryPolicy(), (*watcher, *hooks), names, cursor_key(cursor_secret)
-        )
-
-    def table_name(self, table: Table) -> str:
-        """The name of the live table that `table` stands for in this session."""
-        return self.ctx.live_name(table)
-
-    def add_hook(self, hook: object) -> None:
-        """Attach a middleware hook to every later request of this session."""
-        self.ctx = self.ctx.with_hooks((*self.ctx.hooks, hook))
-
-
-def _resolver(prefix: str, names: Callable[[str], str] | None) -> TableNames | None:
-    if prefix and names is not None:
-        raise TypeError("Give table_prefix or table_names, not both.")
-    if prefix:
-        return TableNames(prefixed(prefix))
-    return None if names is None else TableNames(names)
-
-
-# -- raw requests and tables ---------------------------------------------------------------------
-
-
 def call(
-    session: SessionCore, /, operation: str, params: dict[str, Any], *, tables: Sequence[Table] = ()
+    session: SessionCore,
+    /,
+    operation: str,
+    params: dict[str, Any],
+    *,
+    tables: Sequence[Table] = (),
+    timeout: float | None = None,
 ) -> Operation[dict[str, Any]]:
     """Send one raw DynamoDB request through this session's hooks, retries and typed errors.
 
     `tables` names the declared tables the request touches, for hooks such as the
     item-collection watcher. Returns the response as botocore gives it.
     """
-    return pipeline.call(session.ctx, operation, params, tuple(tables), built=False)
+    return deadline.bounded(
+        pipeline.call(session.ctx, operation, params, tuple(tables), built=False), timeout
+    )
 
 
 def create_table(
-    session: SessionCore, /, table: Table, *, wait: bool = True, exists_ok: bool = False
+    session: SessionCore,
+    /,
+    table: Table,
+    *,
+    wait: bool = True,
+    exists_ok: bool = False,
+    timeout: float | None = None,
 ) -> Operation[bool]:
     """Create the declared table (and wait until it is ACTIVE); return whether it was created.
 
@@ -203,17 +108,42 @@ def create_table(
     `ttl_attribute` is always waited for and gets time to live enabled on it, an existing
     one too when TTL is disabled there.
     """
-    return tables.create_table(session.ctx, table, wait=wait, exists_ok=exists_ok)
+    return deadline.bounded(
+        tables.create_table(session.ctx, table, wait=wait, exists_ok=exists_ok), timeout
+    )
 
 
-def delete_table(session: SessionCore, /, table: Table, *, wait: bool = True) -> Operation[None]:
+def delete_table(
+    session: SessionCore, /, table: Table, *, wait: bool = True, timeout: float | None = None
+) -> Operation[None]:
     """Delete the table (and wait until it is gone)."""
-    return tables.delete_table(session.ctx, table, wait=wait)
+    return deadline.bounded(tables.delete_table(session.ctx, table, wait=wait), timeout)
 
 
-def check_table(session: SessionCore, /, table: Table) -> Operation[DriftReport]:
+def check_table(
+    session: SessionCore, /, table: Table, *, timeout: float | None = None
+) -> Operation[DriftReport]:
     """Compare the declaration and TTL with the live table; report drift in plain words."""
-    return tables.check_table(session.ctx, table)
+    return deadline.bounded(tables.check_table(session.ctx, table), timeout)
+
+
+def apply_table(
+    session: SessionCore,
+    /,
+    table: Table,
+    *,
+    dry_run: bool = False,
+    timeout: float | None = None,
+) -> Operation[ApplyReport]:
+    """Bring the live table to its declared settings with the fewest requests, in the order
+    DynamoDB allows (one UpdateTable of every throughput and protection change, the stream's
+    own UpdateTables, then continuous backups, time to live, tags and the resource policy),
+    waiting for it to be ACTIVE after each UpdateTable; then check it again.
+
+    `dry_run=True` only plans: `report.plan` lists each request and why, and the drift no
+    request can fix. Settings the table does not declare are left as they are.
+    """
+    return deadline.bounded(tables.apply_table(session.ctx, table, dry_run=dry_run), timeout)
 
 
 # -- single items ---------------------------------------------------------------------------------
@@ -226,9 +156,12 @@ def put(
     *,
     create_only: bool = False,
     condition: Condition | None = None,
+    timeout: float | None = None,
 ) -> Operation[E]:
     """Write an entity and return it as stored; `create_only` refuses to overwrite."""
-    return items.put(session.ctx, entity, create_only=create_only, condition=condition)
+    return deadline.bounded(
+        items.put(session.ctx, entity, create_only=create_only, condition=condition), timeout
+    )
 
 
 def get(
@@ -239,11 +172,15 @@ def get(
     *,
     consistent: bool = False,
     required: bool = False,
+    timeout: float | None = None,
     **fields: Any,
 ) -> Operation[E | None]:
     """Read one item by its key fields, given as `key=` and/or keywords."""
-    values = key_values(meta_of(cls), key, fields)
-    return items.get(session.ctx, cls, values, consistent=consistent, required=required)
+    timeout, fields = _timeout_or_key(cls, key, timeout, fields)
+    cls, _, _, values = keyed_target(cls, key, fields)
+    return deadline.bounded(
+        items.get(session.ctx, cls, values, consistent=consistent, required=required), timeout
+    )
 
 
 def update(
@@ -262,6 +199,7 @@ def update(
     prepend: Mapping[str, Any] | None = None,
     if_not_exists: Mapping[str, Any] | None = None,
     upsert: bool = False,
+    timeout: float | None = None,
     **fields: Any,
 ) -> Operation[E]:
     """Update an item and return it as stored; rewrites affected key attributes.
@@ -280,16 +218,19 @@ def update(
     consistent read).
     """
     spec = update_spec(set, remove, add, delete, append, prepend, if_not_exists, upsert)
-    cls, instance = _class_and_instance(target)
-    values = key_values(meta_of(cls), instance if instance is not None else key, fields)
-    return items.update(
-        session.ctx,
-        cls,
-        values,
-        spec,
-        condition=condition,
-        instance=instance,
-        idempotency=idempotency,
+    timeout, fields = _timeout_or_key(target, key, timeout, fields)
+    cls, instance, _, values = keyed_target(target, key, fields)
+    return deadline.bounded(
+        items.update(
+            session.ctx,
+            cls,
+            values,
+            spec,
+            condition=condition,
+            instance=instance,
+            idempotency=idempotency,
+        ),
+        timeout,
     )
 
 
@@ -300,6 +241,7 @@ def delete(
     key: Mapping[str, Any] | None = None,
     *,
     condition: Condition | None = None,
+    timeout: float | None = None,
     **fields: Any,
 ) -> Operation[E | None]:
     """Delete one item; return what was deleted, or None.
@@ -307,8 +249,14 @@ def delete(
     Raises OutcomeUnknownError if an attempt whose answer was lost may have deleted it;
     `delete_result` reports that case as `deleted=None` instead.
     """
-    result = yield from delete_result(session, target, key, condition=condition, **fields)
-    return items.deleted_item(result, target)
+    timeout, fields = _timeout_or_key(target, key, timeout, fields)
+    result = delete_result(session, target, key, condition=condition, **fields)
+    return deadline.bounded(_deleted(result, target), timeout)
+
+
+def _deleted(result: Operation[DeleteResult[E]], target: type[E] | E) -> Operation[E | None]:
+    """What a delete deleted, from its `delete_result`."""
+    return items.deleted_item((yield from result), target)
 
 
 def delete_result(
@@ -318,40 +266,56 @@ def delete_result(
     key: Mapping[str, Any] | None = None,
     *,
     condition: Condition | None = None,
+    timeout: float | None = None,
     **fields: Any,
 ) -> Operation[DeleteResult[E]]:
     """Delete one item; say whether this call deleted it (True, False, None: unknown)."""
-    cls, instance = _class_and_instance(target)
-    meta = meta_of(cls)
-    values = key_values(meta, instance if instance is not None else key, fields)
+    timeout, fields = _timeout_or_key(target, key, timeout, fields)
+    cls, instance, meta, values = keyed_target(target, key, fields)
     expected = (
         getattr(instance, meta.version_field)
         if instance is not None and meta.version_field is not None
         else None
     )
-    return items.delete_result(
-        session.ctx, cls, values, condition=condition, expected_version=expected
+    return deadline.bounded(
+        items.delete_result(
+            session.ctx, cls, values, condition=condition, expected_version=expected
+        ),
+        timeout,
     )
 
 
-def _class_and_instance(target: type[E] | E) -> tuple[type[E], E | None]:
-    """An entity class and no instance, or an instance and its class."""
-    if isinstance(target, type):
-        return target, None
-    return type(target), target
+def _timeout_or_key(
+    target: type[Entity] | Entity,
+    key: Mapping[str, Any] | None,
+    timeout: float | None,
+    fields: dict[str, Any],
+) -> tuple[float | None, dict[str, Any]]:
+    """The call's timeout and key fields: an entity with a key field named ``timeout`` gets
+    ``timeout=`` as that field (as before calls took a timeout), unless ``key`` gives it."""
+    if timeout is None or "timeout" not in meta_of(target).primary_fields:
+        return timeout, fields
+    if key is not None and "timeout" in key:
+        return timeout, fields
+    return None, {**fields, "timeout": timeout}
 
 
 # -- item collections and key jobs ---------------------------------------------------------------
 
 
 def audit_collection(
-    session: SessionCore, /, table: Table, partition_value: Any
+    session: SessionCore,
+    /,
+    table: Table,
+    partition_value: Any,
+    *,
+    timeout: float | None = None,
 ) -> Operation[CollectionSize]:
     """Read one item collection (consistently) and return its size by the size model.
 
     `partition_value` is the partition key as stored (the key text, such as `"HOST#h1"`), or an
     entity of the collection, whose key gives it."""
-    return audit.audit_collection(session.ctx, table, partition_value)
+    return deadline.bounded(audit.audit_collection(session.ctx, table, partition_value), timeout)
 
 
 def largest_collections(
@@ -361,9 +325,12 @@ def largest_collections(
     threshold_gb: float | None = None,
     *,
     limit: int | None = None,
+    timeout: float | None = None,
 ) -> Operation[list[CollectionSize]]:
     """Scan the table; return collections at or above the threshold, largest first."""
-    return audit.largest_collections(session.ctx, table, threshold_gb, limit=limit)
+    return deadline.bounded(
+        audit.largest_collections(session.ctx, table, threshold_gb, limit=limit), timeout
+    )
 
 
 def audit_keys(
@@ -382,6 +349,7 @@ def audit_keys(
     export: str | None = None,
     lease_seconds: float = 60.0,
     detach: bool = False,
+    timeout: float | None = None,
 ) -> Operation[KeyAuditReport]:
     """Check every item's stored keys against its declaration (read-only; priced first).
 
@@ -416,7 +384,7 @@ def audit_keys(
         dry_run=dry_run,
         page_size=page_size,
     )
-    return _reporting(job, progress, "audit-keys")
+    return deadline.bounded(_reporting(job, progress, "audit-keys"), timeout)
 
 
 def adopt(
@@ -429,6 +397,7 @@ def adopt(
     dry_run: bool = False,
     page_size: int | None = None,
     progress: Callable[[JobProgress], object] | bool | None = None,
+    timeout: float | None = None,
 ) -> Operation[AdoptionReport]:
     """Sort every item of a table another tool wrote against its declarations (read-only).
 
@@ -449,11 +418,12 @@ def adopt(
         dry_run=dry_run,
         page_size=page_size,
     )
-    return _reporting(job, progress, "adopt")
+    return deadline.bounded(_reporting(job, progress, "adopt"), timeout)
 
 
 def _ignored_checkpoint(checkpoint: object) -> None:
-    """Warn about the `checkpoint=` of lsiorm 0.2's key jobs, which the ledger replaced."""
+    """Warn about the `checkpoint=` of the key jobs of 0.2's development versions, which the
+    ledger replaced."""
     if checkpoint is not None:
         warnings.warn(
             "checkpoint= is ignored and will be removed: a key job keeps its positions in its "
@@ -483,6 +453,7 @@ def backfill(
     lease_seconds: float = 60.0,
     detach: bool = False,
     checkpoint: str | os.PathLike[str] | None = None,
+    timeout: float | None = None,
 ) -> Operation[BackfillReport]:
     """Rewrite the stale derived keys of an entity's items, each only if unchanged.
 
@@ -522,7 +493,7 @@ def backfill(
         dry_run=dry_run,
         page_size=page_size,
     )
-    return _reporting(job, progress, "backfill")
+    return deadline.bounded(_reporting(job, progress, "backfill"), timeout)
 
 
 def relieve_collection(
@@ -541,6 +512,7 @@ def relieve_collection(
     progress: Callable[[JobProgress], object] | bool | None = None,
     ledger: str | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
+    timeout: float | None = None,
 ) -> Operation[ReliefReport]:
     """Move a collection's matching items to a table or file: copy, verify, then delete.
 
@@ -566,7 +538,7 @@ def relieve_collection(
         dry_run=dry_run,
         page_size=page_size,
     )
-    return _reporting(job, progress, "relief")
+    return deadline.bounded(_reporting(job, progress, "relief"), timeout)
 
 
 def migrate_table(
@@ -589,6 +561,7 @@ def migrate_table(
     executor: Executor | None = None,
     lease_seconds: float = 60.0,
     detach: bool = False,
+    timeout: float | None = None,
 ) -> Operation[MigrationReport]:
     """Copy the live table `source` into the table `table` declares, while writers go on.
 
@@ -625,9 +598,9 @@ def migrate_table(
     from lsiorm._migration import phases as migration
 
     if status:
-        return migration.migration_status(ctx, table, source, options)
+        return deadline.bounded(migration.migration_status(ctx, table, source, options), timeout)
     if abandon:
-        return migration.abandon_migration(ctx, table, source, options)
+        return deadline.bounded(migration.abandon_migration(ctx, table, source, options), timeout)
     job = partial(
         migration.migrate_table,
         ctx,
@@ -639,7 +612,7 @@ def migrate_table(
         page_size=page_size,
         follow=follow,
     )
-    return _reporting(job, progress, "migrate-table")
+    return deadline.bounded(_reporting(job, progress, "migrate-table"), timeout)
 
 
 def dual_writes(
@@ -673,25 +646,45 @@ def with_route(session: S, route: DualWrites) -> S:
 
 
 def jobs(
-    session: SessionCore, /, table: Table, *, ledger: str | None = None
+    session: SessionCore,
+    /,
+    table: Table,
+    *,
+    ledger: str | None = None,
+    timeout: float | None = None,
 ) -> Operation[list[JobRecord]]:
     """The runs of key jobs in the table's ledger (or the table named `ledger`), newest first."""
-    return _ledger(session, table, ledger).jobs()
+    return deadline.bounded(_ledger(session, table, ledger).jobs(), timeout)
 
 
 def job(
-    session: SessionCore, /, table: Table, job_id: str, *, ledger: str | None = None
+    session: SessionCore,
+    /,
+    table: Table,
+    job_id: str,
+    *,
+    ledger: str | None = None,
+    timeout: float | None = None,
 ) -> Operation[JobRecord]:
     """One run with its units, their counts and leases (`record.counts()` adds them up)."""
-    return _ledger(session, table, ledger).job(job_id)
+    return deadline.bounded(_ledger(session, table, ledger).job(job_id), timeout)
 
 
 def cancel_job(
-    session: SessionCore, /, table: Table, job_id: str, *, ledger: str | None = None
+    session: SessionCore,
+    /,
+    table: Table,
+    job_id: str,
+    *,
+    ledger: str | None = None,
+    timeout: float | None = None,
 ) -> Operation[bool]:
     """Cancel a run: its workers stop at their next page; return False if it had ended."""
-    return _ledger(session, table, ledger).set_state(
-        job_id, "cancelled", only_from=("running", "paused")
+    return deadline.bounded(
+        _ledger(session, table, ledger).set_state(
+            job_id, "cancelled", only_from=("running", "paused")
+        ),
+        timeout,
     )
 
 
@@ -704,6 +697,7 @@ def run_unit(
     *,
     ledger: str | None = None,
     lease_seconds: float = 60.0,
+    timeout: float | None = None,
 ) -> Operation[str]:
     """Run one unit of a job as its ledger declares it (a worker's entry point: a Step
     Functions map state or a Ray task calls it); return ``"done"`` (also for a unit done
@@ -713,7 +707,9 @@ def run_unit(
     from lsiorm._jobs.options import ledger_location
 
     location = ledger_location(session.ctx, table, ledger)
-    return declared_unit(session.ctx, location, lease_seconds, job_id, unit)
+    return deadline.bounded(
+        declared_unit(session.ctx, location, lease_seconds, job_id, unit), timeout
+    )
 
 
 def declared_unit(
@@ -809,11 +805,14 @@ def batch_write(
     deletes: Sequence[DeleteTarget] = (),
     *,
     concurrency: int = 8,
+    timeout: float | None = None,
 ) -> Operation[BatchWriteResult]:
     """Write and delete in chunks of 25, `concurrency` chunks at a time; unprocessed items are
     retried, never dropped.
     """
-    return batch.batch_write(session.ctx, puts, deletes, concurrency=concurrency)
+    return deadline.bounded(
+        batch.batch_write(session.ctx, puts, deletes, concurrency=concurrency), timeout
+    )
 
 
 def batch_get(
@@ -824,48 +823,67 @@ def batch_get(
     *,
     consistent: bool = False,
     concurrency: int = 8,
+    timeout: float | None = None,
 ) -> Operation[list[E]]:
     """Read many items in chunks of 100, `concurrency` chunks at a time; unprocessed keys are
     retried, never dropped.
     """
-    return batch.batch_get(
-        session.ctx, cls_or_classes, keys, consistent=consistent, concurrency=concurrency
+    return deadline.bounded(
+        batch.batch_get(
+            session.ctx, cls_or_classes, keys, consistent=consistent, concurrency=concurrency
+        ),
+        timeout,
     )
 
 
 def transact_write(
-    session: SessionCore, /, actions: Sequence[TransactAction], *, token: str | None = None
+    session: SessionCore,
+    /,
+    actions: Sequence[TransactAction],
+    *,
+    token: str | None = None,
+    timeout: float | None = None,
 ) -> Operation[TransactWriteResult]:
     """Run put/update/delete/condition-check actions as one transaction."""
-    return transactions.transact_write(session.ctx, actions, token)
+    return deadline.bounded(transactions.transact_write(session.ctx, actions, token), timeout)
 
 
-def transact_get(session: SessionCore, /, gets: Sequence[Get]) -> Operation[list[Entity | None]]:
+def transact_get(
+    session: SessionCore, /, gets: Sequence[Get], *, timeout: float | None = None
+) -> Operation[list[Entity | None]]:
     """Read items in one transaction; None where an item does not exist."""
-    return transactions.transact_get(session.ctx, gets)
+    return deadline.bounded(transactions.transact_get(session.ctx, gets), timeout)
 
 
 # -- queries and scans ----------------------------------------------------------------------------
 
 
-def all(session: SessionCore, /, source: Query[E] | Scan[E]) -> Operation[list[E]]:
+def all(
+    session: SessionCore, /, source: Query[E] | Scan[E], *, timeout: float | None = None
+) -> Operation[list[E]]:
     """Run a query or scan and return every result (up to its limit)."""
-    return reads.all(session.ctx, source)
+    return deadline.bounded(reads.all(session.ctx, source), timeout)
 
 
-def first(session: SessionCore, /, source: Query[E] | Scan[E]) -> Operation[E | None]:
+def first(
+    session: SessionCore, /, source: Query[E] | Scan[E], *, timeout: float | None = None
+) -> Operation[E | None]:
     """Return the first result of a query or scan, or None."""
-    return reads.first(session.ctx, source)
+    return deadline.bounded(reads.first(session.ctx, source), timeout)
 
 
-def count(session: SessionCore, /, source: Query[Any] | Scan[Any]) -> Operation[int]:
+def count(
+    session: SessionCore, /, source: Query[Any] | Scan[Any], *, timeout: float | None = None
+) -> Operation[int]:
     """Return how many items match (Select=COUNT; no item is transferred)."""
-    return reads.count(session.ctx, source)
+    return deadline.bounded(reads.count(session.ctx, source), timeout)
 
 
-def page(session: SessionCore, /, source: Query[E] | Scan[E]) -> Operation[Page[E]]:
+def page(
+    session: SessionCore, /, source: Query[E] | Scan[E], *, timeout: float | None = None
+) -> Operation[Page[E]]:
     """Return up to `source.limit(n)` results (every result without a limit) with the cursor
     that resumes after them (`source.after(cursor)`). For a page of a listing, give `limit(n)`:
     `page_size(n)` only sets how many items each request evaluates, and `pages` yields the
     pages of those requests."""
-    return reads.page(session.ctx, source)
+    return deadline.bounded(reads.page(session.ctx, source), timeout)

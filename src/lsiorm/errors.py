@@ -21,6 +21,7 @@ from typing import Any
 __all__ = [
     "BatchGetIncompleteError",
     "BatchWriteIncompleteError",
+    "CallTimeoutError",
     "CancellationReason",
     "ConditionFailedError",
     "ConfigurationError",
@@ -173,6 +174,26 @@ class JobError(LsiormError):
         super().__init__(f"{message} [rule: {rule}]")
 
 
+class CallTimeoutError(LsiormError, TimeoutError):
+    """A call ran out of its ``timeout=`` before it was done, and it had applied nothing: none
+    of its writes was sent, or each was refused.
+
+    Once a write of the call was sent, running out of time raises `OutcomeUnknownError`
+    instead (with this error as ``__cause__``). ``timeout`` is the seconds the call was given,
+    ``operation`` the request it was sending or about to send. A ``TimeoutError`` too.
+    """
+
+    def __init__(
+        self, message: str, *, timeout: float, operation: str = "", in_flight: bool = False
+    ) -> None:
+        self.rule = "call.timeout"
+        self.timeout = timeout
+        self.operation = operation
+        #: Whether ``operation`` had been sent and its answer was not awaited any longer.
+        self.in_flight = in_flight
+        super().__init__(message)
+
+
 class NotFoundError(LsiormError, LookupError):
     """The requested item does not exist."""
 
@@ -236,11 +257,39 @@ class TransactionConflictError(RetryableError):
 
 
 class ConditionFailedError(DynamoError):
-    """A ConditionExpression evaluated to false."""
+    """A ConditionExpression evaluated to false.
+
+    ``item`` is the item the condition was checked against, as its entity: DynamoDB returns it
+    with the failure (lsiorm's writes ask for it with ``ReturnValuesOnConditionCheckFailure``,
+    so no read is made). None when there was no item, or when it is of no declared entity (or
+    no longer fits it); a raw request (``Session.call``) leaves it None and its ``response``
+    holds the item as DynamoDB sent it.
+    """
+
+    def __init__(self, message: str, *, item: Any = None, **kw: Any) -> None:
+        self.item = item
+        super().__init__(message, **kw)
 
 
 class StaleVersionError(ConditionFailedError):
-    """Optimistic locking: the stored version is not the one this write expected."""
+    """Optimistic locking: the stored version is not the one this write expected.
+
+    ``expected_version`` is the version the write expected, ``stored_version`` the one the
+    stored item holds (None when the item is gone), and ``item`` the stored entity, so a caller
+    sees what changed without reading it again.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        expected_version: int | None = None,
+        stored_version: int | None = None,
+        **kw: Any,
+    ) -> None:
+        self.expected_version = expected_version
+        self.stored_version = stored_version
+        super().__init__(message, **kw)
 
 
 class OutcomeUnknownError(DynamoError):
@@ -248,9 +297,12 @@ class OutcomeUnknownError(DynamoError):
 
     Raised when an attempt failed after the request may have reached DynamoDB (the connection
     dropped after sending, a timeout, a 5xx answer) and sending it again could apply it twice
-    (an ADD), or when the retries ran out after such a failure. ``request`` holds the
-    operation and the params as sent; ``__cause__`` is the last failure. Read the item to see
-    what happened before writing again.
+    (an ADD), or when the retries ran out after such a failure. Raised too when a call's
+    ``timeout=`` ran out, or an async call was cancelled, after one of its writes was sent: its
+    message says whether that write was answered (applied) or still in flight. ``request``
+    holds the operation and the params as sent; ``__cause__`` is the last failure (the
+    `CallTimeoutError`, the ``asyncio.CancelledError``). Read the item to see what happened
+    before writing again.
     """
 
     def __init__(self, message: str, *, request: Mapping[str, Any], **kw: Any) -> None:

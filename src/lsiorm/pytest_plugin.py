@@ -43,6 +43,18 @@ lose the answer of chosen requests, and a record of every request sent)::
 AWS's item-collection metrics and size limit, with a gigabyte scaled down to
 ``lsiorm_collection_bytes_per_gb`` bytes (ini option; 100000 by default, so the 10 GB limit is
 1 MB).
+
+``lsiorm_aws_like`` starts an ``lsiorm.testing.AwsLikeEngine`` in front of the
+engine with the options the test gives, and stops it after the test; build a session on its
+``endpoint_url`` (``lsiorm_aws_like.session_kwargs(engine)`` gives the test's prefix and
+credentials with it)::
+
+    from lsiorm.testing import StreamShards
+
+    def test_catch_up_across_splits(lsiorm_aws_like):
+        engine = lsiorm_aws_like(streams=StreamShards(shards=8, split_every=100))
+        with Session(**lsiorm_aws_like.session_kwargs(engine)) as session:
+            ...
 """
 
 from __future__ import annotations
@@ -57,6 +69,7 @@ import pytest
 
 from lsiorm.testing import (
     ENGINES,
+    AwsLikeEngine,
     EngineNotInstalledError,
     EngineRegistry,
     FaultInjector,
@@ -71,7 +84,9 @@ if TYPE_CHECKING:
     from lsiorm._session import AsyncSession, Session
 
 __all__ = [
+    "AwsLikeEngines",
     "lsiorm_async_session",
+    "lsiorm_aws_like",
     "lsiorm_collection_proxy",
     "lsiorm_collection_session",
     "lsiorm_endpoint_url",
@@ -279,6 +294,47 @@ def lsiorm_collection_session(
     kwargs = {**_lsiorm_live_tables, "endpoint_url": lsiorm_collection_proxy.endpoint_url}
     with Session(**kwargs) as session:
         yield session
+
+
+class AwsLikeEngines:
+    """What ``lsiorm_aws_like`` gives: call it to start an engine in front of the test's."""
+
+    def __init__(self, upstream: str, session_kwargs: dict[str, Any]) -> None:
+        self.upstream = upstream
+        self._kwargs = session_kwargs
+        self.started: list[AwsLikeEngine] = []
+
+    def __call__(self, **options: Any) -> AwsLikeEngine:
+        """Start an `AwsLikeEngine` with these options (see its class) in front of the engine."""
+        engine = AwsLikeEngine(self.upstream, **options)
+        engine.start()
+        self.started.append(engine)
+        return engine
+
+    def session_kwargs(self, engine: AwsLikeEngine) -> dict[str, Any]:
+        """``Session(**...)`` arguments for a session on ``engine``, with the test's tables."""
+        return {**self._kwargs, "endpoint_url": engine.endpoint_url}
+
+    def stop(self) -> None:
+        """Stop every engine started."""
+        for engine in self.started:
+            engine.stop()
+
+
+@pytest.fixture
+def lsiorm_aws_like(_lsiorm_live_tables: dict[str, Any]) -> Iterator[AwsLikeEngines]:
+    """Start AWS-like engines in front of the test's engine: ``lsiorm_aws_like(**options)``.
+
+    Each call starts an ``lsiorm.testing.AwsLikeEngine`` with those options;
+    every one is stopped after the test. The test's tables exist already (created directly on
+    the engine, so the AWS-like engine first meets them, and copies any it needs, when the
+    test uses them).
+    """
+    engines = AwsLikeEngines(_lsiorm_live_tables["endpoint_url"], _lsiorm_live_tables)
+    try:
+        yield engines
+    finally:
+        engines.stop()
 
 
 def _async_session_fixture() -> Any:

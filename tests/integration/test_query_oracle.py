@@ -1565,3 +1565,161 @@ def test_the_three_styles_store_the_keys_they_promise(styled: Loaded) -> None:
     assert "\x00" not in stored["Ready"]
     assert stored["Old"].count("\x00") == 2  # after the hue and after the slug
     assert stored["Loose"].startswith("LOOSE#")
+
+
+# == another tool's text keys: a field that is its own GSI key, and half-open ranges ===========
+#
+# PynamoDB keys a GSI by a UTCDateTimeAttribute of its own (``createdAt``, as
+# ``2024-05-01T10:00:00.000000+0000``); other tools key by a date, an int or an enum's value as
+# text. Each is declared as the key attribute itself, in that text form, and read back from
+# it. Ranges are drawn with every kind of end, open ones included ("created in March" as
+# ``ge(mar1)`` and ``lt(apr1)``): the key condition must answer them exactly, with no filter, on
+# a GSI whose sort key is such a field and on a multi-attribute one.
+
+TOOL_EXAMPLES = max(1, int(int(os.environ.get("LSIORM_ORACLE_TOOL_EXAMPLES", "100")) * SCALE))
+PYNAMO_TIME = "%Y-%m-%dT%H:%M:%S.%f+0000"
+TOOLS = Table(
+    f"oracle_tools_{uuid.uuid4().hex[:8]}",
+    "PK",
+    "SK",
+    global_indexes=[
+        GlobalIndex("by_state", KeyAttribute("state"), KeyAttribute("createdAt")),
+        GlobalIndex("by_level", KeyAttribute("level"), KeyAttribute("day")),
+        GlobalIndex("by_stamp", partition_key=["zone"], sort_key=["stamp"]),
+    ],
+)
+
+
+class Level(Enum):
+    LOW = 1
+    MID = 2
+    HIGH = 10
+
+
+class Stamped(
+    Entity,
+    table=TOOLS,
+    keys={
+        "PK": "U#{uid}",
+        "SK": "U",
+        "state": "{state}",
+        "createdAt": "{created_at}",
+        "level": "{level}",
+        "day": "{day}",
+    },
+    type_attribute=None,
+    key_style="plain",
+):
+    uid: int
+    state: str
+    created_at: Annotated[datetime, KeyFormat(style="plain", datetime_format=PYNAMO_TIME)] = Field(
+        alias="createdAt"
+    )
+    level: Level
+    day: date
+    zone: str
+    #: The sort key of a multi-attribute index, stored as its own attribute in that form too.
+    stamp: Annotated[datetime, KeyFormat(style="plain", datetime_format=PYNAMO_TIME)]
+
+
+MONTHS = [datetime(2024, m, 1, tzinfo=timezone.utc) for m in (2, 3, 4, 5)]
+
+
+def _tool_dataset() -> list[Entity]:
+    rng = random.Random(20261130)
+    near = [
+        m + timedelta(microseconds=d) for m in MONTHS for d in (-1, 0, 1, 999_999, 86_400_000_000)
+    ]
+    items: list[Entity] = []
+    for uid in range(60):
+        items.append(
+            Stamped(
+                uid=uid,
+                state=rng.choice(["open", "shut"]),
+                createdAt=rng.choice(near),
+                level=rng.choice(list(Level)),
+                day=date(2024, 3, 1) + timedelta(days=rng.choice([-1, 0, 1, 30, 31])),
+                zone=rng.choice(["n", "s"]),
+                stamp=rng.choice(near),
+            )
+        )
+    return items
+
+
+TOOL_ITEMS = _tool_dataset()
+tooled = loaded_fixture(TOOLS, items=TOOL_ITEMS)
+
+
+def _tool_bound(data: st.DataObject, name: str) -> Any:
+    base = data.draw(st.sampled_from([getattr(e, name) for e in TOOL_ITEMS] + MONTHS[:3]))
+    if isinstance(base, datetime):
+        base = base.date() if name == "day" else base
+    step = timedelta(days=1) if name == "day" else timedelta(microseconds=1)
+    return base + data.draw(st.sampled_from([-1, 0, 0, 1])) * step
+
+
+def _tool_range(data: st.DataObject, name: str) -> list[Operator]:
+    a, b = sorted([_tool_bound(data, name), _tool_bound(data, name)])
+    kind = data.draw(
+        st.sampled_from(["ge-lt", "ge-lt", "gt-le", "gt-lt", "ge-le", "between", "one", "eq"])
+    )
+    if kind == "between":
+        return [between(a, b)]
+    if kind == "eq":
+        return [eq(a)]
+    if kind == "one":
+        return [data.draw(st.sampled_from([lt, le, gt, ge]))(a)]
+    low, high = {"ge-lt": (ge, lt), "gt-le": (gt, le), "gt-lt": (gt, lt), "ge-le": (ge, le)}[kind]
+    return [low(a), high(b)]
+
+
+def test_other_tools_keys_and_half_open_ranges_equal_brute_force(tooled: Loaded) -> None:
+    run_oracle(_other_tools_keys_equal_brute_force, tooled, TOOL_EXAMPLES)
+
+
+def _other_tools_keys_equal_brute_force(tooled: Loaded, data: st.DataObject) -> None:
+    index, partition, sort = data.draw(
+        st.sampled_from(
+            [
+                ("by_state", "state", "created_at"),
+                ("by_level", "level", "day"),
+                ("by_stamp", "zone", "stamp"),
+            ]
+        )
+    )
+    value = getattr(data.draw(st.sampled_from(TOOL_ITEMS)), partition)
+    ops = _tool_range(data, sort)
+    q: Query[Any] = query(Stamped).where(**{partition: value})
+    for op in ops:
+        q = q.where(**{sort: op})
+    forward = data.draw(st.booleans())
+    if not forward:
+        q = q.descending()
+    plan = q.plan()
+    assert plan.index_name == index
+    assert plan.filter is None, "an open end must be closed by the key condition, not filtered"
+    event(f"{index}: {' and '.join(type(op).__name__ for op in ops)}")
+    want = [
+        e
+        for e in TOOL_ITEMS
+        if getattr(e, partition) == value and all(holds(op, getattr(e, sort)) for op in ops)
+    ]
+    want.sort(key=lambda e: (getattr(e, sort), e.uid), reverse=not forward)
+    got = tooled.session.all(q)
+    assert sorted(e.uid for e in got) == sorted(e.uid for e in want)
+    assert [getattr(e, sort) for e in got] == [getattr(e, sort) for e in want]
+    assert got == sorted(got, key=lambda e: getattr(e, sort), reverse=not forward)
+    by_uid = {e.uid: e for e in want}
+    assert all(e == by_uid[e.uid] for e in got)
+    assert tooled.session.count(q) == len(want)
+
+
+def test_other_tools_keys_are_stored_in_their_text_form(tooled: Loaded) -> None:
+    items = tooled.session.call("Scan", {"TableName": TOOLS.name})["Items"]
+    first = next(i for i in items if i["PK"] == {"S": "U#0"})
+    entity = TOOL_ITEMS[0]
+    assert first["createdAt"] == {"S": entity.created_at.strftime(PYNAMO_TIME)}  # type: ignore[attr-defined]
+    assert first["stamp"] == {"S": entity.stamp.strftime(PYNAMO_TIME)}  # type: ignore[attr-defined]
+    assert first["level"] == {"S": str(entity.level.value)}  # type: ignore[attr-defined]
+    assert first["day"] == {"S": entity.day.isoformat()}  # type: ignore[attr-defined]
+    assert tooled.session.get(Stamped, uid=0) == entity

@@ -312,7 +312,76 @@ def check_migrate_to_reserved_slots(out: str, fetches: bool) -> None:
     assert after(out, "deleted both tables") == [""]
 
 
+# -- conflicts.py: the stored item on a failed condition -----------------------------------------
+
+
+def check_conflicts(out: str, fetches: bool) -> None:
+    assert after(out, "ann's save refused: ") == ["expected v1, stored v2"]
+    assert after(out, "stored text is ") == ["'Welcome, all' by ben"]
+    assert after(out, "ann merged onto v2: ") == ["v3 'Welcome, all (and hello)'"]
+    assert after(out, "cy's new page refused: ") == ["home exists at v3"]
+    assert after(out, "transaction action ") == ["1: ConditionalCheckFailed; stored editor ben"]
+    assert after(out, "reads sent to learn all this: ") == ["0"]
+
+
+# -- stream_consumer.py: a typed Lambda handler of the stream, under Lambda's retries ---------
+
+
+def check_stream_consumer(out: str, fetches: bool) -> None:
+    assert after(out, "stream records: ") == ["INSERT, INSERT, MODIFY, MODIFY"]
+    assert after(out, "delivery 1: ") == ["applied 3, failed 1"]
+    assert after(out, "reported to Lambda: ") == ["record 3 of 4"]
+    # Record 4 (ann's payment) was applied in delivery 1: its mark skips it in delivery 2.
+    assert after(out, "delivery 2: ") == ["applied 1, marked before 1"]
+    assert after(out, "delivery 2 response: ") == ["{'batchItemFailures': []}"]
+    assert after(out, "shipped: ") == ["ann/1, ben/2"]
+    assert after(out, "the whole batch again: ") == ["applied 0, marked before 4"]
+
+
+# -- routing.py: another place for a call, a deadline, cancelled writes ------------------------
+
+
+def check_routing(out: str, fetches: bool) -> None:
+    assert after(out, "home has ann: ") == ["True"]
+    assert after(out, "replica has ann: ") == ["True"]
+    assert after(out, "replica has ben: ") == ["False"]
+    assert after(out, "same session object for the same place: ") == ["True"]
+    assert after(out, "get within 5 s: ") == ["True"]
+    assert after(out, "put with no time left: ") == ["CallTimeoutError before sending PutItem"]
+    assert after(out, "cy written anyway: ") == ["False"]
+    (counts,) = after(out, "async puts cancelled at each point: ")
+    assert "'cancelled': " in counts
+    assert "'done': 1" in counts
+    assert after(out, "every clean cancel left nothing, every done put was stored: ") == ["True"]
+
+
+# -- table_settings.py: a table's settings declared, planned, applied --------------------------
+
+
+def check_table_settings(out: str, fetches: bool) -> None:
+    # `fetches` is True on DynamoDB Local, which knows neither continuous backups nor tags.
+    unchecked = ["point-in-time-recovery", "tags"] if not fetches else []
+    (drift,) = after(out, "drift against release 2: ")
+    assert drift == ", ".join(["ttl-disabled", "stream", "deletion-protection", *unchecked])
+    steps = 3 + len(unchecked)
+    assert after(out, "plan: ") == [f"{steps} requests, 2 of them UpdateTable"]
+    assert after(out, "planned UpdateTable: ") == [
+        "deletion protection on",
+        "enable a NEW_AND_OLD_IMAGES stream",
+    ]
+    assert len(after(out, "applied ")) == steps
+    assert after(out, "drift after apply: ") == ["0"]
+    expected = "point-in-time recovery, tags" if fetches else "nothing"
+    assert after(out, "not checked by this engine: ") == [expected]
+    assert after(out, "planned on a second run: ") == ["0 requests"]
+    assert after(out, "deletion protection off; deleted table ")
+
+
 CHECKS: dict[str, Callable[[str, bool], None]] = {
+    "conflicts.py": check_conflicts,
+    "table_settings.py": check_table_settings,
+    "routing.py": check_routing,
+    "stream_consumer.py": check_stream_consumer,
     "migrate_to_reserved_slots.py": check_migrate_to_reserved_slots,
     "reserved_slots.py": check_reserved_slots,
     "animals.py": check_animals,

@@ -27,8 +27,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("lsiorm._jobs",),
     ("lsiorm._migration",),
     ("lsiorm._io",),
-    ("lsiorm._session_methods",),
-    ("lsiorm._session", "lsiorm.testing", "lsiorm.pytest_plugin"),
+    ("lsiorm._session_core", "lsiorm._session_methods"),
+    ("lsiorm._session", "lsiorm._stream_handler", "lsiorm.testing", "lsiorm.pytest_plugin"),
     ("lsiorm._cli", "lsiorm._cli_text", "lsiorm._compat", "lsiorm"),
 ]
 PURE = ("lsiorm.errors", "lsiorm._model", "lsiorm._conditions", "lsiorm._requests", "lsiorm._query")

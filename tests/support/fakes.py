@@ -146,3 +146,43 @@ def answering(op: Any, answers: list[Any]) -> tuple[Any, list[Any]]:
         else:
             step = advance(op)
     return step.value, calls
+
+
+class MarksClient:
+    """An in-memory table for a stream handler's marks: BatchGetItem and conditional PutItem.
+
+    ``lose_puts`` makes that many PutItem calls fail with a lost answer (after storing the
+    item when ``stored_anyway``), as a dropped connection after sending does.
+    """
+
+    def __init__(self, lose_puts: int = 0, *, stored_anyway: bool = False) -> None:
+        self.items: dict[str, dict[str, Any]] = {}
+        self.lose_puts = lose_puts
+        self.stored_anyway = stored_anyway
+        self.calls: list[str] = []
+
+    @staticmethod
+    def _key(key: dict[str, Any]) -> str:
+        return repr(sorted(key.items()))
+
+    def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append("BatchGetItem")
+        ((name, request),) = RequestItems.items()
+        found = [self.items[k] for k in map(self._key, request["Keys"]) if k in self.items]
+        return {"Responses": {name: found}, "UnprocessedKeys": {}}
+
+    def put_item(self, **params: Any) -> dict[str, Any]:
+        self.calls.append("PutItem")
+        item = params["Item"]
+        key = self._key({k: v for k, v in item.items() if k in ("PK", "SK")})
+        if self.lose_puts:
+            self.lose_puts -= 1
+            if self.stored_anyway:
+                self.items[key] = item
+            from botocore.exceptions import ConnectionClosedError
+
+            raise ConnectionClosedError(endpoint_url="http://marks.invalid")
+        if key in self.items:
+            raise client_error("ConditionalCheckFailedException")
+        self.items[key] = item
+        return {}

@@ -24,7 +24,8 @@ in one of these ways instead, chosen at random among ``kinds``:
 
 ``latency`` (seconds) delays every request before it is forwarded or answered, as a network
 between client and engine would: a job of a few hundred items then lasts long enough to be
-watched (and interfered with) by a test.
+watched (and interfered with) by a test. ``answer_latency`` delays each answer after the engine
+gave it (the request is applied, the answer late): what a call's timeout meets.
 
 Bounded: at most ``max_connections`` client connections are served at once, idle connections
 time out, and every upstream request has a timeout. Counters in ``stats`` let tests check that
@@ -125,6 +126,8 @@ class _Handler(LoopbackHandler):
             self._error(500, "InternalServerError", "Injected: applied, then answered 500.")
             return
         status, payload = forwarded
+        if proxy.answer_latency:
+            time.sleep(proxy.answer_latency)
         if kind == "bad-crc32":
             self.reply(status, payload, headers={"x-amz-crc32": str(crc32(payload) ^ 1)})
             return
@@ -187,6 +190,7 @@ class FaultProxy:
         max_connections: int = 32,
         upstream_timeout: float = 30.0,
         latency: float = 0.0,
+        answer_latency: float = 0.0,
     ) -> None:
         unknown = set(kinds) - set(KINDS)
         if unknown:
@@ -200,6 +204,7 @@ class FaultProxy:
         self.throttle_code = throttle_code
         self.upstream_timeout = upstream_timeout
         self.latency = latency
+        self.answer_latency = answer_latency
         self.stats: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._random = random.Random(seed)

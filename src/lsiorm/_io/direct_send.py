@@ -105,13 +105,26 @@ class DirectSend:
             and _PROXY_HOST_ENV not in os.environ
         )
 
-    def send(self, headers: Mapping[str, str], body: bytes, operation: str) -> dict[str, Any]:
+    def send(
+        self,
+        headers: Mapping[str, str],
+        body: bytes,
+        operation: str,
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
         """Send a signed POST; return botocore's response dict for it (lower-case headers).
 
-        Raises what botocore's ``URLLib3Session.send`` raises for the same failure.
+        ``timeout`` (seconds), when given, bounds the connect and the read where it is shorter
+        than the pool's own timeouts (a call's ``timeout=``). Raises what botocore's
+        ``URLLib3Session.send`` raises for the same failure.
         """
+        pool = self._current_pool()
+        extra: dict[str, Any] = {}
+        if timeout is not None:
+            extra["timeout"] = _shorter(pool.timeout, timeout)
         try:
-            answer = self._current_pool().urlopen(
+            answer = pool.urlopen(
                 method="POST",
                 url=self._target,
                 body=body,
@@ -121,6 +134,7 @@ class DirectSend:
                 preload_content=False,
                 decode_content=False,
                 chunked=False,
+                **extra,
             )
             content = b"".join(answer.stream(_STREAM_CHUNK))
         except CancelledError:
@@ -134,6 +148,18 @@ class DirectSend:
             "context": {"operation_name": operation},
             "body": content,
         }
+
+
+def _shorter(configured: Any, seconds: float) -> Any:
+    """The pool's urllib3 ``Timeout`` with its connect and read bounded by ``seconds``."""
+    from urllib3.util.timeout import Timeout
+
+    def bound(value: Any) -> float:
+        return seconds if not isinstance(value, (int, float)) else min(float(value), seconds)
+
+    connect = getattr(configured, "connect_timeout", None)
+    read = getattr(configured, "read_timeout", None)
+    return Timeout(connect=bound(connect), read=bound(read))
 
 
 def _pool_key(manager: Any, url: str) -> Any:

@@ -11,10 +11,20 @@ Sending has one hook for what watches requests: ``telemetry``, the session's
 OpenTelemetry spans and metrics and the request log (`lsiorm._io.telemetry`), wraps each
 request whichever lane sends it, at the cost of one attribute check when it is off. Tests
 may step in between the driver and the lanes (`lsiorm._io.interception`: fault injection).
+
+A `Call` with a ``deadline`` (a call's ``timeout=``, `lsiorm._ops.deadline`) is not waited for
+past it: the async driver stops awaiting the answer then, the sync driver gives the lean lane's
+direct send the time left as its socket timeout (a request botocore sends itself is bounded by
+the client's own ``read_timeout``). Either way the failure is a `CallTimeoutError`.
+
+An async call that is cancelled reports what it had sent (`AsyncDriver.run`): a plain
+``CancelledError`` when no request that may change data was sent (or each was refused), an
+`OutcomeUnknownError` once one was answered or was in flight.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import threading
 import time
@@ -29,6 +39,7 @@ from botocore.exceptions import ConnectionError as BotocoreConnectionError
 from lsiorm._io import interception
 from lsiorm._io.overlap import Stopped, gather_in_threads
 from lsiorm._io.telemetry import ClientTelemetry
+from lsiorm._ops.items import is_ambiguous
 from lsiorm._ops.service_errors import (
     from_botocore_failure,
     from_error_response,
@@ -44,8 +55,15 @@ from lsiorm._ops.steps import (
     Sleep,
     Step,
     advance,
+    changes_data,
 )
-from lsiorm.errors import ConfigurationError, LsiormError
+from lsiorm.errors import (
+    CallTimeoutError,
+    ConfigurationError,
+    LsiormError,
+    OutcomeUnknownError,
+    TransportError,
+)
 
 __all__ = ["AsyncDriver", "SyncDriver"]
 
@@ -81,6 +99,38 @@ def _typed(
     if isinstance(exc, transport):
         return from_transport_failure(exc, call.operation, call.params)
     return from_botocore_failure(exc, call.operation, call.params)
+
+
+def _left(call: Call) -> float | None:
+    """The seconds left before ``call``'s deadline (None without one); a call whose deadline
+    has passed is not sent (`CallTimeoutError`)."""
+    if call.deadline is None:
+        return None
+    left = call.deadline - time.monotonic()
+    if left <= 0:
+        raise CallTimeoutError(
+            f"the call ran out of its timeout before sending {call.operation}",
+            timeout=0.0,
+            operation=call.operation,
+        )
+    return left
+
+
+def _late(call: Call, error: LsiormError) -> LsiormError:
+    """``error`` of a request past its deadline, as the `CallTimeoutError` it is; others as
+    they are (an answer DynamoDB gave, even late, stands)."""
+    if call.deadline is None or not isinstance(error, TransportError):
+        return error
+    if time.monotonic() < call.deadline:
+        return error
+    late = CallTimeoutError(
+        f"the call ran out of its timeout while waiting for the answer to {call.operation}",
+        timeout=0.0,
+        operation=call.operation,
+        in_flight=is_ambiguous(error),
+    )
+    late.__cause__ = error
+    return late
 
 
 def _required_streams(build: Callable[[], Any] | None) -> Any:
@@ -149,17 +199,22 @@ class SyncDriver(_Driver):
     def _send(self, call: Call) -> dict[str, Any]:
         client, lane = self._target(call)
         method = getattr(client, xform_name(call.operation))
+        left = _left(call)
         try:
             plan = interception.plan_for(call, client) if interception.active else None
             params = call.params if plan is None else plan.before()
             response: dict[str, Any] = {}  # what a request a plan answers itself gets
             if params is not None:
-                sent = lane.send(call.operation, params) if lane is not None else None
+                sent = None
+                if lane is not None and left is None:
+                    sent = lane.send(call.operation, params)
+                elif lane is not None:
+                    sent = lane.send(call.operation, params, timeout=left)
                 response = sent if sent is not None else method(**params)
             if plan is not None:
                 response = plan.after(response)
         except (ClientError, BotoCoreError) as exc:  # the transport's errors are botocore's
-            raise _typed(exc, call, _TRANSPORT) from exc
+            raise _late(call, _typed(exc, call, _TRANSPORT)) from exc
         return response
 
     def _result(self, step: Step) -> Any:
@@ -230,6 +285,37 @@ class AsyncDriver(_Driver):
 
     async def send(self, call: Call) -> dict[str, Any]:
         """Send one request; raise a typed lsiorm error on failure."""
+        sent = _SENT.get() if changes_data(call.operation) else None
+        if sent is not None:
+            sent.sending(call)
+        try:
+            response = await self._timed(call)
+        except LsiormError as exc:
+            if sent is not None:
+                sent.failed(call, exc)
+            raise
+        if sent is not None:
+            sent.answered(call)
+        return response
+
+    async def _timed(self, call: Call) -> dict[str, Any]:
+        """Send ``call``, no longer than its deadline allows."""
+        left = _left(call)
+        if left is None:
+            return await self._traced(call)
+        import asyncio
+
+        try:
+            return await asyncio.wait_for(self._traced(call), left)
+        except asyncio.TimeoutError as exc:
+            raise CallTimeoutError(
+                f"the call ran out of its timeout while waiting for the answer to {call.operation}",
+                timeout=0.0,
+                operation=call.operation,
+                in_flight=True,
+            ) from exc
+
+    async def _traced(self, call: Call) -> dict[str, Any]:
         trace = self.telemetry.request(call) if self.telemetry is not None else None
         if trace is None:
             return await self._send(call)
@@ -265,7 +351,7 @@ class AsyncDriver(_Driver):
 
             async def one(op: Operation[Any]) -> Any:
                 async with gate:
-                    return await self.run(op)
+                    return await self._run(op)
 
             results = await asyncio.gather(
                 *(one(op) for op in step.operations), return_exceptions=True
@@ -284,7 +370,27 @@ class AsyncDriver(_Driver):
         return advance(op, result)
 
     async def run(self, op: Operation[T]) -> T:
-        """Run an operation to its end and return its result (emitted values are dropped)."""
+        """Run an operation to its end and return its result (emitted values are dropped).
+
+        Cancelled, it raises ``CancelledError`` when it had sent no request that may change
+        data (or each was refused), and `OutcomeUnknownError` (from the ``CancelledError``)
+        once one was answered, or was in flight, saying which.
+        """
+        import asyncio
+
+        sent = _Sent()
+        token = _SENT.set(sent)
+        try:
+            return await self._run(op)
+        except asyncio.CancelledError as cancel:
+            unknown = sent.outcome()
+            if unknown is None:
+                raise
+            raise unknown from cancel
+        finally:
+            _SENT.reset(token)
+
+    async def _run(self, op: Operation[T]) -> T:
         step = advance(op)
         while not isinstance(step, Done):
             step = advance(op) if isinstance(step, Emit) else await self._next(op, step)
@@ -300,3 +406,48 @@ class AsyncDriver(_Driver):
                 step = advance(op)
             else:
                 step = await self._next(op, step)
+
+
+class _Sent:
+    """What one async call's requests that may change data came to, for a cancellation."""
+
+    def __init__(self) -> None:
+        self.applied: Call | None = None
+        self.in_flight: Call | None = None
+
+    def sending(self, call: Call) -> None:
+        self.in_flight = call
+
+    def answered(self, call: Call) -> None:
+        self.applied = call
+        if self.in_flight is call:
+            self.in_flight = None
+
+    def failed(self, call: Call, error: LsiormError) -> None:
+        ambiguous = is_ambiguous(error) or (isinstance(error, CallTimeoutError) and error.in_flight)
+        if self.in_flight is call and not ambiguous:
+            self.in_flight = None  # refused: DynamoDB said it did not apply it
+
+    def outcome(self) -> OutcomeUnknownError | None:
+        """The error a cancellation raises now, or None for a clean cancel."""
+        call = self.in_flight or self.applied
+        if call is None:
+            return None
+        if self.in_flight is not None:
+            why = f"its {call.operation} was in flight (sent, or failed in a way that may "
+            why += "still have applied it)"
+        else:
+            why = f"its {call.operation} was applied (DynamoDB answered)"
+        table = call.params.get("TableName")
+        return OutcomeUnknownError(
+            f"the outcome is unknown: the call was cancelled after {why}. Read the item to see "
+            "what happened before writing again.",
+            request={"operation": call.operation, "params": call.params},
+            operation=call.operation,
+            table=table if isinstance(table, str) else None,
+        )
+
+
+#: What the async call running in this context has sent (set by `AsyncDriver.run`; the
+#: sub-operations of a Gather, in tasks of their own, share it).
+_SENT: contextvars.ContextVar[_Sent | None] = contextvars.ContextVar("lsiorm_sent", default=None)

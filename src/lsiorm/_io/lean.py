@@ -321,13 +321,17 @@ class LeanLane:
 
     # -- sending ----------------------------------------------------------------------------
 
-    def send(self, operation: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
+    def send(
+        self, operation: str, params: Mapping[str, Any], *, timeout: float | None = None
+    ) -> dict[str, Any] | None:
         """Send one request and return botocore's result for it, or None to use botocore.
 
         Raises ``botocore.exceptions.ClientError`` for an error response (with the response
         shape botocore gives) and botocore's connection errors, as the client would.
+        ``timeout`` (seconds) bounds the direct send's wait for the answer, when shorter than
+        the client's own timeouts.
         """
-        response = self.exchange(operation, params)
+        response = self.exchange(operation, params, timeout=timeout)
         if response is None:
             return None
         parsed = self._parsed_success(operation, response)
@@ -341,7 +345,9 @@ class LeanLane:
                 parsed.update(self._parser.parse(response, error_shape))
         return self._final(operation, response, parsed)
 
-    def exchange(self, operation: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
+    def exchange(
+        self, operation: str, params: Mapping[str, Any], *, timeout: float | None = None
+    ) -> dict[str, Any] | None:
         """Send one request; return botocore's response dict, its body checked, not parsed.
 
         None when the request must go to botocore instead. Raises botocore's connection errors
@@ -358,7 +364,7 @@ class LeanLane:
         direct = self.direct
         response: dict[str, Any]
         if direct is not None and direct.usable():
-            response = direct.send(headers, body, operation)
+            response = direct.send(headers, body, operation, timeout=timeout)
             self._count_sent(direct=True)
         else:
             http_response = self._http.send(
@@ -440,7 +446,7 @@ class AsyncLeanLane(LeanLane):
         self._to_async_response_dict = convert_to_response_dict
 
     async def send(  # type: ignore[override]
-        self, operation: str, params: Mapping[str, Any]
+        self, operation: str, params: Mapping[str, Any], *, timeout: float | None = None
     ) -> dict[str, Any] | None:
         """Send one request and return aiobotocore's result for it, or None to use it."""
         body = self._body(operation, params)

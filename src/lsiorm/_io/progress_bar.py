@@ -40,6 +40,7 @@ class ProgressBar(Closing):
             total = None if state.total is None else max(state.total, state.items)
             bar = self._bar = tqdm(
                 total=total,
+                initial=state.resumed,  # a resumed run goes on from its count; its rate does not
                 desc=self.description,
                 unit=" items",
                 file=self.file,
@@ -49,7 +50,9 @@ class ProgressBar(Closing):
             )
         if bar.total is not None and state.items > bar.total:
             bar.total = state.items  # the estimate was low: never show more than 100%
-        postfix = f"{state.changed} changed, segments {state.segments_done}/{state.segments}"
+        postfix = (
+            f"{state.changed} {state.counted}, segments {state.segments_done}/{state.segments}"
+        )
         if state.events_behind is not None:  # a migration's catch-up
             postfix = (
                 f"{state.changed} applied, lag {state.events_behind} records, "

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsiorm._jobs.resumable import JobProgress, plain_key
+from lsiorm._jobs.resumable import JobProgress, counted_as, plain_key
 from lsiorm._jobs.scans import priced_scan
 from lsiorm._jobs.tally_scan import ScanTally, scan_items
 from lsiorm._model.capacity import ReadEstimate
@@ -313,6 +313,7 @@ def adopt(
         progress=progress,
         clock=clock,
         name=f"adoption of {table.name}",
+        counted=counted_as("adoption"),
     )
     yield from scan_items(ctx, spec, visit, tally, skip=reserved_partition(table))
     report.elapsed = tally.elapsed

@@ -36,7 +36,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from lsiorm._jobs.budget import RateBudget, ThrottleWatch, retarget
 from lsiorm._jobs.ledger import RESUMABLE, JobRecord, LeaseLost, UnitClaim, new_owner
 from lsiorm._jobs.memory_ledger import Ledger
-from lsiorm._jobs.resumable import DONE, JobProgress, Position, WireItem, json_av
+from lsiorm._jobs.resumable import DONE, JobProgress, Position, WireItem, counted_as, json_av
 from lsiorm._jobs.scans import ScanSpec, split_off
 from lsiorm._jobs.units import ScanUnit, Unit
 from lsiorm._jobs.watch import StallWatch, Submissions, stall_limit
@@ -225,8 +225,9 @@ class Tally:
         total: int | None,
     ) -> None:
         self.job = job
-        self.items = 0
-        self.changed = 0
+        # A resumed run goes on from what its ledger counted, as `lsiorm jobs` shows it.
+        self.items = self.resumed = job.items
+        self.changed = job.changed
         self.done = job.units_done
         self.progress = progress
         self.clock = clock
@@ -259,6 +260,8 @@ class Tally:
             self.done,
             self.job.units_total,
             self.job.id,
+            counted=counted_as(self.job.kind),
+            resumed=self.resumed,
         )
 
 

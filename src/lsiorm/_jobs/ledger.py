@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from lsiorm._jobs.resumable import from_json_av, json_av
+from lsiorm._jobs.resumable import counted_as, from_json_av, json_av
 from lsiorm._jobs.units import Unit, unit_from_json, unit_to_json
 from lsiorm._model.schema import Table
 from lsiorm._ops.pipeline import Context, call
@@ -161,7 +161,7 @@ class JobRecord:
             rate += f", ETA {self.eta:.0f} s"
         return (
             f"{self.id}  {self.kind:<10} {self.state:<9} units {self.units_done}/"
-            f"{self.units_total}, {self.items} items, {self.changed} changed{rate}"
+            f"{self.units_total}, {self.items} items, {self.changed} {counted_as(self.kind)}{rate}"
         )
 
 

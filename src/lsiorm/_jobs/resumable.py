@@ -23,6 +23,7 @@ from lsiorm._ops.steps import Operation, Sleep
 from lsiorm.errors import ValidationError
 
 __all__ = [
+    "COUNTED",
     "DONE",
     "JobProgress",
     "Position",
@@ -40,6 +41,25 @@ Position = WireItem | int | str | None
 
 
 # -- progress -------------------------------------------------------------------------------
+
+#: By kind of run, what its count besides the items read counts (`JobProgress.changed`, a
+#: ledger run's ``changed``): the word a progress bar and `lsiorm jobs` put after it. A
+#: verification's runs count what differed when they read it: the migration reads those items
+#: again before it reports, so its verdict can be clean.
+COUNTED: dict[str, str] = {
+    "audit": "stale",
+    "backfill": "rewritten",
+    "relief": "moved",
+    "adoption": "not accounted for",
+    "migrate-copy": "copied",
+    "migrate-verify": "missing or different when read",
+    "migrate-extra": "extra when read",
+}
+
+
+def counted_as(kind: str) -> str:
+    """What a run of ``kind`` counts besides the items it reads (see `COUNTED`)."""
+    return COUNTED.get(kind, "changed")
 
 
 @dataclass(frozen=True)
@@ -65,11 +85,15 @@ class JobProgress:
     #: oldest of them was (seconds); None for other jobs.
     events_behind: int | None = None
     seconds_behind: float | None = None
+    #: What ``changed`` counts for this job ("stale", "rewritten", ...; see `COUNTED`).
+    counted: str = "changed"
+    #: The items a resumed run had read before this process took it up (in ``items`` too).
+    resumed: int = 0
 
     @property
     def rate(self) -> float:
-        """Items per second so far."""
-        return self.items / self.elapsed if self.elapsed > 0 else 0.0
+        """Items per second read by this process so far."""
+        return (self.items - self.resumed) / self.elapsed if self.elapsed > 0 else 0.0
 
     @property
     def eta(self) -> float | None:
@@ -83,7 +107,8 @@ class JobProgress:
         total = f"/~{self.total}" if self.total is not None else ""
         left = f", ETA {eta:.0f} s" if eta is not None else ""
         return (
-            f"{self.items}{total} items, {self.changed} changed, {self.rate:.0f} items/s{left}, "
+            f"{self.items}{total} items, {self.changed} {self.counted}, {self.rate:.0f} items/s"
+            f"{left}, "
             f"segments {self.segments_done}/{self.segments}"
         )
 

@@ -48,6 +48,8 @@ class ScanTally(Generic[R, P]):
     progress: Callable[[JobProgress], object] | None = None
     clock: Callable[[], float] = time.monotonic
     name: str = "scan"
+    #: What ``changed`` counts, for the progress callback (see `COUNTED`).
+    counted: str = "changed"
 
     def __post_init__(self) -> None:
         #: Items read by the pages done.
@@ -73,6 +75,7 @@ class ScanTally(Generic[R, P]):
                 self.total,
                 self.done,
                 self.segments,
+                counted=self.counted,
             )
             log.info(
                 "%s: segment %d read a page of %d items%s; %d items, %d of %d segments done",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from lsiorm._model.entity import Entity
-from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.entity_meta import instance_meta, meta_of
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.item_encoding import stamped, wire_item
 from lsiorm._model.schema import Table
@@ -500,7 +500,7 @@ def dry_run_put(
     yet (such a put only ever creates). A versioned entity is priced with the version it
     will be stored with (one more than now).
     """
-    meta = meta_of(entity)
+    meta = instance_meta(entity)
     stored = _bumped(stamped(entity))
     creates = meta.version_field is not None and not getattr(entity, meta.version_field)
     if old is None and not (assume_new or creates):
@@ -516,5 +516,5 @@ def dry_run_put(
 
 def dry_run_delete(entity: Entity, *, transactional: bool = False) -> WriteEstimate:
     """Return the write units a delete of the stored ``entity`` would consume."""
-    table = meta_of(entity).table
+    table = instance_meta(entity).table
     return estimate_write(table, wire_item(entity), None, transactional=transactional)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from enum import Enum
 from typing import Any, Final
+from uuid import UUID
 
 from lsiorm._model.encoding import codec_for
 from lsiorm._model.entity_meta import EntityMeta, EntityModel, meta_of
@@ -24,6 +25,7 @@ from lsiorm._model.keyspace import intersection_witness
 from lsiorm._model.multikey import (
     bind_multi_key_template,
     check_shared_multi_key,
+    stored_key_codecs,
     stored_key_fields,
 )
 from lsiorm._model.schema import Table
@@ -133,6 +135,7 @@ def bind(
         stored_keys=stored_keys,
         key_style=style,
         typed=typed,
+        stored_codecs=stored_key_codecs(cls, table, stored_keys),
     )
     if old is not None:
         meta.rekeying_from = old
@@ -148,6 +151,7 @@ def bind(
             )
     _check_overlaps(meta)
     _check_formats(meta)
+    _check_coded_keys(meta)
     check_shared_multi_key(meta)
     table.entities[type_name] = cls
     return meta
@@ -192,8 +196,9 @@ def _check_stored_names(cls: type[EntityModel], table: Table, keys: dict[str, st
                 f"{cls.__name__}.{fname} is stored as {name!r}, the name of a key attribute of "
                 f"table {table.name!r}; key attributes are derived from templates, never set by "
                 "hand. Rename the field, or make it the key attribute itself: its template "
-                f"{{{fname}}} alone, on a text field for a string key or on a number or bytes "
-                "field for a number or binary key.",
+                f"{{{fname}}} alone, on a text, date, datetime, int, UUID or Enum field for a "
+                "string key (stored as its key text) or on a number or bytes field for a number "
+                "or binary key.",
             )
 
 
@@ -212,9 +217,25 @@ def _own_key(annotation: Any, fname: str, attr_type: str, template: str | None) 
     base = strip_optional(annotation)
     if typing.get_origin(base) is typing.Literal:
         return all(isinstance(v, str) for v in typing.get_args(base))
-    if isinstance(base, type) and issubclass(base, Enum):
-        return all(isinstance(m.value, str) for m in base)
-    return isinstance(base, type) and issubclass(base, str)
+    # Text is stored as it is; a date, datetime, int, UUID or Enum as its key text, which must
+    # give the value back alone (`_check_coded_keys`).
+    return isinstance(base, type) and issubclass(base, _OWN_KEY_TYPES) and base is not bool
+
+
+_OWN_KEY_TYPES: Final = (str, Enum, date, int, UUID)
+
+
+def _check_coded_keys(meta: EntityMeta[EntityModel]) -> None:
+    """Refuse a field stored as its own string key whose key text does not give it back."""
+    for name, codec in meta.coded_fields.items():
+        if not codec.injective:
+            raise DeclarationError(
+                "entity.attribute-collision",
+                f"{meta.cls.__name__}.{name} is stored as its own key attribute "
+                f"{meta.attributes[name]!r}, as its key text, but that text does not give its "
+                "value back alone (a lettercase folded away); rename the field, or store it "
+                "apart from the key.",
+            )
 
 
 def timestamp_field(meta: EntityMeta[EntityModel], option: str, name: str | None) -> str | None:

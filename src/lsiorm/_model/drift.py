@@ -23,10 +23,16 @@ class Drift:
 
 @dataclass(frozen=True)
 class DriftReport:
-    """Every difference found between a table's declaration and DescribeTable output."""
+    """Every difference found between a table's declaration and DescribeTable output.
+
+    ``unchecked`` names the declared settings the endpoint could not report (an engine that
+    does not know the operation that reads them, as DynamoDB Local does not know point-in-time
+    recovery, tags and resource policies): they were not compared, and are not drift.
+    """
 
     table: str
     drifts: tuple[Drift, ...]
+    unchecked: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -34,9 +40,16 @@ class DriftReport:
         return not self.drifts
 
     def __str__(self) -> str:
-        if self.ok:
-            return f"Table {self.table!r} matches its declaration."
-        return "\n".join(drift.message for drift in self.drifts)
+        lines = (
+            [f"Table {self.table!r} matches its declaration."]
+            if self.ok
+            else [drift.message for drift in self.drifts]
+        )
+        if self.unchecked:
+            lines.append(
+                f"Not checked (the endpoint does not report them): {', '.join(self.unchecked)}."
+            )
+        return "\n".join(lines)
 
 
 def table_drifts(table: TableSpec, live: Mapping[str, Any]) -> Iterator[Drift]:

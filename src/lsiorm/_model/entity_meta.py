@@ -8,6 +8,7 @@ and adds the declaration (``class Thread(Entity, table=..., keys=...)``), which 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -17,12 +18,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from lsiorm._model.field_types import allows_none, defaults_to_none, strip_optional
+from lsiorm._model.absence import Fill, nested_fill, stored_python
+from lsiorm._model.field_types import allows_none, defaults_to_none, holds_text, strip_optional
 from lsiorm._model.number_fit import NumberCheck, field_checks
 from lsiorm._model.wire import to_wire_sized
 from lsiorm.errors import IndexKeyTypeError, KeyEncodingError, ValidationError
 
 if TYPE_CHECKING:
+    from lsiorm._model.codec import KeyCodec
     from lsiorm._model.schema import Table
     from lsiorm._model.template import KeyTemplate
 
@@ -80,6 +83,9 @@ class EntityMeta(Generic[M_co]):
     #: only in the keys): a condition that must be checked on the attribute is refused. These
     #: are the key fields declared ``Field(exclude=True)``; reads parse them from the keys.
     key_only_fields: frozenset[str] = frozenset()
+    #: Fields stored as a multi-attribute index's string key attribute that are not text (a
+    #: date, datetime or UUID), with the codec of the text they are stored as; set by binding.
+    stored_codecs: dict[str, KeyCodec] = field(default_factory=dict)
     _adapters: dict[str, TypeAdapter[Any]] = field(default_factory=dict)
 
     @property
@@ -151,6 +157,29 @@ class EntityMeta(Generic[M_co]):
         )
 
     @cached_property
+    def nested_absence(self) -> tuple[tuple[str, Fill], ...]:
+        """Per field that holds records (nested models, dataclasses, TypedDicts), the fill that
+        puts back the None their absent attributes stand for (see `absence`)."""
+        return tuple(
+            (name, fill)
+            for name, info in self.cls.model_fields.items()
+            if (fill := nested_fill(info.annotation)) is not None
+        )
+
+    def fill_absent(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Put None where decoded field values (by field name) lack what None is stored as."""
+        for name in self.absent_is_none:
+            values.setdefault(name, None)
+        return self.fill_nested(values)
+
+    def fill_nested(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Put None where the records inside decoded field values lack it (see `absence`)."""
+        for name, fill in self.nested_absence:
+            if name in values:
+                values[name] = fill(values[name])
+        return values
+
+    @cached_property
     def nullable(self) -> frozenset[str]:
         """Fields that admit None, so that a missing attribute of a read that returns them
         is None."""
@@ -171,6 +200,35 @@ class EntityMeta(Generic[M_co]):
             for attr, tpl in self.templates.items()
             if len(tpl.segments) == 1 and tpl.slots and stored.get(tpl.fields[0]) == attr
         )
+
+    @cached_property
+    def coded_fields(self) -> dict[str, KeyCodec]:
+        """Fields stored as their own string key attribute that are not text (a date, datetime,
+        int, UUID or Enum), each with the codec of its key text: the attribute holds that text
+        (as another tool writes it, with a plain style), and reads give the value back."""
+        out: dict[str, KeyCodec] = dict(self.stored_codecs)
+        for attr in self.own_keys:
+            tpl = self.templates[attr]
+            name = tpl.fields[0]
+            codec = tpl.slots[0].codec
+            text = holds_text(self.cls.model_fields[name].annotation)
+            if tpl.attribute_type == "S" and codec is not None and not text:
+                out[name] = codec
+        return out
+
+    def read_coded(self, values: dict[str, Any], by_attribute: bool) -> dict[str, Any]:
+        """Turn the key text of coded fields (`coded_fields`) into their values, in place.
+
+        ``values`` are keyed by stored attribute (``by_attribute``) or by field name. Text the
+        codec does not read is left for validation to judge.
+        """
+        for name, codec in self.coded_fields.items():
+            key = self.attributes[name] if by_attribute else name
+            text = values.get(key)
+            if type(text) is str:
+                with contextlib.suppress(KeyEncodingError, ValueError):
+                    values[key] = codec.decode(text)
+        return values
 
     @cached_property
     def key_types(self) -> dict[str, str]:
@@ -239,6 +297,14 @@ class EntityMeta(Generic[M_co]):
                 f"Value {value!r} is not valid for {self.cls.__name__}.{name}: {exc}",
             ) from exc
 
+    def stored_value(self, name: str, value: Any) -> Any:
+        """A valid value of one field as it is stored (see `absence.stored_python`); a coded
+        field's as its key text (see `coded_fields`)."""
+        codec = self.coded_fields.get(name) if value is not None else None
+        if codec is not None:
+            return codec.encode(value)
+        return stored_python(self.adapter(name), value)
+
     def key(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Return the primary key attributes (python values) derived from field values."""
         out: dict[str, Any] = {}
@@ -267,13 +333,19 @@ class EntityMeta(Generic[M_co]):
             if rendered is not None:
                 out[attr] = checked_key(self, tpl, rendered)
         for attr, name in self.stored_keys.items():
-            # The field itself is the key: written as a field, checked as a key.
+            # The field itself is the key: written as a field, checked as a key; one that is
+            # not text is written as its key text, as the key.
             value = values.get(name)
+            codec = self.stored_codecs.get(name)
+            if codec is not None and value is not None:
+                value = out[attr] = codec.encode(value)
             if isinstance(value, (str, bytes)):
                 checked_key_value(self, attr, value)
         for index, attrs, limits in self.multi_key_sizes:
             found = {
-                a: out.get(a) if a in self.templates else values.get(self.stored_keys[a])
+                a: out.get(a)
+                if a in self.templates or a in out
+                else values.get(self.stored_keys[a])
                 for a in attrs
             }
             if any(v is None for v in found.values()):
@@ -387,7 +459,15 @@ def checked_key_value(meta: EntityMeta[EntityModel], attribute: str, value: Any)
             table=meta.table.name,
         )
     if declared != "N":
-        size = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
+        try:
+            size = len(value.encode("utf-8")) if isinstance(value, str) else len(value)
+        except UnicodeEncodeError:
+            raise KeyEncodingError(
+                "key.invalid-unicode",
+                f"Key attribute {attribute!r} of {meta.cls.__name__} would be {value!r}, with "
+                "a lone surrogate, which UTF-8 cannot encode.",
+                table=meta.table.name,
+            ) from None
         limit, rule = _key_limit(meta.table, attribute)
         if size > limit:
             raise KeyEncodingError(
@@ -400,12 +480,70 @@ def checked_key_value(meta: EntityMeta[EntityModel], attribute: str, value: Any)
 
 
 def meta_of(cls: type[M] | M) -> EntityMeta[M]:
-    """Return the metadata of a bound entity class or instance."""
+    """Return the metadata of a bound entity class or instance.
+
+    Anything else (a dict, a key's text, a class that is no entity) is refused, naming what to
+    pass (``entity.expected``).
+    """
     klass = cls if isinstance(cls, type) else type(cls)
-    meta = klass.__lsiorm__
+    try:
+        meta = klass.__lsiorm__
+    except AttributeError:
+        raise _not_an_entity(cls) from None
     if meta is None:
         raise ValidationError(
             "entity.unbound",
             f"{klass.__name__} is not bound to a table; declare it with table= and keys=.",
         )
     return meta
+
+
+def key_only_answer(meta: EntityMeta[EntityModel], names: str) -> str:
+    """What to do with a condition on fields its items keep only in their keys, which no
+    filter or condition can check: the one answer every refusal of such a condition gives."""
+    return (
+        f"{meta.cls.__name__} keeps {names} only in its keys (Field(exclude=True)), so no "
+        "filter or condition can check it, allow_filter_fallback() included; only a key "
+        "condition can: an equality in where(), or a range whose key text sorts as its values "
+        f"do. For anything else, read without that condition and compare {names} in your "
+        "code: each entity read carries it, parsed from its key. To query it by range, give "
+        "it the printable key style (the default) and backfill the keys (see docs/encoding.md)"
+    )
+
+
+def instance_meta(entity: M) -> EntityMeta[M]:
+    """Return the metadata of an entity instance, what a write takes.
+
+    The entity's class is refused, naming the instance to build (``entity.class-not-instance``);
+    anything else as `meta_of` refuses it.
+    """
+    if isinstance(entity, type):
+        meta: EntityMeta[M] = meta_of(entity)
+        cls = meta.cls
+        fields = ", ".join(f"{n}=..." for n, i in cls.model_fields.items() if i.is_required())
+        raise ValidationError(
+            "entity.class-not-instance",
+            f"Got the class {cls.__name__} where an entity is written: pass an instance of "
+            f"it, {cls.__name__}({fields}), with the values to store.",
+            table=meta.table.name,
+        )
+    return meta_of(entity)
+
+
+def _not_an_entity(value: object) -> ValidationError:
+    what = type(value).__name__ if not isinstance(value, type) else f"the class {value.__name__}"
+    if isinstance(value, Mapping):
+        return ValidationError(
+            "entity.expected",
+            f"Got a {what} where an entity class or an entity is expected. To write it, build "
+            "the entity from it first (MyEntity(**data) or MyEntity.model_validate(data)); to "
+            "name an item by its key, pass the class and the key fields (get(MyEntity, "
+            "key=data) or get(MyEntity, field=value)).",
+        )
+    shown = repr(value) if not isinstance(value, type) else value.__name__
+    return ValidationError(
+        "entity.expected",
+        f"Got {shown} ({what}) where an entity class or an entity is expected: a class declared "
+        "with Entity, table= and keys= (get(MyEntity, field=value), update(MyEntity, ...)), or "
+        "an instance of one (put(MyEntity(...))).",
+    )

@@ -49,6 +49,18 @@ def bare_type(annotation: Any) -> Any:
         return annotation
 
 
+def holds_text(annotation: Any) -> bool:
+    """Whether a field's values are text as they are: str, a str-valued Enum, a Literal of str."""
+    base = bare_type(annotation)
+    if typing.get_origin(base) is typing.Literal:
+        return all(isinstance(v, str) for v in typing.get_args(base))
+    if not isinstance(base, type):
+        return False
+    if issubclass(base, Enum):
+        return all(isinstance(m.value, str) for m in base)
+    return issubclass(base, str)
+
+
 def is_epoch_field(annotation: Any, metadata: Iterable[Any] = ()) -> bool:
     """Whether a field is `EpochSeconds`, possibly optional."""
     if is_epoch_seconds(metadata):

@@ -146,17 +146,25 @@ def generate_decoder(
     keys: Mapping[str, Any],
     absent: tuple[str, ...],
     numbers: Mapping[str, tuple[str, NumberCheck]],
+    fills: tuple[tuple[str, Callable[[Any], Any]], ...] = (),
 ) -> Callable[[Mapping[str, Any]], M]:
     """Build ``cls``'s decoder as source, one straight-line block per key of `model_keys`.
 
     A page of items then pays no per-attribute loop or dispatch. ``absent`` names the stored
     attributes that read as None when missing; ``numbers`` the checks of the keys whose
-    numbers must fit their field exactly (`number_fit.field_checks`).
+    numbers must fit their field exactly (`number_fit.field_checks`); ``fills`` the keys whose
+    records read their absent attributes as None (`absence.nested_fill`).
     """
     blocks = []
     for key, annotation in keys.items():
         block = _block(key, _wire_tag(annotation), numbers.get(key))
         blocks.append(f"av = get({key!r}, absent)\nif av is not absent:\n{indent(block)}")
+    fill_source = (
+        indent("for name, fill in fills:\n    if name in out:\n        out[name] = fill(out[name])")
+        + "\n"
+        if fills
+        else ""
+    )
     source = f"""
 def decode(wire):
     out = {{}}
@@ -170,7 +178,7 @@ def decode(wire):
     for name in absent_none:
         if name not in out:
             out[name] = None
-    try:
+{fill_source}    try:
         return cls.__pydantic_validator__.validate_python(out)
     except PydanticValidationError as error:
         raise invalid_stored_item(cls, wire, error) from error
@@ -188,6 +196,7 @@ def decode(wire):
         "exact_float": exact_float,
         "check_int": check_int,
         "numbers": numbers,
+        "fills": fills,
     }
     decode: Callable[[Mapping[str, Any]], M] = compile_function(
         source, "decode", cls.__qualname__, namespace

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from lsiorm._model.table_settings import OnDemandThroughput, WarmThroughput
+
 KeyType = Literal["S", "N", "B"]
 ProjectionType = Literal["KEYS_ONLY", "INCLUDE", "ALL"]
 BillingMode = Literal["PAY_PER_REQUEST", "PROVISIONED"]
@@ -95,6 +97,10 @@ class GlobalIndex:
         projection: The attributes copied into the index (``Projection.all()`` by default).
         read_capacity: Read capacity units, required only on a ``PROVISIONED`` table.
         write_capacity: Write capacity units, required only on a ``PROVISIONED`` table.
+        warm_throughput: The index's pre-warmed read and write units per second (None: not
+            managed); see `Table`.
+        on_demand_throughput: The index's on-demand maximum throughput, on a
+            ``PAY_PER_REQUEST`` table (None: not managed).
     """
 
     name: str
@@ -103,6 +109,8 @@ class GlobalIndex:
     projection: Projection
     read_capacity: int | None
     write_capacity: int | None
+    warm_throughput: WarmThroughput | None
+    on_demand_throughput: OnDemandThroughput | None
 
     def __init__(
         self,
@@ -112,6 +120,9 @@ class GlobalIndex:
         projection: Projection = Projection(),
         read_capacity: int | None = None,
         write_capacity: int | None = None,
+        *,
+        warm_throughput: WarmThroughput | None = None,
+        on_demand_throughput: OnDemandThroughput | None = None,
     ) -> None:
         set_ = object.__setattr__
         set_(self, "name", name)
@@ -120,6 +131,8 @@ class GlobalIndex:
         set_(self, "projection", projection)
         set_(self, "read_capacity", read_capacity)
         set_(self, "write_capacity", write_capacity)
+        set_(self, "warm_throughput", warm_throughput)
+        set_(self, "on_demand_throughput", on_demand_throughput)
 
     @property
     def multi_attribute(self) -> bool:

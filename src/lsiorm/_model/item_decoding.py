@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError as PydanticValidationError
 
+from lsiorm._model.absence import Fill
 from lsiorm._model.entity_meta import EntityModel, meta_of
 from lsiorm._model.generated_decoder import generate_decoder, model_keys
 from lsiorm._model.number_fit import check_values, field_checks
@@ -48,6 +49,17 @@ def _absent_is_none(cls: type[EntityModel]) -> tuple[str, ...]:
     return tuple(fields[name].alias or name for name in meta_of(cls).absent_is_none)
 
 
+def _nested_fills(cls: type[EntityModel]) -> tuple[tuple[str, Fill], ...]:
+    """The fills of fields holding records, under each key the field may be stored as: None
+    inside them is stored as absence too (see `absence`)."""
+    fields = cls.model_fields
+    return tuple(
+        (key, fill)
+        for name, fill in meta_of(cls).nested_absence
+        for key in dict.fromkeys((name, fields[name].alias or name))
+    )
+
+
 def _item_decoder(cls: type[M]) -> Callable[[Mapping[str, Any]], M]:
     """Build the function that turns a wire item into a ``cls`` instance.
 
@@ -57,18 +69,24 @@ def _item_decoder(cls: type[M]) -> Callable[[Mapping[str, Any]], M]:
     decoded. Where the model may read more than its fields, the whole item is decoded.
     A field kept only in keys and missing from the item is first parsed from its key.
     """
-    keys = model_keys(cls) if cls.__pydantic_complete__ else None
+    meta = meta_of(cls)
+    # A field stored as its own key text is read through its codec, by the general path.
+    keys = model_keys(cls) if cls.__pydantic_complete__ and not meta.coded_fields else None
     absent = _absent_is_none(cls)
+    fills = _nested_fills(cls)
     numbers = field_checks(cls)
     sources = _key_sources(cls)
 
     def validate(wire: Mapping[str, Any]) -> M:
-        item = item_from_wire(wire)
+        item = meta.read_coded(item_from_wire(wire), by_attribute=True)
         for attr, tpl, stored in sources:
             _fill_from_key(item, attr, tpl, stored)
         check_values(numbers, item)  # pydantic would round a float silently
         for name in absent:
             item.setdefault(name, None)
+        for name, fill in fills:
+            if name in item:
+                item[name] = fill(item[name])
         try:
             return cls.model_validate(item)
         except PydanticValidationError as error:
@@ -76,7 +94,7 @@ def _item_decoder(cls: type[M]) -> Callable[[Mapping[str, Any]], M]:
 
     if keys is None:
         return validate
-    decode = generate_decoder(cls, keys, absent, numbers)
+    decode = generate_decoder(cls, keys, absent, numbers, fills)
     if not sources:
         return decode
     needed = tuple({name for _, _, stored in sources for name in stored.values()})

@@ -12,6 +12,8 @@ from lsiorm._model.shards import check_shard
 from lsiorm._model.wire import (
     MAX_ITEM_BYTES,
     AttributeValue,
+    TextError,
+    invalid_text,
     to_wire_sized,
     utf8_len,
     value_size,
@@ -49,10 +51,9 @@ def build_item(entity: EntityModel) -> dict[str, Any]:
     keys = meta.key(values)
     keys.update(meta.index_keys(values))  # key checks run before serialising the fields
     # None is absence: a field that holds None is not stored at all, as an update that sets
-    # it to None REMOVEs it, so conditions and ADD see the same item either way.
-    item = {
-        k: v for k, v in entity.model_dump(mode="python", by_alias=True).items() if v is not None
-    }
+    # it to None REMOVEs it, so conditions and ADD see the same item either way; so is a None
+    # in a field of a nested model, at any depth (see `absence`).
+    item = entity.model_dump(mode="python", by_alias=True, exclude_none=True)
     item.update(keys)
     if meta.type_attribute is not None:
         item[meta.type_attribute] = meta.type_name
@@ -69,8 +70,17 @@ def encode_entity(entity: EntityModel) -> tuple[dict[str, AttributeValue], int]:
 
     The result equals ``item_to_wire(build_item(entity))`` and its ``item_size``: key checks
     run first, then every field is converted and sized once. Items over DynamoDB's 400 KB limit
-    are refused.
+    are refused, and so is text UTF-8 cannot encode (``item.invalid-unicode``, naming its path).
     """
+    try:
+        return _encode(entity)
+    except TextError as error:
+        meta = meta_of(entity)
+        stored = entity.model_dump(mode="python", by_alias=True, exclude_none=True)
+        raise invalid_text(type(entity).__name__, stored, error, table=meta.table.name) from error
+
+
+def _encode(entity: EntityModel) -> tuple[dict[str, AttributeValue], int]:
     cls = type(entity)
     writer = WRITERS.get(cls)
     if writer is None:
@@ -103,9 +113,9 @@ def encode_entity(entity: EntityModel) -> tuple[dict[str, AttributeValue], int]:
             item[attr] = av
             size += attr_size + n
     else:
-        for attr, value in entity.model_dump(mode="python", by_alias=True).items():
-            if value is None:
-                continue
+        for attr, value in entity.model_dump(
+            mode="python", by_alias=True, exclude_none=True
+        ).items():
             av, n = to_wire_sized(value)
             item[attr] = av
             size += utf8_len(attr) + n

@@ -34,8 +34,11 @@ class ItemWriter:
         #: The attribute the type name is stored in, or None for items that carry none.
         self.type_attribute = meta.type_attribute
         #: Whether a field is stored under the name of a key or of the type attribute.
+        #: (Or under a multi-attribute key's name, as its key text: the key replaces it.)
+        coded = {meta.attributes[name] for name in meta.stored_codecs}
         self.collide = self.fields is not None and bool(
-            {attr for _, attr, _ in self.fields} & {*meta.templates, meta.table.type_attribute}
+            {attr for _, attr, _ in self.fields}
+            & {*meta.templates, meta.table.type_attribute, *coded}
         )
         primary = {k for k in meta.table.index_key_attributes(None) if k is not None}
         # Text templates, in the order meta.key then meta.index_keys render them: (attribute,

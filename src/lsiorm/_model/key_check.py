@@ -57,7 +57,7 @@ class ItemKeyCheck:
     expected: WireItem
     problems: tuple[KeyProblem, ...]
     #: Whether every differing key attribute holds what the entity's ``rekeying_from`` style
-    #: derives: an item still in the key form it had before (lsiorm 0.2's, say).
+    #: derives: an item still in the key form it had before (a 0.2 development version's, say).
     old_form: bool = False
 
     @property

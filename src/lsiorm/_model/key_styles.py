@@ -12,9 +12,10 @@ styles differ:
   Escaped text holds no character below ``%``, so its terminator sorts below all of it: the
   rules of a U+0000-terminated field hold with that terminator in its place (docs/encoding.md
   has the proof).
-* **exact** (lsiorm 0.2's encoding): U+0000 and U+0001 escaped, and a U+0000 terminator after
-  every text field that more template follows. Exact for any text.
-* **readable** (the default of earlier releases): the text as it is wherever the declared
+* **exact** (the encoding of lsiorm 0.2's development versions): U+0000 and U+0001 escaped,
+  and a U+0000 terminator after every text field that more template follows. Exact for any
+  text.
+* **readable** (the default before printable keys): the text as it is wherever the declared
   type proves that this keeps key order and prefix-freedom exact, else as in exact. Before a
   literal ``L``, the text is stored as is, with ``L[0]`` as its terminator, when
 

@@ -46,6 +46,7 @@ __all__ = [
     "key_field",
     "key_wire",
     "multi_key_indexes",
+    "stored_key_codecs",
     "stored_key_fields",
 ]
 
@@ -297,11 +298,27 @@ def check_shared_multi_key(meta: EntityMeta[EntityModel]) -> None:
                 )
 
 
+def stored_key_codecs(
+    cls: type[EntityModel], table: Table, stored: Mapping[str, str]
+) -> dict[str, KeyCodec]:
+    """The codecs of fields stored as a string key attribute that are not text (a date,
+    datetime or UUID): they are stored as that text (a `KeyFormat` on the field says which)."""
+    types = table.key_attributes
+    return {
+        name: _text_codec(cls, name)
+        for attr, name in stored.items()
+        if types[attr] == "S" and not _is_text(cls.model_fields[name].annotation)
+    }
+
+
 def key_wire(meta: EntityMeta[EntityModel], attr: str, value: Any) -> Any:
     """Return the wire value of a multi-attribute key attribute for a validated field value."""
     tpl = meta.templates.get(attr)
     if tpl is None:
         field = meta.stored_keys[attr]
+        codec = meta.stored_codecs.get(field)
+        if codec is not None:
+            return to_wire(codec.encode(value))
         dumped = meta.adapter(field).dump_python(value, mode="python")
         return to_wire(dumped)
     return to_wire(tpl.render({tpl.fields[0]: value}))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Mapping, Sequence
-from typing import Any, Generic, TypeVar, overload
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from typing_extensions import Never, Self
 
@@ -21,6 +21,17 @@ from lsiorm._model.indexes import (
 )
 from lsiorm._model.key_styles import KeyStyle
 from lsiorm._model.table_rules import check_table
+from lsiorm._model.table_settings import (
+    LiveSettings,
+    OnDemandThroughput,
+    StreamViewType,
+    TableSettings,
+    WarmThroughput,
+    creation_parts,
+    index_drifts,
+    policy_text,
+    settings_drifts,
+)
 from lsiorm._model.table_spec import TableSpec
 from lsiorm.errors import DeclarationError, ValidationError
 
@@ -69,6 +80,11 @@ class _Declared(Generic[T]):
 class Table:
     """A DynamoDB table declaration, checked against DynamoDB's rules when constructed.
 
+    The operational settings (``warm_throughput`` to ``resource_policy``) are None unless
+    declared, and a setting left None is not managed: ``create_table`` leaves DynamoDB's
+    default, ``check`` does not compare it and ``apply`` does not change it (see
+    docs/deployment.md, "Table settings as code").
+
     Args:
         name: The table name (3 to 255 characters of ``A-Za-z0-9_.-``).
         partition_key: The partition key attribute; a ``str`` means a string attribute.
@@ -88,15 +104,24 @@ class Table:
         key_style: How the entities' key fields are written where neither the entity nor the
             field says: ``"printable"`` (the default: no control character in any key, text
             stored as it is where lsiorm can prove it exact and escaped as ``%XX`` elsewhere),
-            ``"readable"`` (the default of earlier releases: text ended with U+0000 where
-            unproved), ``"exact"`` (lsiorm 0.2's encoding) or ``"plain"`` (the values as other
-            tools write them). A table that earlier releases wrote names the style they wrote
-            with. See docs/encoding.md.
+            ``"readable"`` (the default before printable keys: text ended with U+0000 where
+            unproved), ``"exact"`` (the encoding of lsiorm 0.2's development versions) or
+            ``"plain"`` (the values as other tools write them). A table an earlier version
+            wrote names the style it was written with. See docs/encoding.md.
         rekeying_from: The key style the entities' items may still carry, while they are
-            re-keyed to the declared one (``"readable"`` or ``"exact"`` when moving a table an
-            earlier release wrote to printable keys): reads
-            look for both forms and every write moves an item to the new one. See
-            docs/migrations.md.
+            re-keyed to the declared one (``"readable"`` or ``"exact"`` when moving a table a
+            0.2 development version wrote to printable keys): reads look for both forms and
+            every write moves an item to the new one. See docs/migrations.md.
+        warm_throughput: The read and write units per second the table serves at once
+            (DynamoDB only raises it).
+        on_demand_throughput: The most request units an on-demand table may consume.
+        point_in_time_recovery: Point-in-time recovery on (True) or off (False).
+        recovery_period_days: How many days point-in-time recovery keeps (1 to 35).
+        deletion_protection: Whether the table refuses DeleteTable.
+        stream: The DynamoDB stream's view type (``"NEW_AND_OLD_IMAGES"``, ...), or False for
+            no stream.
+        tags: The table's tags (``aws:`` tags, AWS's own, are left alone).
+        resource_policy: The table's resource-based policy, as JSON text or a mapping.
     """
 
     def __init__(
@@ -115,7 +140,25 @@ class Table:
         ttl_attribute: str | None = None,
         key_style: KeyStyle = "printable",
         rekeying_from: KeyStyle | None = None,
+        warm_throughput: WarmThroughput | None = None,
+        on_demand_throughput: OnDemandThroughput | None = None,
+        point_in_time_recovery: bool | None = None,
+        recovery_period_days: int | None = None,
+        deletion_protection: bool | None = None,
+        stream: StreamViewType | Literal[False] | None = None,
+        tags: Mapping[str, str] | None = None,
+        resource_policy: str | Mapping[str, Any] | None = None,
     ) -> None:
+        settings = TableSettings(
+            warm_throughput,
+            on_demand_throughput,
+            point_in_time_recovery,
+            recovery_period_days,
+            deletion_protection,
+            stream,
+            None if tags is None else tuple(sorted(dict(tags).items())),
+            policy_text(resource_policy),
+        )
         spec = TableSpec(
             name,
             _key(partition_key),
@@ -130,6 +173,7 @@ class Table:
             ttl_attribute,
             key_style,
             rekeying_from,
+            settings,
         )
         check_table(spec)
         # The declaration is fixed once checked: the attributes below only read it.
@@ -188,6 +232,7 @@ class Table:
     ttl_attribute = _Declared[str | None]()
     key_style = _Declared[KeyStyle]()
     rekeying_from = _Declared[KeyStyle | None]()
+    settings = _Declared[TableSettings]()
 
     @property
     def has_lsi(self) -> bool:
@@ -251,6 +296,7 @@ class Table:
         }
         if self.billing_mode == "PROVISIONED":
             request["ProvisionedThroughput"] = _throughput(self.read_capacity, self.write_capacity)
+        request.update(creation_parts(self.settings))
         if self.local_indexes:
             request["LocalSecondaryIndexes"] = [
                 {
@@ -272,6 +318,12 @@ class Table:
                     gsi["ProvisionedThroughput"] = _throughput(
                         index.read_capacity, index.write_capacity
                     )
+                if index.on_demand_throughput is not None:
+                    on_demand = index.on_demand_throughput.request()
+                    if on_demand:
+                        gsi["OnDemandThroughput"] = on_demand
+                if index.warm_throughput is not None:
+                    gsi["WarmThroughput"] = index.warm_throughput.request()
                 gsis.append(gsi)
             request["GlobalSecondaryIndexes"] = gsis
         return request
@@ -302,19 +354,39 @@ class Table:
         return self.ttl_attribute is not None and status == "DISABLED"
 
     def check(
-        self, describe_table: Mapping[str, Any], describe_ttl: Mapping[str, Any] | None = None
+        self,
+        describe_table: Mapping[str, Any],
+        describe_ttl: Mapping[str, Any] | None = None,
+        live_settings: LiveSettings | None = None,
     ) -> DriftReport:
         """Compare the declaration with a DescribeTable response (or its inner ``Table``).
 
         With a DescribeTimeToLive response (or its inner ``TimeToLiveDescription``), the time
-        to live setting is compared too.
+        to live setting is compared too. ``live_settings`` holds what other reads said
+        (continuous backups, tags, the resource policy); a setting it lacks is not compared.
         """
         inner = describe_table.get("Table")
         live: Mapping[str, Any] = inner if isinstance(inner, Mapping) else describe_table
         drifts = list(table_drifts(self._spec, live))
         if describe_ttl is not None:
             drifts.extend(ttl_drifts(self._spec, describe_ttl))
-        return DriftReport(self.name, tuple(drifts))
+        extra = live_settings or LiveSettings()
+        drifts.extend(Drift(d.kind, d.index, d.message) for d in self._setting_drifts(live, extra))
+        return DriftReport(self.name, tuple(drifts), unchecked=extra.unchecked)
+
+    def _setting_drifts(self, live: Mapping[str, Any], extra: LiveSettings) -> Iterator[Any]:
+        yield from settings_drifts(self.settings, self.name, live, extra)
+        described = {d.get("IndexName"): d for d in live.get("GlobalSecondaryIndexes") or ()}
+        for index in self.global_indexes:
+            found = described.get(index.name)
+            if found is not None:
+                yield from index_drifts(
+                    self.name,
+                    index.name,
+                    index.warm_throughput,
+                    index.on_demand_throughput,
+                    found,
+                )
 
 
 def renamed_table(table: Table, name: str) -> Table:

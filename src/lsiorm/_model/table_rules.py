@@ -16,6 +16,7 @@ from lsiorm._model.indexes import (
     kind_of,
 )
 from lsiorm._model.key_styles import checked_style
+from lsiorm._model.table_settings import check_index_settings, check_settings
 from lsiorm._model.table_spec import TableSpec
 from lsiorm.errors import DeclarationError
 
@@ -59,6 +60,7 @@ class _Rules:
         self._attribute_types()
         self._capacity()
         self._ttl()
+        self._settings()
         checked_style(self.t.key_style, f"Table {self.t.name!r}")
         if self.t.rekeying_from is not None:
             checked_style(self.t.rekeying_from, f"Table {self.t.name!r} (rekeying_from)")
@@ -333,6 +335,19 @@ class _Rules:
                         f"{owner} sets {label} capacity to {value!r}; it must be a whole "
                         "number of at least 1.",
                     )
+
+    def _settings(self) -> None:
+        t = self.t
+        broken = list(check_settings(t.settings, t.name, t.billing_mode))
+        for gsi in t.global_indexes:
+            broken.extend(
+                check_index_settings(
+                    gsi.name, gsi.warm_throughput, gsi.on_demand_throughput, t.billing_mode
+                )
+            )
+        if broken:
+            rule, _, message = broken[0].partition(": ")
+            self._fail(rule, message)
 
     def _ttl(self) -> None:
         t = self.t

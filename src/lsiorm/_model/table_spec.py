@@ -7,7 +7,7 @@ it, so they need nothing of the Table around it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from lsiorm._model.indexes import (
@@ -18,6 +18,7 @@ from lsiorm._model.indexes import (
     LocalIndex,
     SecondaryIndex,
 )
+from lsiorm._model.table_settings import TableSettings
 
 #: A key attribute's role in a key schema: partition (HASH) or sort (RANGE).
 KeyRole = Literal["HASH", "RANGE"]
@@ -42,6 +43,8 @@ class TableSpec:
     key_style: str = "printable"
     #: The key style items of the table's entities may still carry (see `Table`), or None.
     rekeying_from: str | None = None
+    #: The operational settings declared (`lsiorm._model.table_settings`); none by default.
+    settings: TableSettings = field(default_factory=TableSettings)
 
     def secondary_indexes(self) -> Iterator[SecondaryIndex]:
         """Yield the local indexes, then the global ones."""

@@ -24,6 +24,7 @@ from lsiorm.errors import ValidationError
 __all__ = [
     "MAX_ITEM_BYTES",
     "AttributeValue",
+    "TextError",
     "WireItem",
     "attribute_value_size",
     "from_wire",
@@ -73,8 +74,39 @@ def _unsupported(value: object, why: str = "") -> ValidationError:
     )
 
 
+class TextError(ValidationError):
+    """Text that UTF-8 cannot encode (a lone surrogate), met while a value is converted.
+
+    Raised where the value is converted, which does not know where the value sits; the item
+    level catches it and names the attribute path (`invalid_text`).
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        super().__init__("item.invalid-unicode", _invalid_text_message("Text", text))
+
+
+def _invalid_text_message(where: str, text: str) -> str:
+    return (
+        f"{where} holds {text!r}, with a lone surrogate, which UTF-8 cannot encode: DynamoDB "
+        "keeps text as UTF-8, so it would refuse the value or store text that no client reads "
+        "back. Replace it before writing (text.encode('utf-8', 'replace').decode() puts a "
+        "'?' in its place)."
+    )
+
+
+def valid_text(text: str) -> str:
+    """Return ``text`` when UTF-8 can encode it; raise `TextError` for a lone surrogate."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise TextError(text) from None
+    return text
+
+
 def _encode_str(value: str) -> AttributeValue:
-    return {"S": value}
+    return {"S": value if value.isascii() else valid_text(value)}
 
 
 def _encode_bool(value: bool) -> AttributeValue:
@@ -128,7 +160,9 @@ def _encode_fields(value: Mapping[Any, Any]) -> WireItem:
         if not isinstance(name, str):
             raise _non_string_name(name)
         encoder = get(type(element))
-        out[name] = encoder(element) if encoder is not None else _encode_other(element)
+        out[name if name.isascii() else valid_text(name)] = (
+            encoder(element) if encoder is not None else _encode_other(element)
+        )
     return out
 
 
@@ -144,7 +178,7 @@ def _encode_set(value: set[Any] | frozenset[Any]) -> AttributeValue:
         # DynamoDB has no empty set; an empty list reads back as an empty collection.
         return {"L": []}
     if all(type(element) is str for element in value):
-        return {"SS": sorted(value)}
+        return {"SS": sorted(valid_text(element) for element in value)}
     tags: set[str] = set()
     members: set[Any] = set()
     for element in value:
@@ -194,7 +228,7 @@ def _encode_other(value: Any) -> AttributeValue:
     if isinstance(value, Enum):
         return to_wire(value.value)
     if isinstance(value, str):
-        return {"S": str.__str__(value)}
+        return {"S": valid_text(str.__str__(value))}
     if isinstance(value, int):
         return {"N": number_to_wire(value)}
     if isinstance(value, float | Decimal):
@@ -251,6 +285,55 @@ def to_wire(value: Any) -> AttributeValue:
     if encoder is not None:
         return encoder(value)
     return _encode_other(value)
+
+
+def text_at(value: Any) -> tuple[str, str] | None:
+    """Where in a Python value a text UTF-8 cannot encode is: (path below it, the text).
+
+    The path is as a document path writes it (``.name``, ``[n]``; a map key that is itself
+    such text is named by its place); None when there is none.
+    """
+    if isinstance(value, Enum):
+        value = value.value
+    if isinstance(value, str):
+        return None if value.isascii() or _encodes(value) else ("", value)
+    if isinstance(value, Mapping):
+        for name, element in value.items():
+            if isinstance(name, str) and not _encodes(name):
+                return (f"[{name!r}]", name)
+            inner = text_at(element)
+            if inner is not None:
+                return (f".{name}{inner[0]}", inner[1])
+    elif isinstance(value, list | tuple):
+        for n, element in enumerate(value):
+            inner = text_at(element)
+            if inner is not None:
+                return (f"[{n}]{inner[0]}", inner[1])
+    elif isinstance(value, set | frozenset):
+        for element in value:
+            inner = text_at(element)
+            if inner is not None:
+                return ("", inner[1])
+    return None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def invalid_text(
+    where: str, value: Any, error: TextError, *, table: str | None = None
+) -> ValidationError:
+    """The refusal of ``value`` at ``where`` (``Model.path``), naming the path of its text."""
+    found = text_at(value)
+    path, text = found if found is not None else ("", error.text)
+    return ValidationError(
+        "item.invalid-unicode", _invalid_text_message(where + path, text), table=table
+    )
 
 
 def item_to_wire(item: Mapping[str, Any]) -> WireItem:
@@ -389,8 +472,8 @@ def same_item(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 
 def utf8_len(text: str) -> int:
-    """Return the UTF-8 byte length of ``text``."""
-    return len(text) if text.isascii() else len(text.encode("utf-8"))
+    """Return the UTF-8 byte length of ``text``; `TextError` for a lone surrogate."""
+    return len(text) if text.isascii() else len(valid_text(text).encode("utf-8"))
 
 
 def value_size(av: Mapping[str, Any]) -> int:
@@ -449,7 +532,7 @@ def _item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
 
 
 def _sized_str(value: str) -> tuple[AttributeValue, int]:
-    return {"S": value}, len(value) if value.isascii() else len(value.encode("utf-8"))
+    return {"S": value}, len(value) if value.isascii() else utf8_len(value)
 
 
 def _sized_bool(value: bool) -> tuple[AttributeValue, int]:

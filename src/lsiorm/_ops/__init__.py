@@ -7,7 +7,10 @@ An operation passes through these modules in this order:
   (``retry``), typed errors (``service_errors``), live table names (``naming``), consumed
   capacity (``meter``).
 - The operations: ``items`` (put, get, update, delete), ``reads`` (query and scan plans, pages,
-  cursors, merges), ``batch``, ``transactions``, ``tables`` (create, delete, check).
+  cursors, merges), ``batch``, ``transactions``, ``tables`` (create, delete, check, apply a
+  table's settings).
+- ``deadline``: a call's ``timeout=`` around any operation; ``stream_marks``: the marks of a
+  stream handler's idempotency (which records were applied).
 - ``rekeying``: a write that meets an item still in an older key form moves it first;
   ``unchanged``: the condition that an item is as it was read.
 - The guard: ``collection_guard`` watches item-collection sizes, ``audit`` reads them from the

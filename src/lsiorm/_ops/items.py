@@ -35,7 +35,7 @@ from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.wire import same_item
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.rekeying import ensure_moved, old_wire_key
-from lsiorm._ops.service_errors import restated
+from lsiorm._ops.service_errors import failed_item, restated
 from lsiorm._ops.steps import Operation
 from lsiorm._ops.transactions import transact_write
 from lsiorm._requests.items import delete_request, get_request, put_request
@@ -171,8 +171,8 @@ def put(
     ctx: Context, entity: E, *, create_only: bool = False, condition: Condition | None = None
 ) -> Operation[E]:
     """Write an entity; return it as stored."""
-    meta = meta_of(entity)
     params, stored = put_request(entity, create_only=create_only, condition=condition)
+    meta = meta_of(entity)
     if meta.moves_when_rekeyed:
         old_key = old_wire_key(meta, {f: getattr(entity, f) for f in meta.primary_fields})
         if old_key is not None and "ConditionExpression" not in params:
@@ -186,20 +186,23 @@ def put(
     try:
         yield from _send(ctx, meta, attempts)
     except ConditionFailedError as exc:
-        if attempts.ambiguous is not None and _same_item(exc.response.get("Item"), params["Item"]):
+        found = exc.response.get("Item")
+        if attempts.ambiguous is not None and _same_item(found, params["Item"]):
             # An earlier attempt of this call wrote the item; its answer was lost.
             return cast("E", stored)
+        exc.item = failed_item(meta.table, found)
         if meta.version_field is not None:
             expected = getattr(entity, meta.version_field) or 0
-            if expected and _version_differs(meta, exc.response.get("Item"), expected):
-                raise _stale(meta, exc, expected) from exc
-            if not expected and exc.response.get("Item"):
+            if expected and _version_differs(meta, found, expected):
+                raise _stale(meta, exc, expected, found) from exc
+            if not expected and found:
                 raise restated(
                     exc,
                     ConditionFailedError,
                     f"A {meta.cls.__name__} with this key already exists: a new instance "
                     f"({meta.version_field}=0) is written only where there is none; read the "
-                    "stored one to write over it.",
+                    "stored one (the error's item) to write over it.",
+                    item=exc.item,
                 ) from exc
         raise
     return cast("E", stored)  # put_request returns a copy of the same class
@@ -226,13 +229,40 @@ def _version_differs(meta: EntityMeta[Entity], stored: Any, expected: Any) -> bo
     return not isinstance(held, Mapping) or held.get("N") != str(expected or 0)
 
 
-def _stale(meta: EntityMeta[Entity], exc: DynamoError, expected: Any) -> StaleVersionError:
+def _stale(
+    meta: EntityMeta[Entity], exc: DynamoError, expected: Any, stored: Any
+) -> StaleVersionError:
+    """The version check failed: say which version the write expected and which is stored.
+
+    ``stored`` is the item the failed condition found, on the wire or already decoded (a
+    transaction's cancellation reason), or None when there is none.
+    """
+    item = (
+        stored if stored is None or isinstance(stored, Entity) else failed_item(meta.table, stored)
+    )
+    held = _held_version(meta, stored)
+    now = "the item is gone" if held is None else f"it holds {meta.version_field}={held}"
     return restated(
         exc,
         StaleVersionError,
         f"{meta.cls.__name__} was changed by someone else: expected stored "
-        f"{meta.version_field}={expected}",
+        f"{meta.version_field}={expected}, but {now}",
+        item=item,
+        expected_version=expected,
+        stored_version=held,
     )
+
+
+def _held_version(meta: EntityMeta[Entity], stored: Any) -> int | None:
+    """The version a stored item holds (wire or entity), or None when there is no item."""
+    if meta.version_field is None or not stored:
+        return None
+    if isinstance(stored, Entity):
+        held = getattr(stored, meta.version_field, None)
+        return held if isinstance(held, int) else None
+    av = stored.get(meta.attributes[meta.version_field]) if isinstance(stored, Mapping) else None
+    text = av.get("N") if isinstance(av, Mapping) else None
+    return int(text) if isinstance(text, str) and text.lstrip("-").isdigit() else None
 
 
 def get(
@@ -287,13 +317,13 @@ def delete_result(
     try:
         response = yield from _send(ctx, meta, attempts)
     except ConditionFailedError as exc:
-        if attempts.ambiguous is not None and not exc.response.get("Item"):
+        found = exc.response.get("Item")
+        if attempts.ambiguous is not None and not found:
             # The item is gone; an earlier attempt of this call may have deleted it.
             return DeleteResult(None, None)
-        if expected_version is not None and _version_differs(
-            meta, exc.response.get("Item"), expected_version
-        ):
-            raise _stale(meta, exc, expected_version) from exc
+        exc.item = failed_item(meta.table, found)
+        if expected_version is not None and _version_differs(meta, found, expected_version):
+            raise _stale(meta, exc, expected_version, found) from exc
         raise
     old = response.get("Attributes")
     if old:
@@ -356,6 +386,7 @@ def update(
         if attempts.ambiguous is not None and not additive and applied(plan, old):
             # An earlier attempt of this call made these changes; its answer was lost.
             return cast("E", decode_stored(meta.table, old, only=(cls,)))
+        exc.item = failed_item(meta.table, old)
         stored_type = old.get(meta.table.type_attribute)
         if spec.upsert and stored_type != ({"S": meta.type_name} if meta.typed else None):
             raise restated(
@@ -363,11 +394,12 @@ def update(
                 ConditionFailedError,
                 f"An upsert of {cls.__name__} found an item of another type at key "
                 f"{dict(values)!r}; it was left unchanged.",
+                item=exc.item,
             ) from exc
         if instance is not None and meta.version_field is not None:
             expected = getattr(instance, meta.version_field)
             if _version_differs(meta, old, expected):
-                raise _stale(meta, exc, expected) from exc
+                raise _stale(meta, exc, expected, old) from exc
         raise
     found = decode_stored(meta.table, response.get("Attributes") or {}, only=(cls,))
     return cast("E", found)
@@ -413,9 +445,10 @@ def _update_once(
         if instance is not None and meta.version_field is not None:
             expected = getattr(instance, meta.version_field) or 0
             if (getattr(old, meta.version_field) or 0) != expected:
-                raise _stale(meta, exc, expected) from exc
+                raise _stale(meta, exc, expected, old) from exc
         raise ConditionFailedError(
             f"the condition of this update of {cls.__name__} is false",
+            item=old,
             code="ConditionalCheckFailedException",
             operation="TransactWriteItems",
             table=meta.table.name,

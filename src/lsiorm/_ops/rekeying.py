@@ -1,8 +1,9 @@
 """Writes during a re-keying: an item still in its entity's old key form moves before it changes.
 
-An entity declared with ``rekeying_from`` (say ``"exact"``, after upgrading from lsiorm 0.2)
-may have items whose keys are still in the old style where the declared one now writes other
-text. While the option is set, every write to such an item leaves no twin behind:
+An entity declared with ``rekeying_from`` (say ``"exact"``, after upgrading from a 0.2
+development version) may have items whose keys are still in the old style where the declared
+one now writes other text. While the option is set, every write to such an item leaves no twin
+behind:
 
 * a put without a condition writes the new item and deletes the old key in one transaction;
 * any other write (a conditional put, an update, a delete, a transaction's action) first moves

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from lsiorm._model.entity import decode_stored
 from lsiorm.errors import (
     CancellationReason,
     ConditionFailedError,
@@ -23,10 +24,12 @@ from lsiorm.errors import (
 )
 
 if TYPE_CHECKING:
+    from lsiorm._model.entity import Entity
     from lsiorm._model.schema import Table
 
 __all__ = [
     "collection_key_of",
+    "failed_item",
     "from_botocore_failure",
     "from_error_response",
     "from_transport_failure",
@@ -153,6 +156,20 @@ def from_error_response(
     return cls(message, **common)
 
 
+def failed_item(table: Table, item: object) -> Entity | None:
+    """The item a failed condition found (``ALL_OLD`` on the wire), as its declared entity.
+
+    None when there is no item, or when it is of no declared entity or no longer fits its model
+    (the condition's failure is what the caller must see, not a decoding error).
+    """
+    if not isinstance(item, Mapping) or not item:
+        return None
+    try:
+        return decode_stored(table, item)
+    except ValueError:  # ValidationError: an item that no longer fits, or of ambiguous type
+        return None
+
+
 def restated(exc: DynamoError, kind: type[D], message: str, **fields: Any) -> D:
     """Return the failure ``exc`` restated as a ``kind`` error that says ``message``.
 
@@ -203,7 +220,9 @@ def from_botocore_failure(
         return ConfigurationError(
             "config.no-credentials",
             f"No usable AWS credentials for {operation} ({exc}); configure a profile, the "
-            "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY variables, or an instance role.",
+            "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY variables, or an instance role. A local "
+            "engine (DynamoDB Local, moto) takes any values: export AWS_ACCESS_KEY_ID=local "
+            "AWS_SECRET_ACCESS_KEY=local.",
         )
     if name == "NoRegionError":
         return ConfigurationError(

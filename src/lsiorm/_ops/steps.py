@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ITEM_OPERATIONS",
+    "READ_OPERATIONS",
     "STREAM_OPERATIONS",
     "Call",
     "Done",
@@ -41,6 +42,7 @@ __all__ = [
     "Sleep",
     "Step",
     "advance",
+    "changes_data",
     "relayed",
 ]
 
@@ -69,6 +71,30 @@ STREAM_OPERATIONS: Final = frozenset(
 )
 
 
+#: The operations that change nothing: every other operation may write (an item, a table).
+READ_OPERATIONS: Final = frozenset(
+    {
+        "GetItem",
+        "Query",
+        "Scan",
+        "BatchGetItem",
+        "TransactGetItems",
+        "DescribeTable",
+        "DescribeTimeToLive",
+        "DescribeContinuousBackups",
+        "ListTagsOfResource",
+        "GetResourcePolicy",
+        "ListTables",
+        *STREAM_OPERATIONS,
+    }
+)
+
+
+def changes_data(operation: str) -> bool:
+    """Whether a request of ``operation`` may change something (an item, a table)."""
+    return operation not in READ_OPERATIONS
+
+
 @dataclass(frozen=True, slots=True)
 class RetryNote:
     """Why a request is sent again: which attempt it is, what the last one met, after what wait.
@@ -94,6 +120,9 @@ class Call:
     built: bool = field(default=True, compare=False)
     #: Set when the request is a retry of an earlier attempt (see `RetryNote`).
     retry: RetryNote | None = field(default=None, compare=False)
+    #: When the call it belongs to must be done (``time.monotonic()`` seconds), if it has a
+    #: ``timeout=``: a driver stops waiting for the answer then (`lsiorm._ops.deadline`).
+    deadline: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

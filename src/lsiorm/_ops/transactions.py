@@ -24,7 +24,7 @@ from lsiorm._model.entity_meta import meta_of
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.rekeying import ensure_moved, old_wire_key
 from lsiorm._ops.retry import is_retryable
-from lsiorm._ops.service_errors import restated
+from lsiorm._ops.service_errors import failed_item, restated
 from lsiorm._ops.steps import Operation
 from lsiorm._requests.limits import MAX_TRANSACTION_ACTIONS
 from lsiorm._requests.transactions import (
@@ -137,15 +137,6 @@ def _collection_full(
     return None
 
 
-def _old_item(part: TransactPart, item: Any) -> Entity | None:
-    if not isinstance(item, Mapping):
-        return None
-    try:
-        return decode_stored(part.table, item, only=(part.cls,))
-    except ValueError:  # a stored item that no longer fits the model
-        return None
-
-
 def _tied(exc: TransactionCanceledError, parts: Sequence[TransactPart]) -> TransactionCanceledError:
     """Return the cancellation with each reason tied to its action's entity and old item."""
     reasons = []
@@ -157,7 +148,7 @@ def _tied(exc: TransactionCanceledError, parts: Sequence[TransactPart]) -> Trans
                 reason.code,
                 reason.message,
                 entity=part.subject if part is not None else None,
-                item=_old_item(part, reason.item) if part is not None else None,
+                item=failed_item(part.table, reason.item) if part is not None else None,
             )
         )
     failed = [r for r in reasons if r.code not in ("None", "")]

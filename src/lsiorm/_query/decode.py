@@ -111,6 +111,7 @@ def _values(
         av = item.get(attr)
         if av is not None:
             values[name] = from_wire(av)
+    meta.read_coded(values, by_attribute=False)
     for attr in keys:
         av = item.get(attr)
         if av is None:
@@ -153,8 +154,7 @@ def _build(
     )
     if not partial:
         check_values(meta.number_checks, values)  # pydantic would round a float silently
-        for name in meta.absent_is_none:  # None is stored as absence
-            values.setdefault(name, None)
+        meta.fill_absent(values)  # None is stored as absence
         try:
             entity: Entity = cls.model_validate(values)
         except PydanticValidationError as error:
@@ -162,6 +162,7 @@ def _build(
         return entity
     wanted = plan.selected if plan.selected is not None else tuple(cls.model_fields)
     present = {}
+    meta.fill_nested(values)
     for name in wanted:
         if name in values:
             try:

@@ -16,7 +16,7 @@ from typing import Final, Literal, cast
 
 from lsiorm._conditions import Operator
 from lsiorm._model.entity import Entity
-from lsiorm._model.entity_meta import EntityMeta
+from lsiorm._model.entity_meta import EntityMeta, key_only_answer
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.multikey import is_multi_key
 from lsiorm._model.schema import Table
@@ -165,8 +165,8 @@ class _Chooser:
             return option.refuse(
                 "query.plain-ambiguous",
                 f"{unchecked.meta.cls.__name__}'s plain key text may hold the separator after "
-                f"{names}, and its items do not store {names} to check it; give the field the "
-                "printable key style (the default) and backfill the keys, or use filter()",
+                f"{names}, and its items do not store {names} to check it. "
+                f"{key_only_answer(unchecked.meta, names)}",
             )
         pending = _pending_slot(self.metas, self.table, index, self.q.index_forced)
         if pending is not None:
@@ -315,6 +315,9 @@ class _Chooser:
             f"but {o.problem}"
             for o in waiting
         )
+        key_only = _key_only(best)
+        if key_only is not None:  # no filter can check it, fallback or not
+            raise self._key_only(best, usable, *key_only)
         if best.unabsorbed and not self.q.fallback:
             if waiting:
                 raise self._pending(best, waiting[0])
@@ -369,6 +372,18 @@ class _Chooser:
             table=self.table.name,
         )
 
+    def _key_only(
+        self, best: IndexOption, usable: list[IndexOption], meta: EntityMeta[Entity], name: str
+    ) -> QueryPlanError:
+        """A where() condition no key condition answers, on a field kept only in keys."""
+        found = _reason_in(best, usable, "inexact")
+        rule, why = "query.key-only-field", f"{name} is not part of {best.label}'s key"
+        if found is not None and found[1] == name:
+            rule = found[0].inexact_rules.get(name, "query.inexact-range")
+            why = f"the range on {name} cannot be exact on {found[0].label}: {found[2]}"
+        answer = key_only_answer(meta, name)
+        return QueryPlanError(rule, f"{why[0].upper()}{why[1:]}. {answer}.", table=self.table.name)
+
     def _unabsorbed(
         self, best: IndexOption, usable: list[IndexOption], note: str
     ) -> QueryPlanError:
@@ -401,6 +416,16 @@ class _Chooser:
             f"allow_filter_fallback().{note}",
             table=self.table.name,
         )
+
+
+def _key_only(best: IndexOption) -> tuple[EntityMeta[Entity], str] | None:
+    """An entity and a field of a where() condition the chosen index leaves out, which its
+    items keep only in their keys (no fallback filter can check it)."""
+    for name in best.unabsorbed:
+        for fit in best.fits:
+            if name in fit.meta.key_only_fields:
+                return fit.meta, name
+    return None
 
 
 def _reason_in(

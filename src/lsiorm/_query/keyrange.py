@@ -90,11 +90,16 @@ def needs_check(tpl: KeyTemplate, slot: FieldSlot) -> bool:
 
 
 def _plain_range(meta: EntityMeta[Entity], tpl: KeyTemplate, name: str) -> str:
-    return (
+    text = (
         f"{meta.cls.__name__}.{name} has the plain key style, whose text in template "
         f"{tpl.source!r} does not sort as its values do (an unpadded number, or text that a "
-        "separator may end early); give it the printable key style (the default) and backfill the "
-        "keys (see docs/encoding.md), or use filter()"
+        "separator may end early)"
+    )
+    if name in meta.key_only_fields:  # no filter can check it: the planner says what can
+        return text
+    return (
+        f"{text}; give it the printable key style (the default) and backfill the keys (see "
+        "docs/encoding.md), or use filter()"
     )
 
 
@@ -465,8 +470,8 @@ def _fit_direct_range(
         return
     if lower[0] > upper[0] or (lower[0] == upper[0] and not (lower[1] and upper[1])):
         raise _Empty(f"{described} leaves no value")
-    low = _closed_bound(lower[0], enc, inclusive=lower[1], above=True)
-    high = _closed_bound(upper[0], enc, inclusive=upper[1], above=False)
+    low = closed_bound(lower[0], enc, inclusive=lower[1], above=True)
+    high = closed_bound(upper[0], enc, inclusive=upper[1], above=False)
     if low is None or high is None or _wire_order(low) > _wire_order(high):
         raise _Empty(f"{described} leaves no value")
     for (value, inclusive), bound, sign in ((lower, low, ">"), (upper, high, "<")):
@@ -512,7 +517,7 @@ def _tightest(
     return lower, upper
 
 
-def _closed_bound(
+def closed_bound(
     value: Any, enc: Callable[[Any], Any], *, inclusive: bool, above: bool
 ) -> dict[str, Any] | None:
     """Return the wire bound of an inclusive key range that holds exactly what one bound does.

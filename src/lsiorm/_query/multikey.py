@@ -31,7 +31,14 @@ from lsiorm._model.multikey import binds_index, holds_text, is_multi_key, key_fi
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import from_wire
 from lsiorm._query.collection import Group, Unit
-from lsiorm._query.keyrange import IndexFit, SortCondition, Validator, describe_ops
+from lsiorm._query.keyrange import (
+    IndexFit,
+    SortCondition,
+    Validator,
+    closed_bound,
+    describe_ops,
+    predecessor,
+)
 from lsiorm.errors import QueryPlanError
 
 __all__ = [
@@ -201,11 +208,11 @@ class _Fit:
         return SortCondition("begins_with", (prefix,))
 
     def _bounds(self, attr: str, name: str, ops: Sequence[Operator]) -> SortCondition | None:
-        """Ranges on one attribute as one key condition, its open ends filtered when two-sided.
+        """Ranges on one attribute as one key condition.
 
         Bounds are compared as the stored key values (text, number, bytes), in DynamoDB's
         order; a BETWEEN cannot leave out an end, so an exclusive end of a two-sided range is
-        also sent as an exact filter.
+        closed on the key's neighbour where there is one (`_between`).
         """
         lower: _End | None = None
         upper: _End | None = None
@@ -235,7 +242,20 @@ class _Fit:
             raise _Nothing(f"{described} leaves no value")
         if lower.key == upper.key:
             return SortCondition("=", (lower.wire,))
-        lower, upper = _closed(lower, is_lower=True), _closed(upper, is_lower=False)
+        return self._between(attr, name, lower, upper, described)
+
+    def _between(
+        self, attr: str, name: str, lower: _End, upper: _End, described: str
+    ) -> SortCondition:
+        """Two ends as a BETWEEN: an exclusive end closed on its neighbour (`_closed`), or,
+        where the key has none, filtered exactly on the field's own attribute."""
+        free = holds_text(self.meta, attr)
+        lower = _closed(lower, is_lower=True, free_text=free)
+        upper = _closed(upper, is_lower=False, free_text=free)
+        if lower.key > upper.key:
+            raise _Nothing(f"{described} leaves no value")
+        if lower.key == upper.key and lower.inclusive and upper.inclusive:
+            return SortCondition("=", (lower.wire,))
         open_ends: list[Operator] = []
         if not lower.inclusive:
             open_ends.append(Compare(">", lower.value))
@@ -259,7 +279,9 @@ class _Fit:
                 f"{describe_ops(name, ops)} on {meta.cls.__name__} cannot be exact on "
                 f"{self.index.name}: a key condition takes one bound of each kind and inclusive "
                 f"ends only, and DynamoDB does not filter on {attr!r}, a key attribute of the "
-                "index; give inclusive bounds (between) or a single bound.",
+                "index; it holds text of any kind, which has no greatest value below an "
+                "exclusive end. Write the range with inclusive ends (between(low, high), high "
+                "the greatest text you want), or with a single bound.",
             )
         projected = meta.table.projected_attributes(self.index)
         if projected is not None and stored not in projected and stored != attr:
@@ -282,23 +304,30 @@ class _End:
     value: Any
 
 
-def _closed(end: _End, *, is_lower: bool) -> _End:
-    """An exclusive end of text or bytes as the inclusive end that admits the same values.
+def _closed(end: _End, *, is_lower: bool, free_text: bool) -> _End:
+    """An exclusive end as the inclusive end that admits the same values, where one exists.
 
-    The least value above ``v`` is ``v`` followed by U+0000 (a zero byte); below ``v + U+0000``
-    nothing lies between it and ``v``. Numbers have no such neighbour: they stay exclusive.
+    The least text above ``v`` is ``v`` followed by U+0000; below ``v``, key text (a date's,
+    a datetime's, a UUID's: never U+10FFFF) reaches at most its predecessor, and so does text
+    ending in U+0000. A number's neighbour is the next number the key holds (the next int
+    for an int field), bytes' the next byte string (`closed_bound`). Free text another tool
+    may have written (``free_text``) has no such neighbour below it: that end stays exclusive.
     """
     if end.inclusive:
         return end
     ((tag, raw),) = end.wire.items()
-    zero: Any = "\x00" if tag == "S" else b"\x00"
-    if tag not in ("S", "B"):
-        return end
-    if is_lower:
-        wire = {tag: raw + zero}
-    elif raw.endswith(zero):
-        wire = {tag: raw[: -len(zero)]}
+    wire: Any
+    if tag == "S" and is_lower:
+        wire = {"S": raw + "\x00"}
+    elif tag == "S" and raw.endswith("\x00"):
+        wire = {"S": raw[:-1]}
+    elif tag == "S" and not free_text:
+        wire = {"S": predecessor(raw)}
+    elif tag in ("N", "B"):
+        wire = closed_bound(end.value, lambda _: end.wire, inclusive=False, above=is_lower)
     else:
+        wire = None
+    if wire is None:
         return end
     return _End(from_wire(wire), wire, True, end.value)
 

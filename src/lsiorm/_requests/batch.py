@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any, Final, TypeAlias, TypeVar, cast
 
 from lsiorm._model.entity import Entity
-from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.entity_meta import EntityMeta, instance_meta, meta_of
 from lsiorm._model.item_encoding import encode_entity, stamped
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_from_wire, item_size, item_to_wire
@@ -247,11 +247,7 @@ def _build_write_entries(
     for entity in puts:
         cls = type(entity)
         if cls not in checked:
-            if not isinstance(entity, Entity):
-                raise ValidationError(
-                    "batch.put-target", f"A batch put takes entities, not {entity!r}."
-                )
-            _refuse_versioned(meta_of(entity), "put")
+            _refuse_versioned(instance_meta(entity), "put")  # refuses what is no entity
             checked.add(cls)
         meta = cls.__lsiorm__
         assert meta is not None
@@ -301,7 +297,8 @@ def get_entries(
             cls, given = type(key), key
         elif isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], type):
             cls, given = key[0], key[1]
-        elif isinstance(key, Mapping) and len(classes) == 1:
+        elif len(classes) == 1 and not isinstance(key, tuple):
+            # A mapping of key fields; anything else is refused naming them (key.not-fields).
             cls, given = classes[0], key
         else:
             raise ValidationError(

@@ -8,7 +8,7 @@ import typing
 from collections.abc import Mapping
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from lsiorm._conditions import (
     Condition,
@@ -18,11 +18,13 @@ from lsiorm._conditions import (
     field_conditions,
 )
 from lsiorm._model.entity import Entity
-from lsiorm._model.entity_meta import EntityMeta, meta_of
+from lsiorm._model.entity_meta import EntityMeta, instance_meta, key_only_answer, meta_of
 from lsiorm._model.field_types import bare_type
 from lsiorm._model.item_encoding import stamped, wire_item
-from lsiorm._model.wire import item_to_wire, to_wire
+from lsiorm._model.wire import TextError, invalid_text, item_to_wire, to_wire
 from lsiorm.errors import ValidationError
+
+E = TypeVar("E", bound=Entity)
 
 
 def encode_value(meta: EntityMeta[Entity], field: str, value: Any, *, element: bool = False) -> Any:
@@ -32,9 +34,7 @@ def encode_value(meta: EntityMeta[Entity], field: str, value: Any, *, element: b
     """
     if element:
         return to_wire(value)
-    valid = meta.validate_field(field, value)
-    dumped = meta.adapter(field).dump_python(valid, mode="python")
-    return to_wire(dumped)
+    return to_wire(meta.stored_value(field, meta.validate_field(field, value)))
 
 
 def compile_entity_condition(
@@ -60,17 +60,20 @@ def compile_entity_condition(
         if name in meta.key_only_fields:
             raise ValidationError(
                 "condition.key-only-field",
-                f"Condition names {meta.cls.__name__}.{name}, which its items keep only in "
-                "their keys (Field(exclude=True)): no attribute holds it to check. Put the "
-                "condition in where() so the key answers it, or store the field.",
+                f"Condition names {meta.cls.__name__}.{name}, which no attribute holds: "
+                f"{key_only_answer(meta, name)}.",
                 table=meta.table.name,
             )
         return meta.attributes[name]
 
     def encode(name: str, value: Any) -> Any:
-        if name not in elements and isinstance(value, str) and _is_text_field(meta, name):
-            return to_wire(value)
-        return encode_value(meta, name, value, element=name in elements)
+        try:
+            if name not in elements and isinstance(value, str) and _is_text_field(meta, name):
+                return to_wire(value)
+            return encode_value(meta, name, value, element=name in elements)
+        except TextError as error:
+            where = f"The condition on {meta.cls.__name__}.{name}"
+            raise invalid_text(where, value, error, table=meta.table.name) from error
 
     return compile_condition(condition, ph, attribute_of=attribute_of, encode=encode)
 
@@ -98,14 +101,52 @@ def join_conditions(*parts: str | None) -> str | None:
 def key_values(
     meta: EntityMeta[Entity], key: Mapping[str, Any] | Entity | None, fields: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Return validated field values that identify one item, from a dict, entity or keywords."""
+    """Return validated field values that identify one item, from a dict, entity or keywords.
+
+    A key given otherwise (its text, a tuple of values) is refused naming the key fields
+    (``key.not-fields``).
+    """
     raw: dict[str, Any] = {}
     if isinstance(key, Entity):
         raw.update({f: getattr(key, f) for f in meta.primary_fields})
-    elif key is not None:
+    elif isinstance(key, Mapping):
         raw.update(key)
+    elif key is not None:
+        raise _not_fields(meta, key)
     raw.update(fields)
     return {name: meta.validate_field(name, value) for name, value in raw.items()}
+
+
+def keyed_target(
+    target: type[E] | E, key: Mapping[str, Any] | None, fields: Mapping[str, Any]
+) -> tuple[type[E], E | None, EntityMeta[E], dict[str, Any]]:
+    """What a call that names one item was given: its class, the instance (or None), the
+    class's metadata and the validated key field values.
+
+    The item is named by an entity class with its key (``key=`` and/or keywords), or by an
+    instance. Anything else is refused before any request, naming what to pass
+    (``entity.expected``, ``key.not-fields``).
+    """
+    if isinstance(target, type):
+        cls, instance = target, None
+    else:
+        cls, instance = type(target), target
+    meta = meta_of(target)
+    return cls, instance, meta, key_values(meta, instance if instance is not None else key, fields)
+
+
+def _not_fields(meta: EntityMeta[Entity], key: object) -> ValidationError:
+    names = [f for t in (meta.partition_template, meta.sort_template) if t for f in t.fields]
+    fields = list(dict.fromkeys(names))
+    keywords = ", ".join(f"{f}=..." for f in fields)
+    mapping = ", ".join(f"{f!r}: ..." for f in fields)
+    return ValidationError(
+        "key.not-fields",
+        f"Got {key!r} as the key of {meta.cls.__name__}; a key names its key fields: "
+        f"{keywords} as keywords, or key={{{mapping}}} (or an instance of "
+        f"{meta.cls.__name__}).",
+        table=meta.table.name,
+    )
 
 
 def wire_key(meta: EntityMeta[Entity], values: Mapping[str, Any]) -> dict[str, Any]:
@@ -123,7 +164,7 @@ def put_request(
 
     A versioned entity's version goes up by one; declared timestamps are set (at ``now``).
     """
-    meta = meta_of(entity)
+    meta = instance_meta(entity)
     stored = entity = stamped(entity, now)
     ph = Placeholders()
     version_cond: str | None = None

@@ -19,11 +19,12 @@ from typing import Any, Final
 
 from pydantic import BaseModel, TypeAdapter
 
+from lsiorm._model.absence import stored_python
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta
 from lsiorm._model.field_types import allows_none, bare_type
 from lsiorm._model.number_fit import number_check
-from lsiorm._model.wire import to_wire
+from lsiorm._model.wire import TextError, invalid_text, to_wire, valid_text
 from lsiorm.errors import ValidationError
 
 #: One step below the field: a map key (str) or a list position (int).
@@ -48,6 +49,9 @@ class Path:
     annotation: Any
     #: True when the path ends at a required field of a nested model (it cannot be removed).
     required: bool = False
+    #: True when the path ends at a field of a nested model, where None is stored as absence
+    #: (a map key or a list position holds a stored NULL instead).
+    in_model: bool = False
 
     @property
     def nested(self) -> bool:
@@ -58,8 +62,7 @@ class Path:
         """Validate a value by the type at the end of the path; return its wire form."""
         if not self.nested:
             valid = meta.validate_field(self.field, value)
-            dumped = meta.adapter(self.field).dump_python(valid, mode="python", by_alias=True)
-            return to_wire(dumped)
+            return self.to_wire(meta, meta.stored_value(self.field, valid))
         adapter = _adapter(self.annotation)
         numbers = number_check(self.annotation)
         if numbers is not None:
@@ -71,7 +74,16 @@ class Path:
                 "field.invalid",
                 f"Value {value!r} is not valid at {meta.cls.__name__}.{self.text}: {exc}",
             ) from exc
-        return to_wire(adapter.dump_python(valid, mode="python", by_alias=True))
+        return self.to_wire(meta, stored_python(adapter, valid))
+
+    def to_wire(self, meta: EntityMeta[Entity], value: Any) -> Any:
+        """Return the wire form of a value written at this path; text UTF-8 cannot encode is
+        refused naming the path (``item.invalid-unicode``)."""
+        try:
+            return to_wire(value)
+        except TextError as error:
+            where = f"{meta.cls.__name__}.{self.text}"
+            raise invalid_text(where, value, error, table=meta.table.name) from error
 
 
 def overlaps(a: tuple[Step, ...], b: tuple[Step, ...]) -> bool:
@@ -104,7 +116,7 @@ def resolve(meta: EntityMeta[Entity], text: str) -> Path:
     steps: list[Step] = [meta.attributes[field]]
     annotation: Any = meta.cls.model_fields[field].rebuild_annotation()
     pos = root.end()
-    required = False
+    required = in_model = False
     while pos < len(text):
         match = _STEP.match(text, pos)
         if match is None:
@@ -114,9 +126,15 @@ def resolve(meta: EntityMeta[Entity], text: str) -> Path:
         if index is not None:
             annotation = _element(annotation, where, text)
             steps.append(int(index))
-            required = False
+            required = in_model = False
         else:
-            stored, annotation, required = _member(annotation, key, where, text)
+            stored, annotation, required, in_model = _member(annotation, key, where, text)
+            if not stored.isascii():
+                try:
+                    valid_text(stored)
+                except TextError as error:
+                    where = f"Path {text!r} into {cls_name}"
+                    raise invalid_text(where, stored, error, table=meta.table.name) from error
             steps.append(stored)
         pos = match.end()
     if len(steps) > MAX_PATH_DEPTH:
@@ -125,7 +143,7 @@ def resolve(meta: EntityMeta[Entity], text: str) -> Path:
             f"Path {text!r} into {cls_name} has {len(steps)} levels; DynamoDB allows at most "
             f"{MAX_PATH_DEPTH}. Set an outer part whole.",
         )
-    return Path(text, field, tuple(steps), annotation, required)
+    return Path(text, field, tuple(steps), annotation, required, in_model)
 
 
 def _syntax(cls_name: str, text: str) -> ValidationError:
@@ -138,11 +156,12 @@ def _syntax(cls_name: str, text: str) -> ValidationError:
     )
 
 
-def _member(annotation: Any, key: str, where: str, text: str) -> tuple[str, Any, bool]:
-    """Return the stored name of a map member, its type, and whether a model requires it."""
+def _member(annotation: Any, key: str, where: str, text: str) -> tuple[str, Any, bool, bool]:
+    """Return the stored name of a map member, its type, whether a model requires it, and
+    whether it is a field of a model."""
     inner = bare_type(annotation)
     if inner is Any:
-        return key, Any, False
+        return key, Any, False, False
     if isinstance(inner, type) and issubclass(inner, BaseModel):
         info = inner.model_fields.get(key)
         if info is None:
@@ -152,7 +171,7 @@ def _member(annotation: Any, key: str, where: str, text: str) -> tuple[str, Any,
                 f"{', '.join(inner.model_fields)}); path {text!r}.",
             )
         required = info.is_required() and not allows_none(info.annotation)
-        return info.alias or key, info.rebuild_annotation(), required
+        return info.alias or key, info.rebuild_annotation(), required, True
     origin = typing.get_origin(inner) or inner
     if origin in (dict, Mapping, MutableMapping):
         args = typing.get_args(inner)
@@ -162,7 +181,7 @@ def _member(annotation: Any, key: str, where: str, text: str) -> tuple[str, Any,
                 f"{where} is a map with {args[0]!r} keys; a path names text keys only "
                 f"(path {text!r}). Set the whole map instead.",
             )
-        return key, (args[1] if len(args) == 2 else Any), False
+        return key, (args[1] if len(args) == 2 else Any), False, False
     raise ValidationError(
         "update.path-not-a-map",
         f"{where} is {_describe(inner)}, not a nested model or a map, so {key!r} cannot be "

@@ -21,7 +21,7 @@ from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_from_wire, item_to_wire
 from lsiorm._requests.batch import KeyIdentity, key_identity, primary_key_of
-from lsiorm._requests.items import delete_request, key_values, put_request
+from lsiorm._requests.items import delete_request, keyed_target, put_request
 from lsiorm._requests.limits import MAX_TRANSACTION_ACTIONS
 from lsiorm._requests.update_expression import render_update
 from lsiorm._requests.update_plan import UpdateSpec, plan_update, update_spec
@@ -121,16 +121,6 @@ class TransactPart:
         return key_identity(self.table.name, self.key)
 
 
-def _target(
-    target: type[Entity] | Entity, key: Mapping[str, Any] | None
-) -> tuple[type[Entity], Entity | None, EntityMeta[Entity], dict[str, Any]]:
-    cls = target if isinstance(target, type) else type(target)
-    instance = None if isinstance(target, type) else target
-    meta = meta_of(cls)
-    values = key_values(meta, instance if instance is not None else key, {})
-    return cls, instance, meta, values
-
-
 def _subject(instance: Entity | None, cls: type[Entity], values: dict[str, Any]) -> Any:
     return instance if instance is not None else (cls, values)
 
@@ -147,7 +137,7 @@ def _delete_params(action: Delete | ConditionCheck) -> tuple[type[Entity], dict[
 
     An instance of a versioned entity adds its version to the condition.
     """
-    cls, instance, meta, values = _target(action.target, action.key)
+    cls, instance, meta, values = keyed_target(action.target, action.key, {})
     params = delete_request(
         meta,
         values,
@@ -175,7 +165,7 @@ def _write_part(action: TransactAction) -> TransactPart:
         part = _part("Put", type(action.entity), params, action.entity)
         return replace(part, stored=stored)
     if isinstance(action, Update):
-        cls, instance, meta, values = _target(action.target, action.key)
+        cls, instance, meta, values = keyed_target(action.target, action.key, {})
         plan = plan_update(
             meta, values, action.spec(), condition=action.condition, instance=instance
         )
@@ -261,7 +251,7 @@ def _get_parts(gets: Sequence[Get]) -> list[TransactPart]:
             raise ValidationError(
                 "transaction.action", f"transact_get takes Get values, not {get!r}."
             )
-        cls, instance, meta, values = _target(get.target, get.key)
+        cls, instance, meta, values = keyed_target(get.target, get.key, {})
         key = item_to_wire(meta.key(values))
         body = {"TableName": meta.table.name, "Key": key}
         parts.append(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsiorm._model.capacity import WriteEstimate, estimate_write
 from lsiorm._model.entity import Entity
-from lsiorm._model.entity_meta import meta_of
+from lsiorm._model.entity_meta import instance_meta
 from lsiorm._model.item_encoding import wire_item
 from lsiorm._model.wire import number_to_wire, same_item
 from lsiorm._requests.paths import Step, quoted
@@ -105,7 +105,7 @@ def dry_run_update(
     unknown = changes.keys() - UpdateChanges.__optional_keys__
     if unknown:  # as Python words it for a keyword the signature does not have
         raise TypeError(f"dry_run_update() got an unexpected keyword argument {min(unknown)!r}")
-    meta = meta_of(entity)
+    meta = instance_meta(entity)
     spec = update_spec(**changes)
     values = {name: getattr(entity, name) for name in meta.primary_fields}
     plan = plan_update(meta, values, spec, instance=entity)

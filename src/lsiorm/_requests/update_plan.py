@@ -36,7 +36,8 @@ Op = Literal["set", "set_if_absent", "remove", "add", "delete", "append", "prepe
 class UpdateSpec:
     """The typed changes of one update, each keyed by a field name or a path into a field.
 
-    ``set`` writes values (None removes a top-level field: None is absence), ``remove`` drops
+    ``set`` writes values (None removes a field, or a field of a nested model: None is
+    absence), ``remove`` drops
     paths, ``add`` adds to numbers and sets, ``delete`` takes elements out of sets, ``append``
     and ``prepend`` extend lists, and ``if_not_exists`` writes a value only where there is
     none. ``upsert`` creates the item when it is missing, with its derived keys.
@@ -293,7 +294,11 @@ class _Planner:
                 return
             self.definite[path.field] = valid
             value = valid
-        self.actions.append(Action("set", path.stored, path.encode(self.meta, value)))
+        wire = path.encode(self.meta, value)  # validated: None only where the type allows it
+        if value is None and path.in_model:  # None is absence in a nested model too
+            self.actions.append(Action("remove", path.stored))
+            return
+        self.actions.append(Action("set", path.stored, wire))
 
     def _remove(self, text: str) -> None:
         path = self._path(text, "remove")
@@ -344,7 +349,11 @@ class _Planner:
                 )
             if not isinstance(value, Sequence):
                 value = list(value)
-            wire = path.encode(self.meta, list(value)) if kind == "list" else to_wire(list(value))
+            wire = (
+                path.encode(self.meta, list(value))
+                if kind == "list"
+                else path.to_wire(self.meta, list(value))
+            )
             if "L" not in wire:
                 raise ValidationError(
                     "update.list-operation", f"Cannot {op} to {where}: it is not stored as a list."
@@ -363,7 +372,9 @@ class _Planner:
                     f"{op} of an empty set to {where}: DynamoDB has no empty set; there is "
                     "nothing to change.",
                 )
-            wire = path.encode(self.meta, value) if kind == "set" else to_wire(value)
+            wire = (
+                path.encode(self.meta, value) if kind == "set" else path.to_wire(self.meta, value)
+            )
             self.actions.append(Action(op, path.stored, wire))
             return
         is_number = isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
@@ -610,4 +621,4 @@ class _Planner:
 
 
 def _field_wire(meta: EntityMeta[Entity], name: str, value: Any) -> Any:
-    return to_wire(meta.adapter(name).dump_python(value, mode="python", by_alias=True))
+    return to_wire(meta.stored_value(name, value))

@@ -20,13 +20,28 @@ engine that is not installed skips the test with a message saying how to install
 fails, drops or loses the answer of chosen requests, and records every request sent (the
 plugin's ``lsiorm_faults`` fixture is one).
 
+``lsiorm.testing.AwsLikeEngine`` puts what AWS does at scale in front of a local
+engine: streams of many shards that split, per-partition throughput limits with their throttle
+reasons, on-demand maxima, global indexes that lag behind their table, and transaction
+conflicts, each switched on and scaled by its own option (the plugin's ``lsiorm_aws_like``
+fixture starts one).
+
 Every name is importable from here; the modules inside say what each part owns:
 ``engines`` (the engine processes), ``endpoints`` (engines by name, started once),
 ``fixtures`` (``table_fixture``, ``created_tables``), ``faults`` (fault injection and the record
-of requests), ``collection_proxy`` (AWS's item-collection rules in front of a local engine) and
-``loopback`` (the small HTTP server such proxies are built on).
+of requests), ``collection_proxy`` (AWS's item-collection rules in front of a local engine),
+``aws_like`` (the AWS-like engine, a package of one module per behaviour) and ``loopback``
+(the small HTTP server such proxies are built on).
 """
 
+from lsiorm.testing.aws_like import (
+    AwsLikeEngine,
+    GsiLag,
+    OnDemandMaximum,
+    PartitionLimits,
+    StreamShards,
+    TransactionConflicts,
+)
 from lsiorm.testing.collection_proxy import ItemCollectionProxy
 from lsiorm.testing.endpoints import (
     ENDPOINT_URL_ENV,
@@ -53,6 +68,7 @@ __all__ = [
     "DYNAMODB_LOCAL_DIR_ENV",
     "ENDPOINT_URL_ENV",
     "ENGINES",
+    "AwsLikeEngine",
     "DynamoDBLocal",
     "EngineNotInstalledError",
     "EngineRegistry",
@@ -60,9 +76,14 @@ __all__ = [
     "FaultInjector",
     "FaultKind",
     "FaultTiming",
+    "GsiLag",
     "ItemCollectionProxy",
     "MotoServer",
+    "OnDemandMaximum",
+    "PartitionLimits",
     "SentRequest",
+    "StreamShards",
+    "TransactionConflicts",
     "created_tables",
     "default_engine",
     "dynamodb_local_cache",

@@ -24,16 +24,14 @@ import base64
 import http.client
 import json
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from lsiorm._io.lifetime import Running
 from lsiorm._model.wire import item_size
-from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer
+from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer, LoopbackService
 
 __all__ = ["ItemCollectionProxy"]
 
@@ -121,32 +119,31 @@ def _collection_id(table: str, partition: str, value: Mapping[str, Any]) -> tupl
     return table, json.dumps({partition: value}, sort_keys=True)
 
 
-class _Server(LoopbackServer):
-    def __init__(self, proxy: ItemCollectionProxy, max_connections: int) -> None:
-        self.proxy = proxy
-        super().__init__(_Handler, max_connections)
-
-
 class _Handler(LoopbackHandler):
-    server: _Server
+    server: LoopbackServer
     request_id = "lsiorm-collection-proxy"
 
+    @property
+    def proxy(self) -> ItemCollectionProxy:
+        proxy: ItemCollectionProxy = self.server.service
+        return proxy
+
     def do_GET(self) -> None:
-        status, payload = self.server.proxy.forward_raw("GET", dict(self.headers), b"")
+        status, payload = self.proxy.forward_raw("GET", dict(self.headers), b"")
         self.reply(status, payload)
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _DROPPED_HEADERS}
         try:
-            status, payload = self.server.proxy.handle(headers, body)
+            status, payload = self.proxy.handle(headers, body)
         except OSError:
             self.drop()
             return
         self.reply(status, payload)
 
 
-class ItemCollectionProxy(Running):
+class ItemCollectionProxy(LoopbackService):
     """Serve DynamoDB on 127.0.0.1 in front of ``upstream``, with AWS's item-collection rules.
 
     Args:
@@ -161,6 +158,9 @@ class ItemCollectionProxy(Running):
     Use it as a context manager, or call `start` and `stop`. ``stats`` counts the
     requests, the metrics added and the writes refused.
     """
+
+    handler = _Handler
+    name = "item collection proxy"
 
     def __init__(
         self,
@@ -179,76 +179,20 @@ class ItemCollectionProxy(Running):
         self.upstream_port = parts.port or 80
         self.bytes_per_gb = bytes_per_gb
         self.limit_gb = limit_gb
-        self.idle_timeout = idle_timeout
         self.upstream_timeout = upstream_timeout
         self.stats: Counter[str] = Counter()
         self._write_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._shapes: dict[str, _Shape | None] = {}
         self._sizes: dict[tuple[str, str], int] = {}
-        self._last_request = time.monotonic()
-        self._max_connections = max_connections
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self._watchdog: threading.Thread | None = None
-        self._stopping = threading.Event()
+        super().__init__(idle_timeout=idle_timeout, max_connections=max_connections)
 
-    # -- lifecycle -----------------------------------------------------------------------------
-
-    @property
-    def running(self) -> bool:
-        """Whether the proxy is serving."""
-        return self._thread is not None and self._thread.is_alive()
-
-    @property
-    def endpoint_url(self) -> str:
-        """The ``http://127.0.0.1:<port>`` URL clients should use."""
-        if self._server is None:
-            raise RuntimeError("The item collection proxy is not running; call start() first.")
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+    # -- lifecycle (start, stop, endpoint_url, running: LoopbackService) ----------------------
 
     @property
     def limit_bytes(self) -> int:
         """The collection size limit in bytes (``limit_gb`` scaled by ``bytes_per_gb``)."""
         return int(self.limit_gb * self.bytes_per_gb)
-
-    def start(self) -> str:
-        """Start serving in daemon threads and return the endpoint URL."""
-        if self._server is None:
-            self._stopping.clear()
-            self._last_request = time.monotonic()
-            self._server = _Server(self, self._max_connections)
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-            )
-            self._thread.start()
-            self._watchdog = threading.Thread(target=self._stop_when_idle, daemon=True)
-            self._watchdog.start()
-        return self.endpoint_url
-
-    def stop(self) -> None:
-        """Stop serving and close the listening socket (safe to call twice)."""
-        self._stopping.set()
-        server, thread = self._server, self._thread
-        if server is not None:
-            if thread is not None and thread is not threading.current_thread():
-                server.shutdown()
-                thread.join(timeout=5)
-            server.server_close()
-        self._server = self._thread = None
-        watchdog, self._watchdog = self._watchdog, None
-        if watchdog is not None and watchdog is not threading.current_thread():
-            watchdog.join(timeout=5)
-
-    def _stop_when_idle(self) -> None:
-        while not self._stopping.wait(min(1.0, self.idle_timeout)):
-            if time.monotonic() - self._last_request > self.idle_timeout:
-                server = self._server
-                if server is not None:
-                    server.shutdown()
-                    server.server_close()
-                self._server = self._thread = None
-                return
 
     # -- what tests read -----------------------------------------------------------------------
 
@@ -295,7 +239,7 @@ class ItemCollectionProxy(Running):
 
     def handle(self, headers: Mapping[str, str], body: bytes) -> tuple[int, bytes]:
         """Answer one API request."""
-        self._last_request = time.monotonic()
+        self.touch()
         target = next((v for k, v in headers.items() if k.lower() == "x-amz-target"), "")
         operation = target.rpartition(".")[2]
         with self._state_lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from lsiorm._cli import EXIT_OK, EXIT_SERVICE, EXIT_USAGE, main
 from lsiorm._cli_text import headed, parse_command_line
 from lsiorm.testing import free_port
-from support.cli import printed, run
+from support.cli import app_module, printed, run
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -269,3 +270,51 @@ def test_a_report_headed_by_its_tables_live_names(
     report: str, tables: dict[str, str], first: str
 ) -> None:
     assert headed(report, tables) == (first, "body")
+
+
+def test_a_date_alone_on_a_datetime_field_is_its_midnight_in_utc(explain_app: str) -> None:
+    # "In September", written as on a shell: a date alone, and two conditions on one field.
+    out = printed(
+        "explain",
+        f"{explain_app}:Thread",
+        "--where",
+        "forum=S3",
+        "--where",
+        "last_post>=2015-09-01",
+        "--where",
+        "last_post<2015-10-01",
+    )
+    assert "LastPostDateTime BETWEEN '2015-09-01T00:00:00.000000Z'" in out
+    assert "AND '2015-10-01T00:00:00.000000Y" in out  # the open end, closed on the key text
+    timed = printed(
+        "explain",
+        f"{explain_app}:Thread",
+        "--where",
+        "forum=S3",
+        "--where",
+        "last_post>2015-09-01T10:30",
+    )
+    assert "'2015-09-01T10:30:00.000000Z" in timed  # a time without an offset is UTC
+
+
+def test_a_plain_range_says_both_fixes_on_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = (
+        "from lsiorm import Entity, Table\n"
+        "visits = Table('PlainVisits', 'pk', 'sk')\n"
+        "class Visit(Entity, table=visits, keys={'pk': 'S#{site}', 'sk': 'V#{n}'},"
+        " key_style='plain'):\n"
+        "    site: str\n"
+        "    n: int\n"
+    )
+    module = next(app_module(tmp_path, monkeypatch, source, "plain_visits"))
+    code, _ = run("explain", f"{module}:Visit", "--where", "site=a", "--where", "n>5")
+    assert code == EXIT_USAGE
+    message, advice = capsys.readouterr().err.splitlines()
+    assert message.endswith("[rule: query.plain-range]")
+    assert "give that condition with --filter, not --where" in advice
+    assert "printable key style (the default)" in advice
+    assert "lsiorm backfill" in advice
+    out = printed("explain", f"{module}:Visit", "--where", "site=a", "--filter", "n>5")
+    assert "= n > 5" in out

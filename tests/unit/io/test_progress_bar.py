@@ -37,3 +37,23 @@ def test_without_a_total_the_bar_counts_items_and_rate() -> None:
     with ProgressBar("relief", out) as bar:
         bar(JobProgress(7, 1, 1.0, None, 0, 1))
     assert re.search(r"relief: 7 items \[.*items/s, 1 changed", out.getvalue())
+
+
+def test_each_job_says_what_it_counts() -> None:
+    out = io.StringIO()
+    with ProgressBar("audit-keys", out) as bar:
+        bar(JobProgress(10, 3, 1.0, 10, 1, 1, counted="stale"))
+    assert "3 stale, segments 1/1" in out.getvalue()
+    assert "changed" not in out.getvalue()
+
+
+def test_a_resumed_run_goes_on_from_its_count() -> None:
+    out = io.StringIO()
+    with ProgressBar("backfill", out) as bar:
+        bar(JobProgress(1700, 40, 0.0, 4000, 2, 4, counted="rewritten", resumed=1700))
+        bar(JobProgress(1800, 41, 1.0, 4000, 2, 4, counted="rewritten", resumed=1700))
+    text = out.getvalue()
+    assert "1700/~4000 items" in text
+    assert "1800/~4000 items" in text
+    assert " 0/~4000" not in text  # it never shows the run as starting over
+    assert JobProgress(1800, 41, 1.0, 4000, 2, 4, resumed=1700).rate == 100.0

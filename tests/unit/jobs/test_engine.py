@@ -155,3 +155,21 @@ def test_the_items_of_the_ledger_partition_are_counted_apart_not_read() -> None:
     assert record.counts() == {"scanned": 3, LEDGER_ITEMS: 2}
     assert record.items == 3
     assert without_partition(mixed, table, None) is mixed
+
+
+def test_a_resumed_run_reports_from_its_ledger_counts_and_names_what_it_counts() -> None:
+    record = JobRecord(
+        "b-1", "backfill", "paused", {}, "f", 0.0, 60.0, 4, 2, items=1700, changed=40
+    )
+    seen: list[JobProgress] = []
+    now = [100.0]
+    tally = Tally(record, seen.append, lambda: now[0], 4000)
+    tally.begin()
+    now[0] = 102.0
+    tally.page(100, 1, False)
+    first, after = seen
+    assert (first.items, first.changed, first.segments_done) == (1700, 40, 2)  # as the ledger
+    assert (after.items, after.changed) == (1800, 41)
+    assert after.counted == "rewritten"
+    assert after.rate == 50.0  # what this process read, per second
+    assert "1800/~4000 items, 41 rewritten" in str(after)

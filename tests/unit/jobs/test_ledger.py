@@ -68,5 +68,25 @@ def test_a_running_job_shows_its_rate_and_the_time_left_by_units_done() -> None:
     done = JobRecord("backfill-1", "backfill", "done", {}, "f", 100.0, 160.0, 8, 8, items=2400)
     assert done.eta is None
     assert "ETA" not in str(done)
+    assert "600 items, 3 rewritten" in str(running)  # what a backfill counts, by name
+
+
+@pytest.mark.parametrize(
+    ("kind", "words"),
+    [
+        ("audit", "5 stale"),
+        ("relief", "5 moved"),
+        ("migrate-copy", "5 copied"),
+        ("migrate-verify", "5 missing or different when read"),
+        ("migrate-extra", "5 extra when read"),
+    ],
+)
+def test_a_run_says_what_its_count_counts(kind: str, words: str) -> None:
+    record = JobRecord("r-1", kind, "done", {}, "f", 100.0, 160.0, 4, 4, items=50, changed=5)
+    assert f"50 items, {words}" in str(record)
+    assert "changed" not in str(record)
+
+
+def test_a_run_before_its_first_unit_has_no_eta() -> None:
     starting = JobRecord("backfill-2", "backfill", "running", {}, "f", 100.0, 101.0, 8, 0)
     assert starting.eta is None

@@ -317,7 +317,7 @@ def test_a_field_can_be_its_key_attribute() -> None:
 
 @pytest.mark.parametrize(
     ("annotation", "template"),
-    [(int, "{user_id}"), (str, "U#{user_id}"), (str, "{user_id:>5}")],
+    [(float, "{user_id}"), (bytes, "{user_id}"), (str, "U#{user_id}"), (str, "{user_id:>5}")],
 )
 def test_a_field_under_a_key_name_must_be_that_key(annotation: Any, template: str) -> None:
     table = Table("own", KeyAttribute("user_id"))

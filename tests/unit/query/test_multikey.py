@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -125,20 +125,17 @@ def test_the_last_sort_attribute_used_takes_one_condition(
         for op in ops if isinstance(ops, list) else [ops]:
             q = q.where(**{name: op})
     params = q.compile()
-    if key is None:  # two exclusive ends: a closed BETWEEN and an exact filter
+    if key is None:  # two exclusive ends: closed on the next ints, with no filter
         assert (
             params["KeyConditionExpression"]
             == "#n0 = :v0 AND #n1 = :v1 AND #n2 BETWEEN :v2 AND :v3"
         )
-        assert params["FilterExpression"] == "#n3 > :v4 AND #n3 < :v5"
-        assert params["ExpressionAttributeNames"]["#n3"] == "priority"
-        assert [params["ExpressionAttributeValues"][f":v{k}"] for k in range(2, 6)] == [
-            n("1"),
-            n("9"),
-            n("1"),
-            n("9"),
+        assert "FilterExpression" not in params
+        assert [params["ExpressionAttributeValues"][f":v{k}"] for k in range(2, 4)] == [
+            n("2"),
+            n("8"),
         ]
-        assert q.plan().residual_filters == ("priority > 1 and priority < 9",)
+        assert q.plan().residual_filters == ()
         return
     assert params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 = :v1 AND " + key
     assert values is not None
@@ -258,15 +255,20 @@ def test_an_optional_sort_field_makes_the_index_sparse() -> None:
     assert forced.plan().sparse == ("Task items whose score is None (they are not in ByOwner)",)
 
 
-def test_an_open_end_on_a_copy_the_index_does_not_project_is_refused() -> None:
+def test_an_open_end_on_a_copy_the_index_does_not_project_closes_on_the_key() -> None:
     table = tasks_table("MultiKeyInclude", projection=Projection.include("_type"))
     task, _, _ = declare_tasks(table)
     q = query(task).where(tenant="a", region="b").where(priority=gt(1)).where(priority=lt(5))
-    error = refused(q.partial())
-    assert error.rule == "query.filter-not-projected"
-    assert "on the field's attribute 'priority', which index ByTenant does not project" in str(
-        error
-    )
+    both = q.partial().compile()
+    assert both["KeyConditionExpression"].endswith("#n2 BETWEEN :v2 AND :v3")
+    assert [both["ExpressionAttributeValues"][k] for k in (":v2", ":v3")] == [n("2"), n("4")]
+    assert both["ExpressionAttributeNames"][both["FilterExpression"].split(" ")[0]] == "_type"
+    # A datetime's key text closes on its neighbour too ("created in May": ge, then lt).
+    may = query(task).where(tenant="a", region="b", priority=1)
+    may = may.where(due_at=ge(DUE)).where(due_at=lt(DUE + timedelta(days=31)))
+    params = may.partial().compile()
+    assert params["KeyConditionExpression"].endswith("#n3 BETWEEN :v3 AND :v4")
+    assert params["ExpressionAttributeValues"][":v4"]["S"].endswith("Y\U0010ffff")
     # One bound needs no filter of its own (the type filter keeps Bug items out).
     one = query(task).where(tenant="a", region="b", priority=gt(1)).partial().compile()
     assert one["FilterExpression"] == "#n3 = :v3"

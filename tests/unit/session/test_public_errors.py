@@ -15,7 +15,17 @@ from typing import Any
 import pytest
 
 from lsiorm import AsyncSession, ConfigurationError, Session, TransportError
-from support.sweeps import QUICK, calls, close, declare, open_session, sweep
+from support.sweeps import (
+    QUICK,
+    calls,
+    close,
+    declare,
+    misuse,
+    open_session,
+    refusals,
+    surrogates,
+    sweep,
+)
 
 # Methods that never talk to DynamoDB or only manage the session.
 #: Methods that send no request: they cannot meet a missing table, endpoint or credentials.
@@ -78,6 +88,50 @@ async def test_no_credentials(mode: str, no_credentials: None) -> None:
     seen = await sweep_unreachable(mode)
     assert seen["get"] == "ConfigurationError", seen
     assert all(v != "ok" for v in seen.values()), seen
+
+
+def test_no_credentials_says_what_a_local_engine_takes(no_credentials: None) -> None:
+    _table, doc = declare()
+    with (
+        Session(endpoint_url=f"http://127.0.0.1:{unused_port()}", region_name="us-east-1") as s,
+        pytest.raises(ConfigurationError) as caught,
+    ):
+        s.get(doc, did="a")
+    assert caught.value.rule == "config.no-credentials"
+    assert "export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local" in str(caught.value)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_misuse_is_refused_naming_what_to_pass(mode: str) -> None:
+    _table, doc = declare()
+    session = open_session(mode, f"http://127.0.0.1:{unused_port()}")
+    try:
+        seen = await refusals(session, misuse(doc))
+    finally:
+        await close(session)
+    for name, (rule, _) in misuse(doc).items():
+        assert seen[name].rule == rule, (name, seen[name])
+        words = str(seen[name])
+        if rule == "key.not-fields":
+            assert "did=..." in words, words
+            assert "key={'did': ...}" in words, words
+        elif rule == "entity.class-not-instance":
+            assert "Doc(did=...)" in words, words
+        else:
+            assert "MyEntity.model_validate(data)" in words, words
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_lone_surrogate_in_an_attribute_is_refused_naming_its_path(mode: str) -> None:
+    _table, doc = declare()
+    session = open_session(mode, f"http://127.0.0.1:{unused_port()}")
+    try:
+        seen = await refusals(session, surrogates(doc))
+    finally:
+        await close(session)
+    for name, (path, _) in surrogates(doc).items():
+        assert seen[name].rule == "item.invalid-unicode", (name, seen[name])
+        assert f"{path} holds" in str(seen[name]), (name, str(seen[name]))
 
 
 def test_no_region(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -36,8 +36,9 @@ def test_every_session_method_has_an_async_twin_with_the_same_parameters() -> No
         ), f"AsyncSession.{name} must be awaitable or return an async iterable"
 
 
-#: Methods each facade writes itself: they handle the client, iterate, or return a session.
-WRITTEN_PER_FACADE = {"close", "run", "pages", "iterate", "dual_writes"}
+#: Methods each facade writes itself: they handle the client, iterate, or return a session
+#: (`using` builds or opens a client for another place).
+WRITTEN_PER_FACADE = {"close", "run", "pages", "iterate", "dual_writes", "using"}
 
 
 def test_every_other_method_wraps_one_shared_declaration() -> None:
