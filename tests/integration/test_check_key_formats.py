@@ -1,4 +1,4 @@
-"""`lsiorm check` on a table an earlier release wrote: keys of another format are found in a
+"""`lsiorm check` on a table a 0.2 development version wrote: keys of another format are found in a
 sample of its items, named with the style they parse in, and each entity's key layout is shown.
 On each engine.
 """
@@ -20,7 +20,7 @@ from support.cli import app_module, run
 from support.jobs import everything
 
 #: The same shop, declared three times: with no style (printable keys, the default), and with
-#: the readable and the exact style of earlier releases.
+#: the readable and the exact style of 0.2's development versions.
 SHOP_APP = """
 from enum import Enum
 

@@ -1,13 +1,13 @@
-"""Moving a table an earlier release wrote to printable keys, online, on each engine.
+"""Moving a table a 0.2 development version wrote to printable keys, online, on each engine.
 
-Items are written with lsiorm 0.2's exact style (and, in a second run, with the readable style
-of earlier releases): text followed by more template ends with U+0000, and values hold spaces,
-'#', '%', '!' and control characters. The same declaration without a style now writes printable
-keys, so it is declared with ``rekeying_from``: the audit counts every item as stale, the
-backfill moves them, counted and resumable, while a concurrent writer sets, adds, removes, sets
-an attribute no model declares, deletes and re-creates items. Afterwards the table is read with
-the plain printable declaration: no item lost, none twice, every write kept, no key holding a
-control character.
+Items are written with the exact style of the first 0.2 development versions (and, in a second run,
+with the readable style of the later ones): text followed by more template ends with U+0000, and
+values hold spaces, '#', '%', '!' and control characters. The same declaration without a style now
+writes printable keys, so it is declared with ``rekeying_from``: the audit counts every item as
+stale, the backfill moves them, counted and resumable, while a concurrent writer sets, adds,
+removes, sets an attribute no model declares, deletes and re-creates items. Afterwards the table is
+read with the plain printable declaration: no item lost, none twice, every write kept, no key
+holding a control character.
 """
 
 from __future__ import annotations

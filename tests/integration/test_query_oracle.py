@@ -1298,14 +1298,14 @@ def test_two_bounds_on_a_number_sort_key_are_exact(six: SixStore) -> None:
 # The same kinds of key fields in the three key styles on one table: a str Enum whose values are
 # prefixes of each other, a Literal, a slug constrained by a pattern, a declared alphabet,
 # unconstrained text, padded ints and dates. ``Ready`` has the readable style (plain text where
-# proved), ``Old`` the exact style (lsiorm 0.2's keys) and ``Loose`` the plain
-# style (text as is, ints unpadded, names that hold the separator). Ranges the plain style
+# proved), ``Old`` the exact style (the first 0.2 development versions' keys) and ``Loose`` the
+# plain style (text as is, ints unpadded, names that hold the separator). Ranges the plain style
 # cannot answer are refused (query.plain-range) and then read with allow_filter_fallback();
 # equality on plain text that may hold its separator is checked on the stored attribute.
 
 STYLE_EXAMPLES = max(1, int(int(os.environ.get("LSIORM_ORACLE_STYLE_EXAMPLES", "100")) * SCALE))
 
-# The table is written in the readable style (the default of earlier releases): one index holds
+# The table is written in the readable style (the default before printable keys): one index holds
 # one key format, so its readable, exact and plain entities share it; printable keys are the
 # main oracle's.
 STYLES = Table.with_reserved_lsi_slots(

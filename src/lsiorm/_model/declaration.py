@@ -557,8 +557,8 @@ def _format_of(slot: FieldSlot) -> str | None:
 
 def _check_formats(meta: EntityMeta[EntityModel]) -> None:
     """Refuse an index whose keys would hold text in the printable style and in the readable or
-    exact style: one index holds one key format, so that keys an earlier release wrote are
-    never taken for printable ones, nor the other way round (see docs/encoding.md)."""
+    exact style: one index holds one key format, so that keys a 0.2 development version wrote
+    are never taken for printable ones, nor the other way round (see docs/encoding.md)."""
     table = meta.table
     metas = [meta] + [
         meta_of(typing.cast("type[EntityModel]", cls))
@@ -585,9 +585,9 @@ def _check_formats(meta: EntityMeta[EntityModel]) -> None:
             "template.mixed-formats",
             f"Table {table.name!r} would hold two key formats in {where}: {p_cls}.{p_field} in "
             f"{p_attr!r} has the printable key style, {o_cls}.{o_field} in {o_attr!r} the "
-            f"{o_style} style (a format of earlier releases, which ends text with U+0000). One "
-            "index holds one format. For a table an earlier release wrote, declare the style it "
-            f"wrote with on the table (Table(..., key_style={o_style!r})); for a new table, "
+            f"{o_style} style (a format of lsiorm 0.2's development versions, which ends text with "
+            "U+0000). One index holds one format. For a table written in that style, declare it "
+            f"on the table (Table(..., key_style={o_style!r})); for a new table, "
             "give every entity the printable style (the default). To move a table to printable "
             "keys, see docs/migrations.md.",
         )

@@ -1,8 +1,8 @@
 """Keys a declaration never writes, found in items read from its table: the mark of a table that
-an earlier release wrote, declared without the key style it was written with.
+a 0.2 development version wrote, declared without the key style it was written with.
 
 The printable key style (the default) writes no character below U+0020 into a key; the readable
-style of earlier releases and lsiorm 0.2's exact style end text with U+0000 wherever its type
+and the exact style (of lsiorm 0.2's development versions) end text with U+0000 wherever its type
 proves nothing, and escape U+0000 and U+0001 with U+0001. So in a key attribute whose every
 template is printable, a key holding a control character was written in one of those formats,
 and a declaration that names no style reads past it: `get` and key conditions look for the
@@ -107,7 +107,7 @@ class FormatProbe:
         if self.styles:
             named = " or ".join(repr(s) for s in self.styles)
             fix = (
-                f"They parse in the {named} key style of an earlier release: declare the table "
+                f"They parse in the {named} key style of an earlier version: declare the table "
                 f"with the style it was written with (Table(..., key_style={self.styles[0]!r}))"
                 f", or move it to printable keys (rekeying_from={self.styles[0]!r}, then a "
                 "backfill; see docs/migrations.md)."

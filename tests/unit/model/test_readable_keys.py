@@ -1,4 +1,4 @@
-"""Key styles on entities: readable keys (the default of earlier releases), the exact style,
+"""Key styles on entities: readable keys (the default before printable keys), the exact style,
 the plain style. The printable style, the default, has its own tests (test_printable_keys).
 
 The readable keys here are the ones the issue that asked for them measured with lsiorm 0.2
