@@ -25,6 +25,7 @@ from pydantic import StringConstraints
 from lsiorm import (
     Entity,
     GlobalIndex,
+    HookRequest,
     KeyAttribute,
     LocalIndex,
     Projection,
@@ -212,8 +213,10 @@ def test_the_move_under_a_concurrent_writer_loses_nothing(
                         other.update(new, key, remove=["tag"])
                         state["tag"] = None
                     elif action == "new":
-                        # An attribute no model declares, set on whichever key holds the item.
-                        for raw in raw_keys(row):
+                        # An attribute no model declares, set by another tool on an item the
+                        # move has reached (a rekeying move cannot see one added to the old form
+                        # in the instant before it: see the test below).
+                        for raw in raw_keys(row)[:1]:
                             try:
                                 other.call(
                                     "UpdateItem",
@@ -275,3 +278,50 @@ def test_the_move_under_a_concurrent_writer_loses_nothing(
     by_key = {ident(_plain(i)): i for i in stored}
     for key, late in extra.items():
         assert by_key[key]["late"] == {"N": str(late)}, key
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: a rekeying move is one transaction (put the new item, delete the old one "
+    "if unchanged), and no DynamoDB condition can say that no attribute was added, nor can a "
+    "transaction's delete return the image it deleted; so an attribute no entity declares, "
+    "added to an old-form item by another tool between the backfill's read and its move, is "
+    "lost (the moves of key changes without rekeying_from keep it: they delete with ALL_OLD)",
+)
+def test_an_attribute_another_tool_adds_to_an_old_form_item_as_it_moves_is_kept(
+    written: Written, endpoint_url: str
+) -> None:
+    s, new = written.session, written.new
+    added: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    class AddLate:
+        """Before the backfill's first move, another tool sets an undeclared attribute on the
+        item the move is about (its old key, which the move deletes)."""
+
+        def before(self, request: HookRequest) -> None:
+            if request.operation != "TransactWriteItems":
+                return
+            with lock:  # the backfill's segments move in threads of their own
+                if added:
+                    return
+                deletes = [a["Delete"] for a in request.params["TransactItems"] if "Delete" in a]
+                for action in deletes:
+                    s.call(
+                        "UpdateItem",
+                        {
+                            "TableName": written.name,
+                            "Key": action["Key"],
+                            "UpdateExpression": "SET late = :x",
+                            "ExpressionAttributeValues": {":x": {"N": "1"}},
+                        },
+                    )
+                    added.append(action["Key"])
+
+    with session_on(endpoint_url, AddLate()) as job:
+        report = job.backfill(new, page_size=4)
+    assert report.failed == []
+    assert len(added) == 1
+    stored = everything(s, written.name)
+    assert len(stored) == len(ROWS)
+    assert [i.get("late") for i in stored if "late" in i] == [{"N": "1"}]
