@@ -71,7 +71,7 @@ KeyStyle = Literal["printable", "readable", "exact", "plain"]
 KEY_STYLES: Final[tuple[str, ...]] = get_args(KeyStyle)
 #: The style of a declaration that names none.
 DEFAULT_KEY_STYLE: Final = "printable"
-#: The styles that end text with U+0000 (lsiorm 0.2's and the readable one): one index holds
+#: The styles that end text with U+0000 (the exact and the readable one): one index holds
 #: keys of these or of the printable style, never both.
 OLD_FORMAT_STYLES: Final = frozenset({"readable", "exact"})
 
