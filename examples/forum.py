@@ -146,12 +146,14 @@ def walkthrough(session: Session) -> None:
         f"update moved LastPostDateTime to {moved.last_post.isoformat()} "
         f"(replies={moved.replies}); the LSI keys were rewritten in the same UpdateItem"
     )
+    # Keys are printable text: the space of the subject is stored as %20 (docs/encoding.md).
     raw = session.client.get_item(
         TableName=threads.name,
-        Key={"ForumName": {"S": "S3"}, "Subject": {"S": "Projection choices"}},
+        Key={"ForumName": {"S": "S3"}, "Subject": {"S": "Projection%20choices"}},
     )["Item"]
     print(
-        f"stored LastPostDateTime = {raw['LastPostDateTime']['S']}, "
+        f"stored Subject = {raw['Subject']['S']}, "
+        f"LastPostDateTime = {raw['LastPostDateTime']['S']}, "
         f"ReplyCount = {raw['ReplyCount']['N']}"
     )
 

@@ -141,7 +141,7 @@ if _typing.TYPE_CHECKING:
     )
     from lsiorm._model.item_size import stored_size
     from lsiorm._model.key_check import ItemKeyCheck, KeyProblem, ProblemKind
-    from lsiorm._model.key_layout import FieldLayout, KeyLayout, key_layout
+    from lsiorm._model.key_layout import FieldLayout, KeyLayout, TemplateLayout, key_layout
     from lsiorm._model.key_styles import KeyStyle
     from lsiorm._model.keyring import Keyring, KeyringMode
     from lsiorm._model.number_fit import LossyFloat
@@ -345,6 +345,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "lsiorm._model.key_layout": (
         "FieldLayout",
         "KeyLayout",
+        "TemplateLayout",
         "key_layout",
     ),
     "lsiorm._model.key_styles": ("KeyStyle",),
@@ -624,6 +625,7 @@ __all__ = [
     "Table",
     "TableSettings",
     "Telemetry",
+    "TemplateLayout",
     "ThrottledError",
     "ThrottlingReason",
     "TransactAction",

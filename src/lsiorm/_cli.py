@@ -50,8 +50,11 @@ from lsiorm._cli_text import (
     write_capacity,
     write_entities,
 )
+from lsiorm._model.format_probe import FormatProbe, printable_attributes, probe_keys
 from lsiorm._model.item_size import size_warnings
+from lsiorm._model.key_layout import key_layout
 from lsiorm._model.schema import Table
+from lsiorm._ops.reserved import NAMESPACE as RESERVED_PARTITION
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm.errors import LsiormError, ValidationError
 
@@ -216,15 +219,43 @@ def cmd_delete_table(args: argparse.Namespace, out: TextIO, progress: Progress) 
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
-    """Compare the declaration with the live table."""
+    """Compare the declaration with the live table; look for keys of another format in a sample
+    of its items; show how each entity's keys are stored."""
     table = load_table(args.target)
+    if args.sample < 0:
+        raise UsageError("--sample must be 0 or more.")
     with cli_session(args) as session:
         report = session.check_table(table)
         _live_first(out, session, table)  # the report names the live table
-    code = _reported(out, report, report.ok)
+        code = _reported(out, report, report.ok)
+        missing = any(drift.kind == "missing" for drift in report.drifts)
+        if not missing and args.sample:
+            probe = _probe_formats(session, table, args.sample)
+            if probe is not None:
+                _write_headed(out, session, probe, table)
+                code = code if probe.ok else EXIT_FOUND
     for line in size_warnings(table):  # a warning: the exit code is the drift's
         out.write(f"warning: {line}\n")
+    for cls in table.entities.values():
+        out.write(f"{key_layout(cls)}\n")
     return code
+
+
+def _probe_formats(session: Any, table: Table, sample: int) -> FormatProbe | None:
+    """Read the first ``sample`` items' keys; say whether any was written in another format."""
+    attributes = printable_attributes(table)
+    if not attributes:
+        return None
+    names = [table.partition_key.name, *attributes]
+    placeholders = {f"#k{n}": name for n, name in enumerate(dict.fromkeys(names))}
+    params = {
+        "TableName": table.name,  # the session sends it under its live name
+        "Limit": sample,
+        "ProjectionExpression": ", ".join(placeholders),
+        "ExpressionAttributeNames": placeholders,
+    }
+    response = session.call("Scan", params, tables=[table])
+    return probe_keys(table, response.get("Items", ()), skip_partition=RESERVED_PARTITION)
 
 
 def cmd_apply(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:

@@ -175,8 +175,8 @@ _HINTS = {
     "query.plain-range": (
         "on the command line: give that condition with --filter, not --where (the key range "
         "is read, and the filter keeps exactly the items asked for); or give the field the "
-        "readable or exact key style in its declaration and run lsiorm backfill, and --where "
-        "answers it from the key"
+        "printable key style (the default) in its declaration and run lsiorm backfill, and "
+        "--where answers it from the key"
     ),
     "query.inexact-range": (
         "on the command line: give that condition with --filter, not --where (the key range "
@@ -397,8 +397,17 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument(
         "--exists-ok", action="store_true", help="leave an existing table alone (exit 0)"
     )
-    sub.add_parser(
-        "check", parents=[common], help="report drift from the declaration (or a missing table)"
+    check = sub.add_parser(
+        "check",
+        parents=[common],
+        help="report drift from the declaration (or a missing table), keys of another format "
+        "in a sample of the items, and how each entity's keys are stored",
+    )
+    check.add_argument(
+        "--sample",
+        type=int,
+        default=100,
+        help="how many items to read for keys of another key format (0: read none)",
     )
     apply = sub.add_parser(
         "apply",

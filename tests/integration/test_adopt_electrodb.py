@@ -253,3 +253,62 @@ def test_electrodb_reads_back_what_lsiorm_writes(
     assert first["taskId"] not in assignments
     report = session.adopt(declare(table_name)[0])
     assert report.accounted, str(report)
+
+
+def declare_printable(table_name: str) -> type[Entity]:
+    """A new employee type written with lsiorm's default, printable keys, on the same table."""
+    table = Table(
+        table_name,
+        "pk",
+        "sk",
+        global_indexes=[GlobalIndex("gsi1", KeyAttribute("gsi1pk"), KeyAttribute("gsi1sk"))],
+        type_attribute="__edb_e__",
+    )
+
+    class Employee(
+        Entity,
+        table=table,
+        type_name="employee",
+        keys={
+            "pk": "$taskapp#employee_{employee}",
+            "sk": "$employee_1",
+            "gsi1pk": "$taskapp#employee_{employee}",
+            "gsi1sk": "$assignments#employee_1",
+        },
+    ):
+        employee: str
+        name: str
+        office: str | None = None
+        edb_version: Literal["1"] = Field("1", alias="__edb_v__")
+
+    return Employee
+
+
+def test_printable_keys_are_electrodbs_where_no_value_needs_an_escape(
+    session: Session, endpoint_url: str, table_name: str, service: dict[str, Any]
+) -> None:
+    printable = declare_printable(table_name)
+    _, Employee, _ = declare(table_name)
+    session.put(printable(employee="cy", name="Cy Young"))  # no escape: ElectroDB's own key
+    session.put(printable(employee="dora lee", name="Dora Lee"))  # a space: '%20' in the key
+    stored = {
+        i["name"]["S"]: i["pk"]["S"]
+        for i in session.call("Scan", {"TableName": table_name})["Items"]
+        if i.get("__edb_e__") == {"S": "employee"}
+    }
+    assert stored["Cy Young"] == "$taskapp#employee_cy"
+    assert stored["Dora Lee"] == "$taskapp#employee_dora%20lee"
+    # ElectroDB itself, and lsiorm's declaration of what ElectroDB writes, find the first by
+    # its key; for the second they build 'employee_dora lee' and find nothing there.
+    found = electrodb("get", endpoint_url, table_name, '["Cy", "Dora Lee"]')
+    assert found["Cy"] == {"employee": "cy", "name": "Cy Young"}
+    assert found["Dora Lee"] is None
+    # (lsiorm's declaration also checks the stored attribute of a lowercased key: 'cy'.)
+    assert session.get(Employee, employee="cy") is not None
+    assert session.get(Employee, employee="dora lee") is None
+    # The printable declaration reads back both, and ElectroDB's own items where they need no
+    # escape ('Ann' is stored as 'ann', which it writes as it is).
+    assert session.get(printable, employee="dora lee") is not None
+    ann = session.get(printable, employee="ann")
+    assert ann is not None
+    assert ann.name == "Ann Smith"  # type: ignore[attr-defined]

@@ -170,6 +170,20 @@ def test_pynamodb_reads_back_what_lsiorm_updates(
     assert session.get(User, {"user_id": first.user_id}).score == 99  # type: ignore[union-attr]
 
 
+def test_a_key_attribute_that_is_the_field_holds_the_value_as_pynamodb_reads_it(
+    session: Session, table_name: str, peer_users: tuple[type[Model], list[Any]]
+) -> None:
+    # The declaration names no key style: printable keys. A field that is the key attribute
+    # itself ('team') holds the value as it is, space and '#' included, which PynamoDB reads
+    # as the value and queries by.
+    _, User = lsiorm_users(table_name)
+    model, _ = peer_users
+    session.put(User(user_id=2, email="two@example.com", name="Two", team="data #1", score=4))
+    assert model.get(2).team == "data #1"
+    assert [u.user_id for u in model.by_team.query("data #1")] == [2]
+    assert [u.user_id for u in session.all(query(User).where(team="data #1"))] == [2]
+
+
 async def test_async_adopt_gives_the_same_report(
     endpoint_url: str, table_name: str, peer_users: tuple[type[Model], list[Any]]
 ) -> None:

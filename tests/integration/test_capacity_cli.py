@@ -86,8 +86,9 @@ def test_under_a_table_prefix_the_cli_measures_and_names_the_live_table(
         # The live name is always labelled, after the declared one.
         assert labelled in text
         assert text.count(f"'{live}'") == text.count(labelled)
-    # The drift report speaks of the live table, after a line naming both.
-    assert checked.splitlines() == [
-        f"Table {labelled}:",
-        f"Table '{live}' matches its declaration.",
-    ]
+    # The drift report speaks of the live table, after a line naming both; the key formats'
+    # line names both, then come the key layouts.
+    lines = checked.splitlines()
+    assert lines[:2] == [f"Table {labelled}:", f"Table '{live}' matches its declaration."]
+    assert lines[2].startswith(f"Key formats of table {labelled}: 5 items read; every key in ")
+    assert "Key layout of Doc" in checked

@@ -4,6 +4,8 @@
 //                                                     print them (as ElectroDB returned them)
 //   node electrodb_service.cjs read ENDPOINT TABLE    print every entity's items, read back by
 //                                                     ElectroDB, and one collection query
+//   node electrodb_service.cjs get ENDPOINT TABLE NAMES   print what ElectroDB's get finds for
+//                                                     each employee of the JSON list NAMES
 //
 // The service keeps ElectroDB's defaults: keys lowercased, "$service#attribute_value"
 // partition keys, "$entity_version#attribute_value" sort keys, and "$collection#..." sort keys
@@ -120,8 +122,8 @@ async function createTable(client, table) {
 
 async function main() {
   const [mode, endpoint, table] = process.argv.slice(2);
-  if (!["write", "read"].includes(mode) || !endpoint || !table) {
-    process.stderr.write("usage: electrodb_service.cjs write|read ENDPOINT TABLE\n");
+  if (!["write", "read", "get"].includes(mode) || !endpoint || !table) {
+    process.stderr.write("usage: electrodb_service.cjs write|read|get ENDPOINT TABLE [NAMES]\n");
     process.exit(2);
   }
   const client = new DynamoDBClient({
@@ -137,6 +139,14 @@ async function main() {
     for (const e of EMPLOYEES) written.employee.push((await Employee.put(e).go()).data);
     for (const t of tasks()) written.task.push((await Task.put(t).go()).data);
     process.stdout.write(JSON.stringify(written));
+    return;
+  }
+  if (mode === "get") {
+    const found = {};
+    for (const employee of JSON.parse(process.argv[5])) {
+      found[employee] = (await Employee.get({ employee }).go()).data;
+    }
+    process.stdout.write(JSON.stringify(found));
     return;
   }
   const read = {

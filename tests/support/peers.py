@@ -50,12 +50,13 @@ def require_electrodb() -> Path:
     return modules
 
 
-def electrodb(mode: str, endpoint_url: str, table_name: str) -> Any:
-    """Run the ElectroDB service script (``write`` or ``read``); return what it printed."""
+def electrodb(mode: str, endpoint_url: str, table_name: str, *more: str) -> Any:
+    """Run the ElectroDB service script (``write``, ``read``, or ``get`` with more arguments);
+    return what it printed."""
     modules = require_electrodb()
     env = {**os.environ, "NODE_PATH": str(modules), "NODE_NO_WARNINGS": "1"}
     done = subprocess.run(
-        ["node", str(SCRIPT), mode, endpoint_url, table_name],
+        ["node", str(SCRIPT), mode, endpoint_url, table_name, *more],
         capture_output=True,
         text=True,
         env=env,

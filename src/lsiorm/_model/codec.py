@@ -66,8 +66,8 @@ class KeyCodec(abc.ABC):
     #: True when the terminator is the first character of the literal after the field, which
     #: the template then leaves out (see `lsiorm._model.key_styles`).
     holds_literal: bool = False
-    #: The key style the field was given ("readable", "exact" or "plain").
-    style: str = "readable"
+    #: The key style the field was given ("printable", "readable", "exact" or "plain").
+    style: str = "printable"
     #: Why the field takes this form in its template (set by `codec_for`).
     why: str = ""
 

@@ -21,7 +21,7 @@ from lsiorm._model.field_types import (
     strip_optional,
 )
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
-from lsiorm._model.key_styles import KeyStyle, checked_style
+from lsiorm._model.key_styles import OLD_FORMAT_STYLES, KeyStyle, checked_style
 from lsiorm._model.keyspace import intersection_witness
 from lsiorm._model.multikey import (
     bind_multi_key_template,
@@ -33,6 +33,7 @@ from lsiorm._model.protection import check_protected_declaration, field_protecti
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import shard_fields
 from lsiorm._model.template import FieldSlot, KeyTemplate, Segment, parse_template
+from lsiorm._model.text_codecs import EnumCodec, PlainStrCodec, PrintableStrCodec, StrCodec
 from lsiorm.errors import DeclarationError
 
 #: The default of ``Entity(..., type_attribute=)``: the table's type attribute.
@@ -151,6 +152,7 @@ def bind(
                 "derived from the primary key, so it cannot be part of it.",
             )
     _check_overlaps(meta)
+    _check_formats(meta)
     _check_coded_keys(meta)
     check_shared_multi_key(meta)
     meta.protected = check_protected_declaration(meta)
@@ -178,7 +180,7 @@ def _key_only_fields(cls: type[EntityModel], templates: dict[str, KeyTemplate]) 
                 f"{cls.__name__}.{name} is excluded from its items, so its value must be read "
                 "from a key, but no key text gives it back alone (lowercased text, or plain "
                 "text that may hold the separator after it). Store it as an attribute, or "
-                "give it the readable or exact key style in one of its templates.",
+                "give it the printable key style (the default) in one of its templates.",
             )
     return out
 
@@ -346,7 +348,7 @@ def bind_template(
     attr: str,
     attr_type: str,
     source: str,
-    style: KeyStyle = "readable",
+    style: KeyStyle = "printable",
     *,
     forced: bool = False,
 ) -> KeyTemplate:
@@ -399,16 +401,23 @@ def bind_template(
         if beacon is not None:
             segments[i] = FieldSlot(seg.field, seg.spec, beacon)
             continue
+        # A text field that is the key attribute itself holds its value as it is (see below).
+        itself = style == "printable" and _is_key_itself(info, attr, source, seg.field)
         codec = codec_for(
             info.annotation,
             spec=seg.spec,
             metadata=info.metadata,
             field_name=f"{cls.__name__}.{seg.field}",
             following=None if nxt is None else nxt if isinstance(nxt, str) else "",
-            style=style,
+            style="plain" if itself else style,
             python_patterns=python_patterns,
             forced=forced,
         )
+        if itself and codec.style == "plain":
+            codec.why = (
+                "the field is the key attribute itself (stored under its name), so the key "
+                "holds its value as it is, as other tools read it"
+            )
         if isinstance(nxt, FieldSlot) and not codec.prefix_free:
             raise DeclarationError(
                 "template.ambiguous-fields",
@@ -434,6 +443,17 @@ def _beacon_codec(cls: type[EntityModel], slot: FieldSlot) -> BeaconCodec | None
             f"no format spec (got {slot.spec!r}).",
         )
     return BeaconCodec(attribute, spec.beacon_bits, field_name=f"{cls.__name__}.{slot.field}")
+
+
+def _is_key_itself(info: Any, attr: str, source: str, field: str) -> bool:
+    """Whether a field is the key attribute itself: its template is ``{field}`` alone and the
+    field is stored under the attribute's name.
+
+    Such a key is the item's only copy of the value, which other tools read as the value, so
+    in the printable style it holds the text as it is (the plain style): it is the whole key,
+    so its text order is the order of the values.
+    """
+    return source == f"{{{field}}}" and (info.alias or field) == attr
 
 
 def _absorb_terminators(segments: list[Segment]) -> tuple[Segment, ...]:
@@ -536,3 +556,70 @@ def _check_overlaps(meta: EntityMeta[EntityModel]) -> None:
                     "distinct literal prefix, like 'THREAD#' and 'REPLY#', or project "
                     f"{table.type_attribute!r}.",
                 )
+
+
+def _key_roles(table: Table) -> list[tuple[str, str | None, LocalIndex | GlobalIndex | None]]:
+    """Return (partition attribute, sort attribute, index) for every key schema whose keys
+    are derived from templates (not multi-attribute GSIs)."""
+    roles: list[tuple[str, str | None, LocalIndex | GlobalIndex | None]] = [
+        (table.partition_key.name, table.sort_key.name if table.sort_key else None, None)
+    ]
+    pk = table.partition_key.name
+    roles.extend((pk, lsi.sort_key.name, lsi) for lsi in table.local_indexes)
+    roles.extend(
+        (*table.index_key_attributes(gsi), gsi)
+        for gsi in table.global_indexes
+        if not gsi.multi_attribute
+    )
+    return roles
+
+
+def _format_of(slot: FieldSlot) -> str | None:
+    """The key format a text field writes: "printable", "U+0000" (the readable and exact
+    styles) or None (plain text, and forms that are the same in every style)."""
+    codec = slot.codec
+    inner = codec.inner if isinstance(codec, EnumCodec) else codec
+    if not isinstance(inner, (StrCodec, PlainStrCodec, PrintableStrCodec)):
+        return None
+    assert codec is not None
+    if codec.style == "printable":
+        return "printable"
+    return "U+0000" if codec.style in OLD_FORMAT_STYLES else None
+
+
+def _check_formats(meta: EntityMeta[EntityModel]) -> None:
+    """Refuse an index whose keys would hold text in the printable style and in the readable or
+    exact style: one index holds one key format, so that keys a 0.2 development version wrote
+    are never taken for printable ones, nor the other way round (see docs/encoding.md)."""
+    table = meta.table
+    metas = [meta] + [
+        meta_of(typing.cast("type[EntityModel]", cls))
+        for cls in table.entities.values()
+        if cls is not meta.cls
+    ]
+    for pk_attr, sk_attr, index in _key_roles(table):
+        seen: dict[str, tuple[str, str, str, str]] = {}
+        for m in metas:
+            for attr in [a for a in (pk_attr, sk_attr) if a is not None]:
+                tpl = m.templates.get(attr)
+                if tpl is None or tpl.is_direct:
+                    continue
+                for slot in tpl.slots:
+                    found = _format_of(slot)
+                    if found is not None and slot.codec is not None:
+                        seen.setdefault(found, (m.cls.__name__, slot.field, attr, slot.codec.style))
+        if len(seen) < 2:
+            continue
+        (p_cls, p_field, p_attr, _) = seen["printable"]
+        (o_cls, o_field, o_attr, o_style) = seen["U+0000"]
+        where = f"index {index.name!r}" if index is not None else "the primary key"
+        raise DeclarationError(
+            "template.mixed-formats",
+            f"Table {table.name!r} would hold two key formats in {where}: {p_cls}.{p_field} in "
+            f"{p_attr!r} has the printable key style, {o_cls}.{o_field} in {o_attr!r} the "
+            f"{o_style} style (a format of lsiorm 0.2's development versions, which ends text with "
+            "U+0000). One index holds one format. For a table written in that style, declare it "
+            f"on the table (Table(..., key_style={o_style!r})); for a new table, "
+            "give every entity the printable style (the default). To move a table to printable "
+            "keys, see docs/migrations.md.",
+        )

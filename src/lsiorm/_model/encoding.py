@@ -16,7 +16,7 @@ import pydantic
 
 from lsiorm._model.codec import MAX_CHAR, KeyCodec
 from lsiorm._model.fixed_codecs import BoolCodec, PlainBoolCodec, UUIDCodec
-from lsiorm._model.key_styles import KeyStyle, checked_style, text_codec
+from lsiorm._model.key_styles import DEFAULT_KEY_STYLE, KeyStyle, checked_style, text_codec
 from lsiorm._model.number_codecs import DecimalCodec, FloatCodec, IntCodec, PlainIntCodec
 from lsiorm._model.patterns import alphabet_chars, charset_intersection, pattern_alphabet
 from lsiorm._model.text_codecs import Alphabet, EnumCodec, StrCodec
@@ -53,12 +53,13 @@ class KeyFormat:
     """How a key field is written, as in ``Annotated[int, KeyFormat("06d")]``.
 
     ``spec`` means the same as writing the format spec in the template (``{replies:06d}``);
-    when both are given they must agree. ``style`` picks the field's key style (``"readable"``,
-    the default, ``"exact"`` or ``"plain"``; see docs/encoding.md) over the entity's and the
-    table's. ``alphabet`` declares the characters a text field's values may hold, written like
-    the inside of a regular expression's ``[...]`` (``"a-z0-9-"``); every key value is checked
-    against it (``key.outside-alphabet``), and a readable key stores such text without a
-    terminator where every character sorts above the literal that follows. Plain-style fields
+    when both are given they must agree. ``style`` picks the field's key style
+    (``"printable"``, the default, ``"readable"``, ``"exact"`` or ``"plain"``; see
+    docs/encoding.md) over the entity's and the table's. ``alphabet`` declares the characters a
+    text field's values may hold, written like the inside of a regular expression's ``[...]``
+    (``"a-z0-9-"``); every key value is checked against it (``key.outside-alphabet``), and a
+    printable or readable key stores such text as it is, with no escape or terminator of its
+    own, where every character sorts above the literal that follows. Plain-style fields
     also take ``datetime_format`` (a ``strftime`` format written in UTC, such as
     ``"%Y-%m-%dT%H:%M:%S.%f+0000"``) and ``case`` (``"lower"`` or ``"upper"``: the text is
     stored in that lettercase, so equality is checked on the stored attribute too).
@@ -142,7 +143,7 @@ def codec_for(
     metadata (a `KeyFormat` or a pattern in it counts like one inside ``Annotated``).
     ``following`` is the template text after the field (None: it ends the template, ``""``:
     another field follows directly); ``terminated=True`` alone means more template follows.
-    ``style`` is the key style the entity or table gives (a KeyFormat's wins; "readable" when
+    ``style`` is the key style the entity or table gives (a KeyFormat's wins; "printable" when
     neither says; ``forced``: ``style`` wins), ``python_patterns`` whether patterns are checked
     by Python's ``re``.
     Raises DeclarationError when the type has no encoding, the spec does not fit the type, or
@@ -154,7 +155,7 @@ def codec_for(
     if following is None and terminated:
         following = ""
     own = None if forced else declared.one("style", field_name)
-    chosen = checked_style(own if own is not None else style or "readable", repr(field_name))
+    chosen = checked_style(own if own is not None else style or DEFAULT_KEY_STYLE, repr(field_name))
     options = _Options(declared, field_name, chosen, following, python_patterns)
     if forced and chosen != "plain":
         options.case = options.datetime_format = None  # plain-only options, not this style's
@@ -300,7 +301,7 @@ class _Options:
                 "template.plain-type",
                 f"Field {name!r} is a {kind.__name__}, which has no one plain text other "
                 "tools agree on; give it a fixed-point format spec (like '010.2f'), or the "
-                "readable or exact key style.",
+                "printable, readable or exact key style.",
             )
         codec = _with_spec(_FACTORIES[kind], specs, name, False)
         codec.why = "its length ends it"

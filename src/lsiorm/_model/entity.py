@@ -81,7 +81,7 @@ class Entity(EntityModel):
     other tools often hold: lsiorm writes none for them and tells them apart by their keys
     (see docs/existing-tables.md).
     ``key_style`` is how key fields are written where a field's `KeyFormat` does not say
-    (default: the table's, ``"readable"`` unless it says otherwise; see docs/encoding.md).
+    (default: the table's, ``"printable"`` unless it says otherwise; see docs/encoding.md).
     ``rekeying_from`` names the key style the entity's items may still carry while they are
     moved to the declared one (default: the table's; see docs/migrations.md).
     """

@@ -74,7 +74,7 @@ class EntityMeta(Generic[M_co]):
     #: declares items that carry none; their keys tell them apart).
     typed: bool = True
     #: The key style of fields that do not give their own.
-    key_style: str = "readable"
+    key_style: str = "printable"
     #: The key style items may still carry while they are re-keyed (None: only the declared).
     rekeying_from: str | None = None
     #: In the ``rekeying_from`` style, the templates of the key attributes whose text differs
@@ -511,7 +511,7 @@ def key_only_answer(meta: EntityMeta[EntityModel], names: str) -> str:
         "condition can: an equality in where(), or a range whose key text sorts as its values "
         f"do. For anything else, read without that condition and compare {names} in your "
         "code: each entity read carries it, parsed from its key. To query it by range, give "
-        "it the readable or exact key style and backfill the keys (see docs/encoding.md)"
+        "it the printable key style (the default) and backfill the keys (see docs/encoding.md)"
     )
 
 

@@ -19,7 +19,7 @@ from lsiorm._model.number_codecs import IntCodec
 from lsiorm._model.number_text import INT_FAST_LIMIT, int_size
 from lsiorm._model.shards import check_shard
 from lsiorm._model.template import slot_codec
-from lsiorm._model.text_codecs import PlainStrCodec, StrCodec
+from lsiorm._model.text_codecs import PlainStrCodec, PrintableStrCodec, StrCodec
 from lsiorm._model.time_codecs import DatetimeCodec
 from lsiorm._model.wire import (
     MAX_ITEM_BYTES,
@@ -31,6 +31,8 @@ from lsiorm._model.wire import (
 from lsiorm._model.write_checks import check_valid, too_large
 
 _TIMESPECS: Final = {6: "microseconds", 3: "milliseconds", 0: "seconds"}
+#: ASCII text the printable style writes as it is: no character from U+0000 to '%'.
+_UNESCAPED_ASCII: Final = re.compile("[&-\x7f]*").fullmatch
 
 
 def _ascii_class(codec: PlainStrCodec) -> str:
@@ -50,9 +52,10 @@ def _segment_source(
     """Source that sets ``var`` to ``codec.encode(value)``, inlining the codec's common case.
 
     Each inlined branch runs only where the codec would return that very text without a check
-    failing (an ASCII str with no U+0000/U+0001, a plain text's member or ASCII text of its
-    alphabet, an int within its width, a UTC datetime at the key precision); anything else
-    calls the codec itself, so results and errors match.
+    failing (an ASCII str with no U+0000/U+0001, or with no character the printable style
+    escapes, a plain text's member or ASCII text of its alphabet, an int within its width, a
+    UTC datetime at the key precision); anything else calls the codec itself, so results and
+    errors match.
     """
     if type(codec) is StrCodec and codec.alphabet is None:
         tail = " + '\\x00'" if codec.terminated else ""
@@ -60,6 +63,13 @@ def _segment_source(
             f"type({value}) is str and {value}.isascii() and '\\x00' not in {value} "
             f"and '\\x01' not in {value}",
             f"{value}{tail}",
+        )
+    elif type(codec) is PrintableStrCodec and codec.alphabet is None:
+        tail = f" + {codec.terminator!r}" if codec.terminator is not None else ""
+        namespace[f"{enc}_text"] = _UNESCAPED_ASCII
+        fast = (
+            f"type({value}) is str and {value}.isascii() and {enc}_text({value}) is not None",
+            value + tail,
         )
     elif type(codec) is PlainStrCodec and codec.case is None:
         tail = f" + {codec.terminator!r}" if codec.terminator is not None else ""

@@ -4,12 +4,20 @@ A key field followed by more template needs a way to end. Fixed-width forms (pad
 UUIDs, dates, datetimes) end by their width and are the same in every style. Text is where the
 styles differ:
 
+* **printable** (the default): no key holds a control character. Text is stored as it is
+  where its declared type proves that exact (the readable proofs below, with no value holding
+  a character below U+0020); otherwise U+0000 to ``%`` are escaped as ``%XX`` and, when more
+  template follows, the text ends with the first character of the literal that follows when
+  that sorts below ``%`` (``#``, a space, ``!``, ``"``, ``$``), else with an added ``#``.
+  Escaped text holds no character below ``%``, so its terminator sorts below all of it: the
+  rules of a U+0000-terminated field hold with that terminator in its place (docs/encoding.md
+  has the proof).
 * **exact** (the encoding of lsiorm 0.2's development versions): U+0000 and U+0001 escaped,
   and a U+0000 terminator after every text field that more template follows. Exact for any
   text.
-* **readable** (the default): the text as it is wherever the declared type proves that this
-  keeps key order and prefix-freedom exact, else as in exact. Before a literal ``L``, the text
-  is stored as is, with ``L[0]`` as its terminator, when
+* **readable** (the default before printable keys): the text as it is wherever the declared
+  type proves that this keeps key order and prefix-freedom exact, else as in exact. Before a
+  literal ``L``, the text is stored as is, with ``L[0]`` as its terminator, when
 
   - the values are a closed set (Enum, Literal) none of which holds ``L[0]``, U+0000 or
     U+0001, and wherever one value ``a`` is a proper prefix of another ``b``, the character
@@ -34,28 +42,48 @@ from typing import Final, Literal, get_args
 
 from lsiorm._model.codec import MAX_CHAR, KeyCodec
 from lsiorm._model.patterns import charset_contains, charset_text
-from lsiorm._model.text_codecs import Alphabet, PlainStrCodec, StrCodec
+from lsiorm._model.text_codecs import (
+    HIGHEST_ESCAPED,
+    PRINTABLE_TERMINATOR,
+    Alphabet,
+    PlainStrCodec,
+    PrintableStrCodec,
+    StrCodec,
+)
 from lsiorm.errors import DeclarationError
 
 __all__ = [
+    "DEFAULT_KEY_STYLE",
     "KEY_STYLES",
+    "OLD_FORMAT_STYLES",
     "KeyStyle",
     "alphabet_refusal",
     "checked_style",
     "closed_set_refusal",
+    "control_refusal",
     "text_codec",
 ]
 
-KeyStyle = Literal["readable", "exact", "plain"]
-"""How key fields are written: ``"readable"`` (the default), ``"exact"`` or ``"plain"``."""
+KeyStyle = Literal["printable", "readable", "exact", "plain"]
+"""How key fields are written: ``"printable"`` (the default), ``"readable"``, ``"exact"`` or
+``"plain"``."""
 
 KEY_STYLES: Final[tuple[str, ...]] = get_args(KeyStyle)
+#: The style of a declaration that names none.
+DEFAULT_KEY_STYLE: Final = "printable"
+#: The styles that end text with U+0000 (the exact and the readable one): one index holds
+#: keys of these or of the printable style, never both.
+OLD_FORMAT_STYLES: Final = frozenset({"readable", "exact"})
 
 _BELOW_ALL: Final = ("\x00", "\x01")
+#: The characters the printable style escapes (U+0000 to '%'), in the user's words.
+_ESCAPED: Final = "control characters, space, '!', '\"', '#', '$' and '%'"
 
 
 def checked_style(style: object, where: str) -> KeyStyle:
     """Return ``style`` when it names a key style; raise ``template.key-style`` otherwise."""
+    if style == "printable":
+        return "printable"
     if style == "readable":
         return "readable"
     if style == "exact":
@@ -142,6 +170,8 @@ def text_codec(
     """
     if style == "plain":
         return _plain(field_name, following, members, alphabet, case)
+    if style == "printable":
+        return _printable(field_name, following, members, alphabet)
     codec: KeyCodec
     # A pattern's alphabet is enforced only where a key relies on it (a plain text).
     enforced = alphabet if alphabet is not None and alphabet.declared else None
@@ -178,6 +208,88 @@ def text_codec(
                 "that follows ends the text"
             )
     codec.style = style
+    return codec
+
+
+def control_refusal(members: Sequence[str] | None, alphabet: Alphabet | None) -> str | None:
+    """Return why a closed set or an alphabet may hold a character below U+0020 (a control
+    character, which a printable key never holds); None means it cannot."""
+    if members is not None:
+        for value in sorted(set(members)):
+            for char in value:
+                if char < " ":
+                    return f"its value {value!r} holds {_show(char)}, a control character"
+        return None
+    if alphabet is not None:
+        lowest = chr(alphabet.chars[0][0])
+        if lowest < " ":
+            return f"{alphabet.source} allows {_show(lowest)}, a control character"
+        return None
+    return "its text is unconstrained"
+
+
+def _printable(
+    field_name: str,
+    following: str | None,
+    members: Sequence[str] | None,
+    alphabet: Alphabet | None,
+) -> KeyCodec:
+    """The printable style's codec of a str-like field: plain where proved, else escaped."""
+    # A pattern's alphabet is enforced only where a key relies on it (a plain text).
+    enforced = alphabet if alphabet is not None and alphabet.declared else None
+    refusal = control_refusal(members, alphabet)
+    codec: KeyCodec
+    if following:
+        lead = following[0]
+        if refusal is None:
+            if members is not None:
+                refusal = closed_set_refusal(members, lead)
+            else:
+                assert alphabet is not None  # control_refusal refuses "neither"
+                refusal = alphabet_refusal(alphabet, lead)
+        if refusal is None:
+            codec = PlainStrCodec(
+                field_name=field_name, terminator=lead, alphabet=alphabet, members=members
+            )
+            codec.why = (
+                f"{_limit(members, alphabet)} sort above {_show(lead)}, so the {following!r} "
+                "that follows ends the text"
+            )
+        elif ord(lead) < HIGHEST_ESCAPED:
+            codec = PrintableStrCodec(
+                field_name=field_name, terminator=lead, holds_literal=True, alphabet=enforced
+            )
+            codec.why = (
+                f"{refusal}, so {_ESCAPED} are escaped (%XX); escaped text never holds "
+                f"{_show(lead)}, so the {following!r} that follows ends it"
+            )
+        else:
+            codec = PrintableStrCodec(
+                field_name=field_name, terminator=PRINTABLE_TERMINATOR, alphabet=enforced
+            )
+            codec.why = (
+                f"{refusal}, so {_ESCAPED} are escaped (%XX); {_show(lead)} cannot end escaped "
+                "text (only a character that sorts below '%' can: '#', space, '!', '\"', '$'), "
+                f"so lsiorm writes '{PRINTABLE_TERMINATOR}' before {following!r}"
+            )
+    elif following == "":
+        codec = PrintableStrCodec(
+            field_name=field_name, terminator=PRINTABLE_TERMINATOR, alphabet=enforced
+        )
+        codec.why = (
+            f"another field follows it directly, so {_ESCAPED} are escaped (%XX) and lsiorm "
+            f"ends the text with '{PRINTABLE_TERMINATOR}'"
+        )
+    elif refusal is None:
+        codec = PlainStrCodec(field_name=field_name, alphabet=alphabet, members=members)
+        codec.why = (
+            f"it ends its template and {_limit(members, alphabet)} sort at or above U+0020 "
+            "(no control character)"
+        )
+    else:
+        codec = PrintableStrCodec(field_name=field_name, alphabet=enforced)
+        codec.why = f"it ends its template and {refusal}, so {_ESCAPED} are escaped (%XX)"
+    codec.style = "printable"
     return codec
 
 

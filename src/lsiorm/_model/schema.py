@@ -102,13 +102,16 @@ class Table:
             verifies it; an entity field stored under it must be a number of epoch seconds
             ([`EpochSeconds`][lsiorm.EpochSeconds], or int).
         key_style: How the entities' key fields are written where neither the entity nor the
-            field says: ``"readable"`` (the default: plain text wherever lsiorm can prove it
-            exact), ``"exact"`` (the encoding of lsiorm 0.2's development versions) or
-            ``"plain"`` (the values as other tools write them). See docs/encoding.md.
+            field says: ``"printable"`` (the default: no control character in any key, text
+            stored as it is where lsiorm can prove it exact and escaped as ``%XX`` elsewhere),
+            ``"readable"`` (the default before printable keys: text ended with U+0000 where
+            unproved), ``"exact"`` (the encoding of lsiorm 0.2's development versions) or
+            ``"plain"`` (the values as other tools write them). A table an earlier version
+            wrote names the style it was written with. See docs/encoding.md.
         rekeying_from: The key style the entities' items may still carry, while they are
-            re-keyed to the declared one (``"exact"`` after upgrading from a 0.2 development
-            version): reads look for both forms and every write moves an item to the new one.
-            See docs/migrations.md.
+            re-keyed to the declared one (``"readable"`` or ``"exact"`` when moving a table a
+            0.2 development version wrote to printable keys): reads look for both forms and
+            every write moves an item to the new one. See docs/migrations.md.
         warm_throughput: The read and write units per second the table serves at once
             (DynamoDB only raises it).
         on_demand_throughput: The most request units an on-demand table may consume.
@@ -135,7 +138,7 @@ class Table:
         type_attribute: str = "_type",
         collection_warning_gb: float = 8.0,
         ttl_attribute: str | None = None,
-        key_style: KeyStyle = "readable",
+        key_style: KeyStyle = "printable",
         rekeying_from: KeyStyle | None = None,
         warm_throughput: WarmThroughput | None = None,
         on_demand_throughput: OnDemandThroughput | None = None,

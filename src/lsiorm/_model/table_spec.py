@@ -40,7 +40,7 @@ class TableSpec:
     collection_warning_gb: float
     ttl_attribute: str | None
     #: The key style of the entities' fields where neither they nor the field say one.
-    key_style: str = "readable"
+    key_style: str = "printable"
     #: The key style items of the table's entities may still carry (see `Table`), or None.
     rekeying_from: str | None = None
     #: The operational settings declared (`lsiorm._model.table_settings`); none by default.

@@ -1,4 +1,5 @@
-"""Key codecs of text: str with its escapes and terminator, plain text, enums by their values."""
+"""Key codecs of text: str with its escapes and terminator (the printable style's and the exact
+style's), plain text, enums by their values."""
 
 from __future__ import annotations
 
@@ -51,6 +52,55 @@ def unescape_text(text: str) -> str:
                 raise ValueError(text)
             out.append(found)
             pos += 2
+        else:
+            out.append(char)
+            pos += 1
+    return "".join(out)
+
+
+#: Starts the printable style's escape: ``%`` and two uppercase hex digits stand for one of
+#: the characters U+0000 to ``%`` (U+0025), which never stand for themselves.
+PERCENT: Final = "%"
+#: The highest character the printable style escapes; every character above stands for itself.
+HIGHEST_ESCAPED: Final = 0x25
+#: Ends printable escaped text where the literal that follows does not start with a character
+#: below ``%`` (or another field follows directly).
+PRINTABLE_TERMINATOR: Final = "#"
+_PERCENT_TABLE: Final = {code: f"%{code:02X}" for code in range(HIGHEST_ESCAPED + 1)}
+_PERCENT_NEEDED: Final = re.compile("[\x00-%]")
+_HEX: Final = "0123456789ABCDEF"
+
+
+def percent_escape(text: str) -> str:
+    """Return ``text`` with each character from U+0000 to ``%`` written ``%`` + two hex digits.
+
+    The printable style's escape: ``" "`` becomes ``%20``, ``#`` ``%23``, ``%`` ``%25``; every
+    other character stands for itself. No escaped text holds a character below ``%``.
+    """
+    if _PERCENT_NEEDED.search(text) is None:
+        return text
+    return text.translate(_PERCENT_TABLE)
+
+
+def percent_unescape(text: str) -> str:
+    """Invert `percent_escape`; raise ValueError on text it cannot have produced."""
+    if _PERCENT_NEEDED.search(text) is None:
+        return text
+    out: list[str] = []
+    pos = 0
+    while pos < len(text):
+        char = text[pos]
+        if char == PERCENT:
+            digits = text[pos + 1 : pos + 3]
+            if len(digits) != 2 or any(d not in _HEX for d in digits):
+                raise ValueError(text)
+            code = int(digits, 16)
+            if code > HIGHEST_ESCAPED:
+                raise ValueError(text)
+            out.append(chr(code))
+            pos += 3
+        elif ord(char) <= HIGHEST_ESCAPED:
+            raise ValueError(text)
         else:
             out.append(char)
             pos += 1
@@ -177,6 +227,77 @@ class StrCodec(UnformattedCodec):
 
     def __repr__(self) -> str:
         return f"StrCodec(terminated={self.terminated!r})"
+
+
+class PrintableStrCodec(UnformattedCodec):
+    """Strings in the printable style: the text with U+0000 to ``%`` escaped, then a terminator
+    when more template follows.
+
+    Format: every character stands for itself except U+0000 to ``%`` (U+0025), each written
+    ``%`` and two uppercase hex digits (`percent_escape`: a space is ``%20``, ``#`` is ``%23``).
+    So escaped text holds no character below ``%``, and no control character at all. A field
+    followed by more template ends with its ``terminator``: the first character of the literal
+    that follows when that sorts below ``%`` (``#``, a space, ``!``, ``"`` or ``$``; the
+    template then leaves it out of the literal, ``holds_literal``), else an added ``#``. The
+    terminator sorts below every character of escaped text, so ``"ab"`` (``ab#``) sorts before
+    ``"ab!"`` (``ab%21#``) whatever follows, and no encoding is a prefix of another. A field
+    that ends its template has no terminator. docs/encoding.md proves the order.
+
+    Refused as by `StrCodec`: U+10FFFF, lone surrogates, text outside a declared ``alphabet``.
+    """
+
+    kind = "Str"
+    python_type = str
+
+    def __init__(
+        self,
+        spec: str = "",
+        *,
+        field_name: str = "value",
+        terminator: str | None = None,
+        holds_literal: bool = False,
+        alphabet: Alphabet | None = None,
+    ) -> None:
+        super().__init__(spec, field_name=field_name)
+        if terminator is not None and ord(terminator) >= HIGHEST_ESCAPED:
+            raise ValueError(f"{terminator!r} does not sort below every escaped character")
+        self.terminator = terminator
+        self.prefix_free = terminator is not None
+        #: True when the terminator is the first character of the literal after the field.
+        self.holds_literal = holds_literal and terminator is not None
+        self.alphabet = alphabet
+        self._tail = terminator or ""
+
+    def encode(self, value: Any) -> str:
+        """Return the key text of the str ``value``."""
+        text = checked_text(self, value, "value")
+        if self.alphabet is not None:
+            self.alphabet.check(self, text, "value")
+        return percent_escape(text) + self._tail
+
+    def validate_prefix(self, prefix: str) -> str:
+        """Return the key text every value starting with ``prefix`` starts with."""
+        return percent_escape(checked_text(self, prefix, "begins_with prefix"))
+
+    def admits_prefix(self, prefix: str) -> bool:
+        """False when the prefix holds a character outside the field's alphabet."""
+        alphabet = self.alphabet
+        return alphabet is None or all(charset_contains(alphabet.chars, c) for c in prefix)
+
+    def tokens(self) -> list[Token]:
+        """``%``, hex digits and every character above ``%``; then the terminator, if any."""
+        body: list[Token] = [("star", ((HIGHEST_ESCAPED, 0x10FFFE),))]
+        return body if self.terminator is None else [*body, ("one", chars(self.terminator))]
+
+    def _parse(self, text: str) -> str:
+        if self.terminator is not None:
+            if not text.endswith(self.terminator):
+                raise ValueError(text)
+            text = text[:-1]
+        return percent_unescape(text)
+
+    def __repr__(self) -> str:
+        return f"PrintableStrCodec(terminator={self.terminator!r})"
 
 
 _CASES: Final = {"lower": str.lower, "upper": str.upper}

@@ -18,7 +18,7 @@ from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.indexes import GlobalIndex, LocalIndex
 from lsiorm._model.item_encoding import wire_item
-from lsiorm._model.key_layout import template_layout
+from lsiorm._model.key_layout import layout_of_template, template_layout
 from lsiorm._query.plan import QueryPlan
 
 
@@ -284,15 +284,20 @@ def _read_text(plan: QueryPlan) -> str:
 
 
 def _layout_lines(plan: QueryPlan) -> list[str]:
-    """How each field of the chosen index's key templates is written, and why."""
+    """How the chosen index's key templates are stored, with an example key, and how and why
+    each of their fields is written."""
     lines: list[str] = []
     if isinstance(plan.index, GlobalIndex) and plan.index.multi_attribute:
         return lines  # natively typed copies of fields: the key use lines say how each is read
     for attr in plan.table.index_key_attributes(plan.index):
         for cls in plan.entities:
             tpl = meta_of(cls).templates.get(attr) if attr is not None else None
-            for field in template_layout(tpl) if tpl is not None else ():
-                style = "" if field.style in ("readable", "native") else f" ({field.style})"
+            if tpl is None:
+                continue
+            head = f"{cls.__name__} {attr} {tpl.source!r}"
+            lines.extend(f"{head} {line}" for line in layout_of_template(cls, tpl).lines())
+            for field in template_layout(tpl):
+                style = "" if field.style in ("printable", "native") else f" ({field.style})"
                 lines.append(
                     f"{cls.__name__}.{field.field} in {attr}: {field.form}{style}, {field.why}"
                 )

@@ -31,7 +31,7 @@ from lsiorm._model.number_text import adjacent_number, int_text
 from lsiorm._model.schema import Table
 from lsiorm._model.shards import shard_of
 from lsiorm._model.template import FieldSlot, KeyTemplate
-from lsiorm._model.text_codecs import EnumCodec, PlainStrCodec, StrCodec
+from lsiorm._model.text_codecs import EnumCodec, PlainStrCodec, PrintableStrCodec, StrCodec
 from lsiorm._model.wire import to_wire
 from lsiorm._requests.items import encode_value
 from lsiorm.errors import QueryPlanError, ValidationError
@@ -76,7 +76,7 @@ def predecessor(text: str) -> str:
 
 def _is_str_codec(codec: KeyCodec) -> bool:
     inner = codec.inner if isinstance(codec, EnumCodec) else codec
-    return isinstance(inner, (StrCodec, PlainStrCodec))
+    return isinstance(inner, (StrCodec, PlainStrCodec, PrintableStrCodec))
 
 
 def needs_check(tpl: KeyTemplate, slot: FieldSlot) -> bool:
@@ -98,7 +98,7 @@ def _plain_range(meta: EntityMeta[Entity], tpl: KeyTemplate, name: str) -> str:
     if name in meta.key_only_fields:  # no filter can check it: the planner says what can
         return text
     return (
-        f"{text}; give it the readable or exact key style and backfill the keys (see "
+        f"{text}; give it the printable key style (the default) and backfill the keys (see "
         "docs/encoding.md), or use filter()"
     )
 

@@ -314,7 +314,7 @@ def test_a_plain_range_says_both_fixes_on_the_command_line(
     message, advice = capsys.readouterr().err.splitlines()
     assert message.endswith("[rule: query.plain-range]")
     assert "give that condition with --filter, not --where" in advice
-    assert "readable or exact key style" in advice
+    assert "printable key style (the default)" in advice
     assert "lsiorm backfill" in advice
     out = printed("explain", f"{module}:Visit", "--where", "site=a", "--filter", "n>5")
     assert "= n > 5" in out

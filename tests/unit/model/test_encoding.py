@@ -21,7 +21,7 @@ from lsiorm._model.codec import MAX_CHAR, KeyCodec
 from lsiorm._model.encoding import KeyFormat, codec_for
 from lsiorm._model.fixed_codecs import BoolCodec, UUIDCodec
 from lsiorm._model.number_codecs import DecimalCodec, FloatCodec, IntCodec
-from lsiorm._model.text_codecs import EnumCodec, StrCodec
+from lsiorm._model.text_codecs import EnumCodec, PlainStrCodec, StrCodec
 from lsiorm._model.time_codecs import DateCodec, DatetimeCodec
 from lsiorm.errors import DeclarationError, KeyEncodingError
 
@@ -402,10 +402,14 @@ def test_enum_decodes_to_member_and_orders_by_value() -> None:
 
 
 def test_literal_is_a_str_codec() -> None:
+    # Last in a template, a closed set without control characters is plain text by default.
     codec = codec_for(Literal["thread", "reply", None], field_name="kind")
-    assert isinstance(codec, StrCodec)
+    assert isinstance(codec, PlainStrCodec)
     assert codec.python_type is str
     assert codec.decode("reply") == "reply"
+    exact = codec_for(Literal["thread", "reply", None], field_name="kind", style="exact")
+    assert isinstance(exact, StrCodec)
+    assert exact.decode("reply") == "reply"
 
 
 UserId = NewType("UserId", int)

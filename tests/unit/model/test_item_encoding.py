@@ -314,6 +314,47 @@ def test_generated_encoder_matches_the_general_path(entity: Shipment) -> None:
         assert list(expected[0]) == list(general[0])
 
 
+readable_status_table = Table(
+    "one_pass_status_readable",
+    partition_key="pk",
+    sort_key="sk",
+    local_indexes=[LocalIndex("ByState", KeyAttribute("lsi1"), Projection.all())],
+    key_style="readable",
+)
+
+
+class ReadableShipment(
+    Entity,
+    table=readable_status_table,
+    keys={"pk": "S#{owner}", "sk": "{state}#{at:ms}", "lsi1": "{label}#{seq:04d}"},
+):
+    """Shipment in the readable style: its text ends with U+0000, not with the '#'."""
+
+    owner: str
+    state: str
+    at: datetime
+    label: str | None = None
+    seq: int | None = None
+    note: str = ""
+
+
+@given(shipments)
+def test_generated_encoder_matches_the_general_path_in_the_readable_style(
+    entity: Shipment,
+) -> None:
+    readable = ReadableShipment.model_construct(**dict(entity))
+    writer = lambda: item_encoding.WRITERS.get(ReadableShipment)  # noqa: E731
+    expected, general = encoded_fast_and_general(readable, writer)
+    assert expected == general
+    if not isinstance(expected[0], type):
+        assert list(expected[0]) == list(general[0])
+        # The printable encoder of the same values writes no control character in a key.
+        printable, _ = encoded_fast_and_general(entity, lambda: item_encoding.WRITERS.get(Shipment))
+        assert not isinstance(printable[0], type)  # refused in one style, refused in both
+        keys = [av["S"] for name, av in printable[0].items() if name in ("pk", "sk", "lsi1")]
+        assert not any(c < " " for key in keys for c in key)
+
+
 class Checked(Entity, table=status_table, keys={"pk": "C#{name}", "sk": "{n:06d}"}):
     """Every type the generated encoder checks by itself instead of asking Pydantic."""
 

@@ -205,15 +205,20 @@ def test_may_hold_never_misses_a_key(x: dict[str, Any], low: str, high: str) -> 
             assert shape.may_hold(lo, hi), (lo, hi, key)
 
 
-def test_may_hold_proves_hierarchies_apart() -> None:
-    shop = declare_shop(shop_table())  # an order's sort key, and its items' under it
+@pytest.mark.parametrize(("style", "terminator"), [("printable", ""), ("readable", TERMINATOR)])
+def test_may_hold_proves_hierarchies_apart(style: str, terminator: str) -> None:
+    # An order's sort key, and its items' under it: ORDER#o1 and ORDER#o1#ITEM#001 (printable),
+    # ORDER#o1 and ORDER#o1\x00#ITEM#001 (readable).
+    table = Table(f"shop_apart_{style}", "PK", "SK", key_style=style)  # type: ignore[arg-type]
+    shop = declare_shop(table)
     order_template = meta_of(shop["Order"]).templates["SK"]
     item_template = meta_of(shop["OrderItem"]).templates["SK"]
     order_shape = shape_of(order_template)
     item_shape = shape_of(item_template)
     assert order_shape is not None
     assert item_shape is not None
-    item_prefix = "ORDER#o1" + TERMINATOR + "#ITEM#"
+    item_prefix = "ORDER#o1" + terminator + "#ITEM#"
+    assert item_template.render({"order_id": "o1", "line": 1}) == item_prefix + "001"
     assert not order_shape.may_hold(item_prefix, item_prefix + MAX_CHAR)
     assert not item_shape.may_hold("ORDER#o1", "ORDER#o1")
     assert item_shape.may_hold("ORDER#", "ORDER#" + MAX_CHAR)
@@ -222,11 +227,19 @@ def test_may_hold_proves_hierarchies_apart() -> None:
 
 
 @pytest.mark.parametrize(
-    ("mine", "theirs"),
-    [("A#{x}", "A#{y}"), ("A#{x}", "A#B#{y}"), ("A#{n:03d}", "A#{y}"), ("{x}", "T#{n:02d}")],
+    ("mine", "theirs", "style"),
+    [
+        ("A#{x}", "A#{y}", "printable"),
+        ("A#{n:03d}", "A#{y}", "printable"),
+        # Readable text may hold '#', so {x} may write B#..., and T#05.
+        ("A#{x}", "A#B#{y}", "readable"),
+        ("{x}", "T#{n:02d}", "readable"),
+    ],
 )
-def test_templates_that_can_write_the_same_key_are_refused(mine: str, theirs: str) -> None:
-    shared = Table("KeyOrderClash", partition_key="PK", sort_key="SK")
+def test_templates_that_can_write_the_same_key_are_refused(
+    mine: str, theirs: str, style: str
+) -> None:
+    shared = Table("KeyOrderClash", partition_key="PK", sort_key="SK", key_style=style)  # type: ignore[arg-type]
 
     class First(Entity, table=shared, keys={"PK": "P", "SK": mine}):
         x: str = ""
@@ -242,6 +255,26 @@ def test_templates_that_can_write_the_same_key_are_refused(mine: str, theirs: st
     assert "overwrite" in str(caught.value)
 
 
+@pytest.mark.parametrize(("mine", "theirs"), [("A#{x}", "A#B#{y}"), ("{x}", "T#{n:02d}")])
+def test_printable_text_never_holds_the_separator_so_such_templates_are_apart(
+    mine: str, theirs: str
+) -> None:
+    shared = Table("KeyOrderApart", partition_key="PK", sort_key="SK")
+
+    class First(Entity, table=shared, keys={"PK": "P", "SK": mine}):
+        x: str = ""
+        n: int = 0
+
+    class Second(Entity, table=shared, keys={"PK": "P", "SK": theirs}):
+        y: str = ""
+        n: int = 0
+
+    first, second = meta_of(First).templates["SK"], meta_of(Second).templates["SK"]
+    assert intersection_witness(first, second) is None
+    assert First(x="B#1").to_item()["SK"] == mine.replace("{x}", "B%231")
+
+
+@pytest.mark.parametrize("style", ["printable", "readable"])
 @pytest.mark.parametrize(
     ("a", "b", "overlap"),
     [
@@ -250,11 +283,13 @@ def test_templates_that_can_write_the_same_key_are_refused(mine: str, theirs: st
         ("A#{x}#{n:02d}", "A#{x}#{n:03d}", False),
         ("A#{x}#{n:02d}", "A#{x}#{y}", True),
         ("{n:02d}", "{x}", True),
-        ("{n:02d}#", "{x}", True),
+        ("{n:02d}#", "{x}", None),  # only where {x} may hold '#': readable
         ("{n:02d}", "{x}#", False),
     ],
 )
-def test_intersection_witness_is_a_key_of_both(a: str, b: str, overlap: bool) -> None:
+def test_intersection_witness_is_a_key_of_both(
+    a: str, b: str, overlap: bool | None, style: str
+) -> None:
     from lsiorm._model.declaration import bind_template
 
     class Probe(Entity):
@@ -262,7 +297,10 @@ def test_intersection_witness_is_a_key_of_both(a: str, b: str, overlap: bool) ->
         y: str
         n: int
 
-    ta, tb = bind_template(Probe, "SK", "S", a), bind_template(Probe, "SK", "S", b)
+    if overlap is None:
+        overlap = style == "readable"
+    ta = bind_template(Probe, "SK", "S", a, style)  # type: ignore[arg-type]
+    tb = bind_template(Probe, "SK", "S", b, style)  # type: ignore[arg-type]
     witness = intersection_witness(ta, tb)
     assert (witness is not None) == overlap
     if witness is not None:

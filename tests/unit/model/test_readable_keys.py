@@ -1,4 +1,5 @@
-"""Key styles on entities: readable keys by default, the exact style, the plain style.
+"""Key styles on entities: readable keys (the default before printable keys), the exact style,
+the plain style. The printable style, the default, has its own tests (test_printable_keys).
 
 The readable keys here are the ones the issue that asked for them measured with lsiorm 0.2
 (``P#web\\x00#TASK#00007`` and so on); the exact twins keep 0.2's text.
@@ -70,7 +71,7 @@ EXACT = {
 
 
 def test_readable_keys_need_no_terminator_where_the_type_proves_it() -> None:
-    assert _sort_keys(declare(Table("Readable", "PK", "SK"))) == {
+    assert _sort_keys(declare(Table("Readable", "PK", "SK", key_style="readable"))) == {
         "Project": "P#web\x00#TASK#00007",  # unconstrained text keeps its terminator
         "Sluggy": "Q#web#TASK#00007",
         "Painted": f"U#{U}#C#red#L#aa#X",
@@ -122,7 +123,7 @@ def test_fixed_width_forms_are_the_same_in_every_style() -> None:
 
 
 def test_key_layout_says_why() -> None:
-    classes = declare(Table("Layout", "PK", "SK"))
+    classes = declare(Table("Layout", "PK", "SK", key_style="readable"))
     layouts = {
         name: [(f.attribute, f.field, f.form, f.why) for f in key_layout(cls).fields]
         for name, cls in classes.items()
@@ -171,13 +172,14 @@ def test_key_layout_says_why() -> None:
 
 
 def test_explain_shows_the_layout() -> None:
-    classes = declare(Table("Explained", "PK", "SK"))
+    classes = declare(Table("Explained", "PK", "SK", key_style="readable"))
     text = str(query(classes["Sluggy"]).where(slug="web").explain())
-    assert "layout      Sluggy.slug in SK: plain, the characters its pattern" in text
+    assert "layout      Sluggy SK 'Q#{slug}#TASK#{n:05d}' e.g. 'Q#ab#TASK#00007'" in text
+    assert "Sluggy.slug in SK: plain (readable), the characters its pattern" in text
 
 
 def test_readable_keys_parse_back() -> None:
-    classes = declare(Table("Parse", "PK", "SK"))
+    classes = declare(Table("Parse", "PK", "SK", key_style="readable"))
     painted = meta_of(classes["Painted"]).templates["SK"]
     assert painted.parse(f"U#{U}#C#red#L#bb#X") == {"u": U, "color": Color.RED, "lit": "bb"}
     with pytest.raises(KeyEncodingError):
@@ -187,7 +189,7 @@ def test_readable_keys_parse_back() -> None:
 def test_values_outside_the_proof_are_refused_by_the_codec() -> None:
     # Writes validate entities first (also model_construct ones); the codec refuses such a
     # value by itself too, so that no key relies on a check made elsewhere.
-    classes = declare(Table("Outside", "PK", "SK"))
+    classes = declare(Table("Outside", "PK", "SK", key_style="readable"))
     sluggy = meta_of(classes["Sluggy"]).templates["SK"]
     with pytest.raises(KeyEncodingError) as refused:
         sluggy.render({"slug": "Web#1", "n": 1})
@@ -199,7 +201,7 @@ def test_values_outside_the_proof_are_refused_by_the_codec() -> None:
 
 
 def test_declared_alphabets_are_enforced_in_every_style() -> None:
-    for style in ("readable", "exact", "plain"):
+    for style in ("printable", "readable", "exact", "plain"):
         table = Table(f"Alpha{style}", "PK", "SK", key_style=style)
 
         class Code(Entity, table=table, keys={"PK": "C", "SK": "C#{code}#{n:03d}"}):
@@ -255,7 +257,7 @@ def test_key_styles_are_checked_on_tables_and_entities() -> None:
 
 # -- key ranges over readable plain text ---------------------------------------------------------
 
-ranges_table = Table("ReadableRanges", "PK", "SK")
+ranges_table = Table("ReadableRanges", "PK", "SK", key_style="readable")
 
 
 class Tagged(Entity, table=ranges_table, keys={"PK": "T", "SK": "T#{color}#{slug}#{n:03d}"}):
@@ -352,7 +354,7 @@ def test_plain_equality_on_text_items_do_not_store_is_refused(
         query(Note).where(user=1, topic="a").plan()
     assert refused.value.rule == "query.plain-ambiguous"
     assert "do not store topic" in str(refused.value)
-    assert "readable or exact key style" in str(refused.value)
+    assert "printable key style (the default)" in str(refused.value)
     # Where the separator cannot be in the way, nothing needs checking.
     assert query(Note).where(user=1).plan().filter is None
 
@@ -377,7 +379,7 @@ def test_plain_ranges_are_exact_only_where_text_sorts_as_values() -> None:
     with pytest.raises(QueryPlanError) as refused:
         query(Note).where(user=1, topic="a", n=gt(3)).plan()
     assert refused.value.rule == "query.plain-range"
-    assert "readable or exact key style" in str(refused.value)
+    assert "printable key style (the default)" in str(refused.value)
     fallback = query(Note).where(user=1, topic="a", n=gt(3)).allow_filter_fallback().plan()
     assert fallback.fallback_filters == ("n > 3",)
 

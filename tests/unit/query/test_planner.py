@@ -17,7 +17,6 @@ from lsiorm._conditions import begins_with, between, cond, eq, ge, gt, le, lt, n
 from lsiorm._model.codec import MAX_CHAR
 from lsiorm._model.entity import shard_value
 from lsiorm._model.shards import Shard
-from lsiorm._model.text_codecs import escape_text
 from lsiorm._query.cursor import decode_cursor, encode_cursor
 from lsiorm._query.decode import decode, missing_fields
 from lsiorm._query.values import query, scan
@@ -203,16 +202,17 @@ def test_consistent_read_is_allowed_on_an_lsi() -> None:
 @pytest.mark.parametrize(
     ("conditions", "sort"),
     [
-        ({"city": "London"}, ("begins_with", "London\x00#")),
+        # Printable keys: the '#' after each text field is its terminator.
+        ({"city": "London"}, ("begins_with", "London#")),
         (
             {"city": "London", "district": "Westminster"},
-            ("begins_with", "London\x00#Westminster\x00#"),
+            ("begins_with", "London#Westminster#"),
         ),
         (
             {"city": "London", "district": "Westminster", "street": "Downing St"},
-            ("=", "London\x00#Westminster\x00#Downing St"),
+            ("=", "London#Westminster#Downing%20St"),
         ),
-        ({"city": "London", "district": begins_with("West")}, ("begins_with", "London\x00#West")),
+        ({"city": "London", "district": begins_with("West")}, ("begins_with", "London#West")),
         ({}, None),
     ],
 )
@@ -270,7 +270,7 @@ C = "CAT#"
         (ge("ab"), C + "ab", C + MAX),
         (le("ab"), C, C + "ab"),
         (lt("ab"), C, C + "aa" + MAX),
-        (lt("a\x00"), C, C + "a\x01\x00" + MAX),
+        (lt("a\x00"), C, C + "a%0/" + MAX),  # the printable escape of U+0000 is %00
         (lt("a\ue000"), C, C + "a\ud7ff" + MAX),
         (between("a", "b"), C + "a", C + "b"),
     ],
@@ -368,13 +368,30 @@ def test_number_sort_key_uses_plain_comparisons() -> None:
 
 
 def test_a_range_on_a_str_field_followed_by_more_template_is_exact() -> None:
-    # The terminator after "sit" sorts below every character, so "sit!" and "sita" follow it.
+    # The terminator '#' after "sit" sorts below every character of escaped text, so "sit!"
+    # (sit%21#) and "sita" (sita#) follow it.
     params = query(Dog).where(group="g", command=gt("sit")).compile()
     assert params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2"
-    assert params["ExpressionAttributeValues"][":v1"] == s("DOG#sit\x00" + MAX)
+    assert params["ExpressionAttributeValues"][":v1"] == s("DOG#sit#" + MAX)
     assert params["ExpressionAttributeValues"][":v2"] == s("DOG#" + MAX)
     assert "FilterExpression" not in params
     below = query(Dog).where(group="g", command=lt("sit")).compile()
+    assert below["ExpressionAttributeValues"][":v2"] == s('DOG#sit"' + MAX)
+
+
+def test_a_range_on_a_readable_str_field_followed_by_more_template_is_exact() -> None:
+    # The U+0000 terminator sorts below every character: nothing lies between "sit" and it.
+    table = Table("ZooReadable", "PK", "SK", key_style="readable")
+
+    class OldDog(Entity, table=table, keys={"PK": "G#{group}", "SK": "DOG#{command}#{age:03d}"}):
+        group: str
+        command: str
+        age: int
+
+    params = query(OldDog).where(group="g", command=gt("sit")).compile()
+    assert params["ExpressionAttributeValues"][":v1"] == s("DOG#sit\x00" + MAX)
+    assert params["ExpressionAttributeValues"][":v2"] == s("DOG#" + MAX)
+    below = query(OldDog).where(group="g", command=lt("sit")).compile()
     assert below["ExpressionAttributeValues"][":v2"] == s("DOG#sit")
 
 
@@ -384,7 +401,7 @@ def test_a_gap_in_the_template_is_refused_then_filtered_on_opt_in() -> None:
         q.plan()
     assert caught.value.rule == "query.unabsorbed"
     params = q.allow_filter_fallback().compile()
-    assert params["ExpressionAttributeValues"][":v1"] == s("London\x00#")
+    assert params["ExpressionAttributeValues"][":v1"] == s("London#")
     assert params["FilterExpression"] == "#n2 = :v2"
 
 
@@ -588,7 +605,7 @@ def test_a_sharded_gsi_fans_out_to_every_shard() -> None:
     requests = q.compile_all()
     assert [r["IndexName"] for r in requests] == ["StatusIndex"] * 4
     assert [r["ExpressionAttributeValues"][":v0"] for r in requests] == [
-        s(f"PENDING\x00#{n:02d}") for n in range(1, 5)
+        s(f"PENDING#{n:02d}") for n in range(1, 5)
     ]
     # The template has no namespace, so the range has no lower bound: "<=" the predecessor.
     assert {r["KeyConditionExpression"] for r in requests} == {"#n0 = :v0 AND #n1 <= :v1"}
@@ -598,7 +615,7 @@ def test_a_sharded_gsi_fans_out_to_every_shard() -> None:
     plan = q.plan()
     assert plan.merge_attribute == "OrderDate"
     one = q.where(shard=2).compile()
-    assert one["ExpressionAttributeValues"][":v0"] == s("PENDING\x00#02")
+    assert one["ExpressionAttributeValues"][":v0"] == s("PENDING#02")
 
 
 def test_composite_status_date_key_of_seed_001() -> None:
@@ -609,9 +626,9 @@ def test_composite_status_date_key_of_seed_001() -> None:
     )
     assert params["IndexName"] == "CustomerIndex"
     assert params["KeyConditionExpression"] == "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2"
-    assert params["ExpressionAttributeValues"][":v1"] == s("PENDING\x00#")
+    assert params["ExpressionAttributeValues"][":v1"] == s("PENDING#")
     assert params["ExpressionAttributeValues"][":v2"] == s(
-        "PENDING\x00#2024-01-01T00:00:00.000000Y" + MAX
+        "PENDING#2024-01-01T00:00:00.000000Y" + MAX
     )
 
 
@@ -795,8 +812,8 @@ def test_compiled_bounds_select_exactly_the_matching_str_keys(
 ) -> None:
     operator, check = _predicate(op, a, b)
     plan = query(Cat).where(group="g", name=operator).plan()
-    keys = {name: f"CAT#{escape_text(name)}" for name in stored}
-    keys |= {"dog": "DOG#x\x00#001", "zzz": "CAU#"}
+    keys = {name: Cat(group="g", name=name).to_item()["SK"] for name in stored}
+    keys |= {"dog": "DOG#x#001", "zzz": "CAU#"}
     if plan.empty is not None:
         assert not any(check(name) for name in stored)
         return

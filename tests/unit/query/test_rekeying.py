@@ -32,7 +32,8 @@ def declare(**options: Any) -> type[Entity]:
     return Task
 
 
-Task = declare(rekeying_from="exact")
+# From lsiorm 0.2's keys to readable ones (the printable style's move is tested at the end).
+Task = declare(key_style="readable", rekeying_from="exact")
 Exact = declare(key_style="exact")
 
 

@@ -186,7 +186,7 @@ def test_update_rewrites_every_affected_key_in_one_request() -> None:
             ":v2": {"N": "7"},
             ":v3": {"N": "1"},
             ":v4": {"S": "2015-09-01T00:00:00.000000Z"},
-            ":v5": {"S": "RANK#gold\x00#0007"},
+            ":v5": {"S": "RANK#gold#0007"},
         },
         "ReturnValues": "ALL_NEW",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",

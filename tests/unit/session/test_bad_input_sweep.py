@@ -38,7 +38,7 @@ from lsiorm import (
     query,
     where,
 )
-from lsiorm._model.text_codecs import escape_text
+from lsiorm._model.text_codecs import percent_escape
 from lsiorm._query.cursor import encode_cursor
 
 
@@ -480,9 +480,9 @@ def test_bad_input_is_refused_before_any_request(
 
 @given(text=st.text(min_size=1, max_size=1100))
 def test_a_key_is_refused_exactly_when_it_is_over_its_byte_limit(text: str) -> None:
-    # The limit applies to the key text DynamoDB stores: U+0000 and U+0001 are escaped to two
-    # characters each (see docs/encoding.md).
-    stored = escape_text(text)
+    # The limit applies to the key text DynamoDB stores: U+0000 to '%' are escaped to three
+    # characters each in the printable style (see docs/encoding.md).
+    stored = percent_escape(text)
     size = len(stored.encode("utf-8", "surrogatepass"))
     try:
         wire = Direct(k=text).to_wire()
