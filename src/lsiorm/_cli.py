@@ -56,6 +56,7 @@ from lsiorm._model.key_layout import key_layout
 from lsiorm._model.schema import Table
 from lsiorm._ops.reserved import NAMESPACE as RESERVED_PARTITION
 from lsiorm._ops.retry import RetryPolicy
+from lsiorm._requests.reads import projection
 from lsiorm.errors import LsiormError, ValidationError
 
 __all__ = ["main"]
@@ -247,13 +248,8 @@ def _probe_formats(session: Any, table: Table, sample: int) -> FormatProbe | Non
     if not attributes:
         return None
     names = [table.partition_key.name, *attributes]
-    placeholders = {f"#k{n}": name for n, name in enumerate(dict.fromkeys(names))}
-    params = {
-        "TableName": table.name,  # the session sends it under its live name
-        "Limit": sample,
-        "ProjectionExpression": ", ".join(placeholders),
-        "ExpressionAttributeNames": placeholders,
-    }
+    # The session sends it under the table's live name.
+    params = {"TableName": table.name, "Limit": sample, **projection(names)}
     response = session.call("Scan", params, tables=[table])
     return probe_keys(table, response.get("Items", ()), skip_partition=RESERVED_PARTITION)
 

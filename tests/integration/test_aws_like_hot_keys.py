@@ -42,7 +42,10 @@ KEY_RANGE = "TableWriteKeyRangeThroughputExceeded"
 #: Write units a second per partition key value (AWS: 1,000), and read units (AWS: 3,000),
 #: charged by lsiorm's size model on both backends (one unit per write of these small items).
 LIMITS = PartitionLimits(write_units=3, read_units=4, units="estimated")
-PATIENT = RetryPolicy(max_attempts=40, max_delay=120.0, initial=0.01, maximum=0.25)
+# Backoff as in production (jittered, growing to two seconds), bounded by attempts: the jobs'
+# ledger partition is limited like every other, and a loaded machine's moto server takes
+# seconds a request.
+PATIENT = RetryPolicy(max_attempts=40, max_delay=900.0, initial=0.02, maximum=2.0)
 
 
 class EngineSeen:

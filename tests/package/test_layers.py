@@ -239,8 +239,14 @@ def test_operations_touch_no_files_or_sockets(path: Path) -> None:
 REQUEST_BUILDERS = ("lsiorm._requests", "lsiorm._query.compile", "lsiorm._conditions")
 #: Modules that read such names from a request without building one: the capacity model prices
 #: a request's projection from its ExpressionAttributeNames; the AWS-like engine reads the
-#: attributes a request it answers touches, as DynamoDB does.
-REQUEST_READERS = {"lsiorm._model.capacity", "lsiorm.testing.aws_like.touches"}
+#: attributes a request it answers touches, as DynamoDB does; a throttle's error names the
+#: partition key the request targeted; protected fields seal the values a request names.
+REQUEST_READERS = {
+    "lsiorm._model.capacity",
+    "lsiorm.testing.aws_like.touches",
+    "lsiorm._ops.service_errors",
+    "lsiorm._ops.request_sealing",
+}
 #: Modules still to move to the builders: the jobs' ledger and engine and the migration, which
 #: are being rewritten, and the AWS-like engine's shadow copy. Each must still hold what the
 #: rule forbids (so this list only shrinks).

@@ -85,6 +85,7 @@ def calls(table: Table, doc: type[Any]) -> dict[str, Callable[[Any], Any]]:
         "adopt": lambda s: s.adopt(table),
         "backfill": lambda s: s.backfill(doc, dry_run=True),
         "relieve_collection": lambda s: s.relieve_collection(table, "D#a", dry_run=True),
+        "collect_orphans": lambda s: s.collect_orphans(table, dry_run=True),
         "migrate_table": lambda s: s.migrate_table(table, f"{table.name}-old"),
         "dual_writes": lambda s: s.dual_writes(table, f"{table.name}-old"),
         "jobs": lambda s: s.jobs(table),

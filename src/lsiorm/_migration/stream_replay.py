@@ -104,8 +104,10 @@ def repaired(value: Any) -> Any:
     """An image's attribute values with every empty one (``{}``) read as the empty map it
     stands for. DynamoDB Local writes an empty map inside a stream record as ``{}``, without
     its ``M`` (DynamoDB writes ``{"M": {}}``); an attribute value always has exactly one type,
-    so ``{}`` can mean nothing else, and sent back as it is it would be refused."""
-    if isinstance(value, Mapping):
+    so ``{}`` can mean nothing else, and sent back as it is it would be refused. A value of
+    another mapping type than a plain dict (a protected value opened from its envelope, which
+    remembers that envelope) is kept as it is."""
+    if isinstance(value, Mapping) and type(value) is dict:
         if not value:
             return {"M": {}}
         if len(value) == 1:
@@ -114,7 +116,6 @@ def repaired(value: Any) -> Any:
                 return {"M": {k: repaired(v) for k, v in inner.items()}}
             if tag == "L" and isinstance(inner, list):
                 return {"L": [repaired(v) for v in inner]}
-        return dict(value)
     return value
 
 

@@ -31,7 +31,6 @@ from lsiorm._model.wire import WireItem, item_to_wire
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
 from lsiorm._requests.reads import consistent_get
-from lsiorm._requests.unchanged import move_transaction, unchanged_target, watched_attributes
 from lsiorm.errors import (
     ConditionFailedError,
     TransactionCanceledError,
@@ -67,6 +66,9 @@ def move_request(item: Mapping[str, Any], check: ItemKeyCheck) -> dict[str, Any]
     if it is unchanged since it was read.
     """
     table = meta_of(check.entity).table
+    # The guarded requests are imported when an item is moved: a plain put only checks keys.
+    from lsiorm._requests.unchanged import move_transaction, watched_attributes
+
     watched = watched_attributes(table, (check.entity,))
     new = moved_item(item, check)
     return move_transaction(
@@ -107,6 +109,8 @@ def ensure_moved(
             if not reasons or reasons[0].code != "ConditionalCheckFailed":
                 continue  # the old item changed since it was read: read it again
         # The new form exists already, so it is the item: drop the stale old one if unchanged.
+        from lsiorm._requests.unchanged import unchanged_target, watched_attributes
+
         params = unchanged_target(table, old_key, item, watched_attributes(meta.table, (meta.cls,)))
         try:
             yield from call(ctx, "DeleteItem", params, (table,))

@@ -38,6 +38,7 @@ from lsiorm._ops.protection import (
 )
 from lsiorm._ops.retry import RetryPolicy, run_with_retries
 from lsiorm._ops.steps import Call, Operation
+from lsiorm._requests.reads import consistent_get, projection
 from lsiorm.errors import ProtectionError, ValidationError
 
 __all__ = ["seal_request", "update_targets"]
@@ -228,14 +229,7 @@ def _current(
 ) -> Operation[Mapping[str, Any]]:
     """The named attributes of the item at ``key`` as it is now, opened (read consistently)."""
     wanted = sorted(attributes | set(key))
-    names = {f"#c{i}": attr for i, attr in enumerate(wanted)}
-    params = {
-        "TableName": sealing.live(name),
-        "Key": dict(key),
-        "ConsistentRead": True,
-        "ProjectionExpression": ", ".join(names),
-        "ExpressionAttributeNames": names,
-    }
+    params = {**consistent_get(sealing.live(name), key), **projection(wanted)}
 
     def attempt() -> Operation[dict[str, Any]]:
         response: dict[str, Any] = yield Call("GetItem", params)
