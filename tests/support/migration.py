@@ -268,8 +268,14 @@ def stream_records(endpoint_url: str, table: str) -> int:
     """How many records the stream of ``table`` holds, every shard read to its newest record
     with boto3's own client (brute force, for exact counts)."""
     import boto3
+    from botocore.config import Config
 
-    streams = boto3.client("dynamodbstreams", endpoint_url=endpoint_url, region_name="us-east-1")
+    # Past five GetRecords a second on a shard a stream refuses (LimitExceededException, one of
+    # botocore's throttling codes): try again after a pause.
+    patient = Config(retries={"max_attempts": 30, "mode": "standard"})
+    streams = boto3.client(
+        "dynamodbstreams", endpoint_url=endpoint_url, region_name="us-east-1", config=patient
+    )
     client = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name="us-east-1")
     arn = client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
     shards, start = [], None
