@@ -196,7 +196,8 @@ def layout_of_template(cls: type[Any], tpl: KeyTemplate) -> TemplateLayout:
     fields = cls.model_fields
     values: dict[str, Any] = {}
     for slot in tpl.slots:
-        found, value = _sample(fields[slot.field].annotation, slot.codec)  # type: ignore[arg-type]
+        assert slot.codec is not None  # every slot has one (checked above)
+        found, value = _sample(fields[slot.field].annotation, slot.codec)
         if not found:
             return TemplateLayout(tpl.attribute, tpl.source, stored_form(tpl), None, ())
         values[slot.field] = value
