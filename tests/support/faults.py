@@ -29,7 +29,7 @@ between client and engine would: a job of a few hundred items then lasts long en
 watched (and interfered with) by a test. ``answer_latency`` delays each answer after the engine
 gave it (the request is applied, the answer late): what a call's timeout meets.
 
-Bounded: at most ``max_connections`` client connections are served at once, idle connections
+Bounded: at most ``max_connections`` requests are answered at once, idle connections
 time out, and every upstream request has a timeout. Counters in ``stats`` let tests check that
 faults really happened. The proxy puts real HTTP answers on the wire, so it also tests how each
 lane reads them; a test of what lsiorm does after a failure (one lost answer) uses lsiorm's
@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import http.client
 import json
 import random
 import threading
@@ -54,7 +53,7 @@ from zlib import crc32
 
 from lsiorm import Session
 from lsiorm.testing import FaultInjector
-from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer
+from lsiorm.testing.loopback import KeptConnections, LoopbackHandler, LoopbackServer
 
 __all__ = [
     "KINDS",
@@ -215,6 +214,7 @@ class FaultProxy:
         self._random = random.Random(seed)
         self._server = _Server(self, max_connections)
         self._thread: threading.Thread | None = None
+        self._upstream = KeptConnections(self.upstream_host, self.upstream_port, upstream_timeout)
 
     @property
     def endpoint_url(self) -> str:
@@ -237,6 +237,7 @@ class FaultProxy:
             self._thread.join(timeout=5)
             self._thread = None
         self._server.server_close()
+        self._upstream.close()
 
     def __enter__(self) -> FaultProxy:
         return self.start()
@@ -315,29 +316,20 @@ class FaultProxy:
 
     def forward(self, headers: Any, body: bytes) -> tuple[int, bytes] | None:
         """Send one request to the engine; return its status and body, None if it failed."""
-        connection = http.client.HTTPConnection(
-            self.upstream_host, self.upstream_port, timeout=self.upstream_timeout
-        )
+        out = {
+            k: v
+            for k, v in headers.items()
+            if k.lower() not in ("host", "content-length", "connection", "accept-encoding")
+        }
         try:
-            out = {
-                k: v
-                for k, v in headers.items()
-                if k.lower() not in ("host", "content-length", "connection", "accept-encoding")
-            }
-            out["Content-Length"] = str(len(body))
-            try:
-                connection.request("POST", "/", body=body, headers=out)
-                response = connection.getresponse()
-                payload = response.read()
-            except OSError:
-                with self._lock:
-                    self.stats["upstream-errors"] += 1
-                return None
+            status, payload, _ = self._upstream.send("POST", out, body)
+        except OSError:
             with self._lock:
-                self.stats["forwarded"] += 1
-            return response.status, payload
-        finally:
-            connection.close()
+                self.stats["upstream-errors"] += 1
+            return None
+        with self._lock:
+            self.stats["forwarded"] += 1
+        return status, payload
 
 
 class ErrorLog:

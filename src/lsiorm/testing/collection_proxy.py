@@ -21,7 +21,6 @@ at a time; every write must go through the proxy for the sizes to stay right.
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import threading
 from collections import Counter
@@ -33,7 +32,12 @@ from urllib.parse import urlsplit
 from lsiorm._model.wire import item_size
 from lsiorm._requests.pages import PagedRead, Position, read_page_of
 from lsiorm._requests.reads import partition_query
-from lsiorm.testing.loopback import LoopbackHandler, LoopbackServer, LoopbackService
+from lsiorm.testing.loopback import (
+    KeptConnections,
+    LoopbackHandler,
+    LoopbackServer,
+    LoopbackService,
+)
 
 __all__ = ["ItemCollectionProxy"]
 
@@ -155,7 +159,8 @@ class ItemCollectionProxy(LoopbackService):
             ``100_000`` makes the 10 GB limit one megabyte.
         limit_gb: The collection size limit, 10 GB on AWS.
         idle_timeout: The proxy stops by itself after this many seconds without a request.
-        max_connections: At most this many client connections are served at once.
+        max_connections: At most this many requests are answered at once (an idle connection
+            holds no place; more requests wait for one).
 
     Use it as a context manager, or call `start` and `stop`. ``stats`` counts the
     requests, the metrics added and the writes refused.
@@ -187,9 +192,20 @@ class ItemCollectionProxy(LoopbackService):
         self._state_lock = threading.Lock()
         self._shapes: dict[str, _Shape | None] = {}
         self._sizes: dict[tuple[str, str], int] = {}
+        self._upstream = KeptConnections(self.upstream_host, self.upstream_port, upstream_timeout)
         super().__init__(idle_timeout=idle_timeout, max_connections=max_connections)
 
-    # -- lifecycle (start, stop, endpoint_url, running: LoopbackService) ----------------------
+    # -- lifecycle (endpoint_url, running: LoopbackService) ----------------------------------
+
+    def start(self) -> str:
+        """Start serving in daemon threads and return the endpoint URL."""
+        self._upstream.open()
+        return super().start()
+
+    def stop(self) -> None:
+        """Stop serving and close the listening socket and the kept connections."""
+        super().stop()
+        self._upstream.close()
 
     @property
     def limit_bytes(self) -> int:
@@ -216,17 +232,8 @@ class ItemCollectionProxy(LoopbackService):
         self, method: str, headers: Mapping[str, str], body: bytes
     ) -> tuple[int, bytes]:
         """Send one HTTP request to the engine; return its status and body."""
-        connection = http.client.HTTPConnection(
-            self.upstream_host, self.upstream_port, timeout=self.upstream_timeout
-        )
-        try:
-            out = dict(headers)
-            out["Content-Length"] = str(len(body))
-            connection.request(method, "/", body=body or None, headers=out)
-            response = connection.getresponse()
-            return response.status, response.read()
-        finally:
-            connection.close()
+        status, payload, _ = self._upstream.send(method, headers, body)
+        return status, payload
 
     def _send(
         self, headers: Mapping[str, str], operation: str, params: Mapping[str, Any]

@@ -1,15 +1,18 @@
-"""A threaded HTTP server on 127.0.0.1 whose connection count is bounded, and the service around it.
+"""A threaded HTTP server on 127.0.0.1 that answers a bounded number of requests at once, and
+the service around it.
 
-`LoopbackServer` serves a handler with at most so many connections at once; `LoopbackHandler`
-answers as DynamoDB does (its headers and checksum) or cuts the connection; `LoopbackService`
-runs a server in daemon threads, started and stopped as a ``with`` block, and stops it by
-itself after a while without requests. The local proxies (`ItemCollectionProxy`,
-`AwsLikeEngine`) are built on these three.
+`LoopbackServer` serves a handler with at most so many requests answered at once (an idle
+keep-alive connection holds no place, so clients with big connection pools never wait on one);
+`LoopbackHandler` answers as DynamoDB does (its headers and checksum) or cuts the connection;
+`LoopbackService` runs a server in daemon threads, started and stopped as a ``with`` block, and
+stops it by itself after a while without requests. The local proxies (`ItemCollectionProxy`,
+`AwsLikeEngine`) are built on these three, and send what they forward over `KeptConnections`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import socket
 import threading
 import time
@@ -20,13 +23,28 @@ from typing import Any
 
 from lsiorm._io.lifetime import Running
 
-__all__ = ["LoopbackHandler", "LoopbackServer", "LoopbackService"]
+__all__ = ["KeptConnections", "LoopbackHandler", "LoopbackServer", "LoopbackService"]
+
+#: A kept connection is reused only if it was last used this many seconds ago or less (well
+#: within the idle timeout of the engines behind the proxies, so that none is closed under a
+#: request).
+REUSE_WITHIN = 2.0
 
 
 class LoopbackServer(ThreadingHTTPServer):
-    """Serve ``handler`` on a free loopback port, at most ``max_connections`` at a time."""
+    """Serve ``handler`` on a free loopback port, a thread per connection, with at most
+    ``max_connections`` of them answering a request at a time (a `LoopbackHandler` takes its
+    place when a request has arrived, and gives it back with the answer).
+
+    An idle keep-alive connection holds no place: clients keep pools of idle connections
+    (botocore's holds ten per client), and a place held by each would leave a new connection
+    unanswered, in the accept queue, until an idle one timed out.
+    """
 
     daemon_threads = True
+    #: Connections the kernel queues before they are accepted (the default, 5, drops
+    #: connection attempts when many clients connect at once).
+    request_queue_size = 128
 
     def __init__(
         self,
@@ -34,25 +52,11 @@ class LoopbackServer(ThreadingHTTPServer):
         max_connections: int,
         service: Any = None,
     ) -> None:
-        self._slots = threading.BoundedSemaphore(max_connections)
+        #: One place per request being answered.
+        self.places = threading.BoundedSemaphore(max_connections)
         #: What the handlers serve (a `LoopbackService` gives itself).
         self.service = service
         super().__init__(("127.0.0.1", 0), handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        # Blocks the accept loop while every slot is busy: the thread count stays bounded.
-        self._slots.acquire()
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
 
 
 class LoopbackHandler(BaseHTTPRequestHandler):
@@ -89,6 +93,23 @@ class LoopbackHandler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(payload)
+
+    def handle_one_request(self) -> None:
+        self._place: threading.BoundedSemaphore | None = None
+        try:
+            super().handle_one_request()
+        finally:
+            place, self._place = self._place, None
+            if place is not None:
+                place.release()
+
+    def parse_request(self) -> bool:
+        # Called once a request's first line has arrived: the request now takes a place.
+        parsed = super().parse_request()
+        if parsed and isinstance(self.server, LoopbackServer):
+            self.server.places.acquire()
+            self._place = self.server.places
+        return parsed
 
     def drop(self) -> None:
         """Close the connection without answering (the client sees it cut)."""
@@ -176,3 +197,86 @@ class LoopbackService(Running):
             if time.monotonic() - self._last_request > self.idle_timeout:
                 self.stop()  # a subclass's stop too (an engine stops its own threads)
                 return
+
+
+class KeptConnections:
+    """HTTP/1.1 requests to ``host:port`` over keep-alive connections, reused while fresh.
+
+    A connection per request would leave a closed socket in TIME_WAIT for each one (for a
+    minute), and a proxy forwarding a few thousand requests a second runs out of local ports.
+    A request that fails on the way (the connection cut, a timeout) is not sent again: it may
+    have been applied, so the proxy's client sees its answer lost, as it would from AWS.
+    """
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        self.host, self.port, self.timeout = host, port, timeout
+        self._lock = threading.Lock()
+        #: Idle connections and when each was last used, the oldest first.
+        self._idle: list[tuple[float, http.client.HTTPConnection]] = []
+        self._closed = False
+
+    def send(
+        self, method: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, bytes, str | None]:
+        """Send one request to ``/``; its answer's status, body and ``Server`` header."""
+        connection = self._take()
+        try:
+            out = dict(headers)
+            out["Content-Length"] = str(len(body))
+            connection.request(method, "/", body=body or None, headers=out)
+            response = connection.getresponse()
+            payload = response.read()
+        except BaseException:
+            connection.close()
+            raise
+        if response.will_close:
+            connection.close()
+        else:
+            self._give(connection)
+        return response.status, payload, response.getheader("Server")
+
+    def open(self) -> None:
+        """Keep idle connections again (after `close`)."""
+        with self._lock:
+            self._closed = False
+
+    def close(self) -> None:
+        """Close the idle connections; one in use is closed when its request ends, and no
+        connection is kept after this (a later request opens and closes its own)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+            self._closed = True
+        for _, connection in idle:
+            connection.close()
+
+    def _take(self) -> http.client.HTTPConnection:
+        now = time.monotonic()
+        stale = []
+        with self._lock:
+            while self._idle:
+                used, connection = self._idle.pop()
+                if now - used <= REUSE_WITHIN:
+                    break
+                stale.append(connection)
+            else:
+                connection = None
+        for old in stale:
+            old.close()
+        if connection is None:
+            connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        return connection
+
+    def _give(self, connection: http.client.HTTPConnection) -> None:
+        now = time.monotonic()
+        with self._lock:
+            # The oldest are first; those past reuse are closed now, not kept.
+            stale = 0
+            while stale < len(self._idle) and now - self._idle[stale][0] > REUSE_WITHIN:
+                stale += 1
+            expired, self._idle = self._idle[:stale], self._idle[stale:]
+            if self._closed:
+                expired.append((now, connection))
+            else:
+                self._idle.append((now, connection))
+        for _, old in expired:
+            old.close()

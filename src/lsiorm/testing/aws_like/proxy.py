@@ -162,7 +162,8 @@ class AwsLikeEngine(LoopbackService):
         clock: The time in seconds since the epoch (``time.time`` by default); a test can
             give a clock it moves itself, to make the timing rules exact.
         idle_timeout: The engine stops by itself after this many seconds without a request.
-        max_connections: At most this many client connections are served at once.
+        max_connections: At most this many requests are answered at once (an idle connection
+            holds no place; more requests wait for one).
         upstream_timeout: Seconds to wait for the upstream engine's answer.
 
     ``stats`` counts what happened: ``requests``, ``throttled`` (and each reason),
@@ -220,6 +221,7 @@ class AwsLikeEngine(LoopbackService):
 
     def start(self) -> str:
         """Start serving (and reading the upstream streams); return the endpoint URL."""
+        self.upstream.open()
         url = super().start()
         if self._streams is not None:
             self._streams.start()
@@ -232,6 +234,7 @@ class AwsLikeEngine(LoopbackService):
         if self._lag is not None:
             self._lag.close()
         super().stop()
+        self.upstream.close()
 
     # -- what tests call -------------------------------------------------------------------
 

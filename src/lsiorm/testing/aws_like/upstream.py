@@ -1,6 +1,7 @@
 """The upstream engine (DynamoDB Local or a moto server) as the AWS-like engine talks to it.
 
-Callers' requests are forwarded with their own headers. The engine's own requests (reading a
+Callers' requests are forwarded with their own headers, over kept connections
+(`KeptConnections`). The engine's own requests (reading a
 stream, an item's image, a table's description, writing a shadow table) carry the signing
 headers of the last caller, so that an engine which keeps tables per region and account (moto)
 finds the caller's tables; before any caller, headers for the environment's region. Neither
@@ -9,7 +10,6 @@ DynamoDB Local nor moto checks signatures, so the engine never signs anything it
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import threading
@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from lsiorm.testing.aws_like.protocol import DYNAMODB_TARGET, STREAMS_TARGET
+from lsiorm.testing.loopback import KeptConnections
 
 __all__ = ["Upstream", "UpstreamError"]
 
@@ -51,7 +52,7 @@ def _default_headers() -> dict[str, str]:
 
 
 class Upstream:
-    """Send requests to the upstream engine at ``url``, one connection per request."""
+    """Send requests to the upstream engine at ``url`` (over `KeptConnections`)."""
 
     def __init__(self, url: str, timeout: float) -> None:
         parts = urlsplit(url)
@@ -62,6 +63,7 @@ class Upstream:
         self.server = ""
         self._signing = _default_headers()
         self._lock = threading.Lock()
+        self._connections = KeptConnections(self.host, self.port, timeout)
 
     @property
     def is_moto(self) -> bool:
@@ -79,17 +81,19 @@ class Upstream:
 
     def send(self, method: str, headers: Mapping[str, str], body: bytes) -> tuple[int, bytes]:
         """Send one HTTP request; return the status and body of the answer."""
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
-        try:
-            out = {k: v for k, v in headers.items() if k.lower() not in DROPPED_HEADERS}
-            out["Content-Length"] = str(len(body))
-            connection.request(method, "/", body=body or None, headers=out)
-            response = connection.getresponse()
-            if not self.server:
-                self.server = response.getheader("Server") or "unknown"
-            return response.status, response.read()
-        finally:
-            connection.close()
+        out = {k: v for k, v in headers.items() if k.lower() not in DROPPED_HEADERS}
+        status, payload, server = self._connections.send(method, out, body)
+        if not self.server:
+            self.server = server or "unknown"
+        return status, payload
+
+    def open(self) -> None:
+        """Keep idle connections again (after `close`)."""
+        self._connections.open()
+
+    def close(self) -> None:
+        """Close the idle connections (see `KeptConnections.close`)."""
+        self._connections.close()
 
     def forward(self, headers: Mapping[str, str], body: bytes) -> tuple[int, bytes]:
         """Forward a caller's request as it came."""
