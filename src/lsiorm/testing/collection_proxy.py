@@ -20,7 +20,6 @@ at a time; every write must go through the proxy for the sizes to stay right.
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 from collections import Counter
@@ -37,6 +36,7 @@ from lsiorm.testing.loopback import (
     LoopbackHandler,
     LoopbackServer,
     LoopbackService,
+    binary_decoded,
 )
 
 __all__ = ["ItemCollectionProxy"]
@@ -82,7 +82,7 @@ class _Shape:
         """Bytes an item (JSON wire form) takes in its collection: table item and LSI entries."""
         if item is None:
             return 0
-        decoded = {name: _decode_binary(av) for name, av in item.items()}
+        decoded = {name: binary_decoded(av) for name, av in item.items()}
         total = item_size(decoded) + _ITEM_OVERHEAD
         for lsi_sort, kept in self.local_indexes:
             if lsi_sort not in decoded:
@@ -94,20 +94,6 @@ class _Shape:
     def key_of(self, item: Mapping[str, Any]) -> dict[str, Any]:
         names = (self.partition, *([self.sort] if self.sort else []))
         return {name: item[name] for name in names}
-
-
-def _decode_binary(av: Mapping[str, Any]) -> dict[str, Any]:
-    """Turn the base64 text of B and BS values (as sent over HTTP) into bytes, at any depth."""
-    ((tag, raw),) = av.items()
-    if tag == "B":
-        return {"B": base64.b64decode(raw)}
-    if tag == "BS":
-        return {"BS": [base64.b64decode(b) for b in raw]}
-    if tag == "M":
-        return {"M": {k: _decode_binary(v) for k, v in raw.items()}}
-    if tag == "L":
-        return {"L": [_decode_binary(v) for v in raw]}
-    return {tag: raw}
 
 
 @dataclass

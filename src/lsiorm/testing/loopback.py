@@ -11,6 +11,7 @@ stops it by itself after a while without requests. The local proxies (`ItemColle
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http.client
 import socket
@@ -23,7 +24,13 @@ from typing import Any
 
 from lsiorm._io.lifetime import Running
 
-__all__ = ["KeptConnections", "LoopbackHandler", "LoopbackServer", "LoopbackService"]
+__all__ = [
+    "KeptConnections",
+    "LoopbackHandler",
+    "LoopbackServer",
+    "LoopbackService",
+    "binary_decoded",
+]
 
 #: A kept connection is reused only if it was last used this many seconds ago or less (well
 #: within the idle timeout of the engines behind the proxies, so that none is closed under a
@@ -197,6 +204,21 @@ class LoopbackService(Running):
             if time.monotonic() - self._last_request > self.idle_timeout:
                 self.stop()  # a subclass's stop too (an engine stops its own threads)
                 return
+
+
+def binary_decoded(av: Mapping[str, Any]) -> dict[str, Any]:
+    """An AttributeValue as read from a request's JSON, with the base64 text of its B and BS
+    values (at any depth) turned into bytes, as a proxy needs it to size an item."""
+    ((tag, raw),) = av.items()
+    if tag == "B":
+        return {"B": base64.b64decode(raw)}
+    if tag == "BS":
+        return {"BS": [base64.b64decode(b) for b in raw]}
+    if tag == "M":
+        return {"M": {k: binary_decoded(v) for k, v in raw.items()}}
+    if tag == "L":
+        return {"L": [binary_decoded(v) for v in raw]}
+    return {tag: raw}
 
 
 class KeptConnections:

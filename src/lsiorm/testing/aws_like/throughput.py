@@ -36,7 +36,6 @@ transaction's units are shared evenly among its entries on the same table or ind
 
 from __future__ import annotations
 
-import base64
 import binascii
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -51,6 +50,7 @@ from lsiorm.testing.aws_like.protocol import ServiceError
 from lsiorm.testing.aws_like.stats import Tally
 from lsiorm.testing.aws_like.tables import TableShape
 from lsiorm.testing.aws_like.touches import Touch
+from lsiorm.testing.loopback import binary_decoded
 
 __all__ = [
     "Access",
@@ -255,25 +255,12 @@ def reported_units(consumed: Any) -> Units:
     return units
 
 
-def _decoded(av: Mapping[str, Any]) -> dict[str, Any]:
-    ((tag, raw),) = av.items()
-    if tag == "B":
-        return {"B": base64.b64decode(raw)}
-    if tag == "BS":
-        return {"BS": [base64.b64decode(b) for b in raw]}
-    if tag == "M":
-        return {"M": {k: _decoded(v) for k, v in raw.items()}}
-    if tag == "L":
-        return {"L": [_decoded(v) for v in raw]}
-    return {tag: raw}
-
-
 def wire_size(item: Mapping[str, Any] | None) -> int:
     """An item's size by lsiorm's size model (its JSON form: binary values are base64)."""
     if not item:
         return 0
     try:
-        return item_size({name: _decoded(av) for name, av in item.items()})
+        return item_size({name: binary_decoded(av) for name, av in item.items()})
     except (ValidationError, binascii.Error, ValueError, AttributeError):
         return 0
 
