@@ -94,9 +94,13 @@ _KNOWN_PROFILE_KEYS: Final = frozenset(
         "output",
     }
 )
+#: Where botocore reads the profile's name, in its order (an empty value names a profile too).
+_PROFILE_ENV: Final = ("AWS_DEFAULT_PROFILE", "AWS_PROFILE")
 _ACCOUNT_MODES: Final = frozenset({"preferred", "required", "disabled"})
 #: The regions of the ``aws`` partition, as botocore's partition data matches them.
 _AWS_REGION: Final = re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx)\-\w+\-\d+$")
+#: A region name botocore accepts (its ``validate_region_name``).
+_REGION_NAME: Final = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-]{0,61}[a-zA-Z0-9])?$")
 #: The endpoint rules' ``isValidHostLabel`` (not allowing dots).
 _HOST_LABEL: Final = re.compile(r"^(?!-)[a-zA-Z\d-]{1,63}(?<!-)$")
 #: botocore's pre-2.0 credential files, read before the container endpoint is asked.
@@ -149,14 +153,12 @@ def rules_endpoint(
 ) -> str | None:
     """DynamoDB's endpoint rules for a region of the ``aws`` partition without a custom
     endpoint; None where the rules give an error (botocore refuses) or another partition."""
-    if region == "local":
-        return None if fips or dualstack else "http://localhost:8000"
-    if not _AWS_REGION.match(region):
+    if not _AWS_REGION.match(region):  # "local" too: its rule signs for another region
         return None
     suffix = "api.aws" if dualstack else "amazonaws.com"
     if fips:
         return None if account_mode == "required" else f"https://dynamodb-fips.{region}.{suffix}"
-    if account_mode != "disabled" and account_id:
+    if account_mode != "disabled" and account_id is not None:  # an empty one is set too
         if not _HOST_LABEL.match(account_id):
             return None
         return account_endpoint(region, account_id, dualstack)
@@ -267,10 +269,11 @@ def resolve(
 def _resolve(
     env: Mapping[str, str], region_name: str | None, endpoint_url: str | None
 ) -> Resolved | Fallback:
-    profile_name = env.get("AWS_DEFAULT_PROFILE") or env.get("AWS_PROFILE") or "default"
+    named = next((env[name] for name in _PROFILE_ENV if name in env), None)
     profiles = _profiles(env)
-    if profile_name != "default" and profile_name not in profiles:
-        return Fallback(f"the profile {profile_name!r} does not exist")
+    if named is not None and named not in profiles:
+        return Fallback(f"the profile {named!r} does not exist")  # botocore raises
+    profile_name = named or "default"
     profile = profiles.get(profile_name, {})
     for key in profile:
         if key not in _KNOWN_PROFILE_KEYS:
@@ -290,7 +293,11 @@ def _resolve(
     custom = endpoint_url or _endpoint_override(env, profile)
     if custom is not None and (fips or dualstack or not _plain_url(custom)):
         return Fallback("a custom endpoint with FIPS or dual-stack, or not a plain URL")
-    if custom is None and not _AWS_REGION.match(region) and region != "local":
+    if custom is not None and _dualstack_like(custom):
+        return Fallback("a custom endpoint like a dual-stack one (botocore refuses it)")
+    if "fips" in region or not _REGION_NAME.match(region):
+        return Fallback(f"the region {region!r}")  # botocore rewrites FIPS pseudo regions
+    if custom is None and not _AWS_REGION.match(region):
         return Fallback(f"the region {region!r} is not one of the aws partition")
     found = _credentials(env, profile_name)
     if isinstance(found, Fallback):
@@ -332,3 +339,12 @@ def _plain_url(url: str) -> bool:
         and not parts.fragment
         and url == url.strip()
     )
+
+
+def _dualstack_like(url: str) -> bool:
+    """A DynamoDB endpoint of AWS that is not on ``amazonaws.com``: the rules refuse a
+    dual-stack endpoint given as the endpoint (left to botocore, with every such host)."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower()
+    return host.startswith("dynamodb.") and not host.endswith(".amazonaws.com")
