@@ -249,14 +249,14 @@ class Session(SessionCore, Closing):
 
     Without `client`, one is built from `boto3_session` (or a new `boto3.Session` for
     `profile_name`) with botocore's own retries turned off, so that the `retry` policy alone
-    decides; a session made from parameters alone may send its first requests before that
-    client is built (docs/performance.md, "A first request without botocore's client"), and
-    builds it when first needed (`session.client` builds it). `hooks` are middleware. The
-    item-collection watcher is installed unless `watch_collections=False`; it is `session.collections`. The client, built here or passed
-    in, parses responses with the fast JSON path unless `fast_json=False`. `table_prefix`
-    (`"dev-"`) or `table_names` (a function of the declared name) choose the live table each
-    declared table stands for; with neither, `LSIORM_TABLE_PREFIX` gives the prefix. Without
-    `endpoint_url`, botocore's `AWS_ENDPOINT_URL_DYNAMODB` or `AWS_ENDPOINT_URL` gives it,
+    decides; a session made from parameters alone may send its first requests before that client is
+    built (docs/performance.md, "A first request without botocore's client"), and builds it when
+    first needed (`session.client` builds it). `hooks` are middleware. The item-collection watcher
+    is installed unless `watch_collections=False`; it is `session.collections`. The client, built
+    here or passed in, parses responses with the fast JSON path unless `fast_json=False`.
+    `table_prefix` (`"dev-"`) or `table_names` (a function of the declared name) choose the live
+    table each declared table stands for; with neither, `LSIORM_TABLE_PREFIX` gives the prefix.
+    Without `endpoint_url`, botocore's `AWS_ENDPOINT_URL_DYNAMODB` or `AWS_ENDPOINT_URL` gives it,
     else `LSIORM_ENDPOINT_URL` (the `lsiorm` command reads the same variables).
     `consumed_capacity=True` asks every read and write for its consumed capacity and meters it
     in `session.capacity`.
