@@ -17,7 +17,7 @@ import botocore.session
 import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from lsiorm._io import aws_resolution
@@ -204,8 +204,32 @@ def _compare(env: Mapping[str, str], files: Mapping[str, Any], args: Mapping[str
     return True
 
 
+_CREDS = {"AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "env-secret"}
+
+
 @settings(max_examples=150, deadline=None)
 @given(env=ENV, files=FILES, args=ARGS)
+# Cases the generation found once, kept: an explicit profile that does not exist, an empty
+# account id (set, and invalid), the "local" region (its rule signs for us-east-1), a FIPS
+# pseudo region with an endpoint, a dual-stack endpoint given as the endpoint.
+@example(env={**_CREDS, "AWS_PROFILE": "default"}, files={}, args={"region_name": "us-west-2"})
+@example(
+    env={},
+    files={"credentials": {"default": {"aws_access_key_id": "A", "aws_secret_access_key": "S",
+                                       "aws_account_id": "", "region": "us-east-1"}}},
+    args={},
+)  # fmt: skip
+@example(env={**_CREDS, "AWS_DEFAULT_REGION": "local"}, files={}, args={})
+@example(
+    env=_CREDS,
+    files={},
+    args={"region_name": "fips-us-east-1", "endpoint_url": "http://127.0.0.1:8000"},
+)
+@example(
+    env={**_CREDS, "AWS_ENDPOINT_URL": "https://dynamodb.us-east-1.api.aws"},
+    files={},
+    args={"region_name": "us-east-1"},
+)
 def test_the_resolution_is_botocores_or_a_declared_fallback(
     env: dict[str, str], files: dict[str, Any], args: dict[str, Any]
 ) -> None:
