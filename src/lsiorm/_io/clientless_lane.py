@@ -118,9 +118,7 @@ class ClientlessLane(LeanLane):
         self._request = AWSPreparedRequest
         self._to_response_dict = convert_to_response_dict
         self.direct = direct_send.direct_send_for(self._http, self._url) if direct else None
-        self.sent = 0
-        self.sent_direct = 0
-        self.declined = 0
+        self._counts = [0, 0, 0]  # sent, sent directly, declined: on this lane itself
         self._count = threading.Lock()
         self._handed: tuple[LeanLane | None] | None = None  # the client's lane, once built
 
@@ -132,12 +130,50 @@ class ClientlessLane(LeanLane):
             return self
         handed = self._handed
         if handed is None:
-            handed = self._handed = (lean_lane_for(self.lazy.built()),)
+            lane = lean_lane_for(self.lazy.built())
+            if lane is not None and self.direct is None:
+                lane.direct = None  # LSIORM_DIRECT_SEND=0 when the session was made holds
+            handed = self._handed = (lane,)
         return handed[0]
+
+    # -- counts: this lane's and, once handed over, the client's lane's ---------------------
+
+    def _handed_count(self, index: int) -> int:
+        handed = self._handed[0] if self._handed is not None else None
+        if handed is None:
+            return 0
+        return (handed.sent, handed.sent_direct, handed.declined)[index]
+
+    @property
+    def sent(self) -> int:  # type: ignore[override]
+        """Requests sent on the lean lane, by this lane or, once handed over, the client's."""
+        return self._counts[0] + self._handed_count(0)
+
+    @property
+    def sent_direct(self) -> int:  # type: ignore[override]
+        """Of those, the ones the direct send sent."""
+        return self._counts[1] + self._handed_count(1)
+
+    @property
+    def declined(self) -> int:  # type: ignore[override]
+        """Requests left to botocore, by this lane or the client's."""
+        return self._counts[2] + self._handed_count(2)
+
+    def _count_sent(self, *, direct: bool = False) -> None:
+        with self._count:
+            self._counts[0] += 1
+            self._counts[1] += direct
+
+    def _decline(self) -> None:
+        with self._count:
+            self._counts[2] += 1
 
     # -- when the lane may be used ----------------------------------------------------------
 
     def usable(self, operation: str) -> bool:
+        lane = self.handed_to()
+        if lane is not self:
+            return lane is not None and lane.usable(operation)
         return (
             operation in fastjson.OPERATIONS
             and not moto_mock_active()

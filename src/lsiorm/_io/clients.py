@@ -235,6 +235,9 @@ def clientless(
     factory = DeferredSession()
 
     def build() -> Any:
+        # The client signs with the very credentials the lane resolved (botocore's own
+        # object, which botocore would resolve alike): one refresh schedule for both.
+        factory.session()._session._credentials = resolved.credentials
         client = build_client(factory.client, kwargs)
         install_handlers(client, fast_json)
         return client
