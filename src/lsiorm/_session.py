@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 import lsiorm._session_methods as methods
 from lsiorm._io import clients
 from lsiorm._io.drivers import AsyncDriver, SyncDriver
+from lsiorm._io.lazy_client import LazyClient, real_client
 from lsiorm._io.lifetime import Closing, LoopHeld
 from lsiorm._io.services import ServiceClients
 from lsiorm._io.telemetry import (
@@ -143,7 +144,9 @@ def _services(
     """The KMS and S3 clients of a session with a keyring, in its region (None without)."""
     if keyring is None:
         return None
-    if region_name is None and client is not None:
+    if region_name is None and isinstance(client, LazyClient):
+        region_name = client.region_name
+    elif region_name is None and client is not None:
         region_name = getattr(getattr(client, "meta", None), "region_name", None)
     return ServiceClients(
         keyring, region_name=region_name, profile_name=profile_name, factory=boto3_session
@@ -165,13 +168,15 @@ def lean_lane_for(client: Any) -> Any:
 
 
 def _driver_parts(
-    session: SessionCore, client: Any, fast_json: bool, lean: bool
+    session: SessionCore, client: Any, fast_json: bool, lean: bool, lane: Any = None
 ) -> tuple[Any, Any, ClientTelemetry]:
     """Give a client lsiorm's handlers; return what a driver for it is built with, besides the
     streams client: the client, its lean lane (None with `lean=False`) and the session's
-    telemetry of its requests."""
-    clients.install_handlers(client, fast_json)
-    lane = lean_lane_for(client) if lean else None
+    telemetry of its requests. A client not built yet (`LazyClient`) comes with its clientless
+    ``lane``, and gets the handlers when it is built."""
+    if not isinstance(client, LazyClient):
+        clients.install_handlers(client, fast_json)
+        lane = lean_lane_for(client) if lean else None
     return client, lane, ClientTelemetry(session.telemetry, client)
 
 
@@ -244,12 +249,14 @@ class Session(SessionCore, Closing):
 
     Without `client`, one is built from `boto3_session` (or a new `boto3.Session` for
     `profile_name`) with botocore's own retries turned off, so that the `retry` policy alone
-    decides. `hooks` are middleware. The item-collection watcher is installed unless
-    `watch_collections=False`; it is `session.collections`. The client, built here or passed
-    in, parses responses with the fast JSON path unless `fast_json=False`. `table_prefix`
-    (`"dev-"`) or `table_names` (a function of the declared name) choose the live table each
-    declared table stands for; with neither, `LSIORM_TABLE_PREFIX` gives the prefix. Without
-    `endpoint_url`, botocore's `AWS_ENDPOINT_URL_DYNAMODB` or `AWS_ENDPOINT_URL` gives it,
+    decides; a session made from parameters alone may send its first requests before that client is
+    built (docs/performance.md, "A first request without botocore's client"), and builds it when
+    first needed (`session.client` builds it). `hooks` are middleware. The item-collection watcher
+    is installed unless `watch_collections=False`; it is `session.collections`. The client, built
+    here or passed in, parses responses with the fast JSON path unless `fast_json=False`.
+    `table_prefix` (`"dev-"`) or `table_names` (a function of the declared name) choose the live
+    table each declared table stands for; with neither, `LSIORM_TABLE_PREFIX` gives the prefix.
+    Without `endpoint_url`, botocore's `AWS_ENDPOINT_URL_DYNAMODB` or `AWS_ENDPOINT_URL` gives it,
     else `LSIORM_ENDPOINT_URL` (the `lsiorm` command reads the same variables).
     `consumed_capacity=True` asks every read and write for its consumed capacity and meters it
     in `session.capacity`.
@@ -300,12 +307,21 @@ class Session(SessionCore, Closing):
         streams: Callable[[], Any]
         factory: Any = None
         kwargs: dict[str, Any] = {}
+        lane: Any = None
         if client is None:
-            import boto3
-
-            factory = boto3_session or boto3.session.Session(profile_name=profile_name)
             kwargs = clients.client_kwargs(endpoint_url, region_name, client_kwargs)
-            client = clients.build_client(factory.client, kwargs)
+            start = (
+                clients.clientless(kwargs, fast_json)
+                if lean and boto3_session is None and profile_name is None and not client_kwargs
+                else None
+            )
+            if start is not None:
+                factory, client, lane = start
+            else:
+                import boto3
+
+                factory = boto3_session or boto3.session.Session(profile_name=profile_name)
+                client = clients.build_client(factory.client, kwargs)
             streams = partial(clients.streams_beside, factory.client, kwargs, client)
         elif boto3_session is not None or profile_name is not None:
             raise TypeError("Give a client, or boto3_session/profile_name to build one; not both.")
@@ -325,9 +341,19 @@ class Session(SessionCore, Closing):
         #: The KMS and S3 clients of protected fields (None without a keyring).
         self.services = _services(keyring, client, region_name, profile_name, boto3_session)
         driver = SyncDriver(
-            *_driver_parts(self, client, fast_json, lean), streams, services=self.services
+            *_driver_parts(self, client, fast_json, lean, lane), streams, services=self.services
         )
         self.driver = _MeteredSync(driver, self.capacity, self.ctx.protection)
+
+    @property
+    def client(self) -> Any:
+        """The boto3 DynamoDB client (built now if the session has not needed it yet: a
+        session's first requests may be sent without one, see docs/performance.md)."""
+        return real_client(self._client)
+
+    @client.setter
+    def client(self, value: Any) -> None:
+        self._client = value
 
     def close(self) -> None:
         """Close the underlying HTTP connections (and those of the sessions `using` built)."""
@@ -338,7 +364,7 @@ class Session(SessionCore, Closing):
             kept, key = self._route_of
             kept.pop(key, None)
             self._route_of = None
-        close = getattr(self.client, "close", None)
+        close = getattr(self._client, "close", None)
         if close is not None and self._owns_client:
             close()
         if self.services is not None:
@@ -383,7 +409,7 @@ class Session(SessionCore, Closing):
         if found is not None:
             return found
         build = self._build
-        kwargs = build.kwargs_for(self.client, region_name, endpoint_url)
+        kwargs = build.kwargs_for(self._client, region_name, endpoint_url)
         factory = build.factory_or_default()
         built = clients.build_client(factory.client, kwargs)
         streams = (

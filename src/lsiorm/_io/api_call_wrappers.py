@@ -12,10 +12,14 @@ its span is the request's span, and lsiorm does not open a second one).
 from __future__ import annotations
 
 import os
+import sys
+import threading
 import types
 from typing import Any, Final
 
-__all__ = ["ApiCallWatch"]
+from lsiorm._io.lazy_client import LazyClient
+
+__all__ = ["ApiCallWatch", "LazyClientWatch", "base_client_wrapped", "watch_of"]
 
 _METHOD: Final = "_make_api_call"
 #: The packages whose own ``_make_api_call`` is the plain, unwrapped one.
@@ -82,16 +86,23 @@ class ApiCallWatch:
     method found is not the one seen last time (an instrumentor was turned on or off).
     """
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, classes: tuple[type, ...] | None = None) -> None:
         self._client = client
+        if classes is None:
+            classes = type(client).__mro__
         self._classes = tuple(
-            cls for cls in type(client).__mro__ if cls is not object and hasattr(cls, "__dict__")
+            cls for cls in classes if cls is not object and hasattr(cls, "__dict__")
         )
         self._own = _package_dirs()
         self._seen: Any = None
         self._wrapped = False
         self._otel = False
         self._look()
+
+    @classmethod
+    def for_class(cls, client_class: type) -> ApiCallWatch:
+        """Watches the ``_make_api_call`` of a client class (every instance not patched)."""
+        return cls(None, client_class.__mro__)
 
     def _current(self) -> Any:
         found = getattr(self._client, "__dict__", {}).get(_METHOD)
@@ -120,3 +131,58 @@ class ApiCallWatch:
         """True when an OpenTelemetry instrumentation wraps it (and so traces each call)."""
         self._look()
         return self._otel
+
+
+_CLASS_WATCH: list[ApiCallWatch] = []
+_CLASS_WATCH_LOCK = threading.Lock()
+
+
+def _base_client_watch() -> ApiCallWatch | None:
+    """The watch of ``botocore.client.BaseClient`` (None until botocore.client is imported:
+    an instrumentation imports it to wrap it)."""
+    if _CLASS_WATCH:
+        return _CLASS_WATCH[0]
+    module = sys.modules.get("botocore.client")
+    if module is None:
+        return None
+    with _CLASS_WATCH_LOCK:
+        if not _CLASS_WATCH:
+            _CLASS_WATCH.append(ApiCallWatch.for_class(module.BaseClient))
+    return _CLASS_WATCH[0]
+
+
+def base_client_wrapped() -> bool:
+    """True when a tracer wraps botocore's ``BaseClient._make_api_call`` right now."""
+    watch = _base_client_watch()
+    return watch is not None and watch.wrapped()
+
+
+class LazyClientWatch:
+    """`ApiCallWatch` for a `LazyClient`: botocore's client class while no client was built,
+    then the client built."""
+
+    def __init__(self, client: LazyClient) -> None:
+        self._lazy = client
+        self._built: ApiCallWatch | None = None
+
+    def _watch(self) -> ApiCallWatch | None:
+        if self._built is not None:
+            return self._built
+        real = self._lazy.built_or_none()
+        if real is None:
+            return _base_client_watch()
+        self._built = ApiCallWatch(real)
+        return self._built
+
+    def wrapped(self) -> bool:
+        watch = self._watch()
+        return watch is not None and watch.wrapped()
+
+    def traced_by_opentelemetry(self) -> bool:
+        watch = self._watch()
+        return watch is not None and watch.traced_by_opentelemetry()
+
+
+def watch_of(client: Any) -> ApiCallWatch | LazyClientWatch:
+    """The watch of a botocore client's ``_make_api_call``, or of a `LazyClient`'s."""
+    return LazyClientWatch(client) if isinstance(client, LazyClient) else ApiCallWatch(client)

@@ -7,23 +7,34 @@ for another region or endpoint (`Session.using`).
 from __future__ import annotations
 
 import dataclasses
+import os
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 from lsiorm._io import environment, fastjson, integrity
+from lsiorm._io.lazy_client import LazyClient
 from lsiorm.errors import ConfigurationError
 
 __all__ = [
+    "CLIENTLESS_ENV",
     "ClientBuild",
+    "DeferredSession",
     "build_client",
     "client_error",
     "client_kwargs",
+    "clientless",
     "given",
     "install_handlers",
     "one_attempt",
     "streams_beside",
     "streams_like",
 ]
+
+#: Set to ``0``, ``false``, ``no`` or ``off`` to build a session's botocore client when it is
+#: made, as before the clientless lane (see `clientless`).
+CLIENTLESS_ENV = "LSIORM_CLIENTLESS"
+_OFF_VALUES = frozenset({"0", "false", "no", "off"})
 
 
 def client_error(exc: Exception) -> ConfigurationError:
@@ -172,3 +183,64 @@ def _without_attempts(config: Any) -> Any:
     plain = copy.copy(config)
     plain.retries = {k: v for k, v in config.retries.items() if k == "mode"}
     return plain
+
+
+class DeferredSession:
+    """A default boto3 session, made the first time a client is built with it (a session that
+    starts on the clientless lane imports neither boto3 nor botocore's client until then)."""
+
+    def __init__(self) -> None:
+        self._session: Any = None
+        self._lock = threading.Lock()
+
+    def session(self) -> Any:
+        """The boto3 session (made now if it was not yet)."""
+        with self._lock:
+            if self._session is None:
+                import boto3
+
+                self._session = boto3.session.Session()
+        return self._session
+
+    def client(self, *args: Any, **kwargs: Any) -> Any:
+        """``boto3.session.Session().client``, on the one session."""
+        return self.session().client(*args, **kwargs)
+
+
+def clientless(
+    kwargs: Mapping[str, Any], fast_json: bool, env: Mapping[str, str] | None = None
+) -> tuple[DeferredSession, LazyClient, Any] | None:
+    """A session's client, not built yet, and the clientless lane that sends until it is; None
+    when the client must be built now (the lane is for sessions made from parameters only: see
+    `lsiorm._io.clientless_lane`; `CLIENTLESS_ENV` or ``LSIORM_LEAN=0`` turn it off).
+
+    ``kwargs`` are the client's keywords from `client_kwargs` (nothing but the endpoint, the
+    region and lsiorm's own retry config: the caller checks).
+    """
+    environ = os.environ if env is None else env
+    if environ.get(CLIENTLESS_ENV, "").strip().lower() in _OFF_VALUES:
+        return None
+    from lsiorm._io import aws_resolution
+    from lsiorm._io.lean import DISABLE_ENV
+
+    if environ.get(DISABLE_ENV, "").strip().lower() in _OFF_VALUES:
+        return None
+    resolved = aws_resolution.resolve(
+        environ, region_name=kwargs.get("region_name"), endpoint_url=kwargs.get("endpoint_url")
+    )
+    if isinstance(resolved, aws_resolution.Fallback):
+        return None
+    from lsiorm._io.clientless_lane import ClientlessLane
+
+    factory = DeferredSession()
+
+    def build() -> Any:
+        # The client signs with the very credentials the lane resolved (botocore's own
+        # object, which botocore would resolve alike): one refresh schedule for both.
+        factory.session()._session._credentials = resolved.credentials
+        client = build_client(factory.client, kwargs)
+        install_handlers(client, fast_json)
+        return client
+
+    lazy = LazyClient(build, resolved.region, resolved.endpoint_url)
+    return factory, lazy, ClientlessLane(lazy, resolved, fast_json=fast_json)

@@ -183,14 +183,15 @@ class _Driver(ABC):
 
 def _send_sync(client: Any, lane: Any, call: Call) -> dict[str, Any]:
     """Send one request with a botocore client (or its lean lane); type any failure."""
-    method = getattr(client, xform_name(call.operation))
     try:
         plan = interception.plan_for(call, client) if interception.active else None
         params = call.params if plan is None else plan.before()
         response: dict[str, Any] = {}  # what a request a plan answers itself gets
         if params is not None:
             sent = lane.send(call.operation, params) if lane is not None else None
-            response = sent if sent is not None else method(**params)
+            if sent is None:
+                sent = getattr(client, xform_name(call.operation))(**params)
+            response = sent
             if call.service != "dynamodb":
                 response = _read_body(response)
         if plan is not None:
@@ -250,7 +251,6 @@ class SyncDriver(_Driver):
         client, lane = self._target(call)
         if call.service != "dynamodb":
             return _send_sync(client, None, call)
-        method = getattr(client, xform_name(call.operation))
         left = _left(call)
         try:
             plan = interception.plan_for(call, client) if interception.active else None
@@ -262,7 +262,11 @@ class SyncDriver(_Driver):
                     sent = lane.send(call.operation, params)
                 elif lane is not None:
                     sent = lane.send(call.operation, params, timeout=left)
-                response = sent if sent is not None else method(**params)
+                # The method is looked up only now: a session's client may not be built yet
+                # (lsiorm._io.lazy_client), and is not built for a request the lane sent.
+                if sent is None:
+                    sent = getattr(client, xform_name(call.operation))(**params)
+                response = sent
             if plan is not None:
                 response = plan.after(response)
         except (ClientError, BotoCoreError) as exc:  # the transport's errors are botocore's

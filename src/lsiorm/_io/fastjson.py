@@ -40,6 +40,7 @@ __all__ = [
     "OPERATIONS",
     "FastPathStats",
     "ResponseFastPath",
+    "disabled",
     "error_fields",
     "fast_path_of",
     "install",
@@ -399,7 +400,8 @@ def error_fields(response: Mapping[str, Any]) -> dict[str, Any]:
 _INSTALLED: weakref.WeakKeyDictionary[Any, ResponseFastPath] = weakref.WeakKeyDictionary()
 
 
-def _disabled() -> bool:
+def disabled() -> bool:
+    """True when `DISABLE_ENV` turns the fast path off."""
     return os.environ.get(DISABLE_ENV, "").strip().lower() in _OFF_VALUES
 
 
@@ -413,7 +415,7 @@ def install(client: Any) -> None:
     service = client.meta.service_model
     if service.service_name != "dynamodb":
         raise ValueError(f"fastjson.install needs a DynamoDB client, not {service.service_name}.")
-    if _disabled() or getattr(service, "resolved_protocol", service.protocol) != "json":
+    if disabled() or getattr(service, "resolved_protocol", service.protocol) != "json":
         return
     events = client.meta.events
     if events in _INSTALLED:

@@ -71,6 +71,7 @@ __all__ = [
     "LeanLane",
     "SigV4Signer",
     "lean_lane_for",
+    "moto_mock_active",
     "with_error_fields",
 ]
 
@@ -112,7 +113,8 @@ def _default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not written by the lean lane")
 
 
-def _moto_mock_active() -> bool:
+def moto_mock_active() -> bool:
+    """True while moto's in-process ``mock_aws`` is on (it answers botocore's requests)."""
     models = sys.modules.get("moto.core.models")
     stubber = getattr(models, "botocore_stubber", None) if models is not None else None
     return bool(getattr(stubber, "enabled", False))
@@ -303,7 +305,7 @@ class LeanLane:
 
     def usable(self, operation: str) -> bool:
         """True when ``operation`` may take the lane right now (see the module)."""
-        if operation not in OPERATIONS or _moto_mock_active() or self._api_call.wrapped():
+        if operation not in OPERATIONS or moto_mock_active() or self._api_call.wrapped():
             return False
         cache = self._emitter._lookup_cache
         if cache is not self._seen:  # a handler was added or removed since the last look
@@ -321,7 +323,7 @@ class LeanLane:
             for handler in trie.prefix_search(f"{event}.dynamodb.{operation}"):
                 name = _handler_name(handler)
                 if name == _MOTO_STUBBER:
-                    continue  # its switch is read on every request (_moto_mock_active)
+                    continue  # its switch is read on every request (moto_mock_active)
                 if name.startswith("aiobotocore."):
                     continue  # aiobotocore's own versions of botocore's handlers
                 if name not in allowed:
@@ -367,8 +369,8 @@ class LeanLane:
         if body is None:
             return None
         credentials = self._credentials.get_frozen_credentials()
-        if getattr(credentials, "account_id", None):
-            self._decline()  # botocore would pick an account-based endpoint
+        if not self._endpoint_holds(credentials):
+            self._decline()
             return None
         headers = self._signed_headers(operation, body, credentials)
         direct = self.direct
@@ -385,6 +387,11 @@ class LeanLane:
             response = self._to_response_dict(http_response, operation_model)
         response["body"] = integrity.verified_body(response["headers"], response["body"])
         return response
+
+    def _endpoint_holds(self, credentials: Any) -> bool:
+        """Whether botocore would send with ``credentials`` to the lane's endpoint: not for
+        credentials that carry an account id (botocore picks an account-based endpoint)."""
+        return not getattr(credentials, "account_id", None)
 
     def _count_sent(self, *, direct: bool = False) -> None:
         with self._count:

@@ -30,7 +30,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TypeVar, cast
 from urllib.parse import urlsplit
 
-from lsiorm._io.api_call_wrappers import ApiCallWatch
+from lsiorm._io.api_call_wrappers import ApiCallWatch, LazyClientWatch, watch_of
+from lsiorm._io.lazy_client import LazyClient
 from lsiorm._model.capacity import ConsumedCapacity
 from lsiorm._model.entity import Entity
 from lsiorm._ops.service_errors import partition_keys
@@ -607,7 +608,7 @@ class ClientTelemetry:
             "rpc.service": "DynamoDB",
             "db.system": "dynamodb",
         }
-        meta = getattr(client, "meta", None)
+        meta = client if isinstance(client, LazyClient) else getattr(client, "meta", None)
         region = getattr(meta, "region_name", None)
         if isinstance(region, str) and region:
             self.common["cloud.region"] = region
@@ -617,7 +618,9 @@ class ClientTelemetry:
             if parts.hostname:
                 self.common["server.address"] = parts.hostname
                 self.common["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
-        self.watch: ApiCallWatch | None = ApiCallWatch(client) if meta is not None else None
+        self.watch: ApiCallWatch | LazyClientWatch | None = (
+            watch_of(client) if meta is not None else None
+        )
 
     def request(self, call: Call) -> RequestTrace | None:
         """Start watching one request, or None when nothing records or logs it."""

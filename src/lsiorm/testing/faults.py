@@ -379,7 +379,10 @@ def _of_session(session: Any, call: Call, client: Any) -> bool:
     """Whether ``client`` is the session's: its DynamoDB client, or one of its KMS and S3
     clients."""
     if call.service == "dynamodb":
-        return client is getattr(session, "client", None)
+        # A Session's driver holds its client as the session keeps it (not built yet, maybe:
+        # lsiorm._io.lazy_client), which reading session.client would build.
+        kept = vars(session)
+        return client is (kept["_client"] if "_client" in kept else kept.get("client"))
     services = getattr(session, "services", None)
     return services is not None and client is services(call.service)
 
