@@ -461,6 +461,26 @@ class JobLedger:
         yield from read_pages(self.ctx, PagedRead("Query", read), add)
         return sorted(found, key=lambda j: -j.created)
 
+    def delete_prefixed(self, prefixes: Iterable[str]) -> Operation[None]:
+        """Delete the items of the ledger's partition whose sort keys begin with one of
+        ``prefixes`` (a run's ``job#<id>`` and ``unit#<id>#``, a pointer's ``run#<fingerprint>``,
+        or another record kept in the partition), whatever their format."""
+        loc = self.location
+        names = (loc.partition_key, loc.sort_key)
+        keys: list[dict[str, Any]] = []
+
+        def add(page: ReadPage) -> None:
+            keys.extend({n: item[n] for n in names} for item in page.items)
+
+        for prefix in prefixes:
+            read = partition_query(
+                loc.table, loc.partition_key, {"S": loc.namespace}, sort_key=loc.sort_key,
+                prefix={"S": prefix},
+            )  # fmt: skip
+            yield from read_pages(self.ctx, PagedRead("Query", read), add)
+        for key in keys:
+            yield from call(self.ctx, "DeleteItem", {"TableName": loc.table, "Key": key})
+
     @property
     def where(self) -> str:
         """The ledger's place, in words."""

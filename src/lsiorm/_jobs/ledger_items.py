@@ -126,11 +126,11 @@ def check_format(item: Mapping[str, Any] | None, where: str) -> None:
     if item and TYPE_ATTRIBUTE not in item:
         raise ValidationError(
             "ledger.old-format",
-            f"{where} holds job runs written by an earlier lsiorm (before 0.3), whose ledger "
-            "format this version does not read. Finish or cancel those runs with the version "
-            "that started them, or delete the ledger's items (the partition "
-            "'~lsiorm#jobs', or the ledger table) and start the job again: a new run "
-            "reads the whole table again.",
+            f"{where} holds job runs written by an earlier lsiorm (a development version of "
+            "0.2), whose ledger format this version does not read. Finish or cancel those runs "
+            "with the version that started them, or delete the ledger's items (the partition "
+            "'~lsiorm#jobs', or the ledger table) and start the job again: a new run reads "
+            "its whole input again.",
         )
 
 
