@@ -21,6 +21,7 @@ value; past 2**53 it is written as an integer, so it comes back as that int).
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -98,27 +99,35 @@ class LedgerEntities:
     unit: type[UnitItem]
 
     @staticmethod
-    @functools.lru_cache(maxsize=64)
     def at(
         table: str, partition_key: str, sort_key: str, namespace: str = NAMESPACE
     ) -> LedgerEntities:
         """The entities of the ledger in partition ``namespace`` of table ``table`` (a declared
         name), keyed by ``partition_key`` and ``sort_key``; the same arguments give the same
-        classes."""
-        own = Table(table, partition_key, sort_key, type_attribute=TYPE_ATTRIBUTE)
-        pk = namespace.replace("{", "{{").replace("}", "}}")
-        return LedgerEntities(
+        classes, in every thread."""
+        with _BINDING:
+            return _bound(table, partition_key, sort_key, namespace)
+
+
+_BINDING = threading.Lock()
+
+
+@functools.lru_cache(maxsize=64)
+def _bound(table: str, partition_key: str, sort_key: str, namespace: str) -> LedgerEntities:
+    own = Table(table, partition_key, sort_key, type_attribute=TYPE_ATTRIBUTE)
+    pk = namespace.replace("{", "{{").replace("}", "}}")
+    return LedgerEntities(
+        own,
+        RunPointer.bound_to(
+            own, {partition_key: pk, sort_key: "run#{fingerprint}"}, type_name="LedgerRun"
+        ),
+        JobItem.bound_to(own, {partition_key: pk, sort_key: "job#{id}"}, type_name="LedgerJob"),
+        UnitItem.bound_to(
             own,
-            RunPointer.bound_to(
-                own, {partition_key: pk, sort_key: "run#{fingerprint}"}, type_name="LedgerRun"
-            ),
-            JobItem.bound_to(own, {partition_key: pk, sort_key: "job#{id}"}, type_name="LedgerJob"),
-            UnitItem.bound_to(
-                own,
-                {partition_key: pk, sort_key: "unit#{job}#{unit_id}"},
-                type_name="LedgerUnit",
-            ),
-        )
+            {partition_key: pk, sort_key: "unit#{job}#{unit_id}"},
+            type_name="LedgerUnit",
+        ),
+    )
 
 
 def check_format(item: Mapping[str, Any] | None, where: str) -> None:
