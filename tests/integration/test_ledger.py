@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from lsiorm import Session, ledger_table
-from lsiorm._jobs.ledger import JobLedger, LeaseLost, LedgerLocation
+from lsiorm import Session, ValidationError, ledger_table
+from lsiorm._jobs.ledger import JobLedger, LeaseLost, LedgerLocation, fingerprint
 from lsiorm._jobs.units import ScanUnit
 from lsiorm.testing import FaultInjector
 from support.fakes import Clock
@@ -89,6 +89,68 @@ def test_many_workers_racing_for_a_unit_give_it_to_one(
     for thread in threads:
         thread.join()
     assert len(won) == 1
+
+
+def test_workers_racing_to_take_an_expired_lease_over_give_it_to_one(
+    session: Session, ledgers: tuple[Any, Clock]
+) -> None:
+    worker, clock = ledgers
+    first = worker()
+    job, _ = session.run(first.open({"kind": "takeover"}, UNITS, {}))
+    held = session.run(first.claim(job.id, UNITS[2]))
+    assert held is not None
+    clock.now += 31.0  # the lease ran out: any worker may take the unit over, one does
+    start = threading.Barrier(2)
+    won: list[Any] = []
+
+    def race() -> None:
+        start.wait()
+        claim = session.run(worker().claim(job.id, UNITS[2]))
+        if claim is not None:
+            won.append(claim)
+
+    threads = [threading.Thread(target=race) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(won) == 1
+    unit = session.run(first.unit_record(job.id, UNITS[2]))
+    assert unit is not None
+    assert (unit.owner, unit.runs) == (won[0].owner, 2)
+    with pytest.raises(LeaseLost):
+        session.run(first.commit(job.id, held))
+
+
+def test_a_ledger_the_earlier_format_wrote_is_refused_with_what_to_do(
+    session: Session, ledgers: tuple[Any, Clock], table_name: str
+) -> None:
+    worker, _ = ledgers
+    declaration = {"kind": "backfill"}
+    earlier = {  # the items of a running run, as lsiorm 0.2 wrote them (JSON in strings)
+        f"run#{fingerprint(declaration)}": {"current": {"S": "backfill-0123456789ab"}},
+        "job#backfill-0123456789ab": {
+            "id": {"S": "backfill-0123456789ab"},
+            "kind": {"S": "backfill"},
+            "state": {"S": "running"},
+            "declaration": {"S": '{"kind":"backfill"}'},
+            "fingerprint": {"S": fingerprint(declaration)},
+            "units": {"N": "1"},
+            "done": {"N": "0"},
+            "rate": {"S": "{}"},
+        },
+    }
+    for sort, attributes in earlier.items():
+        item = {"PK": {"S": "~lsiorm#jobs"}, "SK": {"S": sort}, **attributes}
+        session.client.put_item(TableName=table_name, Item=item)
+    for op in (
+        worker().open(declaration, UNITS, {}),
+        worker().job("backfill-0123456789ab"),
+        worker().jobs(),
+    ):
+        with pytest.raises(ValidationError, match="earlier lsiorm") as caught:
+            session.run(op)
+        assert caught.value.rule == "ledger.old-format"
 
 
 def test_processes_opening_a_job_at_once_join_one_run(

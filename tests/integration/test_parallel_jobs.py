@@ -215,8 +215,8 @@ class KillAfterClaim:
     def after(self, request: HookRequest, response: dict[str, Any]) -> None:
         if request.operation != "UpdateItem" or not on_ledger(request):
             return
-        if "SET #owner = :me" not in request.params["UpdateExpression"]:
-            return
+        if "runs" not in request.params.get("ExpressionAttributeNames", {}).values():
+            return  # only a claim counts the unit's runs
         with self.lock:
             first = not self.claimed
             self.claimed.append(request.params["Key"]["SK"]["S"])

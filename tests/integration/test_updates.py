@@ -31,6 +31,7 @@ from lsiorm import (
     Update,
     ValidationError,
     decode_item,
+    not_exists,
     query,
     where,
 )
@@ -132,6 +133,22 @@ def test_upsert_creates_the_item_with_its_derived_keys(world: Session) -> None:
     item = stored_item(world, did)
     assert item is not None
     assert_keys_derived(item)
+
+
+def test_an_upsert_with_a_condition_is_a_compare_and_set_that_may_create(world: Session) -> None:
+    # The upsert's own guard (no item, or one of this type) and the caller's condition are
+    # sent as one condition that DynamoDB accepts (each part in one pair of parentheses).
+    did = uuid.uuid4().hex
+    made = world.update(
+        DOC, did=did, set={"title": "first"}, upsert=True, condition=where(status=not_exists())
+    )
+    assert made.title == "first"
+    either = where(status="live") | where(title="first")
+    moved = world.update(DOC, did=did, set={"title": "second"}, upsert=True, condition=either)
+    assert moved.title == "second"
+    with pytest.raises(ConditionFailedError):
+        world.update(DOC, did=did, set={"title": "third"}, upsert=True, condition=either)
+    assert world.get(DOC, did=did, consistent=True) == moved
 
 
 def test_upsert_never_turns_another_entity_into_this_one(world: Session) -> None:

@@ -6,8 +6,10 @@ A job passes through these modules in this order:
 - ``units``: work units as plain values (scan segments, partitions, export files);
   ``resumable``: positions, progress and what every job shares; ``scans``: a job's scan, what
   it reads and its price; ``tally_scan``: a scan that only counts.
-- ``ledger`` (``memory_ledger`` for read-only jobs in one process): runs, units, leases and
-  exact counts, kept in DynamoDB; ``budget``: the rate budget every worker shares through it;
+- ``ledger_items``: the ledger's items declared as lsiorm entities, bound to the ledger's
+  table at run time; ``ledger`` (``memory_ledger`` for read-only jobs in one process): runs,
+  units, leases and exact counts, kept in DynamoDB through lsiorm's own puts, updates,
+  transactions and queries; ``budget``: the rate budget every worker shares through it;
   ``pacing``: each worker's pacing per resource, driven by the throttles' reasons (hot
   partition keys, the table).
 - ``engine``: claims a unit, reads it page by page, hands each item to the job's kind, commits

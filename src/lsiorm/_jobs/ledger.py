@@ -30,20 +30,46 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
-from lsiorm._jobs.resumable import counted_as, from_json_av, json_av
+from lsiorm._conditions import Condition, all_of, any_of, cond
+from lsiorm._jobs.ledger_items import (
+    JobItem,
+    LedgerEntities,
+    UnitItem,
+    check_format,
+    plain,
+)
+from lsiorm._jobs.resumable import counted_as
 from lsiorm._jobs.units import Unit, unit_from_json, unit_to_json
+from lsiorm._model.entity import Entity, decode_stored
+from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
+from lsiorm._ops import items as ops
+from lsiorm._ops.batch import batch_write
+from lsiorm._ops.pages import read_pages
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.reads import all as read_all
 from lsiorm._ops.reserved import NAMESPACE
 from lsiorm._ops.steps import Operation, Sleep
-from lsiorm.errors import ConditionFailedError, TransactionCanceledError, ValidationError
+from lsiorm._ops.transactions import transact_write
+from lsiorm._query.values import query
+from lsiorm._requests.items import get_request
+from lsiorm._requests.pages import PagedRead, ReadPage
+from lsiorm._requests.reads import partition_query
+from lsiorm._requests.transactions import Update
+from lsiorm._requests.update_plan import update_spec
+from lsiorm.errors import (
+    ConditionFailedError,
+    NotFoundError,
+    OutcomeUnknownError,
+    TransactionCanceledError,
+    ValidationError,
+)
 
 __all__ = [
     "NAMESPACE",
@@ -203,72 +229,52 @@ def new_owner() -> str:
     return uuid.uuid4().hex
 
 
-# -- encoding of ledger items ---------------------------------------------------------------
+# -- reading ledger items ------------------------------------------------------------------
+
+X = TypeVar("X", bound=Entity)
 
 
-def _s(value: str) -> dict[str, str]:
-    return {"S": value}
-
-
-def _n(value: float) -> dict[str, str]:
-    return {"N": repr(float(value)) if isinstance(value, float) else str(value)}
-
-
-def _json(value: Any) -> dict[str, str]:
-    return {"S": json.dumps(json_av(value), sort_keys=True, separators=(",", ":"))}
-
-
-def _read_json(av: Mapping[str, Any] | None, default: Any = None) -> Any:
-    if not av:
-        return default
-    return from_json_av(json.loads(av["S"]))
-
-
-def _num(av: Mapping[str, Any] | None, default: float = 0.0) -> float:
-    return float(av["N"]) if av else default
-
-
-def _unit_record(item: Mapping[str, Any]) -> UnitRecord:
-    owner = item.get("owner")
+def _unit_record(item: UnitItem) -> UnitRecord:
     return UnitRecord(
-        unit=unit_from_json(_read_json(item["unit"])),
-        state=item["state"]["S"],
-        counts={k: int(v) for k, v in (_read_json(item.get("counts"), {}) or {}).items()},
-        runs=int(_num(item.get("runs"))),
-        owner=owner["S"] if owner else None,
-        lease=_num(item.get("lease")) if "lease" in item else None,
-        notes=_read_json(item.get("notes"), {}) or {},
-        position=_read_json(item.get("position")),
+        unit=unit_from_json(plain(item.unit)),
+        state=item.state,
+        counts={k: int(v) for k, v in item.counts.items()},
+        runs=item.runs,
+        owner=item.owner,
+        lease=item.lease,
+        notes=plain(item.notes or {}),
+        position=plain(item.position),
     )
 
 
-def _job_record(item: Mapping[str, Any], units: Iterable[UnitRecord] = ()) -> JobRecord:
+def _job_record(item: JobItem, units: Iterable[UnitRecord] = ()) -> JobRecord:
     return JobRecord(
-        id=item["id"]["S"],
-        kind=item["kind"]["S"],
-        state=item["state"]["S"],
-        declaration=_read_json(item["declaration"], {}),
-        fingerprint=item["fingerprint"]["S"],
-        created=_num(item.get("created")),
-        updated=_num(item.get("updated")),
-        units_total=int(_num(item.get("units"))),
-        units_done=int(_num(item.get("done"))),
-        items=int(_num(item.get("items"))),
-        changed=int(_num(item.get("changed"))),
-        rate=_read_json(item.get("rate"), {}) or {},
+        id=item.id,
+        kind=item.kind,
+        state=item.state,
+        declaration=plain(item.declaration),
+        fingerprint=item.fingerprint,
+        created=item.created,
+        updated=item.updated,
+        units_total=item.units,
+        units_done=item.done,
+        items=item.items,
+        changed=item.changed,
+        rate=dict(item.rate),
         units=tuple(units),
     )
-
-
-def _names(*names: str) -> dict[str, str]:
-    return {f"#{name}": name for name in names}
 
 
 # -- the ledger in DynamoDB -----------------------------------------------------------------
 
 
 class JobLedger:
-    """The ledger of jobs at ``location``; each method returns an operation (see module doc)."""
+    """The ledger of jobs at ``location``; each method returns an operation (see module doc).
+
+    Its items are lsiorm entities (`lsiorm._jobs.ledger_items`) bound to the location's table:
+    every write is a put, an update or a transaction of lsiorm's own, with its conditions in
+    field terms.
+    """
 
     def __init__(
         self,
@@ -283,59 +289,49 @@ class JobLedger:
         self.lease_seconds = lease_seconds
         self.clock = clock
 
+    @property
+    def entities(self) -> LedgerEntities:
+        """The ledger's entities, bound to its location's table (once per location)."""
+        loc = self.location
+        return LedgerEntities.at(loc.table, loc.partition_key, loc.sort_key, loc.namespace)
+
     # requests ---------------------------------------------------------------------------
 
-    def _call(self, operation: str, params: dict[str, Any]) -> Operation[dict[str, Any]]:
-        return call(self.ctx, operation, {"TableName": self.location.table, **params})
-
-    def _get(self, sort: str) -> Operation[dict[str, Any] | None]:
-        response = yield from self._call(
-            "GetItem", {"Key": self.location.key(sort), "ConsistentRead": True}
-        )
-        item: dict[str, Any] | None = response.get("Item")
-        return item
-
-    def _query(self, prefix: str) -> Operation[list[dict[str, Any]]]:
-        loc = self.location
-        params: dict[str, Any] = {
-            "KeyConditionExpression": "#p = :p AND begins_with(#s, :s)",
-            "ExpressionAttributeNames": {"#p": loc.partition_key, "#s": loc.sort_key},
-            "ExpressionAttributeValues": {":p": _s(loc.namespace), ":s": _s(prefix)},
-            "ConsistentRead": True,
-        }
-        items: list[dict[str, Any]] = []
-        while True:
-            response = yield from self._call("Query", params)
-            items += response.get("Items") or ()
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                return items
-            params = {**params, "ExclusiveStartKey": last}
+    def _read(self, cls: type[X], **key: str) -> Operation[X | None]:
+        """One item, read consistently; an item of the earlier format is refused."""
+        meta = meta_of(cls)
+        params = get_request(meta, key, consistent=True)
+        response = yield from call(self.ctx, "GetItem", params, (meta.table,))
+        item = response.get("Item")
+        check_format(item, self.where)
+        return cast("X | None", decode_stored(meta.table, item, only=(cls,)) if item else None)
 
     def _update(
         self,
-        sort: str,
-        expression: str,
-        values: Mapping[str, Any],
-        condition: str | None = None,
-        returns: bool = False,
-    ) -> Operation[dict[str, Any]]:
-        text = f"{expression} {condition or ''}"
-        # Every attribute is written #name (many of them are reserved words: state, position).
-        used = {f"#{name}": name for name in re.findall(r"#(\w+)", text)}
-        params: dict[str, Any] = {"Key": self.location.key(sort), "UpdateExpression": expression}
-        if used:
-            params["ExpressionAttributeNames"] = used
-        if values:
-            tokens = set(re.findall(r":\w+", text))
-            params["ExpressionAttributeValues"] = {k: v for k, v in values.items() if k in tokens}
-        if condition:
-            params["ConditionExpression"] = condition
-        if returns:
-            params["ReturnValues"] = "ALL_NEW"
-        response = yield from self._call("UpdateItem", params)
-        attributes: dict[str, Any] = response.get("Attributes") or {}
-        return attributes
+        cls: type[X],
+        key: Mapping[str, str],
+        *,
+        condition: Condition | None = None,
+        set: Mapping[str, Any] | None = None,
+        add: Mapping[str, Any] | None = None,
+        upsert: bool = False,
+    ) -> Operation[X]:
+        spec = update_spec(set=set, add=add, upsert=upsert)
+        return (yield from ops.update(self.ctx, cls, key, spec, condition=condition))
+
+    def _count(
+        self,
+        job_id: str,
+        *,
+        set: Mapping[str, Any] | None = None,
+        **add: int,
+    ) -> Operation[None]:
+        """Add to a run's progress counters. They are not exact (each unit's counts are): an
+        addition whose answer was lost is not sent again, so it may be missing."""
+        try:
+            yield from self._update(self.entities.job, {"id": job_id}, set=set, add=add)
+        except OutcomeUnknownError:
+            return
 
     # runs -------------------------------------------------------------------------------
 
@@ -348,33 +344,31 @@ class JobLedger:
         compare-and-set, so that of two processes opening at once one creates and one joins.
         """
         print_ = fingerprint(declaration)
-        pointer = f"run#{print_}"
+        ents = self.entities
         for attempt in range(40):
-            head = yield from self._get(pointer)
-            # A pointer without a run is read as none (moto shows an item that an UpdateItem
-            # is creating by its key alone for a moment; DynamoDB never does).
-            current = head["current"]["S"] if head and "current" in head else None
+            head = yield from self._read(ents.pointer, fingerprint=print_)
+            current = head.current if head is not None else None
             if current is not None:
-                job = yield from self._get(f"job#{current}")
+                job = yield from self._read(ents.job, id=current)
                 if job is None and attempt < 30:
                     # Another process is creating that run (its units first, then its job
                     # item): wait for it; a pointer left by a crash is replaced after a while.
                     yield Sleep(0.2)
                     continue
-                if job is not None and job["state"]["S"] in RESUMABLE:
-                    if job["state"]["S"] == "paused":
-                        yield from self._update(
-                            f"job#{current}", "SET #state = :r", {":r": _s("running")}
-                        )
+                if job is not None and job.state in RESUMABLE:
+                    if job.state == "paused":
+                        yield from self._update(ents.job, {"id": current}, set={"state": "running"})
                     record = yield from self.job(current, units=False)
                     return record, True
             job_id = f"{declaration.get('kind', 'job')}-{uuid.uuid4().hex[:12]}"
+            moved = cond("current") == current if current else cond("current").not_exists()
             try:
                 yield from self._update(
-                    pointer,
-                    "SET #current = :new",
-                    {":new": _s(job_id), **({":old": _s(current)} if current else {})},
-                    "#current = :old" if current else "attribute_not_exists(#current)",
+                    ents.pointer,
+                    {"fingerprint": print_},
+                    set={"current": job_id},
+                    condition=moved,
+                    upsert=True,
                 )
             except ConditionFailedError:
                 continue  # another process moved the pointer first: join its run
@@ -382,6 +376,11 @@ class JobLedger:
             return record, False
         raise ValidationError(
             "jobs.open", f"Could not open a run of {declaration.get('kind')}: the pointer moved"
+        )
+
+    def _new_unit(self, job_id: str, unit: Unit) -> UnitItem:
+        return self.entities.unit(
+            job=job_id, unit_id=unit.id, unit=unit_to_json(unit), state="pending", counts={}
         )
 
     def _create(
@@ -394,44 +393,20 @@ class JobLedger:
     ) -> Operation[JobRecord]:
         now = self.clock()
         # The units first, the job item last: a run whose job item exists has all its units.
-        puts = [
-            {
-                "PutRequest": {
-                    "Item": {
-                        **self.location.key(f"unit#{job_id}#{unit.id}"),
-                        "unit": _json(unit_to_json(unit)),
-                        "state": _s("pending"),
-                        "counts": _json({}),
-                    }
-                }
-            }
-            for unit in units
-        ]
-        for start in range(0, len(puts), 25):
-            pending: list[dict[str, Any]] = puts[start : start + 25]
-            while pending:
-                response = yield from call(
-                    self.ctx, "BatchWriteItem", {"RequestItems": {self.location.table: pending}}
-                )
-                pending = (response.get("UnprocessedItems") or {}).get(self.location.table) or []
-        item = {
-            **self.location.key(f"job#{job_id}"),
-            "id": _s(job_id),
-            "kind": _s(str(declaration.get("kind", "job"))),
-            "state": _s("running"),
-            "declaration": _json(declaration),
-            "fingerprint": _s(print_),
-            "created": _n(now),
-            "updated": _n(now),
-            "units": _n(len(units)),
-            "done": _n(0),
-            "items": _n(0),
-            "changed": _n(0),
-            "running": _n(0),
-            "rate": _json(dict(rate)),
-            "rate_at": _n(now),
-        }
-        yield from self._call("PutItem", {"Item": item})
+        yield from batch_write(self.ctx, [self._new_unit(job_id, unit) for unit in units])
+        item = self.entities.job(
+            id=job_id,
+            kind=str(declaration.get("kind", "job")),
+            state="running",
+            declaration=dict(declaration),
+            fingerprint=print_,
+            created=now,
+            updated=now,
+            units=len(units),
+            rate=dict(rate),
+            rate_at=now,
+        )
+        yield from ops.put(self.ctx, item)
         return _job_record(item)
 
     def add_units(self, job_id: str, units: Iterable[Unit], total: int) -> Operation[int]:
@@ -440,45 +415,71 @@ class JobLedger:
         were new."""
         added = 0
         for unit in units:
-            item = {
-                **self.location.key(f"unit#{job_id}#{unit.id}"),
-                "unit": _json(unit_to_json(unit)),
-                "state": _s("pending"),
-                "counts": _json({}),
-            }
             try:
-                yield from self._call(
-                    "PutItem",
-                    {
-                        "Item": item,
-                        "ConditionExpression": "attribute_not_exists(#s)",
-                        "ExpressionAttributeNames": {"#s": self.location.sort_key},
-                    },
-                )
+                yield from ops.put(self.ctx, self._new_unit(job_id, unit), create_only=True)
             except ConditionFailedError:
                 continue
             added += 1
         yield from self._update(
-            f"job#{job_id}",
-            "SET #units = :n, #updated = :now",
-            {":n": _n(total), ":now": _n(self.clock())},
+            self.entities.job, {"id": job_id}, set={"units": total, "updated": self.clock()}
         )
         return added
 
     def job(self, job_id: str, *, units: bool = True) -> Operation[JobRecord]:
         """The run ``job_id``, with its units unless ``units=False``."""
-        item = yield from self._get(f"job#{job_id}")
+        item = yield from self._read(self.entities.job, id=job_id)
         if item is None:
             raise ValidationError("jobs.unknown", f"No job {job_id!r} in {self.where}.")
         records: list[UnitRecord] = []
         if units:
-            records = [_unit_record(i) for i in (yield from self._query(f"unit#{job_id}#"))]
+            found = yield from read_all(
+                self.ctx, query(self.entities.unit).where(job=job_id).consistent()
+            )
+            records = [_unit_record(i) for i in found]
         return _job_record(item, records)
 
     def jobs(self) -> Operation[list[JobRecord]]:
         """Every run in the ledger, newest first (without their units)."""
-        items = yield from self._query("job#")
-        return sorted((_job_record(i) for i in items), key=lambda j: -j.created)
+        loc, cls = self.location, self.entities.job
+        read = partition_query(
+            loc.table,
+            loc.partition_key,
+            {"S": loc.namespace},
+            sort_key=loc.sort_key,
+            prefix={"S": "job#"},
+            consistent=True,
+        )
+        found: list[JobRecord] = []
+
+        def add(page: ReadPage) -> None:
+            for item in page.items:
+                check_format(item, self.where)
+                job = decode_stored(self.entities.table, item, only=(cls,))
+                if isinstance(job, JobItem):
+                    found.append(_job_record(job))
+
+        yield from read_pages(self.ctx, PagedRead("Query", read), add)
+        return sorted(found, key=lambda j: -j.created)
+
+    def delete_prefixed(self, prefixes: Iterable[str]) -> Operation[None]:
+        """Delete the items of the ledger's partition whose sort keys begin with one of
+        ``prefixes`` (a run's ``job#<id>`` and ``unit#<id>#``, a pointer's ``run#<fingerprint>``,
+        or another record kept in the partition), whatever their format."""
+        loc = self.location
+        names = (loc.partition_key, loc.sort_key)
+        keys: list[dict[str, Any]] = []
+
+        def add(page: ReadPage) -> None:
+            keys.extend({n: item[n] for n in names} for item in page.items)
+
+        for prefix in prefixes:
+            read = partition_query(
+                loc.table, loc.partition_key, {"S": loc.namespace}, sort_key=loc.sort_key,
+                prefix={"S": prefix},
+            )  # fmt: skip
+            yield from read_pages(self.ctx, PagedRead("Query", read), add)
+        for key in keys:
+            yield from call(self.ctx, "DeleteItem", {"TableName": loc.table, "Key": key})
 
     @property
     def where(self) -> str:
@@ -490,16 +491,15 @@ class JobLedger:
     ) -> Operation[bool]:
         """Set a run's state (only from one of ``only_from`` when given); False if it was not."""
         allowed = list(only_from)
-        values: dict[str, Any] = {":s": _s(state), ":now": _n(self.clock())}
-        condition = "attribute_exists(#state)"
-        if allowed:
-            condition += " AND #state IN (" + ", ".join(f":f{i}" for i in range(len(allowed))) + ")"
-            values.update({f":f{i}": _s(s) for i, s in enumerate(allowed)})
+        condition = cond("state").is_in(*allowed) if allowed else None
         try:
             yield from self._update(
-                f"job#{job_id}", "SET #state = :s, #updated = :now", values, condition
+                self.entities.job,
+                {"id": job_id},
+                set={"state": state, "updated": self.clock()},
+                condition=condition,
             )
-        except ConditionFailedError:
+        except (ConditionFailedError, NotFoundError):
             return False
         return True
 
@@ -507,7 +507,7 @@ class JobLedger:
 
     def unit_record(self, job_id: str, unit: Unit) -> Operation[UnitRecord | None]:
         """One unit of a run as the ledger has it (None if the run has no such unit)."""
-        item = yield from self._get(f"unit#{job_id}#{unit.id}")
+        item = yield from self._read(self.entities.unit, job=job_id, unit_id=unit.id)
         return None if item is None else _unit_record(item)
 
     def claim(
@@ -521,48 +521,40 @@ class JobLedger:
         """
         owner = owner or new_owner()
         now = self.clock()
+        key = {"job": job_id, "unit_id": unit.id}
+        free = all_of(
+            cond("state") != "done",
+            any_of(cond("owner").not_exists(), cond("lease") < now),
+        )
+        item: UnitItem | None
         try:
             item = yield from self._update(
-                f"unit#{job_id}#{unit.id}",
-                "SET #owner = :me, #lease = :until, #state = :running, "
-                "#runs = if_not_exists(#runs, :zero) + :one",
-                {
-                    ":me": _s(owner),
-                    ":until": _n(now + self.lease_seconds),
-                    ":running": _s("running"),
-                    ":done": _s("done"),
-                    ":now": _n(now),
-                    ":zero": _n(0),
-                    ":one": _n(1),
-                },
-                "attribute_exists(#state) AND #state <> :done AND "
-                "(attribute_not_exists(#owner) OR #lease < :now)",
-                returns=True,
+                self.entities.unit,
+                key,
+                set={"owner": owner, "lease": now + self.lease_seconds, "state": "running"},
+                add={"runs": 1},
+                condition=free,
             )
-        except ConditionFailedError:
-            # Refused: held by another worker, done, or taken by this very claim, whose first
-            # attempt applied and lost its answer (the retry then meets its own lease).
-            found = yield from self._get(f"unit#{job_id}#{unit.id}")
-            if found is None or found.get("owner") != _s(owner):
+        except (ConditionFailedError, NotFoundError, OutcomeUnknownError):
+            # Refused: held by another worker, done, or taken by this very claim, whose attempt
+            # applied and lost its answer (an addition is not sent twice: read what it did).
+            item = yield from self._read(self.entities.unit, **key)
+            if item is None or item.owner != owner:
                 return None
-            item = found
-        yield from self._update(f"job#{job_id}", "ADD #running :one", {":one": _n(1)})
+        yield from self._count(job_id, running=1)
         return UnitClaim(
             unit,
             owner,
-            position=_read_json(item.get("position")),
-            counts={k: int(v) for k, v in (_read_json(item.get("counts"), {}) or {}).items()},
-            notes=_read_json(item.get("notes"), {}) or {},
-            intent=_read_json(item.get("intent")),
-            runs=int(_num(item.get("runs"), 1)),
+            position=plain(item.position),
+            counts={k: int(v) for k, v in item.counts.items()},
+            notes=plain(item.notes or {}),
+            intent=plain(item.intent),
+            runs=item.runs or 1,
             renewed=now,
         )
 
-    def _held(self, claim: UnitClaim) -> tuple[str, dict[str, Any]]:
-        return "#owner = :me AND #state = :running", {
-            ":me": _s(claim.owner),
-            ":running": _s("running"),
-        }
+    def _held(self, claim: UnitClaim) -> Condition:
+        return all_of(cond("owner") == claim.owner, cond("state") == "running")
 
     def commit(
         self, job_id: str, claim: UnitClaim, *, items: int = 0, changed: int = 0
@@ -574,30 +566,20 @@ class JobLedger:
         units').
         """
         now = self.clock()
-        condition, values = self._held(claim)
-        sets = "#position = :p, #counts = :c, #notes = :n, #lease = :until"
-        values.update(
-            {
-                ":p": _json(claim.position),
-                ":c": _json(claim.counts),
-                ":n": _json(claim.notes),
-                ":until": _n(now + self.lease_seconds),
-            }
-        )
-        if claim.intent is not None:
-            sets += ", #intent = :i"
-            values[":i"] = _json(claim.intent)
-            expression = f"SET {sets}"
-        else:
-            expression = f"SET {sets} REMOVE #intent"
         try:
             yield from self._update(
-                f"unit#{job_id}#{claim.unit.id}",
-                expression,
-                values,
-                condition,
+                self.entities.unit,
+                {"job": job_id, "unit_id": claim.unit.id},
+                set={
+                    "position": claim.position,
+                    "counts": claim.counts,
+                    "notes": claim.notes,
+                    "intent": claim.intent,
+                    "lease": now + self.lease_seconds,
+                },
+                condition=self._held(claim),
             )
-        except ConditionFailedError as exc:
+        except (ConditionFailedError, NotFoundError) as exc:
             raise LeaseLost(claim.unit.id) from exc
         claim.renewed = now
         seen, touched = claim.unreported
@@ -609,138 +591,96 @@ class JobLedger:
         """Add the claim's unreported items and changes to the job's progress counters."""
         items, changed = claim.unreported
         if items or changed:
-            yield from self._update(
-                f"job#{job_id}",
-                "ADD #items :i, #changed :c SET #updated = :now",
-                {":i": _n(items), ":c": _n(changed), ":now": _n(now)},
-            )
+            yield from self._count(job_id, set={"updated": now}, items=items, changed=changed)
         claim.unreported, claim.reported = (0, 0), now
 
     def finish(self, job_id: str, claim: UnitClaim) -> Operation[bool]:
         """Mark the unit done (with its final counts); return whether the whole run is done."""
         now = self.clock()
-        condition, values = self._held(claim)
-        values.update({":c": _json(claim.counts), ":n": _json(claim.notes), ":done": _s("done")})
-        values[":now"] = _n(now)
-        loc = self.location
+        ents = self.entities
+        key = {"job": job_id, "unit_id": claim.unit.id}
+        done = Update(
+            ents.unit,
+            key,
+            # None removes: a done unit keeps no lease, intent or position.
+            set={
+                "state": "done",
+                "counts": claim.counts,
+                "notes": claim.notes,
+                "finished": now,
+                "owner": None,
+                "lease": None,
+                "intent": None,
+                "position": None,
+            },
+            condition=self._held(claim),
+        )
+        items, changed = claim.unreported
+        counted = Update(
+            ents.job,
+            {"id": job_id},
+            set={"updated": now},
+            add={"done": 1, "running": -1, "items": items, "changed": changed},
+        )
         try:
-            yield from call(
-                self.ctx,
-                "TransactWriteItems",
-                {
-                    "TransactItems": [
-                        {
-                            "Update": {
-                                "TableName": loc.table,
-                                "Key": loc.key(f"unit#{job_id}#{claim.unit.id}"),
-                                "UpdateExpression": "SET #state = :done, #counts = :c, "
-                                "#notes = :n, #finished = :now "
-                                "REMOVE #owner, #lease, #intent, #position",
-                                "ConditionExpression": condition,
-                                "ExpressionAttributeNames": _names(
-                                    "state",
-                                    "counts",
-                                    "notes",
-                                    "finished",
-                                    "owner",
-                                    "lease",
-                                    "intent",
-                                    "position",
-                                ),
-                                "ExpressionAttributeValues": values,
-                            }
-                        },
-                        {
-                            "Update": {
-                                "TableName": loc.table,
-                                "Key": loc.key(f"job#{job_id}"),
-                                "UpdateExpression": "ADD #done :one, #running :minus, "
-                                "#items :i, #changed :ch SET #updated = :now",
-                                "ExpressionAttributeNames": _names(
-                                    "done", "running", "items", "changed", "updated"
-                                ),
-                                "ExpressionAttributeValues": {
-                                    ":one": _n(1),
-                                    ":minus": _n(-1),
-                                    ":i": _n(claim.unreported[0]),
-                                    ":ch": _n(claim.unreported[1]),
-                                    ":now": _n(now),
-                                },
-                            }
-                        },
-                    ],
-                    "ClientRequestToken": f"{claim.owner}-done"[:36],
-                },
-            )
+            yield from transact_write(self.ctx, [done, counted], f"{claim.owner}-done"[:36])
         except TransactionCanceledError as exc:
             if exc.reasons and exc.reasons[0].code == "ConditionalCheckFailed":
                 # The answer of this very transaction may have been lost and its resend found
                 # the unit done by it: read the unit to tell that from a lost lease.
-                item = yield from self._get(f"unit#{job_id}#{claim.unit.id}")
-                if item is None or item["state"]["S"] != "done":
+                unit = yield from self._read(ents.unit, **key)
+                if unit is None or unit.state != "done":
                     raise LeaseLost(claim.unit.id) from exc
             else:
                 raise
-        job = yield from self._get(f"job#{job_id}")
-        if job is None or open_ended(_read_json(job.get("declaration"), {})):
+        job = yield from self._read(ents.job, id=job_id)
+        if job is None or open_ended(job.declaration):
             return False
-        if _num(job.get("done")) >= _num(job.get("units")):
+        if job.done >= job.units:
             yield from self.set_state(job_id, "done", only_from=RESUMABLE)
             return True
         return False
 
     def release(self, job_id: str, claim: UnitClaim) -> Operation[None]:
         """Give the unit's lease up (its last commit stays); nothing when it is lost already."""
-        condition, values = self._held(claim)
-        values[":pending"] = _s("pending")
         try:
             yield from self._update(
-                f"unit#{job_id}#{claim.unit.id}",
-                "SET #state = :pending REMOVE #owner, #lease",
-                values,
-                condition,
+                self.entities.unit,
+                {"job": job_id, "unit_id": claim.unit.id},
+                set={"state": "pending", "owner": None, "lease": None},
+                condition=self._held(claim),
             )
-        except ConditionFailedError:
+        except (ConditionFailedError, NotFoundError):
             return
         items, changed = claim.unreported
         claim.unreported = (0, 0)
-        yield from self._update(
-            f"job#{job_id}",
-            "ADD #running :minus, #items :i, #changed :c",
-            {":minus": _n(-1), ":i": _n(items), ":c": _n(changed)},
-        )
+        yield from self._count(job_id, running=-1, items=items, changed=changed)
 
     # the shared rate ----------------------------------------------------------------------
 
     def control(self, job_id: str) -> Operation[dict[str, Any]]:
         """The run's state, current rate, when it last changed, and how many units run."""
-        item = yield from self._get(f"job#{job_id}")
+        item = yield from self._read(self.entities.job, id=job_id)
         if item is None:
             return {"state": "cancelled", "rate": {}, "rate_at": 0.0, "running": 1}
         return {
-            "state": item["state"]["S"],
-            "rate": _read_json(item.get("rate"), {}) or {},
-            "rate_at": _num(item.get("rate_at")),
-            "running": max(1, int(_num(item.get("running"), 1))),
+            "state": item.state,
+            "rate": dict(item.rate),
+            "rate_at": item.rate_at,
+            "running": max(1, item.running),
         }
 
     def set_rate(
         self, job_id: str, old: Mapping[str, float], new: Mapping[str, float], *, not_since: float
     ) -> Operation[bool]:
         """Replace the shared rate ``old`` by ``new`` if it did not change since ``not_since``."""
-        now = self.clock()
         try:
             yield from self._update(
-                f"job#{job_id}",
-                "SET #rate = :new, #rate_at = :now",
-                {
-                    ":new": _json(dict(new)),
-                    ":old": _json(dict(old)),
-                    ":since": _n(not_since),
-                    ":now": _n(now),
-                },
-                "#rate = :old AND #rate_at <= :since",
+                self.entities.job,
+                {"id": job_id},
+                set={"rate": dict(new), "rate_at": self.clock()},
+                condition=all_of(cond("rate") == dict(old), cond("rate_at") <= not_since),
             )
-        except ConditionFailedError:
+        except (ConditionFailedError, NotFoundError):
             return False
         return True

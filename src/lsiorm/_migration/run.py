@@ -21,7 +21,7 @@ from lsiorm._jobs.resumable import JobProgress
 from lsiorm._migration.plan import MigrationState, MigrationStore
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import KeyAttribute, Table
-from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.pipeline import Context
 from lsiorm._ops.steps import Operation
 from lsiorm.errors import ValidationError
 
@@ -130,21 +130,4 @@ def delete_runs(
 def delete_prefixed(m: Migration, prefixes: Sequence[str]) -> Operation[None]:
     """Delete the ledger items of the migration's location whose sort keys begin with one of
     ``prefixes``."""
-    location = m.store.location
-    for prefix in prefixes:
-        params: dict[str, Any] = {
-            "TableName": location.table,
-            "KeyConditionExpression": "#p = :p AND begins_with(#s, :s)",
-            "ExpressionAttributeNames": {"#p": location.partition_key, "#s": location.sort_key},
-            "ExpressionAttributeValues": {":p": {"S": location.namespace}, ":s": {"S": prefix}},
-        }
-        while True:
-            response = yield from call(m.store.ctx, "Query", dict(params))
-            for item in response.get("Items") or ():
-                key = {n: item[n] for n in (location.partition_key, location.sort_key)}
-                request = {"TableName": location.table, "Key": key}
-                yield from call(m.store.ctx, "DeleteItem", request)
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                break
-            params["ExclusiveStartKey"] = last
+    yield from job_ledger(m).delete_prefixed(prefixes)

@@ -96,10 +96,27 @@ def _element_fields(condition: Condition | None) -> set[str]:
 
 
 def join_conditions(*parts: str | None) -> str | None:
-    present = [f"({p})" for p in parts if p]
+    """The conjunction of condition texts (None without any), each part in parentheses once:
+    DynamoDB refuses a part in two pairs of them ("redundant parentheses")."""
+    present = [p for p in parts if p]
     if not present:
         return None
-    return present[0][1:-1] if len(present) == 1 else " AND ".join(present)
+    if len(present) == 1:
+        return present[0]
+    return " AND ".join(p if _enclosed(p) else f"({p})" for p in present)
+
+
+def _enclosed(text: str) -> bool:
+    """Whether condition text is one group in parentheses as a whole, ``(a OR b)`` (its names
+    and values are placeholders, so every parenthesis in it is the expression's own)."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return False
+    depth = 0
+    for at, char in enumerate(text):
+        depth += (char == "(") - (char == ")")
+        if depth == 0 and at < len(text) - 1:
+            return False
+    return True
 
 
 def key_values(

@@ -34,7 +34,7 @@ from support.job_fakes import ITEMS_PER_UNIT, START, Clock, count_kind, drive, o
 UNITS = [ScanUnit(n, 3) for n in range(3)]
 LEASE = 10.0
 UNIT = ScanUnit(1, 4)
-LOCATION = LedgerLocation("t", "PK", "SK")
+LOCATION = LedgerLocation("tab", "PK", "SK")
 
 
 def _unit_started(tally: Tally) -> tuple[Operation[str], str]:
@@ -51,9 +51,17 @@ def _unit_started(tally: Tally) -> tuple[Operation[str], str]:
     step = advance(op)
     assert isinstance(step, Call)
     assert step.operation == "UpdateItem"
-    assert "SET #owner = :me" in step.params["UpdateExpression"]
-    token: str = step.params["ExpressionAttributeValues"][":me"]["S"]
+    ((_, token),) = [(c.unit, c.owner) for c, _ in tally.held.values()]
+    assert {"S": token} in step.params["ExpressionAttributeValues"].values()  # the new owner
     return op, token
+
+
+def _stored_unit(owner: str) -> dict[str, Any]:
+    """The unit's item as the ledger stores it, held by ``owner``."""
+    unit = JobLedger(Context(), LOCATION).entities.unit(
+        job="job-1", unit_id=UNIT.id, unit={}, state="running", counts={}, owner=owner
+    )
+    return unit.to_wire()
 
 
 def _tally() -> Tally:
@@ -66,7 +74,7 @@ def test_a_claim_cut_short_after_it_applied_is_still_released_by_the_coordinator
     op, token = _unit_started(tally)
     # Noted before the claim is sent: the coordinator releases by this token.
     assert [(c.unit, c.owner) for c, _ in tally.held.values()] == [(UNIT, token)]
-    applied = {"Attributes": {"state": {"S": "running"}, "owner": {"S": token}}}
+    applied = {"Attributes": _stored_unit(token)}
     step = advance(op, applied)  # the claim applied; next, its count on the run item
     assert isinstance(step, Call)
     assert step.params["Key"]["SK"] == {"S": "job#job-1"}
@@ -81,7 +89,7 @@ def test_a_refused_claim_leaves_nothing_to_release() -> None:
     step = advance(op, error=refused)
     assert isinstance(step, Call)
     assert step.operation == "GetItem"  # is the unit held by this very claim?
-    held = {"Item": {"state": {"S": "running"}, "owner": {"S": "another-worker"}}}
+    held = {"Item": _stored_unit("another-worker")}
     done = advance(op, held)
     assert getattr(done, "value", None) == "held"
     assert tally.held == {}
