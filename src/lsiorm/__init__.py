@@ -145,6 +145,7 @@ if _typing.TYPE_CHECKING:
     from lsiorm._model.key_styles import KeyStyle
     from lsiorm._model.keyring import Keyring, KeyringMode
     from lsiorm._model.number_fit import LossyFloat
+    from lsiorm._model.offloaded_ref import OffloadedRef
     from lsiorm._model.schema import Table
     from lsiorm._model.shards import Shard
     from lsiorm._model.stream_record import ChangeEvent, ChangeName, change_of
@@ -328,6 +329,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "lsiorm._model.epoch": ("EpochSeconds",),
     "lsiorm._model.field_protection": ("Compressed", "Encrypted", "Offloaded"),
     "lsiorm._model.item_size": ("stored_size",),
+    "lsiorm._model.offloaded_ref": ("OffloadedRef",),
     "lsiorm._model.indexes": (
         "BillingMode",
         "GlobalIndex",
@@ -583,6 +585,7 @@ __all__ = [
     "NotFoundError",
     "NumberPrecisionError",
     "Offloaded",
+    "OffloadedRef",
     "OnDemandThroughput",
     "Operation",
     "Operator",

@@ -478,6 +478,7 @@ class Session(SessionCore, Closing):
     batch_get = blocking(methods.batch_get)
     transact_write = blocking(methods.transact_write)
     transact_get = blocking(methods.transact_get)
+    load = blocking(methods.load)
     all = blocking(methods.all)
     first = blocking(methods.first)
     count = blocking(methods.count)
@@ -487,7 +488,7 @@ class Session(SessionCore, Closing):
         """Yield the results page by page; only one page is held in memory."""
         from lsiorm._ops import reads
 
-        pages = self.driver.iterate(reads.pages(self.ctx, source))
+        pages = self.driver.iterate(reads.pages(self.reading_ctx, source))
         if self.telemetry is None:
             return pages
         return traced_pages(self.telemetry, "Session.pages", (source,), pages)
@@ -744,6 +745,7 @@ class AsyncSession(SessionCore):
     batch_get = awaiting(methods.batch_get)
     transact_write = awaiting(methods.transact_write)
     transact_get = awaiting(methods.transact_get)
+    load = awaiting(methods.load)
     all = awaiting(methods.all)
     first = awaiting(methods.first)
     count = awaiting(methods.count)
@@ -753,7 +755,7 @@ class AsyncSession(SessionCore):
         """Yield the results page by page; only one page is held in memory."""
         from lsiorm._ops import reads
 
-        pages = self.driver.iterate(reads.pages(self.ctx, source))
+        pages = self.driver.iterate(reads.pages(self.reading_ctx, source))
         if self.telemetry is not None:
             pages = traced_async_pages(self.telemetry, "AsyncSession.pages", (source,), pages)
         async for page in pages:

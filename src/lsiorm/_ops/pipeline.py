@@ -77,6 +77,10 @@ class Context:
     route: Route | None = None
     #: The session's keyring at work (None: no protected field is sealed or opened).
     protection: Protection | None = None
+    #: Whether what is read becomes entities, whose lazy offloaded fields are not fetched
+    #: (`lsiorm._ops.protection.open_value`); off for writes, the key jobs and the migration,
+    #: which work with whole values.
+    lazy_reads: bool = False
 
     def with_hooks(self, hooks: Sequence[object]) -> Context:
         """Return a context with these hooks in place of the current ones."""
@@ -133,7 +137,7 @@ def send_once(
     response = from_wire(operation, response, names)
     if protection is not None:
         response = yield from open_response(
-            ctx.retry, protection, operation, params, response, tables
+            ctx.retry, protection, operation, params, response, tables, lazy=ctx.lazy_reads
         )
     apply_after(ctx.hooks, request, response)
     return response
