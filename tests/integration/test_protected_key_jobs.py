@@ -205,3 +205,44 @@ def test_adoption_of_a_table_with_encrypted_values(
         assert report.accounted, str(report)
         assert report.entities["Doc"].parsed == 5
         assert _leaks([str(report), repr(report)]) == []
+
+
+def test_adoption_counts_plain_values_of_an_encrypted_field_as_not_parsing(
+    endpoint_url: str, table_name: str, keyring: Keyring
+) -> None:
+    table, Doc = _declare(table_name, old=False)
+    # The same items, written by a release that stored ssn plain.
+    plain_table = Table(
+        table_name,
+        "PK",
+        "SK",
+        global_indexes=[
+            GlobalIndex("ByTag", KeyAttribute("GPK"), KeyAttribute("GSK"), Projection.all())
+        ],
+    )
+
+    class Plain(
+        Entity,
+        table=plain_table,
+        keys={"PK": "D#{did}", "SK": "D", "GPK": "TAG#{tag}", "GSK": "{did}"},
+        type_name="Doc",
+    ):
+        did: str
+        tag: str
+        ssn: str | None = None
+
+    kwargs: dict[str, Any] = {"endpoint_url": endpoint_url, "region_name": "us-east-1"}
+    with Session(**kwargs, keyring=keyring) as session:
+        session.create_table(table)
+        for n in range(3):
+            session.put(Doc(did=f"d{n}", tag="t", ssn=f"{SECRET}-{n}"))
+        for n in range(3, 5):
+            session.put(Plain(did=f"d{n}", tag="t", ssn=f"{SECRET}-{n}"))
+        # Without accept_plaintext, a plain value is refused: counted, with the reason, and
+        # the scan goes on (it stopped the whole job before).
+        report = session.adopt(Doc)
+        adoption = report.entities["Doc"]
+        assert (adoption.items, adoption.parsed, adoption.unparsed) == (5, 3, 2), str(report)
+        assert adoption.examples
+        assert all("protect.plaintext" in e.reason for e in adoption.examples)
+        assert _leaks([str(report), repr(report)]) == []
