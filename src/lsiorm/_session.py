@@ -47,6 +47,7 @@ from lsiorm._model.entity import Entity
 from lsiorm._model.keyring import Keyring
 from lsiorm._model.schema import Table
 from lsiorm._ops.meter import CapacityMeter
+from lsiorm._ops.pipeline import reading
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
 from lsiorm._session_core import SessionSettings
@@ -488,7 +489,7 @@ class Session(SessionCore, Closing):
         """Yield the results page by page; only one page is held in memory."""
         from lsiorm._ops import reads
 
-        pages = self.driver.iterate(reads.pages(self.reading_ctx, source))
+        pages = self.driver.iterate(reads.pages(reading(self.ctx), source))
         if self.telemetry is None:
             return pages
         return traced_pages(self.telemetry, "Session.pages", (source,), pages)
@@ -755,7 +756,7 @@ class AsyncSession(SessionCore):
         """Yield the results page by page; only one page is held in memory."""
         from lsiorm._ops import reads
 
-        pages = self.driver.iterate(reads.pages(self.reading_ctx, source))
+        pages = self.driver.iterate(reads.pages(reading(self.ctx), source))
         if self.telemetry is not None:
             pages = traced_async_pages(self.telemetry, "AsyncSession.pages", (source,), pages)
         async for page in pages:

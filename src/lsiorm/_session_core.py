@@ -140,13 +140,6 @@ class SessionCore:
             protection=protection,
         )
 
-    @property
-    def reading_ctx(self) -> Context:
-        """The context of reads that return entities: lazy offloaded fields stay unfetched
-        (`Offloaded(eager=False)`); writes, key jobs and the migration use ``ctx``."""
-        ctx = self.ctx
-        return ctx if ctx.protection is None else dataclasses.replace(ctx, lazy_reads=True)
-
     def table_name(self, table: Table) -> str:
         """The name of the live table that `table` stands for in this session."""
         return self.ctx.live_name(table)

@@ -169,7 +169,9 @@ def get(
     timeout, fields = _timeout_or_key(cls, key, timeout, fields)
     cls, _, _, values = keyed_target(cls, key, fields)
     return deadline.bounded(
-        items.get(session.reading_ctx, cls, values, consistent=consistent, required=required),
+        items.get(
+            pipeline.reading(session.ctx), cls, values, consistent=consistent, required=required
+        ),
         timeout,
     )
 
@@ -776,7 +778,7 @@ def batch_get(
     """
     return deadline.bounded(
         batch.batch_get(
-            session.reading_ctx,
+            pipeline.reading(session.ctx),
             cls_or_classes,
             keys,
             consistent=consistent,
@@ -806,7 +808,7 @@ def transact_get(
     """Read items in one transaction; None where an item does not exist."""
     from lsiorm._ops import transactions
 
-    return deadline.bounded(transactions.transact_get(session.reading_ctx, gets), timeout)
+    return deadline.bounded(transactions.transact_get(pipeline.reading(session.ctx), gets), timeout)
 
 
 def load(
@@ -833,7 +835,7 @@ def all(
     """Run a query or scan and return every result (up to its limit)."""
     from lsiorm._ops import reads
 
-    return deadline.bounded(reads.all(session.reading_ctx, source), timeout)
+    return deadline.bounded(reads.all(pipeline.reading(session.ctx), source), timeout)
 
 
 def first(
@@ -842,7 +844,7 @@ def first(
     """Return the first result of a query or scan, or None."""
     from lsiorm._ops import reads
 
-    return deadline.bounded(reads.first(session.reading_ctx, source), timeout)
+    return deadline.bounded(reads.first(pipeline.reading(session.ctx), source), timeout)
 
 
 def count(
@@ -851,7 +853,7 @@ def count(
     """Return how many items match (Select=COUNT; no item is transferred)."""
     from lsiorm._ops import reads
 
-    return deadline.bounded(reads.count(session.reading_ctx, source), timeout)
+    return deadline.bounded(reads.count(pipeline.reading(session.ctx), source), timeout)
 
 
 def page(
@@ -863,4 +865,4 @@ def page(
     pages of those requests."""
     from lsiorm._ops import reads
 
-    return deadline.bounded(reads.page(session.reading_ctx, source), timeout)
+    return deadline.bounded(reads.page(pipeline.reading(session.ctx), source), timeout)

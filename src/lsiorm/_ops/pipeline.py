@@ -24,7 +24,7 @@ from lsiorm._query.cursor import cursor_key
 from lsiorm._requests.limits import check_request
 from lsiorm.errors import DynamoError
 
-__all__ = ["Context", "Route", "RoutedRequest", "call", "send_once"]
+__all__ = ["Context", "Route", "RoutedRequest", "call", "reading", "send_once"]
 
 T = TypeVar("T")
 
@@ -89,6 +89,12 @@ class Context:
     def live_name(self, table: Table) -> str:
         """The name of the live table a declaration stands for in this session."""
         return table.name if self.table_name is None else self.table_name(table.name)
+
+
+def reading(ctx: Context) -> Context:
+    """The context of reads that return entities: lazy offloaded fields stay unfetched
+    (``Offloaded(eager=False)``); writes, the key jobs and the migration use ``ctx`` itself."""
+    return ctx if ctx.protection is None else replace(ctx, lazy_reads=True)
 
 
 def send_once(
