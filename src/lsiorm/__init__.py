@@ -145,7 +145,9 @@ if _typing.TYPE_CHECKING:
     from lsiorm._model.key_styles import KeyStyle
     from lsiorm._model.keyring import Keyring, KeyringMode
     from lsiorm._model.number_fit import LossyFloat
+    from lsiorm._model.offloaded_ref import OffloadedRef
     from lsiorm._model.schema import Table
+    from lsiorm._model.sealing import Binding
     from lsiorm._model.shards import Shard
     from lsiorm._model.stream_record import ChangeEvent, ChangeName, change_of
     from lsiorm._model.table_settings import (
@@ -328,6 +330,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "lsiorm._model.epoch": ("EpochSeconds",),
     "lsiorm._model.field_protection": ("Compressed", "Encrypted", "Offloaded"),
     "lsiorm._model.item_size": ("stored_size",),
+    "lsiorm._model.offloaded_ref": ("OffloadedRef",),
+    "lsiorm._model.sealing": ("Binding",),
     "lsiorm._model.indexes": (
         "BillingMode",
         "GlobalIndex",
@@ -501,6 +505,7 @@ __all__ = [
     "BeginsWith",
     "Between",
     "BillingMode",
+    "Binding",
     "CallTimeoutError",
     "CancellationReason",
     "Candidate",
@@ -583,6 +588,7 @@ __all__ = [
     "NotFoundError",
     "NumberPrecisionError",
     "Offloaded",
+    "OffloadedRef",
     "OnDemandThroughput",
     "Operation",
     "Operator",

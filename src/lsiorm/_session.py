@@ -48,6 +48,7 @@ from lsiorm._model.entity import Entity
 from lsiorm._model.keyring import Keyring
 from lsiorm._model.schema import Table
 from lsiorm._ops.meter import CapacityMeter
+from lsiorm._ops.pipeline import reading
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Operation
 from lsiorm._session_core import SessionSettings
@@ -504,6 +505,7 @@ class Session(SessionCore, Closing):
     batch_get = blocking(methods.batch_get)
     transact_write = blocking(methods.transact_write)
     transact_get = blocking(methods.transact_get)
+    load = blocking(methods.load)
     all = blocking(methods.all)
     first = blocking(methods.first)
     count = blocking(methods.count)
@@ -513,7 +515,7 @@ class Session(SessionCore, Closing):
         """Yield the results page by page; only one page is held in memory."""
         from lsiorm._ops import reads
 
-        pages = self.driver.iterate(reads.pages(self.ctx, source))
+        pages = self.driver.iterate(reads.pages(reading(self.ctx), source))
         if self.telemetry is None:
             return pages
         return traced_pages(self.telemetry, "Session.pages", (source,), pages)
@@ -770,6 +772,7 @@ class AsyncSession(SessionCore):
     batch_get = awaiting(methods.batch_get)
     transact_write = awaiting(methods.transact_write)
     transact_get = awaiting(methods.transact_get)
+    load = awaiting(methods.load)
     all = awaiting(methods.all)
     first = awaiting(methods.first)
     count = awaiting(methods.count)
@@ -779,7 +782,7 @@ class AsyncSession(SessionCore):
         """Yield the results page by page; only one page is held in memory."""
         from lsiorm._ops import reads
 
-        pages = self.driver.iterate(reads.pages(self.ctx, source))
+        pages = self.driver.iterate(reads.pages(reading(self.ctx), source))
         if self.telemetry is not None:
             pages = traced_async_pages(self.telemetry, "AsyncSession.pages", (source,), pages)
         async for page in pages:

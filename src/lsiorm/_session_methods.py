@@ -169,7 +169,10 @@ def get(
     timeout, fields = _timeout_or_key(cls, key, timeout, fields)
     cls, _, _, values = keyed_target(cls, key, fields)
     return deadline.bounded(
-        items.get(session.ctx, cls, values, consistent=consistent, required=required), timeout
+        items.get(
+            pipeline.reading(session.ctx), cls, values, consistent=consistent, required=required
+        ),
+        timeout,
     )
 
 
@@ -775,7 +778,11 @@ def batch_get(
     """
     return deadline.bounded(
         batch.batch_get(
-            session.ctx, cls_or_classes, keys, consistent=consistent, concurrency=concurrency
+            pipeline.reading(session.ctx),
+            cls_or_classes,
+            keys,
+            consistent=consistent,
+            concurrency=concurrency,
         ),
         timeout,
     )
@@ -801,7 +808,22 @@ def transact_get(
     """Read items in one transaction; None where an item does not exist."""
     from lsiorm._ops import transactions
 
-    return deadline.bounded(transactions.transact_get(session.ctx, gets), timeout)
+    return deadline.bounded(transactions.transact_get(pipeline.reading(session.ctx), gets), timeout)
+
+
+def load(
+    session: SessionCore, /, entity: E, *fields: str, timeout: float | None = None
+) -> Operation[E]:
+    """Return the entity with its lazy offloaded values fetched from S3.
+
+    A field declared ``Offloaded(eager=False)`` is read as an `OffloadedRef`; this fetches each
+    one (those named in ``fields``, or all), checks the object's digest and size, decrypts it
+    under the item and attribute it was read from when it is encrypted, and returns a copy of
+    the entity holding the values (the entity itself when nothing was unloaded).
+    """
+    from lsiorm._ops import offload_loads
+
+    return deadline.bounded(offload_loads.load(session.ctx, entity, fields), timeout)
 
 
 # -- queries and scans ----------------------------------------------------------------------------
@@ -813,7 +835,7 @@ def all(
     """Run a query or scan and return every result (up to its limit)."""
     from lsiorm._ops import reads
 
-    return deadline.bounded(reads.all(session.ctx, source), timeout)
+    return deadline.bounded(reads.all(pipeline.reading(session.ctx), source), timeout)
 
 
 def first(
@@ -822,7 +844,7 @@ def first(
     """Return the first result of a query or scan, or None."""
     from lsiorm._ops import reads
 
-    return deadline.bounded(reads.first(session.ctx, source), timeout)
+    return deadline.bounded(reads.first(pipeline.reading(session.ctx), source), timeout)
 
 
 def count(
@@ -831,7 +853,7 @@ def count(
     """Return how many items match (Select=COUNT; no item is transferred)."""
     from lsiorm._ops import reads
 
-    return deadline.bounded(reads.count(session.ctx, source), timeout)
+    return deadline.bounded(reads.count(pipeline.reading(session.ctx), source), timeout)
 
 
 def page(
@@ -843,4 +865,4 @@ def page(
     pages of those requests."""
     from lsiorm._ops import reads
 
-    return deadline.bounded(reads.page(session.ctx, source), timeout)
+    return deadline.bounded(reads.page(pipeline.reading(session.ctx), source), timeout)

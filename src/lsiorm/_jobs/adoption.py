@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lsiorm._jobs.resumable import JobProgress, counted_as, plain_key
@@ -27,12 +27,14 @@ from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import EntityMeta, EntityModel, meta_of
 from lsiorm._model.item_types import item_types, parses_keys, untyped_entities
 from lsiorm._model.key_check import check_item_keys
+from lsiorm._model.protection import table_protection
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, from_wire
 from lsiorm._ops.pipeline import Context
+from lsiorm._ops.protection import open_item
 from lsiorm._ops.reserved import NAMESPACE, reserved_partition
 from lsiorm._ops.steps import Operation
-from lsiorm.errors import KeyEncodingError, ValidationError
+from lsiorm.errors import KeyEncodingError, ProtectionError, ValidationError
 
 __all__ = ["AdoptionExample", "AdoptionReport", "EntityAdoption", "adopt", "classify_item"]
 
@@ -249,6 +251,22 @@ def classify_item(
     return "entity", cls, _unparsed_reason(meta_of(cls), item)
 
 
+def _opened(ctx: Context, table: Table, item: WireItem) -> Operation[tuple[WireItem, str | None]]:
+    """An item as stored, with its protected values opened by the session's keyring; or as it
+    is with the reason it does not open (a plain value where an encrypted one is declared, a
+    value that fails its authentication): such an item does not parse. No reason quotes a
+    value."""
+    protection = ctx.protection
+    specs = table_protection(table)
+    if protection is None or not specs:
+        return item, None
+    try:
+        opened = yield from open_item(ctx.retry, protection, table, table.name, item, specs)
+    except ProtectionError as error:
+        return item, f"a protected value does not open ({error.rule}): {_first_line(error)}"
+    return opened, None
+
+
 # -- the job --------------------------------------------------------------------------------
 
 
@@ -279,7 +297,10 @@ def adopt(
 
     def visit(part: AdoptionReport, item: WireItem) -> Operation[None]:
         part.scanned += 1
-        kind, cls, reason = classify_item(table, item, entity)
+        opened, refused = yield from _opened(ctx, table, item)
+        kind, cls, reason = classify_item(table, opened, entity)
+        if refused is not None and kind == "entity":
+            reason = refused
         if kind == "other":
             part.other += 1
             return
@@ -300,8 +321,6 @@ def adopt(
             seen.parsed += 1
         elif len(seen.examples) < examples:
             seen.examples.append(AdoptionExample(plain_key(table, item), reason))
-        return
-        yield  # a generator that yields nothing: sorting an item sends no request
 
     tally: ScanTally[AdoptionReport, AdoptionReport] = ScanTally(
         report,
@@ -315,7 +334,10 @@ def adopt(
         name=f"adoption of {table.name}",
         counted=counted_as("adoption"),
     )
-    yield from scan_items(ctx, spec, visit, tally, skip=reserved_partition(table))
+    # The scan reads items as stored; each is opened on its own (`_opened`), so that one whose
+    # protected value does not open is counted, with its reason, instead of stopping the job.
+    raw = replace(ctx, protection=None)
+    yield from scan_items(raw, spec, visit, tally, skip=reserved_partition(table))
     report.elapsed = tally.elapsed
     report.ledger_items = tally.skipped
     return report

@@ -12,6 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from pydantic import GetCoreSchemaHandler
+from pydantic_core import core_schema
+
+from lsiorm._model.offloaded_ref import lazy_field_schema
 from lsiorm.errors import DeclarationError
 
 __all__ = [
@@ -94,10 +98,14 @@ class Offloaded:
     """Marks a field whose large values are kept in S3: ``Annotated[bytes, Offloaded()]``.
 
     A value whose stored bytes exceed ``threshold`` is written to the keyring's bucket as an
-    object named by the SHA-256 of its bytes, before the item; the item holds a 44-byte
-    reference, which is all DynamoDB's 400 KB limit and the capacity model count. Reads fetch
-    the object (``eager=True``, the only mode so far). Objects that no item references are
-    deleted by the `collect_orphans` job, never by a write.
+    object named by the SHA-256 of its bytes, before the item; the item holds a 46-byte
+    reference, which is all DynamoDB's 400 KB limit and the capacity model count. Objects that
+    no item references are deleted by the `collect_orphans` job, never by a write.
+
+    Reads fetch the object as they read the item (``eager=True``, the default). With
+    ``eager=False`` they do not: an entity read holds an `OffloadedRef` in the field (where the
+    object is, its digest and size, no content) until ``session.load(entity)`` fetches it. An
+    entity put back with the reference still unloaded keeps the stored value as it is.
     """
 
     threshold: int = DEFAULT_OFFLOAD_THRESHOLD
@@ -112,12 +120,17 @@ class Offloaded:
             raise DeclarationError(
                 "offload.threshold", "Offloaded(threshold=...) cannot be negative."
             )
-        if not self.eager:
+        if not isinstance(self.eager, bool):
             raise DeclarationError(
-                "offload.lazy",
-                "Offloaded(eager=False) is not supported yet: offloaded values are fetched as "
-                "they are read.",
+                "offload.eager", f"Offloaded(eager={self.eager!r}) needs True or False."
             )
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        """A lazy field also holds its placeholder (`OffloadedRef`) until it is loaded."""
+        inner = handler(source)
+        return inner if self.eager else lazy_field_schema(inner)
 
 
 @dataclass(frozen=True)
@@ -131,6 +144,8 @@ class FieldProtection:
     compression: Literal["gzip", "zstd"] | None = None
     level: int | None = None
     offload_threshold: int | None = None
+    #: Whether reads leave the S3 object unfetched (``Offloaded(eager=False)``).
+    lazy: bool = False
 
     @property
     def offloaded(self) -> bool:
@@ -146,7 +161,8 @@ class FieldProtection:
         if self.compression is not None:
             parts.append(self.compression)
         if self.offload_threshold is not None:
-            parts.append(f"offloaded above {self.offload_threshold} B")
+            lazily = ", read lazily" if self.lazy else ""
+            parts.append(f"offloaded above {self.offload_threshold} B{lazily}")
         return ", ".join(parts)
 
 
@@ -190,6 +206,7 @@ def field_protection(
         compression=comp.algorithm if comp is not None else None,
         level=comp.level if comp is not None else None,
         offload_threshold=off.threshold if off is not None else None,
+        lazy=off is not None and not off.eager,
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from lsiorm._model.entity_meta import EntityModel, meta_of
 from lsiorm._model.generated_encoder import generate_encoder
 from lsiorm._model.item_writer import ItemWriter
+from lsiorm._model.offloaded_ref import OffloadedRef, reference_of
 from lsiorm._model.shards import check_shard
 from lsiorm._model.wire import (
     MAX_ITEM_BYTES,
@@ -109,14 +110,14 @@ def _encode(entity: EntityModel) -> tuple[dict[str, AttributeValue], int]:
                 continue
             if value is None:
                 continue  # None is absence (see build_item)
-            av, n = to_wire_sized(value)
+            av, n = _sized(value)
             item[attr] = av
             size += attr_size + n
     else:
         for attr, value in entity.model_dump(
             mode="python", by_alias=True, exclude_none=True
         ).items():
-            av, n = to_wire_sized(value)
+            av, n = _sized(value)
             item[attr] = av
             size += utf8_len(attr) + n
     # Keys and the type attribute replace a field of the same stored name, if there is one
@@ -140,6 +141,13 @@ def _encode(entity: EntityModel) -> tuple[dict[str, AttributeValue], int]:
         # Protected values are counted as stored once sealed (lsiorm._ops.protection).
         too_large(meta, size)
     return item, size
+
+
+def _sized(value: Any) -> tuple[AttributeValue, int]:
+    """A field's AttributeValue and size; an unloaded lazy value is its stored reference."""
+    if type(value) is OffloadedRef:
+        return reference_of(value), len(value.stored)
+    return to_wire_sized(value)
 
 
 #: One writer per entity class, built on first use once the class is complete.

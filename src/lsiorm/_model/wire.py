@@ -22,6 +22,7 @@ from lsiorm._model.number_text import (
 from lsiorm.errors import ValidationError
 
 __all__ = [
+    "DECODED_TAG",
     "MAX_ITEM_BYTES",
     "AttributeValue",
     "TextError",
@@ -423,7 +424,12 @@ def _number_set(raw: Iterable[str]) -> set[int | Decimal]:
     return {number_from_text(text) for text in raw}
 
 
+#: The tag of an AttributeValue that already holds its Python value: a placeholder the request
+#: path hands to the codecs (a lazy offloaded value, `lsiorm._model.offloaded_ref`); never sent.
+DECODED_TAG: Final = "lsiorm:decoded"
+
 _DECODERS: Final[dict[str, Callable[[Any], Any]]] = {
+    DECODED_TAG: _identity,
     "S": _identity,
     "N": number_from_text,
     "B": _identity,

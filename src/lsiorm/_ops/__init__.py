@@ -20,7 +20,8 @@ An operation passes through these modules in this order:
   whole table leaves out.
 - Protected fields: ``request_sealing`` seals what a request writes and ``protection`` opens
   what a response holds (encryption with KMS data keys, S3 objects), inside ``pipeline``;
-  ``data_keys`` is a session's cache of data keys.
+  ``data_keys`` is a session's cache of data keys; ``offload_loads`` fetches the lazy offloaded
+  values an entity was read with (``session.load``).
 
 Imports point down: operations import the pipeline, the pipeline the steps, and the package
 imports only the pure layers (``_model``, ``_conditions``, ``_requests``, ``_query``), whose

@@ -33,6 +33,7 @@ from lsiorm._model.entity import Entity, decode_stored
 from lsiorm._model.entity_meta import EntityMeta, meta_of
 from lsiorm._model.wire import same_item
 from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.protection import kept_references
 from lsiorm._ops.rekeying import ensure_moved, old_wire_key
 from lsiorm._ops.service_errors import failed_item, restated
 from lsiorm._ops.steps import Operation
@@ -163,7 +164,7 @@ def _send(ctx: Context, meta: EntityMeta[Entity], attempts: _Attempts) -> Operat
 
 
 def _same_item(stored: Any, ours: Mapping[str, Any]) -> bool:
-    return isinstance(stored, Mapping) and same_item(stored, ours)
+    return isinstance(stored, Mapping) and same_item(*kept_references(stored, ours))
 
 
 def put(

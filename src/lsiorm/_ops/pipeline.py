@@ -24,7 +24,7 @@ from lsiorm._query.cursor import cursor_key
 from lsiorm._requests.limits import check_request
 from lsiorm.errors import DynamoError
 
-__all__ = ["Context", "Route", "RoutedRequest", "call", "send_once"]
+__all__ = ["Context", "Route", "RoutedRequest", "call", "reading", "send_once"]
 
 T = TypeVar("T")
 
@@ -77,6 +77,10 @@ class Context:
     route: Route | None = None
     #: The session's keyring at work (None: no protected field is sealed or opened).
     protection: Protection | None = None
+    #: Whether what is read becomes entities, whose lazy offloaded fields are not fetched
+    #: (`lsiorm._ops.protection.open_value`); off for writes, the key jobs and the migration,
+    #: which work with whole values.
+    lazy_reads: bool = False
 
     def with_hooks(self, hooks: Sequence[object]) -> Context:
         """Return a context with these hooks in place of the current ones."""
@@ -85,6 +89,12 @@ class Context:
     def live_name(self, table: Table) -> str:
         """The name of the live table a declaration stands for in this session."""
         return table.name if self.table_name is None else self.table_name(table.name)
+
+
+def reading(ctx: Context) -> Context:
+    """The context of reads that return entities: lazy offloaded fields stay unfetched
+    (``Offloaded(eager=False)``); writes, the key jobs and the migration use ``ctx`` itself."""
+    return ctx if ctx.protection is None else replace(ctx, lazy_reads=True)
 
 
 def send_once(
@@ -133,7 +143,7 @@ def send_once(
     response = from_wire(operation, response, names)
     if protection is not None:
         response = yield from open_response(
-            ctx.retry, protection, operation, params, response, tables
+            ctx.retry, protection, operation, params, response, tables, lazy=ctx.lazy_reads
         )
     apply_after(ctx.hooks, request, response)
     return response

@@ -36,6 +36,7 @@ from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from lsiorm._model.keyring import Keyring
+from lsiorm._model.offloaded_ref import OffloadedRef, ReferenceValue
 from lsiorm._model.protection import FieldProtection, table_protection
 from lsiorm._model.schema import Table
 from lsiorm._model.sealing import (
@@ -72,7 +73,9 @@ __all__ = [
     "Protection",
     "as_stored",
     "item_key",
+    "kept_references",
     "open_item",
+    "open_reference",
     "open_response",
     "protects_any",
     "seal_item",
@@ -325,6 +328,57 @@ def _get_object(
     return data
 
 
+def _touch_object(retry: RetryPolicy, protection: Protection, ref: OffloadedRef) -> Operation[None]:
+    """Put a kept reference's object again, without its bytes: S3 copies it onto itself, which
+    renews its age as a put does (the orphan collection's proof needs it), and fails when the
+    object is gone, so no item is written that references nothing."""
+    bucket = _bucket(protection, ref.binding)
+    key = object_key(protection.keyring.prefix, ref.binding.table, bytes.fromhex(ref.digest))
+    params = {
+        "Bucket": bucket,
+        "Key": key,
+        "CopySource": {"Bucket": bucket, "Key": key},
+        "MetadataDirective": "REPLACE",
+        "ContentType": "application/octet-stream",
+    }
+    try:
+        yield from service_call(retry, S3, "CopyObject", params)
+    except DynamoError as exc:
+        if exc.code in ("NoSuchKey", "404", "NotFound"):
+            raise ProtectionError(
+                "offload.missing",
+                f"The S3 object of {ref.binding.describe()} ({key}) is missing; the item was "
+                "not written.",
+            ) from exc
+        raise ProtectionError(
+            "offload.s3",
+            f"S3 refused to renew the object of {ref.binding.describe()} ({exc.code}); the "
+            "item was not written.",
+        ) from exc
+
+
+def open_reference(
+    retry: RetryPolicy, protection: Protection, ref: OffloadedRef, spec: FieldProtection
+) -> Operation[dict[str, Any]]:
+    """The plain value of a lazy reference: its object fetched from the session's bucket, its
+    digest and size checked, and, when encrypted, opened under the binding it was read with
+    (so an object of another item, attribute or table fails as `protect.integrity`)."""
+    keyring = protection.keyring
+    if (
+        keyring.bucket != ref.bucket
+        or object_key(keyring.prefix, ref.binding.table, bytes.fromhex(ref.digest))
+        != ref.object_key
+    ):
+        raise ValidationError(
+            "offload.other-store",
+            f"{ref.binding.describe()} was read from s3://{ref.bucket}/{ref.object_key}, which "
+            "this session's keyring does not name (another bucket or prefix); load it with a "
+            "session whose keyring read it.",
+        )
+    opened = yield from _open_stored(retry, protection, spec, {"B": ref.stored}, ref.binding)
+    return dict(opened)
+
+
 # -- one value ------------------------------------------------------------------------------------
 
 
@@ -338,6 +392,14 @@ def seal_value(
     """The stored form of one plain value: its envelope, or the reference to its object."""
     if isinstance(av, OpenedValue) and av.binding == binding:
         return av.stored  # the same item and attribute: the envelope read stays valid
+    if isinstance(av, ReferenceValue):
+        if av.binding == binding and spec.offloaded:
+            # An unloaded lazy value written back to its own item: the reference stays, its
+            # object is renewed first (no fetch, no upload).
+            yield from _touch_object(retry, protection, av.ref)
+            return av.stored
+        # Anywhere else (another key, table or attribute): opened and sealed for it.
+        av = yield from open_reference(retry, protection, av.ref, spec)
     # Any other value is plain, even bytes that start like an envelope: it is sealed.
     keyring = protection.keyring
     key = None
@@ -368,9 +430,13 @@ def open_value(
     spec: FieldProtection,
     av: Mapping[str, Any],
     binding: Binding,
+    *,
+    lazy: bool = False,
 ) -> Operation[dict[str, Any]]:
     """The plain value of a stored one (an `OpenedValue`); a plain value stored before the
-    field was protected passes where the declaration allows it."""
+    field was protected passes where the declaration allows it. With ``lazy`` (an entity read),
+    a reference of a field declared ``Offloaded(eager=False)`` is not fetched: it is returned as
+    its `ReferenceValue`."""
     if not is_envelope(av):
         if spec.encrypted and not spec.accept_plaintext:
             raise ProtectionError(
@@ -380,6 +446,31 @@ def open_value(
                 "Encrypted(accept_plaintext=True) and back-fill it (docs/security.md).",
             )
         return dict(av)
+    envelope = parse_envelope(av["B"], binding)
+    if lazy and spec.lazy and envelope.is_reference:
+        bucket = _bucket(protection, binding)
+        ref = OffloadedRef(
+            binding,
+            bucket,
+            object_key(protection.keyring.prefix, binding.table, envelope.digest),
+            envelope.digest.hex(),
+            envelope.size,
+            spec.encrypted,
+            bytes(av["B"]),
+        )
+        return ReferenceValue(ref)
+    return (yield from _open_stored(retry, protection, spec, av, binding))
+
+
+def _open_stored(
+    retry: RetryPolicy,
+    protection: Protection,
+    spec: FieldProtection,
+    av: Mapping[str, Any],
+    binding: Binding,
+) -> Operation[OpenedValue]:
+    """A stored envelope opened: its object fetched when it is a reference, decrypted,
+    decompressed."""
     stored = dict(av)
     envelope = parse_envelope(av["B"], binding)
     if envelope.is_reference:
@@ -471,9 +562,11 @@ def open_item(
     name: str,
     item: Mapping[str, Any],
     specs: Mapping[str, FieldProtection],
+    *,
+    lazy: bool = False,
 ) -> Operation[dict[str, Any]]:
     """A read item with its protected attributes opened (a projection without the key, as a
-    KEYS_ONLY index gives, holds nothing to open)."""
+    KEYS_ONLY index gives, holds nothing to open); ``lazy``: see `open_value`."""
     if not any(attr in specs for attr in item):
         return dict(item) if type(item) is not dict else item
     key = item_key(table, item)
@@ -489,7 +582,8 @@ def open_item(
         if spec is None:
             out[attr] = av
         else:
-            out[attr] = yield from open_value(retry, protection, spec, av, Binding(name, key, attr))
+            binding = Binding(name, key, attr)
+            out[attr] = yield from open_value(retry, protection, spec, av, binding, lazy=lazy)
     return out
 
 
@@ -510,6 +604,7 @@ def _open_items(
     table: Table | None,
     name: str,
     items: Sequence[Mapping[str, Any]],
+    lazy: bool = False,
 ) -> Operation[list[Any]]:
     if table is None:
         return list(items)
@@ -518,7 +613,7 @@ def _open_items(
         return list(items)
     out = []
     for item in items:
-        out.append((yield from open_item(retry, protection, table, name, item, specs)))
+        out.append((yield from open_item(retry, protection, table, name, item, specs, lazy=lazy)))
     return out
 
 
@@ -528,10 +623,12 @@ def _open_one(
     tables: Sequence[Table],
     name: Any,
     item: Mapping[str, Any] | None,
+    lazy: bool = False,
 ) -> Operation[Any]:
     if item is None:
         return None
-    opened = yield from _open_items(retry, protection, table_of(tables, name), str(name), [item])
+    table = table_of(tables, name)
+    opened = yield from _open_items(retry, protection, table, str(name), [item], lazy)
     return opened[0]
 
 
@@ -542,18 +639,23 @@ def open_response(
     params: Mapping[str, Any],
     response: dict[str, Any],
     tables: Sequence[Table],
+    *,
+    lazy: bool = False,
 ) -> Operation[dict[str, Any]]:
-    """The response with the envelopes of every item it holds opened (see the module)."""
+    """The response with the envelopes of every item it holds opened (see the module).
+
+    ``lazy`` (a read of entities): the references of lazy offloaded fields in what it reads
+    (not in what a write returns) are left unfetched (see `open_value`)."""
     if not protects_any(tables):
         return response
     name = params.get("TableName")
     out = dict(response)
     if operation == "GetItem" and "Item" in response:
-        out["Item"] = yield from _open_one(retry, protection, tables, name, response["Item"])
+        out["Item"] = yield from _open_one(retry, protection, tables, name, response["Item"], lazy)
     elif operation in ("Query", "Scan") and response.get("Items"):
         table = table_of(tables, name)
         out["Items"] = yield from _open_items(
-            retry, protection, table, str(name), response["Items"]
+            retry, protection, table, str(name), response["Items"], lazy
         )
     elif operation in ("PutItem", "UpdateItem", "DeleteItem") and response.get("Attributes"):
         out["Attributes"] = yield from _open_one(
@@ -563,7 +665,9 @@ def open_response(
         opened = {}
         for table_name, items in response["Responses"].items():
             table = table_of(tables, table_name)
-            opened[table_name] = yield from _open_items(retry, protection, table, table_name, items)
+            opened[table_name] = yield from _open_items(
+                retry, protection, table, table_name, items, lazy
+            )
         out["Responses"] = opened
     elif operation == "TransactGetItems" and response.get("Responses"):
         entries = []
@@ -573,7 +677,7 @@ def open_response(
             got = (entry or {}).get("Item")
             table_name = action.get("Get", {}).get("TableName")
             if got is not None:
-                opened = yield from _open_one(retry, protection, tables, table_name, got)
+                opened = yield from _open_one(retry, protection, tables, table_name, got, lazy)
                 entry = {**entry, "Item": opened}
             entries.append(entry)
         out["Responses"] = entries
@@ -612,8 +716,25 @@ def as_stored(item: Mapping[str, Any], keep: Container[str] = ()) -> dict[str, A
     a copy kept outside the table must hold, so that no plaintext leaves it), but those of the
     attributes in ``keep`` (which the copy's own table protects: they are sealed for it)."""
     return {
-        k: v.stored if isinstance(v, OpenedValue) and k not in keep else v for k, v in item.items()
+        k: v.stored if isinstance(v, (OpenedValue, ReferenceValue)) and k not in keep else v
+        for k, v in item.items()
     }
+
+
+def kept_references(
+    found: Mapping[str, Any], ours: Mapping[str, Any]
+) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """A stored item and one a write sent, comparable where the write kept a lazy value's
+    reference (`ReferenceValue`): both hold their stored envelopes there."""
+    refs = [attr for attr, av in ours.items() if isinstance(av, ReferenceValue)]
+    if not refs:
+        return found, ours
+    theirs, mine = dict(found), dict(ours)
+    for attr in refs:
+        mine[attr] = ours[attr].stored
+        if attr in theirs:
+            theirs[attr] = getattr(theirs[attr], "stored", theirs[attr])
+    return theirs, mine
 
 
 def opened_attributes(item: Mapping[str, Any]) -> Iterator[tuple[str, OpenedValue]]:
@@ -631,7 +752,11 @@ def unsealed_attributes(
     if ctx_protection is None:
         return []
     specs = table_protection(table)
-    return [attr for attr in specs if attr in item and not isinstance(item[attr], OpenedValue)]
+    return [
+        attr
+        for attr in specs
+        if attr in item and not isinstance(item[attr], (OpenedValue, ReferenceValue))
+    ]
 
 
 def open_stream_record(
