@@ -257,7 +257,6 @@ NOT_YET = {
     "lsiorm.testing.aws_like.gsi_lag",
     "lsiorm._migration.phases",
     "lsiorm._migration.run",
-    "lsiorm._migration.stream_replay",
 }
 #: What only a builder writes: a page's position, expression names, and condition or update text.
 REQUEST_NAMES = frozenset({"LastEvaluatedKey", "ExclusiveStartKey", "ExpressionAttributeNames"})

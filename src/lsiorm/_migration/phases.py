@@ -71,7 +71,6 @@ from lsiorm._migration.run import (
     run_declaration,
     worker_info,
 )
-from lsiorm._migration.stream_replay import describe_shards
 from lsiorm._migration.table_copy import CopyKind
 from lsiorm._migration.verify import EXAMPLES, keep_verify, verify, verify_touched
 from lsiorm._model.entity_meta import meta_of
@@ -81,6 +80,7 @@ from lsiorm._ops import tables
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.reserved import NAMESPACE, reserved_partition
 from lsiorm._ops.steps import Operation, Sleep
+from lsiorm._ops.stream_pages import describe_shards
 from lsiorm.errors import MigrationWarning, ResourceNotFoundError, ValidationError
 
 __all__ = [
