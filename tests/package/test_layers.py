@@ -247,15 +247,10 @@ REQUEST_READERS = {
     "lsiorm._ops.service_errors",
     "lsiorm._ops.request_sealing",
 }
-#: Modules still to move to the builders: the jobs' ledger and engine and the migration, which
-#: are being rewritten, and the AWS-like engine's shadow copy. Each must still hold what the
-#: rule forbids (so this list only shrinks).
+#: Modules still to move to the builders: the jobs' ledger, which is being rewritten. Each must
+#: still hold what the rule forbids (so this list only shrinks).
 NOT_YET = {
     "lsiorm._jobs.ledger",
-    # the AWS-like engine's copy of a table into its GSI shadow pages the upstream by hand
-    "lsiorm.testing.aws_like.gsi_lag",
-    "lsiorm._migration.phases",
-    "lsiorm._migration.run",
 }
 #: What only a builder writes: a page's position, expression names, and condition or update text.
 REQUEST_NAMES = frozenset({"LastEvaluatedKey", "ExclusiveStartKey", "ExpressionAttributeNames"})

@@ -15,14 +15,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsiorm._jobs.catalog import imported
-from lsiorm._jobs.ledger import JobLedger, fingerprint
+from lsiorm._jobs.ledger import JobLedger, LedgerLocation, fingerprint
 from lsiorm._jobs.options import JobOptions
 from lsiorm._jobs.resumable import JobProgress
 from lsiorm._migration.plan import MigrationState, MigrationStore
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import KeyAttribute, Table
+from lsiorm._ops.pages import read_pages
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.steps import Operation
+from lsiorm._requests.pages import PagedRead, ReadPage
+from lsiorm._requests.reads import partition_query
 from lsiorm.errors import ValidationError
 
 __all__ = [
@@ -30,6 +33,7 @@ __all__ = [
     "delete_prefixed",
     "delete_runs",
     "job_ledger",
+    "ledger_prefix_read",
     "run_declaration",
     "worker_destination",
     "worker_info",
@@ -131,20 +135,24 @@ def delete_prefixed(m: Migration, prefixes: Sequence[str]) -> Operation[None]:
     """Delete the ledger items of the migration's location whose sort keys begin with one of
     ``prefixes``."""
     location = m.store.location
+    names = (location.partition_key, location.sort_key)
+
+    def delete_page(page: ReadPage) -> Operation[None]:
+        for item in page.items:
+            request = {"TableName": location.table, "Key": {n: item[n] for n in names}}
+            yield from call(m.store.ctx, "DeleteItem", request)
+
     for prefix in prefixes:
-        params: dict[str, Any] = {
-            "TableName": location.table,
-            "KeyConditionExpression": "#p = :p AND begins_with(#s, :s)",
-            "ExpressionAttributeNames": {"#p": location.partition_key, "#s": location.sort_key},
-            "ExpressionAttributeValues": {":p": {"S": location.namespace}, ":s": {"S": prefix}},
-        }
-        while True:
-            response = yield from call(m.store.ctx, "Query", dict(params))
-            for item in response.get("Items") or ():
-                key = {n: item[n] for n in (location.partition_key, location.sort_key)}
-                request = {"TableName": location.table, "Key": key}
-                yield from call(m.store.ctx, "DeleteItem", request)
-            last = response.get("LastEvaluatedKey")
-            if not last:
-                break
-            params["ExclusiveStartKey"] = last
+        yield from read_pages(m.store.ctx, ledger_prefix_read(location, prefix), delete_page)
+
+
+def ledger_prefix_read(location: LedgerLocation, prefix: str) -> PagedRead:
+    """The read of the ledger items at ``location`` whose sort keys begin with ``prefix``."""
+    params = partition_query(
+        location.table,
+        location.partition_key,
+        {"S": location.namespace},
+        sort_key=location.sort_key,
+        prefix={"S": prefix},
+    )
+    return PagedRead("Query", params)
