@@ -67,7 +67,8 @@ from lsiorm._jobs.watch import StallWatch, Submissions, stall_limit
 from lsiorm._model.capacity import read_units
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import item_size
-from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.pages import read_page
+from lsiorm._ops.pipeline import Context
 from lsiorm._ops.steps import Call, Done, Gather, Operation, Sleep, advance
 from lsiorm.errors import JobError, LsiormError
 
@@ -193,32 +194,26 @@ def _number(text: str) -> str:
 
 
 def scan_pages(spec: ScanSpec, *, skip: Mapping[str, Any] | None = None) -> PageSource:
-    """The pages of scan units of ``spec`` (a Query for a partition unit).
+    """The pages of scan units of ``spec`` (a Query for a partition unit), each read by the one
+    page reader (`lsiorm._ops.pages.read_page`) at the unit's position.
 
     ``skip`` is the partition key value of the jobs' ledger partition (`reserved_partition`):
     its items are neither handed to the job nor counted as read, only as ``skipped``.
     """
     table = spec.table
-    operation = "Query" if spec.partition is not None else "Scan"
-    base, skip = spec.reading(skip)
+    read, skip = spec.read(skip)
 
     def page(ctx: Context, unit: Unit, position: Position) -> Operation[PageRead]:
         assert isinstance(unit, ScanUnit)
-        params = dict(base)
-        if unit.total_segments > 1:
-            params["Segment"], params["TotalSegments"] = unit.segment, unit.total_segments
-        if isinstance(position, Mapping):
-            params["ExclusiveStartKey"] = dict(position)
-        response = yield from call(ctx, operation, params, (table,))
-        found = response.get("Items") or ()
-        scanned = int(response.get("ScannedCount", len(found)))
-        items, skipped = split_off(table, found, skip)
-        last = response.get("LastEvaluatedKey")
+        segment = read.segment(unit.segment, unit.total_segments)
+        start = position if isinstance(position, Mapping) else None
+        got = yield from read_page(ctx, segment, start)
+        items, skipped = split_off(table, got.items, skip)
         size = sum(item_size(i) for i in items)
         return PageRead(
             items,
-            dict(last) if last else DONE,
-            scanned - skipped,
+            got.next if got.next is not None else DONE,
+            got.scanned - skipped,
             read_units(size, consistent=False),
             skipped,
         )

@@ -2,7 +2,7 @@
 
 `ScanSpec` is the read as a value (its paged Scan or Query, built in `lsiorm._requests.reads`);
 `price_scan` prices it with the capacity model before anything is read. A read of the whole
-table leaves out the partition that holds the jobs' own ledger (`ScanSpec.reading` and
+table leaves out the partition that holds the jobs' own ledger (`ScanSpec.read` and
 `split_off`): its items are neither handed on nor counted as read, only counted apart.
 """
 
@@ -97,14 +97,6 @@ class ScanSpec:
             consistent=self.consistent,
         )
         return PagedRead(operation, params, self.page_size, tables=(table,)), kept
-
-    def reading(
-        self, skip: Mapping[str, Any] | None
-    ) -> tuple[dict[str, Any], AttributeValue | None]:
-        """The parameters of the first page of `read` (``Segment`` aside), and the value to
-        leave out of its pages."""
-        read, kept = self.read(skip)
-        return read.request(), kept
 
 
 def split_off(

@@ -65,25 +65,23 @@ from lsiorm._jobs.resumable import DONE, JobProgress, Position
 from lsiorm._jobs.units import ShardUnit, Unit, shard_unit_id
 from lsiorm._migration.run import Migration, job_ledger, run_declaration
 from lsiorm._migration.stream_replay import (
-    PAGE_LIMIT,
-    Shard,
     StreamRecord,
-    describe_shards,
     record_of,
     replay_of,
     replay_request,
-    shard_iterator,
+    shard_page,
 )
 from lsiorm._migration.table_copy import derive_item
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, same_item
 from lsiorm._ops.items import is_ambiguous
 from lsiorm._ops.pipeline import Context, call
-from lsiorm._ops.steps import Gather, Operation, Sleep
+from lsiorm._ops.steps import Gather, Operation
+from lsiorm._ops.stream_pages import describe_shards
 from lsiorm._ops.unchanged import watched_attributes
+from lsiorm._requests.stream_pages import PAGE_LIMIT, Shard, ShardRead
 from lsiorm.errors import (
     ConditionFailedError,
-    DynamoError,
     TransactionCanceledError,
     ValidationError,
 )
@@ -111,10 +109,6 @@ REPLAY_MARGIN = 300.0
 #: The longest a unit reads a shard in one run before it pauses (the pass ends and reports,
 #: even where the records keep coming as fast as they are read).
 PASS_SECONDS = 60.0
-#: GetRecords answered ``LimitExceededException`` (more than 5 calls a second on a shard):
-#: wait this long, doubling up to `_THROTTLE_MAX`, and read again.
-_THROTTLE_FIRST = 0.2
-_THROTTLE_MAX = 5.0
 #: The counts a shard's unit keeps, in the order reports give them.
 COUNTS = ("records", "applied", "skipped", "before_copy", "unapplied")
 
@@ -138,7 +132,9 @@ def shard_pages(
     asks for one after its position. A closed shard read to its end is DONE; an open one
     pauses when a page is empty, when its last record was written after this source began
     (the pass began), or after ``pass_seconds`` of reading. ``tables`` names the source, whose
-    protected values the session opens in the records.
+    protected values the session opens in the records. Each page is read by the stream reader
+    (`lsiorm._ops.stream_pages.read_records`: expired iterators replaced, throttled reads
+    waited out).
     """
     started = clock()
     iterators: dict[tuple[str, Position], str] = {}
@@ -146,39 +142,21 @@ def shard_pages(
     def page(ctx: Context, unit: Unit, position: Position) -> Operation[PageRead]:
         assert isinstance(unit, ShardUnit)
         after = position if isinstance(position, str) else unit.start
-        iterator = iterators.pop((unit.id, after), None)
-        pause_wait = _THROTTLE_FIRST
-        while True:
-            if iterator is None:
-                iterator = yield from shard_iterator(ctx, stream_arn, unit.shard, after)
-                if iterator is None:  # the stream no longer holds the shard: nothing to read
-                    return PageRead((), DONE, 0)
-            try:
-                params = {"ShardIterator": iterator, "Limit": limit}
-                answer = yield from call(ctx, "GetRecords", params, tables)
-            except DynamoError as exc:
-                if exc.code == "ExpiredIteratorException":
-                    iterator = None  # 15 minutes old: a new one after the position
-                    continue
-                if exc.code == "LimitExceededException":
-                    yield Sleep(pause_wait)  # more than 5 reads a second on this shard
-                    pause_wait = min(2 * pause_wait, _THROTTLE_MAX)
-                    continue
-                raise
-            break
-        raw = tuple(answer.get("Records") or ())
-        following = answer.get("NextShardIterator")
-        last = record_of(raw[-1]) if raw else None
-        reached: Position = last.sequence if last is not None else after
-        if following is None:
+        read = ShardRead(stream_arn, unit.shard, limit, tables)
+        got = yield from shard_page(ctx, read, after, iterators.pop((unit.id, after), None))
+        if got is None:  # the stream no longer holds the shard: nothing to read
+            return PageRead((), DONE, 0)
+        raw = got.records
+        if got.next is None:
             return PageRead(raw, DONE, len(raw))
-        iterators[(unit.id, reached)] = following
+        iterators[(unit.id, got.position)] = got.next
+        last = record_of(raw[-1]) if raw else None
         pause = (
             last is None
             or (last.created is not None and last.created >= started)
             or clock() - started >= pass_seconds
         )
-        return PageRead(raw, reached, len(raw), pause=pause)
+        return PageRead(raw, got.position, len(raw), pause=pause)
 
     return page
 
@@ -300,7 +278,7 @@ class ShardKind:
         if replay is None:
             return "skipped"
         try:
-            operation, params = replay_request(replay, table.name, self.watched | set(new or ()))
+            operation, params = replay_request(replay, table, self.watched | set(new or ()))
         except ValidationError:  # an item too large for its condition: verification says
             return "unapplied"
         if operation == "TransactWriteItems":

@@ -71,16 +71,18 @@ from lsiorm._migration.run import (
     run_declaration,
     worker_info,
 )
-from lsiorm._migration.stream_replay import describe_shards
 from lsiorm._migration.table_copy import CopyKind
 from lsiorm._migration.verify import EXAMPLES, keep_verify, verify, verify_touched
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.protection import protect_like
 from lsiorm._model.schema import KeyAttribute, Table
 from lsiorm._ops import tables
+from lsiorm._ops.pages import read_page, read_pages
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.reserved import NAMESPACE, reserved_partition
 from lsiorm._ops.steps import Operation, Sleep
+from lsiorm._ops.stream_pages import describe_shards
+from lsiorm._requests.pages import PagedRead, Position, ReadPage
 from lsiorm.errors import MigrationWarning, ResourceNotFoundError, ValidationError
 
 __all__ = [
@@ -142,17 +144,17 @@ def declaration_of(table: Table, source: str, destination: str) -> dict[str, Any
 
 
 def _not_empty(ctx: Context, table: Table) -> Operation[bool]:
-    """Whether the table holds an item outside the ledger's partition."""
-    params: dict[str, Any] = {"TableName": table.name, "Limit": 25}
+    """Whether the table holds an item outside the ledger's partition (read a page at a time,
+    up to the first such item)."""
+    read = PagedRead("Scan", {"TableName": table.name}, limit=25, tables=(table,))
+    position: Position = None
     while True:
-        response = yield from call(ctx, "Scan", dict(params), (table,))
-        for item in response.get("Items") or ():
-            if item.get(table.partition_key.name) != {"S": NAMESPACE}:
-                return True
-        last = response.get("LastEvaluatedKey")
-        if not last:
+        page = yield from read_page(ctx, read, position)
+        if any(item.get(table.partition_key.name) != {"S": NAMESPACE} for item in page.items):
+            return True
+        if page.last:
             return False
-        params["ExclusiveStartKey"] = last
+        position = page.next
 
 
 def open_migration(
@@ -449,20 +451,17 @@ def abandon_migration(
 def _delete_items(m: Migration) -> Operation[None]:
     """Delete every item of the destination outside the ledger's partition (it held none
     before the migration: the migration refuses a destination that does)."""
-    params: dict[str, Any] = {"TableName": m.table.name}
-    while True:
-        response = yield from call(m.ctx, "Scan", dict(params), (m.table,))
-        for item in response.get("Items") or ():
-            if item.get(m.table.partition_key.name) == {"S": NAMESPACE}:
+    table = m.table
+
+    def delete_page(page: ReadPage) -> Operation[None]:
+        for item in page.items:
+            if item.get(table.partition_key.name) == {"S": NAMESPACE}:
                 continue
-            key = key_of(m.table, item)
-            yield from call(
-                m.ctx, "DeleteItem", {"TableName": m.table.name, "Key": key}, (m.table,)
-            )
-        last = response.get("LastEvaluatedKey")
-        if not last:
-            return
-        params["ExclusiveStartKey"] = last
+            key = key_of(table, item)
+            yield from call(m.ctx, "DeleteItem", {"TableName": table.name, "Key": key}, (table,))
+
+    read = PagedRead("Scan", {"TableName": table.name}, tables=(table,))
+    yield from read_pages(m.ctx, read, delete_page)
 
 
 def _delete_ledger(m: Migration) -> Operation[None]:

@@ -8,10 +8,12 @@ work unit). This module owns what that rests on:
 * `shard_order`: shards in an order where every parent comes before its children. DynamoDB
   keeps the records of one item in one shard at a time, and when a shard splits, its records
   come before those of its children; reading parents first keeps each item's changes in order.
-* `shard_iterator` and `read_shard`: a shard iterator after a sequence number (or at
-  TRIM_HORIZON), and the records of one shard page by page (the verification's reads).
-  Iterators expire after 15 minutes, so none is ever stored in the ledger: a resumed reader
-  asks for a new one after the last sequence number the ledger holds.
+* `shard_page` and `read_shard`: one page of a shard's records after a sequence number (or
+  from TRIM_HORIZON), read by the stream reader (`lsiorm._ops.stream_pages`), a position the
+  stream trimmed refused (``migrate.stream-trimmed``); and the records of one shard page by
+  page (the verification's reads). Iterators expire after 15 minutes, so none is ever stored
+  in the ledger: a resumed reader asks for a new one after the last sequence number the ledger
+  holds.
 * `replay_of`: the pure replay rule. Each record carries the item before (OldImage) and after
   (NewImage) the change; both are derived through the destination's declaration, and the change
   is applied only if the destination still holds the derived old image (or nothing, for a new
@@ -52,38 +54,31 @@ from typing import Any
 
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem
-from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops.pipeline import Context
 from lsiorm._ops.steps import Operation
-from lsiorm._ops.unchanged import unchanged_condition
-from lsiorm.errors import DynamoError, ResourceNotFoundError, ValidationError
+from lsiorm._ops.stream_pages import read_records
+from lsiorm._requests.stream_pages import PAGE_LIMIT, RecordPage, Shard, ShardRead
+from lsiorm._requests.unchanged import (
+    create_only_put,
+    replacing_move,
+    unchanged_put,
+    unchanged_target,
+)
+from lsiorm.errors import DynamoError, ValidationError
 
 __all__ = [
     "Replay",
-    "Shard",
     "ShardPage",
     "StreamRecord",
-    "describe_shards",
+    "check_view",
     "read_shard",
     "record_of",
     "repaired",
     "replay_of",
     "replay_request",
-    "shard_iterator",
     "shard_order",
+    "shard_page",
 ]
-
-#: Records per GetRecords request (DynamoDB's most).
-PAGE_LIMIT = 1000
-
-
-@dataclass(frozen=True)
-class Shard:
-    """One shard of a stream: its id, its parent's id, and whether it is closed (split or
-    ended: it has an ending sequence number, so reading it reaches an end)."""
-
-    id: str
-    parent: str | None = None
-    closed: bool = False
 
 
 @dataclass(frozen=True)
@@ -208,55 +203,25 @@ def replay_of(
 
 
 def replay_request(
-    replay: Replay, table_name: str, watched: frozenset[str]
+    replay: Replay, table: Table, watched: frozenset[str]
 ) -> tuple[str, dict[str, Any]]:
-    """The request of a replay: a conditional PutItem or DeleteItem, or a transaction of both
-    when the key moves. ``watched`` attributes must be absent where ``old`` has none."""
-    pk = replay.key_names[0]
-    absent = {
-        "ConditionExpression": "attribute_not_exists(#pk)",
-        "ExpressionAttributeNames": {"#pk": pk},
-    }
-
-    def same(old: WireItem) -> dict[str, Any]:
-        condition, names, values = unchanged_condition(old, watched)
-        body: dict[str, Any] = {"ConditionExpression": condition}
-        body["ExpressionAttributeNames"] = names
-        if values:
-            body["ExpressionAttributeValues"] = values
-        return body
-
+    """The request of a replay to ``table``: a conditional PutItem or DeleteItem, or a
+    transaction of both when the key moves (built by `lsiorm._requests.unchanged`).
+    ``watched`` attributes must be absent where ``old`` has none."""
     if replay.put is not None and replay.delete is None:
-        guard = absent if replay.old is None else same(replay.old)
-        return "PutItem", {"TableName": table_name, "Item": dict(replay.put), **guard}
+        if replay.old is None:
+            return "PutItem", create_only_put(table, replay.put)
+        return "PutItem", unchanged_put(table, replay.put, replay.old, watched)
     assert replay.old is not None
     assert replay.delete is not None
-    delete = {"TableName": table_name, "Key": dict(replay.delete), **same(replay.old)}
     if replay.put is None:
-        return "DeleteItem", delete
-    put = {"TableName": table_name, "Item": dict(replay.put)}
-    return "TransactWriteItems", {"TransactItems": [{"Delete": delete}, {"Put": put}]}
+        return "DeleteItem", unchanged_target(table, replay.delete, replay.old, watched)
+    return "TransactWriteItems", replacing_move(
+        table, replay.delete, replay.old, replay.put, watched
+    )
 
 
 # -- reading the stream -------------------------------------------------------------------------
-
-
-def describe_shards(ctx: Context, stream_arn: str) -> Operation[tuple[str, list[Shard]]]:
-    """The stream's view type and its shards (every page of DescribeStream)."""
-    shards: list[Shard] = []
-    params: dict[str, Any] = {"StreamArn": stream_arn}
-    view = ""
-    while True:
-        response = yield from call(ctx, "DescribeStream", dict(params))
-        description = response.get("StreamDescription") or {}
-        view = str(description.get("StreamViewType", view))
-        for raw in description.get("Shards") or ():
-            ending = (raw.get("SequenceNumberRange") or {}).get("EndingSequenceNumber")
-            shards.append(Shard(raw["ShardId"], raw.get("ParentShardId"), ending is not None))
-        last = description.get("LastEvaluatedShardId")
-        if not last:
-            return view, shards
-        params["ExclusiveStartShardId"] = last
 
 
 @dataclass(frozen=True)
@@ -266,6 +231,25 @@ class ShardPage:
 
     records: tuple[StreamRecord, ...]
     next_iterator: str | None
+
+
+def shard_page(
+    ctx: Context, read: ShardRead, after: str | None, iterator: str | None = None
+) -> Operation[RecordPage | None]:
+    """The page of ``read``'s shard after sequence number ``after`` (the stream reader's
+    `read_records`; None: the stream no longer holds the shard), a position the stream
+    trimmed refused: the changes after it are lost to the migration."""
+    try:
+        return (yield from read_records(ctx, read, after, iterator))
+    except DynamoError as exc:
+        if exc.code != "TrimmedDataAccessException":
+            raise
+        raise ValidationError(
+            "migrate.stream-trimmed",
+            f"The stream no longer holds the changes after record {after} of shard "
+            f"{read.shard} (it keeps them for 24 hours): changes may be lost. Abandon the "
+            "migration and start it again (with a higher rate budget), or catch up more often.",
+        ) from exc
 
 
 def read_shard(
@@ -285,56 +269,19 @@ def read_shard(
     nothing more will come).
 
     A shard the stream no longer holds (trimmed after 24 hours) counts as read to its end.
+    ``tables``: the source, whose protected values the session opens.
     """
-    position = after
-    iterator = yield from shard_iterator(ctx, stream_arn, shard, position)
-    while iterator is not None:
-        try:
-            params = {"ShardIterator": iterator, "Limit": limit}
-            # ``tables``: the source, whose protected values the session opens.
-            answer = yield from call(ctx, "GetRecords", params, tables)
-        except DynamoError as exc:
-            if exc.code != "ExpiredIteratorException":
-                raise
-            # 15 minutes since the iterator was handed out: a new one after the last record.
-            iterator = yield from shard_iterator(ctx, stream_arn, shard, position)
-            continue
-        records = tuple(record_of(raw) for raw in answer.get("Records") or ())
-        iterator = answer.get("NextShardIterator")
-        if records:
-            position = records[-1].sequence
-        go_on = yield from on_page(ShardPage(records, iterator))
-        if not go_on or (not records and not closed):
-            return iterator is None
-    return True
-
-
-def shard_iterator(
-    ctx: Context, stream_arn: str, shard: str, after: str | None
-) -> Operation[str | None]:
-    """A shard iterator after sequence number ``after`` (None: TRIM_HORIZON); None when the
-    stream no longer holds the shard."""
-    params: dict[str, Any] = {"StreamArn": stream_arn, "ShardId": shard}
-    if after is None:
-        params["ShardIteratorType"] = "TRIM_HORIZON"
-    else:
-        params["ShardIteratorType"] = "AFTER_SEQUENCE_NUMBER"
-        params["SequenceNumber"] = after
-    try:
-        response = yield from call(ctx, "GetShardIterator", params)
-    except ResourceNotFoundError:
-        return None
-    except DynamoError as exc:
-        if exc.code != "TrimmedDataAccessException":
-            raise
-        raise ValidationError(
-            "migrate.stream-trimmed",
-            f"The stream no longer holds the changes after record {after} of shard {shard} "
-            "(it keeps them for 24 hours): changes may be lost. Abandon the migration and "
-            "start it again (with a higher rate budget), or catch up more often.",
-        ) from exc
-    found: str | None = response.get("ShardIterator")
-    return found
+    read = ShardRead(stream_arn, shard, limit, tables)
+    position, iterator = after, None
+    while True:
+        page = yield from shard_page(ctx, read, position, iterator)
+        if page is None:
+            return True
+        records = tuple(record_of(raw) for raw in page.records)
+        go_on = yield from on_page(ShardPage(records, page.next))
+        if page.last or not go_on or (not records and not closed):
+            return page.last
+        position, iterator = page.position, page.next
 
 
 def check_view(view: str, source: str) -> None:

@@ -47,13 +47,14 @@ from lsiorm._jobs.units import Unit
 from lsiorm._migration.catch_up import drain, shard_positions
 from lsiorm._migration.plan import VerifyReport
 from lsiorm._migration.run import Migration, delete_runs, job_ledger, run_declaration
-from lsiorm._migration.stream_replay import ShardPage, describe_shards, read_shard, shard_order
+from lsiorm._migration.stream_replay import ShardPage, read_shard, shard_order
 from lsiorm._migration.table_copy import ExtraKind, VerifyKind, derive_item, moved_from
 from lsiorm._model.schema import Table
 from lsiorm._model.wire import WireItem, from_wire, same_item
 from lsiorm._ops.pipeline import Context, call
 from lsiorm._ops.reserved import NAMESPACE, reserved_partition
 from lsiorm._ops.steps import Operation
+from lsiorm._ops.stream_pages import describe_shards
 from lsiorm.errors import JobError
 
 __all__ = [

@@ -7,7 +7,10 @@ An operation passes through these modules in this order:
   (``retry``), typed errors (``service_errors``), live table names (``naming``), consumed
   capacity (``meter``).
 - ``pages``: the one page reader, which sends every paged Query and Scan (each described by a
-  `lsiorm._requests.pages.PagedRead`), a page at a time or to the end.
+  `lsiorm._requests.pages.PagedRead`), a page at a time or to the end; ``stream_pages``: the
+  stream reader, which lists a DynamoDB stream's shards and reads a shard's records page by
+  page (described in `lsiorm._requests.stream_pages`), with expired iterators replaced and
+  throttled reads waited out.
 - The operations: ``items`` (put, get, update, delete), ``reads`` (query and scan plans, pages,
   cursors, merges), ``batch``, ``transactions``, ``tables`` (create, delete, check, apply a
   table's settings).

@@ -37,7 +37,7 @@ from lsiorm._ops.protection import kept_references
 from lsiorm._ops.rekeying import ensure_moved, old_wire_key
 from lsiorm._ops.service_errors import failed_item, restated
 from lsiorm._ops.steps import Operation
-from lsiorm._requests.items import delete_request, get_request, put_request
+from lsiorm._requests.items import delete_request, get_request, moving_put, put_request
 from lsiorm.errors import (
     ConditionFailedError,
     DynamoError,
@@ -177,7 +177,8 @@ def put(
         old_key = old_wire_key(meta, {f: getattr(entity, f) for f in meta.primary_fields})
         if old_key is not None and "ConditionExpression" not in params:
             # The new item and the old key's deletion in one transaction: no twin is left.
-            yield from call(ctx, "TransactWriteItems", _put_moving(params, old_key), (meta.table,))
+            moving = moving_put(params, old_key, token=uuid.uuid4().hex)
+            yield from call(ctx, "TransactWriteItems", moving, (meta.table,))
             return cast("E", stored)
         yield from ensure_moved(ctx, meta, {f: getattr(entity, f) for f in meta.primary_fields})
     if "ConditionExpression" in params:
@@ -206,17 +207,6 @@ def put(
                 ) from exc
         raise
     return cast("E", stored)  # put_request returns a copy of the same class
-
-
-def _put_moving(params: Mapping[str, Any], old_key: Mapping[str, Any]) -> dict[str, Any]:
-    """A put and the deletion of the item's old-form key, as one transaction."""
-    return {
-        "TransactItems": [
-            {"Put": dict(params)},
-            {"Delete": {"TableName": params["TableName"], "Key": dict(old_key)}},
-        ],
-        "ClientRequestToken": uuid.uuid4().hex,
-    }
 
 
 def _version_differs(meta: EntityMeta[Entity], stored: Any, expected: Any) -> bool:

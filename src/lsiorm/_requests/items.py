@@ -1,5 +1,8 @@
 """Single-item request builders (put, get, update, delete): pure functions returning exact API
 params, so tests compare dicts.
+
+`moving_put` is a put during a re-keying: the new item and the deletion of its old-form key in
+one transaction.
 """
 
 from __future__ import annotations
@@ -206,6 +209,21 @@ def put_request(
     if expr:
         params["ConditionExpression"] = expr
     return ph.into(params), stored
+
+
+def moving_put(
+    params: Mapping[str, Any], old_key: Mapping[str, Any], *, token: str
+) -> dict[str, Any]:
+    """TransactWriteItems parameters that send the put ``params`` (a `put_request`'s, without
+    a condition) and delete the item at ``old_key`` (wire: the item's key in an older form) in
+    one transaction; ``token`` (the ClientRequestToken) makes a resend apply once."""
+    return {
+        "TransactItems": [
+            {"Put": dict(params)},
+            {"Delete": {"TableName": params["TableName"], "Key": dict(old_key)}},
+        ],
+        "ClientRequestToken": token,
+    }
 
 
 def get_request(

@@ -10,6 +10,9 @@ What "unchanged" means, and the check after the write that completes it, is told
   ``Delete`` or ``ConditionCheck``); `create_only_put`: an item put only where none is;
   `move_transaction`: both in one transaction, an item's copy under its new key and its
   original checked (or deleted) on that condition.
+* `unchanged_put`: an item put over the one at its key on that condition; `replacing_move`:
+  the item deleted on that condition and its image put under another key whatever is there
+  (a stream change replayed by a migration's catch-up, see `lsiorm._migration.stream_replay`).
 * `versioned_put`: an item put over the version it was read at only (or where none is): the
   compare-and-set of a state that one process at a time may change.
 * `guarded_action`: that condition joined onto a write another allocator built (a user's
@@ -44,9 +47,11 @@ __all__ = [
     "fill_update",
     "guarded_action",
     "move_transaction",
+    "replacing_move",
     "rewrite_update",
     "unchanged_condition",
     "unchanged_guards",
+    "unchanged_put",
     "unchanged_target",
     "versioned_put",
     "watched_attributes",
@@ -159,6 +164,38 @@ def move_transaction(
             {"Delete" if delete else "ConditionCheck": original},
         ],
         "ClientRequestToken": token,
+    }
+
+
+def unchanged_put(
+    table: Table, item: Mapping[str, Any], old: Mapping[str, Any], watched: frozenset[str]
+) -> dict[str, Any]:
+    """PutItem parameters that put ``item`` on the condition that the item at its key is
+    ``old`` unchanged."""
+    ph = Placeholders(prefix=_PREFIX)
+    params = {
+        "TableName": table.name,
+        "Item": dict(item),
+        "ConditionExpression": _condition(unchanged_guards(old, watched), ph),
+    }
+    return ph.into(params)
+
+
+def replacing_move(
+    table: Table,
+    key: Mapping[str, Any],
+    item: Mapping[str, Any],
+    new: Mapping[str, Any],
+    watched: frozenset[str],
+) -> dict[str, Any]:
+    """TransactWriteItems parameters that delete the item at ``key`` on the condition that it
+    is ``item`` unchanged, and put ``new`` (under another key) whatever is there: both or
+    neither."""
+    return {
+        "TransactItems": [
+            {"Delete": unchanged_target(table, key, item, watched)},
+            {"Put": {"TableName": table.name, "Item": dict(new)}},
+        ]
     }
 
 

@@ -26,9 +26,9 @@ from lsiorm._migration.catch_up import (
     server_time,
     shard_pages,
 )
-from lsiorm._migration.stream_replay import Shard
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.steps import Call, Done, Operation, Sleep, advance
+from lsiorm._requests.stream_pages import Shard
 from lsiorm.errors import DynamoError, ResourceNotFoundError
 from support.fakes import Clock
 

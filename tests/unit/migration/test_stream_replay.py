@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from lsiorm._migration.stream_replay import (
     Replay,
-    Shard,
     ShardPage,
     read_shard,
     record_of,
@@ -27,12 +26,15 @@ from lsiorm._migration.stream_replay import (
     replay_request,
     shard_order,
 )
+from lsiorm._model.schema import Table
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.retry import RetryPolicy
 from lsiorm._ops.steps import Call, Done, Operation, advance
+from lsiorm._requests.stream_pages import Shard
 from lsiorm.errors import DynamoError, ResourceNotFoundError, ValidationError
 
 NAMES = ("PK", "SK")
+DEST = Table("Dest", "PK", "SK")
 
 # A state: None (absent), or (sort key variant, value, an attribute no model declares or None).
 State = tuple[int, int, int | None] | None
@@ -118,17 +120,30 @@ def test_replay_shapes() -> None:
 def test_replay_requests() -> None:
     a = {"PK": {"S": "P"}, "SK": {"S": "A"}, "v": {"N": "1"}}
     b = {"PK": {"S": "P"}, "SK": {"S": "B"}}
-    insert = replay_request(replay_of(None, a, NAMES), "Dest", frozenset())  # type: ignore[arg-type]
+    insert = replay_request(replay_of(None, a, NAMES), DEST, frozenset())  # type: ignore[arg-type]
     assert insert == (
         "PutItem",
         {
             "TableName": "Dest",
             "Item": a,
-            "ConditionExpression": "attribute_not_exists(#pk)",
-            "ExpressionAttributeNames": {"#pk": "PK"},
+            "ConditionExpression": "attribute_not_exists(#n0)",
+            "ExpressionAttributeNames": {"#n0": "PK"},
         },
     )
-    remove = replay_request(replay_of(b, None, NAMES), "Dest", frozenset({"w"}))  # type: ignore[arg-type]
+    changed = {**a, "v": {"N": "2"}}
+    update = replay_request(replay_of(a, changed, NAMES), DEST, frozenset({"w"}))  # type: ignore[arg-type]
+    assert update == (
+        "PutItem",
+        {
+            "TableName": "Dest",
+            "Item": changed,
+            "ConditionExpression": "#u0 = :u0 AND #u1 = :u1 AND #u2 = :u2 AND "
+            "attribute_not_exists(#u3)",
+            "ExpressionAttributeNames": {"#u0": "PK", "#u1": "SK", "#u2": "v", "#u3": "w"},
+            "ExpressionAttributeValues": {":u0": {"S": "P"}, ":u1": {"S": "A"}, ":u2": {"N": "1"}},
+        },
+    )
+    remove = replay_request(replay_of(b, None, NAMES), DEST, frozenset({"w"}))  # type: ignore[arg-type]
     assert remove == (
         "DeleteItem",
         {
@@ -139,7 +154,7 @@ def test_replay_requests() -> None:
             "ExpressionAttributeValues": {":u0": {"S": "P"}, ":u1": {"S": "B"}},
         },
     )
-    moved = replay_request(replay_of(b, a, NAMES), "Dest", frozenset())  # type: ignore[arg-type]
+    moved = replay_request(replay_of(b, a, NAMES), DEST, frozenset())  # type: ignore[arg-type]
     assert moved[0] == "TransactWriteItems"
     delete, put = moved[1]["TransactItems"]
     assert delete["Delete"]["Key"] == b
@@ -240,6 +255,14 @@ def test_a_shard_the_stream_trimmed_past_the_position_is_refused() -> None:
     assert refused.value.rule == "migrate.stream-trimmed"
     gone = ResourceNotFoundError("gone", code="ResourceNotFoundException")
     assert drive(read_shard(QUICK, "arn", "s1", None, on_page), [gone])[0] is True
+    # Trimmed between two pages: the iterator in hand points at records that are gone.
+    with pytest.raises(ValidationError) as refused:
+        drive(
+            read_shard(QUICK, "arn", "s1", "7", on_page),
+            [{"ShardIterator": "i1"}, {"Records": [raw("8")], "NextShardIterator": "i2"}, trimmed],
+        )
+    assert refused.value.rule == "migrate.stream-trimmed"
+    assert "after record 8 of shard s1" in str(refused.value)
 
 
 def test_a_closed_shard_is_read_to_its_end() -> None:

@@ -10,7 +10,7 @@ import pytest
 from lsiorm import Entity, Table, begins_with, gt, where
 from lsiorm._conditions import Placeholders
 from lsiorm._model.entity_meta import meta_of
-from lsiorm._requests.items import compile_entity_condition, put_request
+from lsiorm._requests.items import compile_entity_condition, moving_put, put_request
 from lsiorm.errors import ValidationError
 from support.models import declare_ranked_thread, ranked_forum_table
 
@@ -67,3 +67,21 @@ def test_a_value_of_a_non_text_literal_is_still_checked() -> None:
     with pytest.raises(ValidationError) as refused:
         compile_entity_condition(meta_of(_Officer), where(level=3), Placeholders())
     assert refused.value.rule == "field.invalid"
+
+
+def test_a_put_during_a_rekeying_deletes_the_old_key_in_the_same_transaction() -> None:
+    table = ranked_forum_table("PureTable")
+    Thread, _ = declare_ranked_thread(table)
+    params, _ = put_request(Thread(forum="S3", subject="a", replies=2))
+    old_key = {"ForumName": {"S": "S3"}, "Subject": {"S": "a"}}
+    moving = moving_put(params, old_key, token="t-1")
+    assert moving == {
+        "TransactItems": [
+            {"Put": params},
+            {"Delete": {"TableName": "PureTable", "Key": old_key}},
+        ],
+        "ClientRequestToken": "t-1",
+    }
+    # The parts are copies: the transaction can be changed without changing the put.
+    moving["TransactItems"][0]["Put"]["TableName"] = "Other"
+    assert params["TableName"] == "PureTable"

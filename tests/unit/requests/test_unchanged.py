@@ -15,7 +15,9 @@ from lsiorm._requests.unchanged import (
     fill_update,
     guarded_action,
     move_transaction,
+    replacing_move,
     rewrite_update,
+    unchanged_put,
     unchanged_target,
     versioned_put,
 )
@@ -236,4 +238,39 @@ def test_a_versioned_put_writes_over_the_version_read_only() -> None:
         "Item": item,
         "ConditionExpression": "attribute_not_exists(#n0)",
         "ExpressionAttributeNames": {"#n0": "version"},
+    }
+
+
+def test_an_unchanged_put_writes_over_the_item_as_read_only() -> None:
+    new = {**KEY, "a": {"N": "2"}}
+    assert unchanged_put(TABLE, new, ITEM, frozenset({"b"})) == {
+        "TableName": "Things",
+        "Item": new,
+        "ConditionExpression": (
+            "#u0 = :u0 AND #u1 = :u1 AND #u2 = :u2 AND attribute_not_exists(#u3)"
+        ),
+        "ExpressionAttributeNames": {"#u0": "PK", "#u1": "SK", "#u2": "a", "#u3": "b"},
+        "ExpressionAttributeValues": {":u0": {"S": "P"}, ":u1": {"S": "S"}, ":u2": {"N": "1"}},
+    }
+
+
+def test_a_replacing_move_deletes_the_item_as_read_and_puts_its_image_whatever_is_there() -> None:
+    new = {"PK": {"S": "P"}, "SK": {"S": "T"}, "a": {"N": "1"}}
+    assert replacing_move(TABLE, KEY, ITEM, new, frozenset()) == {
+        "TransactItems": [
+            {
+                "Delete": {
+                    "TableName": "Things",
+                    "Key": KEY,
+                    "ConditionExpression": "#u0 = :u0 AND #u1 = :u1 AND #u2 = :u2",
+                    "ExpressionAttributeNames": {"#u0": "PK", "#u1": "SK", "#u2": "a"},
+                    "ExpressionAttributeValues": {
+                        ":u0": {"S": "P"},
+                        ":u1": {"S": "S"},
+                        ":u2": {"N": "1"},
+                    },
+                }
+            },
+            {"Put": {"TableName": "Things", "Item": new}},
+        ]
     }

@@ -18,8 +18,10 @@ projection itself, over the index as it was ``seconds`` ago. Names in the answer
 capacity, error messages) are given back as the table's.
 
 A table first met after it already held items is copied to its shadow when the engine first
-needs it. Writes that do not go through the engine are not seen until the shadow is rebuilt
-(after an UpdateTable through the engine).
+needs it: a consistent Scan of the table, whose pages are described and read as every paged
+read of lsiorm is (`lsiorm._requests.pages`); the engine sends them itself, on the thread that
+answers the request, since it runs no driver. Writes that do not go through the engine are not
+seen until the shadow is rebuilt (after an UpdateTable through the engine).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from lsiorm._requests.pages import PagedRead, Position, read_page_of
 from lsiorm.testing.aws_like.options import GsiLag
 from lsiorm.testing.aws_like.stats import Tally
 from lsiorm.testing.aws_like.tables import TableShape, key_id
@@ -120,16 +123,17 @@ class GsiLagging:
         self.stats.add("shadow_tables")
 
     def _copy(self, source: str, target: str) -> None:
-        params: dict[str, Any] = {"TableName": source, "ConsistentRead": True}
+        read = PagedRead("Scan", {"TableName": source, "ConsistentRead": True})
+        position: Position = None
         while True:
-            page = self.upstream.call("Scan", params)
-            items = page.get("Items") or []
-            for i in range(0, len(items), _BATCH):
-                self._write(target, [{"PutRequest": {"Item": it}} for it in items[i : i + _BATCH]])
-            last = page.get("LastEvaluatedKey")
-            if not last:
+            params = read.request(position)
+            page = read_page_of(self.upstream.call("Scan", params), params)
+            for i in range(0, len(page.items), _BATCH):
+                chunk = page.items[i : i + _BATCH]
+                self._write(target, [{"PutRequest": {"Item": it}} for it in chunk])
+            if page.last:
                 return
-            params["ExclusiveStartKey"] = last
+            position = page.next
 
     def _write(self, target: str, writes: list[dict[str, Any]]) -> None:
         requests: Mapping[str, Any] = {target: writes}

@@ -2,9 +2,11 @@
 
 DynamoDB Local keeps a table's stream in one shard that never splits; moto's is one shard
 too. `StreamFeed` reads one such stream (DescribeStream, GetShardIterator, GetRecords on the
-upstream engine, every upstream shard in lineage order, parents first) and hands each record to
-its `VirtualStream`, in the upstream order. An upstream iterator expires like any other, so none
-is kept past an error: the feed asks for a new one after the last sequence number it read.
+upstream engine, every upstream shard in lineage order, parents first; each request and answer
+as `lsiorm._requests.stream_pages` describes them, sent on the engine's own thread) and hands
+each record to its `VirtualStream`, in the upstream order. An upstream iterator expires like any
+other, so none is kept past an error: the feed asks for a new one after the last sequence number
+it read.
 
 `StreamFeeds` holds the feeds of an engine: a background thread reads every stream it knows
 every ``poll_interval`` (records are taken in, and stamped, soon after their writes), and every
@@ -23,6 +25,13 @@ from dataclasses import dataclass
 from http.client import HTTPException
 from typing import Any
 
+from lsiorm._requests.stream_pages import (
+    ShardRead,
+    record_page_of,
+    sequence_of,
+    shard_listing_of,
+    shard_listing_request,
+)
 from lsiorm.testing.aws_like.options import StreamShards
 from lsiorm.testing.aws_like.protocol import ServiceError
 from lsiorm.testing.aws_like.stats import Tally
@@ -118,31 +127,22 @@ class StreamFeed:
 
     def _describe(self) -> None:
         self._described = time.monotonic()
-        params: dict[str, Any] = {"StreamArn": self.stream.arn}
+        after: str | None = None
         while True:
-            answer = self.upstream.call("DescribeStream", params, streams=True)
-            description = answer.get("StreamDescription") or {}
-            for raw in description.get("Shards") or ():
-                known = self._shards.get(raw["ShardId"])
-                closed = "EndingSequenceNumber" in (raw.get("SequenceNumberRange") or {})
+            params = shard_listing_request(self.stream.arn, after)
+            listing = shard_listing_of(self.upstream.call("DescribeStream", params, streams=True))
+            for shard in listing.shards:
+                known = self._shards.get(shard.id)
                 if known is None:
-                    self._shards[raw["ShardId"]] = _UpstreamShard(
-                        raw["ShardId"], raw.get("ParentShardId"), closed
-                    )
+                    self._shards[shard.id] = _UpstreamShard(shard.id, shard.parent, shard.closed)
                 else:
-                    known.closed = closed
-            last = description.get("LastEvaluatedShardId")
-            if not last:
+                    known.closed = shard.closed
+            if listing.next is None:
                 return
-            params["ExclusiveStartShardId"] = last
+            after = listing.next
 
     def _new_iterator(self, shard: _UpstreamShard) -> str | None:
-        params: dict[str, Any] = {"StreamArn": self.stream.arn, "ShardId": shard.id}
-        if shard.position is None:
-            params["ShardIteratorType"] = "TRIM_HORIZON"
-        else:
-            params["ShardIteratorType"] = "AFTER_SEQUENCE_NUMBER"
-            params["SequenceNumber"] = shard.position
+        params = ShardRead(self.stream.arn, shard.id).iterator_request(shard.position)
         try:
             answer = self.upstream.call("GetShardIterator", params, streams=True)
         except UpstreamError as exc:
@@ -154,6 +154,7 @@ class StreamFeed:
         return found
 
     def _read(self, shard: _UpstreamShard) -> int:
+        read = ShardRead(self.stream.arn, shard.id)
         taken = 0
         while True:
             if shard.iterator is None:
@@ -161,22 +162,21 @@ class StreamFeed:
                 if shard.iterator is None:
                     return taken
             try:
-                answer = self.upstream.call(
-                    "GetRecords", {"ShardIterator": shard.iterator, "Limit": 1000}, streams=True
-                )
+                params = read.request(shard.iterator)
+                answer = self.upstream.call("GetRecords", params, streams=True)
             except UpstreamError:
                 shard.iterator = None  # expired or refused: a new one after the position
                 return taken
-            records = answer.get("Records") or []
-            for record in records:
+            page = record_page_of(answer, shard.position)
+            for record in page.records:
                 self.stream.ingest(record, self._clock())
-                shard.position = str((record.get("dynamodb") or {}).get("SequenceNumber"))
-            taken += len(records)
-            shard.iterator = answer.get("NextShardIterator")
-            if shard.iterator is None:
+                shard.position = sequence_of(record)
+            taken += len(page.records)
+            shard.iterator = page.next
+            if page.last:
                 shard.done = True
                 return taken
-            if not records:
+            if not page.records:
                 return taken
 
 
