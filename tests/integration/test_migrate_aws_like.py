@@ -48,6 +48,13 @@ from support.migration import (
 
 SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
 SHARDS = 16 if SCALE >= 0.1 else 8
+# Each writer's pause between writes: at CI's size the two writers change the source ten times
+# a second each, whatever the machine's speed (a writer as fast as the machine lets it makes
+# the stream, and so the catch-up, as long as the run is slow); at full size, as fast as it can.
+WRITER_PAUSE = 0.01 if SCALE >= 0.1 else 0.1
+# A killed run's units are taken over once their leases lapse: a lease renewed with every
+# page's commit, short enough that the resumed run does not wait a minute for the killed one.
+LEASE = 15.0
 
 
 def declare_indexed_shop(name: str) -> tuple[Table, dict[str, type[Entity]]]:
@@ -145,14 +152,16 @@ def test_a_many_shard_migration_with_splits_a_hot_key_and_lagging_indexes_ends_c
     retry = RetryPolicy(max_attempts=40, max_delay=900.0, initial=0.02, maximum=2.0)
     kinds = ("throttle", "error500", "drop", "lost-response")
     with (
-        SourceWriters(patient_client(engine.endpoint_url), source, items, hot=0.5) as writers,
+        SourceWriters(
+            patient_client(engine.endpoint_url), source, items, hot=0.5, pause=WRITER_PAUSE
+        ) as writers,
         FaultProxy(engine.endpoint_url, rate=0.3, kinds=kinds, seed=42) as faults,
         Session(
             endpoint_url=faults.endpoint_url, region_name="us-east-1", retry=retry, hooks=[killer]
         ) as session,
     ):
         time.sleep(3.0)  # changes older than the copy, which the catch-up need not apply
-        first = session.migrate_table(table, source, segments=4, page_size=50)
+        first = session.migrate_table(table, source, segments=4, page_size=50, lease_seconds=LEASE)
         assert first.phase == "catch-up", str(first)
         engine.split(source)  # the stream splits under the catch-up: every shard becomes two
         hot_burst(patient_client(engine.endpoint_url), source, items)
@@ -160,15 +169,15 @@ def test_a_many_shard_migration_with_splits_a_hot_key_and_lagging_indexes_ends_c
             time.sleep(0.05)
         killer.limit = killer.reads + 2 * SHARDS  # in the middle of the next catch-up
         with pytest.raises(Killed):
-            session.migrate_table(table, source, segments=4, page_size=50)
+            session.migrate_table(table, source, segments=4, page_size=50, lease_seconds=LEASE)
         killer.limit = None
         engine.split(source)  # and again, while the migration is stopped: four times as many shards
-        session.migrate_table(table, source, segments=4, page_size=50)
+        session.migrate_table(table, source, segments=4, page_size=50, lease_seconds=LEASE)
     assert engine.stats["splits"] >= 2 * SHARDS
     assert engine.stats["throttled"] > 0, engine.stats  # the hot key was throttled
     assert faults.stats["faults"] > 0
     with Session(endpoint_url=engine.endpoint_url, region_name="us-east-1", retry=retry) as plain:
-        final = plain.migrate_table(table, source, finish=True)
+        final = plain.migrate_table(table, source, finish=True, lease_seconds=LEASE)
     assert final.phase == "switched", str(final)
     assert_migrated(direct, source, dest, table)
     counted = final.applied + final.skipped + final.before_copy + final.unapplied

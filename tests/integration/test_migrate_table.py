@@ -50,6 +50,10 @@ from support.migration import (
 )
 
 SCALE = float(os.environ.get("LSIORM_SCALE", "0.02"))
+# Each source writer's pause between writes: at CI's size twenty writes a second each, whatever
+# the machine's speed (writers as fast as the machine lets them make the stream, and so the
+# catch-up, as long as the run is slow); at full size as fast as they can.
+WRITER_PAUSE = 0.01 if SCALE >= 0.1 else 0.05
 
 
 class SourceGuard:
@@ -364,7 +368,9 @@ def _migrate_under_writers(
     source, dest, table = streamed_shop(direct_client, names, items=items)
     guard = SourceGuard(source, limit=kill_after)
     session.add_hook(guard)
-    with SourceWriters(_client_for(endpoint_url), source, items, threads=2) as writers:
+    with SourceWriters(
+        _client_for(endpoint_url), source, items, threads=2, pause=WRITER_PAUSE
+    ) as writers:
         if kill_after is not None:
             with pytest.raises(Killed):
                 session.migrate_table(table, source, segments=4)
@@ -422,7 +428,9 @@ def test_a_catch_up_killed_mid_page_resumes_with_every_change_counted_once(
     source, dest, table = streamed_shop(dynamodb_client, names, items=items)
     killer = CatchUpKiller(dest, limit=None)
     with session_on(endpoint_url, killer) as session:
-        with SourceWriters(_client_for(endpoint_url), source, items, threads=2) as writers:
+        with SourceWriters(
+            _client_for(endpoint_url), source, items, threads=2, pause=WRITER_PAUSE
+        ) as writers:
             assert session.migrate_table(table, source, segments=4).phase == "catch-up"
             while writers.writes < items:  # changes for the next catch-up to apply
                 time.sleep(0.05)

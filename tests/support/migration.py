@@ -191,10 +191,19 @@ def assert_migrated(client: Any, source: str, destination: str, table: Table) ->
 
 class SourceWriters(WriterThreads):
     """``threads`` writers of the source table, each over its own items: put, update (a field,
-    or an attribute no model declares), delete and re-create, until stopped."""
+    or an attribute no model declares), delete and re-create, until stopped. Each thread waits
+    ``pause`` seconds between its writes: the rate of changes the migration must catch up with
+    is the test's choice, not the machine's speed."""
 
     def __init__(
-        self, make_client: Any, table: str, items: int, *, threads: int = 2, hot: float = 0.0
+        self,
+        make_client: Any,
+        table: str,
+        items: int,
+        *,
+        threads: int = 2,
+        hot: float = 0.0,
+        pause: float = 0.01,
     ) -> None:
         super().__init__(threads)
         self.make_client = make_client
@@ -202,6 +211,7 @@ class SourceWriters(WriterThreads):
         self.items = items
         #: The share of writes that go to the items of one partition (``G#000``): a hot key.
         self.hot = hot
+        self.pause = pause
         self.writes = 0
 
     def _run(self, number: int) -> None:
@@ -212,7 +222,7 @@ class SourceWriters(WriterThreads):
         mine = [n for n in range(self.items + 50) if n % self.threads == number]
         hot = [n for n in mine if n % 7 == 0]
         try:
-            while not self._stop.wait(0.01):
+            while not self._stop.wait(self.pause):
                 n = rng.choice(hot if hot and rng.random() < self.hot else mine)
                 operation = rng.choice(("put", "set", "status", "new-attribute", "delete"))
                 try:
