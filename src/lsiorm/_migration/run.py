@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsiorm._jobs.catalog import imported
-from lsiorm._jobs.ledger import JobLedger, LedgerLocation, fingerprint
+from lsiorm._jobs.ledger import JobLedger, fingerprint
 from lsiorm._jobs.options import JobOptions
 from lsiorm._jobs.resumable import JobProgress
 from lsiorm._migration.plan import MigrationState, MigrationStore
@@ -30,7 +30,6 @@ __all__ = [
     "delete_prefixed",
     "delete_runs",
     "job_ledger",
-    "ledger_prefix_read",
     "run_declaration",
     "worker_destination",
     "worker_info",
