@@ -296,6 +296,8 @@ class CatchUpResult:
     """What `run` measured."""
 
     rates: dict[int, float] = field(default_factory=dict)
+    #: The same measure with no network between the workers and the engine (loopback).
+    loopback: dict[int, float] = field(default_factory=dict)
     changes: int = 0
     runs: list[Convergence] = field(default_factory=list)
     memory: dict[int, int] = field(default_factory=dict)
@@ -306,22 +308,26 @@ class CatchUpResult:
         return max(done, key=lambda r: r.achieved) if done else None
 
 
-def _serve_engine(upstream: str, urls: Any, stop: Any) -> None:
+#: The network round trip the engine adds to every answer, as within an AWS region.
+LATENCY = 0.005
+
+
+def _serve_engine(upstream: str, latency: float, urls: Any, stop: Any) -> None:
     """A child process's life: an AWS-like engine in front of ``upstream`` until ``stop``."""
-    with AwsLikeEngine(upstream, streams=StreamShards(shards=SHARDS)) as engine:
+    with AwsLikeEngine(upstream, streams=StreamShards(shards=SHARDS), latency=latency) as engine:
         urls.put(engine.endpoint_url)
         stop.wait()
 
 
 @contextmanager
-def engine_process(upstream: str) -> Iterator[str]:
+def engine_process(upstream: str, latency: float) -> Iterator[str]:
     """The AWS-like engine in a process of its own; its endpoint URL.
 
     In this process it would share one interpreter lock with the catch-up's workers and the
     writers, so the figures would be about the lock; on its own it uses a core of its own."""
     context = multiprocessing.get_context("spawn")
     urls, stop = context.Queue(), context.Event()
-    child = context.Process(target=_serve_engine, args=(upstream, urls, stop), daemon=True)
+    child = context.Process(target=_serve_engine, args=(upstream, latency, urls, stop), daemon=True)
     child.start()
     try:
         yield str(urls.get(timeout=60))
@@ -332,15 +338,26 @@ def engine_process(upstream: str) -> Iterator[str]:
             child.kill()
 
 
-def run(url: str, *, quick: bool, say: Callable[[str], object] = print) -> CatchUpResult:
+def run(
+    url: str, *, quick: bool, memory: bool = True, say: Callable[[str], object] = print
+) -> CatchUpResult:
     """Measure on the engine at ``url`` (DynamoDB Local), behind a 16-shard AWS-like engine."""
     result = CatchUpResult(changes=1_000 if quick else 4_000)
-    with engine_process(url) as endpoint:
+    with engine_process(url, 0.0) as endpoint:
+        bench = Bench(endpoint)
+        for workers in WORKERS:
+            rate = apply_rate(bench, result.changes, workers)
+            result.loopback[workers] = rate
+            say(f"  apply rate, {workers} worker(s), loopback: {rate:,.0f} changes/s")
+    with engine_process(url, LATENCY) as endpoint:
         bench = Bench(endpoint)
         for workers in WORKERS:
             rate = apply_rate(bench, result.changes, workers)
             result.rates[workers] = rate
-            say(f"  apply rate, {workers} worker(s) over {SHARDS} shards: {rate:,.0f} changes/s")
+            say(
+                f"  apply rate, {workers} worker(s) over {SHARDS} shards, "
+                f"{LATENCY * 1000:g} ms round trips: {rate:,.0f} changes/s"
+            )
         one = result.rates[1]
         for factor in (0.5, 1.0, 1.5, 2.0) if not quick else (0.5, 1.5):
             outcome = convergence(bench, 500, one * factor, 10.0 if quick else 30.0)
@@ -352,7 +369,7 @@ def run(url: str, *, quick: bool, say: Callable[[str], object] = print) -> Catch
                 f"{'converges' if outcome.converged else 'does not converge'} "
                 f"(changes per pass: {trend})"
             )
-        for changes in (2_000, 20_000) if quick else (10_000, 100_000):
+        for changes in ((2_000, 20_000) if quick else (10_000, 100_000)) if memory else ():
             result.memory[changes] = peak_memory(bench, changes)
             mib = result.memory[changes] / 2**20
             say(f"  peak memory, {changes:,} changed items: {mib:.1f} MiB")
@@ -376,7 +393,8 @@ def targets(result: CatchUpResult) -> list[Target]:
     return [
         Target(
             "catch-up throughput rises with workers",
-            f"{' < '.join(str(w) for w in WORKERS)} workers over {SHARDS} shards",
+            f"{' < '.join(str(w) for w in WORKERS)} workers over {SHARDS} shards, "
+            f"{LATENCY * 1000:g} ms round trips",
             " < ".join(f"{r:,.0f}/s" for r in rates),
             rising,
             "the workers share this machine's cores with DynamoDB Local, which applies every "
@@ -409,11 +427,17 @@ def section(result: CatchUpResult) -> list[str]:
         "Behind `lsiorm.testing.AwsLikeEngine` (a stream of 16 shards, in a process of its own) "
         "in front of DynamoDB Local; each worker is a thread of the executor with "
         f"`concurrency={WORKER_CONCURRENCY}`; {result.changes:,} changes applied per measure "
-        "(`bench/catch_up.py`).",
+        f"(`bench/catch_up.py`). The engine adds a {LATENCY * 1000:g} ms round trip to every "
+        "answer (`latency=`), as a client within an AWS region meets; the loopback column has "
+        "none, where this machine's cores, shared by DynamoDB Local, the engine and the "
+        "workers, are the limit.",
         "",
-        "| workers | changes applied per second |",
-        "|---:|---:|",
-        *(f"| {w} | {r:,.0f} |" for w, r in sorted(result.rates.items())),
+        f"| workers | changes applied per second ({LATENCY * 1000:g} ms) | loopback |",
+        "|---:|---:|---:|",
+        *(
+            f"| {w} | {r:,.0f} | {result.loopback.get(w, 0.0):,.0f} |"
+            for w, r in sorted(result.rates.items())
+        ),
         "",
         "| writers asked | done | for | last write applied after | converges | "
         "changes found per pass |",
@@ -436,9 +460,12 @@ def section(result: CatchUpResult) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes")
+    parser.add_argument("--skip-memory", action="store_true", help="no memory measure")
     args = parser.parse_args()
     with DynamoDBLocal() as local:
-        run(local.endpoint_url, quick=args.quick)
+        result = run(local.endpoint_url, quick=args.quick, memory=not args.skip_memory)
+    for target in targets(result):
+        print(f"  {'met ' if target.met else 'MISS'} {target.name}: {target.measured}")
 
 
 if __name__ == "__main__":

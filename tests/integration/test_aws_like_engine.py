@@ -197,3 +197,29 @@ def test_a_refusal_of_the_engines_own_request_is_answered_not_dropped(
     with pytest.raises(client.exceptions.ResourceNotFoundException):
         client.put_item(TableName=table_name, Item=item)
     assert engine.stats["upstream:ResourceNotFoundException"] == 1
+
+
+def test_latency_holds_every_answer_back_as_a_network_round_trip(
+    aws_like: Start, table_name: str
+) -> None:
+    engine = aws_like(latency=0.25)
+    client = engine_client(engine)
+    create_and_wait(client, table_request(table_name, "PK", "SK"))
+    key = {"PK": {"S": "a"}, "SK": {"S": "1"}}
+    for send in (
+        lambda: client.put_item(TableName=table_name, Item=key),
+        lambda: client.get_item(TableName=table_name, Key=key),
+        lambda: client.describe_table(TableName=table_name),
+    ):
+        started = time.monotonic()
+        send()
+        assert time.monotonic() - started >= 0.25  # a lower bound: the engine waited
+
+
+@pytest.mark.parametrize("latency", [-0.1, 30.0])
+def test_a_latency_below_zero_or_past_the_upstream_timeout_is_refused(
+    endpoint_url: str, latency: float
+) -> None:
+    with pytest.raises(ValidationError) as refused:
+        AwsLikeEngine(endpoint_url, latency=latency)
+    assert refused.value.rule == "aws_like.latency"

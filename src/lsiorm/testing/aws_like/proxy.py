@@ -99,11 +99,16 @@ class _Handler(LoopbackHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         headers = {k: v for k, v in self.headers.items() if k.lower() not in DROPPED_HEADERS}
+        travel = self.engine.latency / 2
+        if travel:
+            time.sleep(travel)  # the request on its way to AWS
         try:
             status, payload = self.engine.handle(headers, body)
         except OSError:
             self.drop()
             return
+        if travel:
+            time.sleep(travel)  # the answer on its way back
         self.reply(status, payload)
 
 
@@ -157,6 +162,10 @@ class AwsLikeEngine(LoopbackService):
             (`OnDemandMaximum`).
         gsi_lag: Global indexes behind their table (`GsiLag`).
         conflicts: Transactions that conflict (`TransactionConflicts`).
+        latency: Seconds of network between a client and AWS, added to every answer (half on
+            the request's way, half on the answer's): a few milliseconds within a region. A
+            loopback engine answers in well under one, so a client that waits on its answers
+            (a worker with a few requests in flight) would look faster than it is on AWS.
         time_scale: Multiplies AWS's fixed durations: the stream's 24-hour retention and the
             iterators' 15 minutes (``0.001``: 86.4 and 0.9 seconds).
         clock: The time in seconds since the epoch (``time.time`` by default); a test can
@@ -183,6 +192,7 @@ class AwsLikeEngine(LoopbackService):
         on_demand: OnDemandMaximum | None = None,
         gsi_lag: GsiLag | None = None,
         conflicts: TransactionConflicts | None = None,
+        latency: float = 0.0,
         time_scale: float = 1.0,
         clock: Callable[[], float] | None = None,
         idle_timeout: float = 600.0,
@@ -193,6 +203,12 @@ class AwsLikeEngine(LoopbackService):
             raise ValidationError(
                 "aws_like.time-scale", f"time_scale must be more than 0, not {time_scale!r}"
             )
+        if not 0 <= latency < upstream_timeout:
+            raise ValidationError(
+                "aws_like.latency",
+                f"latency must be at least 0 and less than upstream_timeout, not {latency!r}",
+            )
+        self.latency = latency
         super().__init__(idle_timeout=idle_timeout, max_connections=max_connections)
         self.clock: Callable[[], float] = clock or time.time
         self.time_scale = time_scale
