@@ -218,7 +218,7 @@ class Writers:
 #: How long a catch-up that keeps up may take to show the writers' last write (a few passes).
 LAG_BOUND = 5.0
 #: How long the catch-up follows after the writers stop, at most (the measure's patience).
-PATIENCE = 60.0
+PATIENCE = 20.0
 
 
 @dataclass(frozen=True)
