@@ -10,15 +10,16 @@ public API (`Session.migrate_table` with ``executor=`` and ``progress=``):
   the shards), then the next call's catch-up timed from its start to the pass that found nothing
   more, with 1, 2 and 4 workers (a thread pool as the executor) of ``concurrency=2`` each (a
   small worker, so that the figure is about workers and shards, not one worker's threads);
-* **convergence**: writers (4 threads) at a steady rate W for S seconds while the catch-up
-  follows (``follow=``) with 4 workers; then the time from the writers' last write until the
-  destination shows it. A catch-up that keeps up shows it within a few passes, whatever S; one
+* **convergence**: writers (4 threads, each request a batch of puts) at a steady rate W for S
+  seconds while the catch-up follows (``follow=``) with 4 workers; then the time from the
+  writers' last write until the destination shows it. A catch-up that keeps up shows it within a few passes, whatever S; one
   slower than its writers is behind by a share of S. The highest W that converges is compared
   with what one worker applies: a source writing faster than one worker can apply still
   reaches zero lag;
 * **memory**: the peak of Python's allocations (``tracemalloc``) while the catch-up applies N
   inserts, for N and 10 N: a catch-up keeps nothing per changed item, so the peak must not grow
-  with N.
+  with N (the changes go to a few shards, so that every page the catch-up holds is full at
+  both sizes: see `MEMORY_PARTITIONS`); and the peak of the verification that follows.
 
 It prints the figures (and `bench/__main__.py` puts them in docs/benchmarks.md); nothing is
 asserted. On a small, shared machine the rates say more about the machine than about lsiorm:
@@ -78,12 +79,12 @@ class Item(
     """An item of the bench's table."""
 
 
-def source_item(n: int, title: str = "") -> dict[str, Any]:
+def source_item(n: int, title: str = "", partitions: int = PARTITIONS) -> dict[str, Any]:
     return {
-        "PK": {"S": f"P#{n % PARTITIONS:03d}"},
+        "PK": {"S": f"P#{n % partitions:03d}"},
         "SK": {"S": f"I#{n:07d}"},
         "_type": {"S": "Item"},
-        "p": {"N": str(n % PARTITIONS)},
+        "p": {"N": str(n % partitions)},
         "n": {"N": str(n)},
         "title": {"S": title or f"item {n}"},
     }
@@ -105,11 +106,15 @@ def create_source(client: Any, name: str) -> None:
     )
 
 
-def put_many(client: Any, name: str, numbers: range, title: str) -> None:
-    """Put items ``numbers`` (25 to a request)."""
+def put_many(
+    client: Any, name: str, numbers: range, title: str, partitions: int = PARTITIONS
+) -> None:
+    """Put items ``numbers`` (25 to a request), over ``partitions`` partition keys."""
     for start in range(numbers.start, numbers.stop, 25):
         chunk = range(start, min(numbers.stop, start + 25))
-        requests = [{"PutRequest": {"Item": source_item(n, f"{title} {n}")}} for n in chunk]
+        requests = [
+            {"PutRequest": {"Item": source_item(n, f"{title} {n}", partitions)}} for n in chunk
+        ]
         pending: dict[str, Any] = {name: requests}
         while pending:
             pending = client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
@@ -175,8 +180,13 @@ def apply_rate(bench: Bench, changes: int, workers: int) -> float:
 
 
 class Writers:
-    """Update random items of the source at ``rate`` a second in all, from ``threads`` threads
-    (one thread's round trips would cap the rate), until stopped; the last write is kept."""
+    """Update random items of the source at ``rate`` a second in all, from ``threads`` threads,
+    until stopped; the last write is kept.
+
+    Each request is a batch of up to 25 puts (`BatchWriteItem`), as a busy source's writers
+    often send them: one put per request would make the writers' own round trips, not the
+    catch-up, the limit of the rate (the engine answers each request after its round trip).
+    Each thread writes its own items, so an item's last write is the last one its thread sent."""
 
     def __init__(self, url: str, source: str, items: int, rate: float, threads: int = 4) -> None:
         self.url, self.source, self.items, self.rate = url, source, items, rate
@@ -189,20 +199,29 @@ class Writers:
     def run(self, index: int) -> None:
         client = boto3.client("dynamodb", endpoint_url=self.url, region_name=REGION)
         rng = random.Random(index)
-        each = self.rate / len(self.threads)
-        start, mine = time.perf_counter(), 0
+        count = len(self.threads)
+        each = self.rate / count
+        mine = range(index, self.items, count)
+        batch = max(1, min(25, round(each / 10), len(mine)))  # about ten requests a second
+        start, sent = time.perf_counter(), 0
         while not self.stop.is_set():
-            wait = start + mine / each - time.perf_counter()
+            wait = start + sent / each - time.perf_counter()
             if wait > 0:
                 time.sleep(wait)
-            # Each thread writes its own items, so an item's last write is the last one sent.
-            n = rng.randrange(self.items // len(self.threads)) * len(self.threads) + index
-            title = f"w{index}.{mine}"
-            client.put_item(TableName=self.source, Item=source_item(n, title))
-            mine += 1
+            numbers = rng.sample(mine, batch)
+            titles = [f"w{index}.{sent + i}" for i in range(batch)]
+            requests = [
+                {"PutRequest": {"Item": source_item(n, title)}}
+                for n, title in zip(numbers, titles, strict=True)
+            ]
+            pending: dict[str, Any] = {self.source: requests}
+            while pending:
+                answer = client.batch_write_item(RequestItems=pending)
+                pending = answer.get("UnprocessedItems") or {}
+            sent += batch
             with self._lock:
-                self.writes += 1
-                self.last = (time.perf_counter(), n, title)
+                self.writes += batch
+                self.last = (time.perf_counter(), numbers[-1], titles[-1])
 
     def __enter__(self) -> Writers:
         for thread in self.threads:
@@ -274,21 +293,54 @@ def convergence(bench: Bench, items: int, rate: float, seconds: float) -> Conver
     return Convergence(rate, achieved, seconds, lag, tuple(outcome["passes"].seen))
 
 
-def peak_memory(bench: Bench, changes: int) -> int:
-    """The peak of Python's allocations (bytes, above the start) while a catch-up applies
-    ``changes`` inserts, in this process's threads."""
+#: The memory measure's changes go to items of this many partition keys, so to at most as
+#: many shards, each of which then gets at least 2,500 of 10,000 changes: every page a shard
+#: unit holds is full (1,000 records) at both sizes. Spread over all 16 shards, 10,000 changes
+#: are 625 a shard, one page each, and the peak would grow with how full the pages are (up to
+#: 1,000 records), not with what the catch-up keeps per item, which is what is measured.
+MEMORY_PARTITIONS = 4
+
+
+@dataclass(frozen=True)
+class MemoryPeak:
+    """The peaks of Python's allocations (bytes, above the start): of the catch-up of a number
+    of changes, and of the verification of the destination that follows it (a migration's
+    call verifies after catching up; it scans both tables a page per segment at once)."""
+
+    catch_up: int
+    verification: int
+
+
+def peak_memory(bench: Bench, changes: int) -> MemoryPeak:
+    """The peaks of Python's allocations while a catch-up applies ``changes`` inserts (in
+    this process's threads), and while the destination is then verified.
+
+    The catch-up alone: calls with ``detach=True`` (each catches up, at most a few passes, and
+    only opens the verification's run) until a pass finds nothing more; then a call that runs
+    the verification."""
     with bench.pair() as (session, source):
         session.migrate_table(DEST, SOURCE)  # an empty copy: every change comes after it
-        put_many(bench.client, source, range(changes), "new")
+        put_many(bench.client, source, range(changes), "new", MEMORY_PARTITIONS)
+        drained: list[bool] = []
+
+        def at_pass(state: JobProgress) -> None:
+            if state.events_behind == 0:
+                drained.append(True)
+
         tracemalloc.start()
         try:
             base = tracemalloc.get_traced_memory()[0]
             tracemalloc.reset_peak()
+            while not drained:
+                session.migrate_table(DEST, SOURCE, concurrency=8, detach=True, progress=at_pass)
+            catch_up = tracemalloc.get_traced_memory()[1] - base
+            base = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
             session.migrate_table(DEST, SOURCE, concurrency=8)
-            peak = tracemalloc.get_traced_memory()[1]
+            verification = tracemalloc.get_traced_memory()[1] - base
         finally:
             tracemalloc.stop()
-    return peak - base
+    return MemoryPeak(catch_up, verification)
 
 
 @dataclass
@@ -300,7 +352,7 @@ class CatchUpResult:
     loopback: dict[int, float] = field(default_factory=dict)
     changes: int = 0
     runs: list[Convergence] = field(default_factory=list)
-    memory: dict[int, int] = field(default_factory=dict)
+    memory: dict[int, MemoryPeak] = field(default_factory=dict)
 
     @property
     def fastest_converging(self) -> Convergence | None:
@@ -338,17 +390,40 @@ def engine_process(upstream: str, latency: float) -> Iterator[str]:
             child.kill()
 
 
+#: The measures `run` can take (``--only``): apply rates, convergence, memory.
+MEASURES = ("rates", "convergence", "memory")
+
+
 def run(
-    url: str, *, quick: bool, memory: bool = True, say: Callable[[str], object] = print
+    url: str,
+    *,
+    quick: bool,
+    memory: bool = True,
+    only: tuple[str, ...] = MEASURES,
+    say: Callable[[str], object] = print,
 ) -> CatchUpResult:
-    """Measure on the engine at ``url`` (DynamoDB Local), behind a 16-shard AWS-like engine."""
+    """Measure on the engine at ``url`` (DynamoDB Local), behind a 16-shard AWS-like engine.
+
+    ``only``: the measures to take (convergence needs one worker's rate, so it takes the rates
+    at 5 ms round trips too)."""
     result = CatchUpResult(changes=1_000 if quick else 4_000)
+    memory = memory and "memory" in only
     with engine_process(url, 0.0) as endpoint:
         bench = Bench(endpoint)
-        for workers in WORKERS:
+        for workers in WORKERS if "rates" in only else ():
             rate = apply_rate(bench, result.changes, workers)
             result.loopback[workers] = rate
             say(f"  apply rate, {workers} worker(s), loopback: {rate:,.0f} changes/s")
+        # Memory does not depend on round trips: measured on loopback, where it is quickest.
+        for changes in ((2_000, 20_000) if quick else (10_000, 100_000)) if memory else ():
+            peaks = result.memory[changes] = peak_memory(bench, changes)
+            say(
+                f"  peak memory, {changes:,} changed items: catch-up "
+                f"{peaks.catch_up / 2**20:.1f} MiB, the verification that follows "
+                f"{peaks.verification / 2**20:.1f} MiB"
+            )
+    if "rates" not in only and "convergence" not in only:
+        return result
     with engine_process(url, LATENCY) as endpoint:
         bench = Bench(endpoint)
         for workers in WORKERS:
@@ -359,7 +434,8 @@ def run(
                 f"{LATENCY * 1000:g} ms round trips: {rate:,.0f} changes/s"
             )
         one = result.rates[1]
-        for factor in (0.5, 1.0, 1.5, 2.0) if not quick else (0.5, 1.5):
+        factors = (0.5, 1.0, 1.5, 2.0, 3.0) if not quick else (0.5, 1.5)
+        for factor in factors if "convergence" in only else ():
             outcome = convergence(bench, 500, one * factor, 10.0 if quick else 30.0)
             result.runs.append(outcome)
             trend = ", ".join(f"{f}" for _, f, _ in outcome.passes)
@@ -369,10 +445,6 @@ def run(
                 f"{'converges' if outcome.converged else 'does not converge'} "
                 f"(changes per pass: {trend})"
             )
-        for changes in ((2_000, 20_000) if quick else (10_000, 100_000)) if memory else ():
-            result.memory[changes] = peak_memory(bench, changes)
-            mib = result.memory[changes] / 2**20
-            say(f"  peak memory, {changes:,} changed items: {mib:.1f} MiB")
     return result
 
 
@@ -389,7 +461,10 @@ def targets(result: CatchUpResult) -> list[Target]:
     fastest = result.fastest_converging
     one = result.rates.get(1, 0.0)
     small, large = sorted(result.memory)[:1], sorted(result.memory)[1:]
-    flat = bool(small and large) and result.memory[large[0]] <= 1.5 * result.memory[small[0]]
+    flat = (
+        bool(small and large)
+        and result.memory[large[0]].catch_up <= 1.5 * result.memory[small[0]].catch_up
+    )
     return [
         Target(
             "catch-up throughput rises with workers",
@@ -411,7 +486,9 @@ def targets(result: CatchUpResult) -> list[Target]:
         Target(
             "catch-up memory does not grow with changed items",
             "peak at 10x the changed items <= 1.5x",
-            ", ".join(f"{n:,}: {m / 2**20:.1f} MiB" for n, m in sorted(result.memory.items())),
+            ", ".join(
+                f"{n:,}: {m.catch_up / 2**20:.1f} MiB" for n, m in sorted(result.memory.items())
+            ),
             flat,
             "a page of records (up to 1,000 or 1 MB per shard being read) and the threads that "
             "apply it are the catch-up's memory; more would mean something kept per item",
@@ -449,9 +526,12 @@ def section(result: CatchUpResult) -> list[str]:
             for r in result.runs
         ),
         "",
-        "| changed items | peak memory of the catch-up |",
-        "|---:|---:|",
-        *(f"| {n:,} | {m / 2**20:.1f} MiB |" for n, m in sorted(result.memory.items())),
+        "| changed items | peak memory of the catch-up | of the verification that follows |",
+        "|---:|---:|---:|",
+        *(
+            f"| {n:,} | {m.catch_up / 2**20:.1f} MiB | {m.verification / 2**20:.1f} MiB |"
+            for n, m in sorted(result.memory.items())
+        ),
         "",
     ]
     return lines
@@ -461,9 +541,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes")
     parser.add_argument("--skip-memory", action="store_true", help="no memory measure")
+    parser.add_argument(
+        "--only", choices=MEASURES, action="append", help="take only this measure (repeatable)"
+    )
     args = parser.parse_args()
+    only = tuple(args.only or MEASURES)
     with DynamoDBLocal() as local:
-        result = run(local.endpoint_url, quick=args.quick, memory=not args.skip_memory)
+        result = run(local.endpoint_url, quick=args.quick, memory=not args.skip_memory, only=only)
     for target in targets(result):
         print(f"  {'met ' if target.met else 'MISS'} {target.name}: {target.measured}")
 
