@@ -39,7 +39,7 @@ LINT_PATHS = $(wildcard src tests examples bench)
 # then the 15 slowest test files (tests/support/file_durations.py), are listed at the end of
 # each run, to keep the suite under 15 minutes. A worker that runs out
 # of tests takes some from the other (worksteal), so one long test at the end does not leave a
-# core idle.
+# core idle; and the slow tests run first (tests/conftest.py).
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?= -n $(PYTEST_WORKERS) --dist worksteal --durations=30
 
@@ -115,7 +115,15 @@ typecheck: venv
 docs: venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-test: venv ddb-local electrodb lint typecheck docs
+# The setup steps that share no files run at once (each step's output printed whole, when it
+# ends): the venv and the two npm installs, then lint, typecheck, docs and test-min's venv.
+# Each is one process that mostly waits (downloads) or uses one core, on a 2-core machine.
+# test-min's venv comes after .venv: both install lsiorm in editable mode (src/*.egg-info).
+SETUP_JOBS := --no-print-directory -j 4 --output-sync=target
+
+test:
+	$(MAKE) $(SETUP_JOBS) venv ddb-local electrodb
+	$(MAKE) $(SETUP_JOBS) lint typecheck docs $(MIN_STAMP)
 	LSIORM_DYNAMODB_LOCAL_DIR="$$(ls -d "$(CURDIR)"/$(DDB_LOCAL_GLOB) | sort | tail -n 1)"; \
 	export LSIORM_DYNAMODB_LOCAL_DIR; \
 	$(BIN)/pytest $(PYTEST_ARGS)

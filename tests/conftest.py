@@ -87,6 +87,17 @@ def selected_backends(config: pytest.Config) -> list[str]:
     return list(BACKENDS) if choice == "all" else [choice]
 
 
+@pytest.hookimpl(trylast=True)  # after pytest has grouped the tests by their engine
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the ``slow`` tests first, each file's in their order, then the rest as collected.
+
+    Under ``-n 2 --dist worksteal`` each worker starts with one half of this list and, once
+    out of tests, takes the last ones of the other's. A two-minute test left for the end keeps
+    one worker busy while the other idles; started first, it runs while the other worker goes
+    through the short tests, which are then shared at the end."""
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" in metafunc.fixturenames:
         metafunc.parametrize(
