@@ -76,9 +76,8 @@ WHY_QUERY_PATH = (
 
 WHY_COLD = (
     "pydynox's client, signing and HTTP are compiled into one extension module. lsiorm's "
-    "first GetItem imports botocore (its own import is most of boto3's), pydantic and lsiorm's "
-    "model and session code, and boto3 builds the client from botocore's JSON service model; "
-    "the raw boto3 row shows what botocore alone costs."
+    "first GetItem imports pydantic, lsiorm's model and session code, urllib3 and the parts of "
+    "botocore its lane signs and parses with; the raw boto3 row shows what botocore alone costs."
 )
 
 
@@ -182,7 +181,7 @@ def _targets(
                 f"{cold / cold_peer:.2f}x pydynox "
                 f"({cold * 1e3:.0f} ms against {cold_peer * 1e3:.0f} ms)",
                 cold <= 1.5 * cold_peer,
-                WHY_COLD,
+                cold_start.reason(g) if isinstance(g, cold_start.ColdGroup) else WHY_COLD,
             )
         )
     if "decode" in groups:

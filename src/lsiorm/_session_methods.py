@@ -21,18 +21,13 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsiorm._conditions import Condition
-from lsiorm._model.drift import DriftReport
 from lsiorm._model.entity import Entity
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import Table
-from lsiorm._ops import audit, batch, deadline, items, pipeline, tables
-from lsiorm._ops.audit import CollectionSize
-from lsiorm._ops.batch import BatchWriteResult
+from lsiorm._ops import deadline, items, pipeline
 from lsiorm._ops.items import DeleteResult, Idempotency
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.steps import Operation
-from lsiorm._ops.tables import ApplyReport
-from lsiorm._requests.batch import DeleteTarget, GetKey
 from lsiorm._requests.items import keyed_target
 from lsiorm._session_core import SessionConfig, SessionCore
 from lsiorm._session_jobs import JobKeywords
@@ -51,9 +46,14 @@ if TYPE_CHECKING:
     from lsiorm._jobs.units import Unit
     from lsiorm._migration.dual_writes import DualFallback, DualWrites
     from lsiorm._migration.plan import MigrationReport
+    from lsiorm._model.drift import DriftReport
+    from lsiorm._ops.audit import CollectionSize
+    from lsiorm._ops.batch import BatchWriteResult
     from lsiorm._ops.reads import Page
+    from lsiorm._ops.tables import ApplyReport
     from lsiorm._ops.transactions import TransactWriteResult
     from lsiorm._query.values import Query, Scan
+    from lsiorm._requests.batch import DeleteTarget, GetKey
     from lsiorm._requests.transactions import Get, TransactAction
 
 __all__ = ["JobKeywords", "SessionConfig", "SessionCore"]  # the last two: lsiorm._session_core
@@ -98,6 +98,8 @@ def create_table(
     `ttl_attribute` is always waited for and gets time to live enabled on it, an existing
     one too when TTL is disabled there.
     """
+    from lsiorm._ops import tables
+
     return deadline.bounded(
         tables.create_table(session.ctx, table, wait=wait, exists_ok=exists_ok), timeout
     )
@@ -107,6 +109,8 @@ def delete_table(
     session: SessionCore, /, table: Table, *, wait: bool = True, timeout: float | None = None
 ) -> Operation[None]:
     """Delete the table (and wait until it is gone)."""
+    from lsiorm._ops import tables
+
     return deadline.bounded(tables.delete_table(session.ctx, table, wait=wait), timeout)
 
 
@@ -114,6 +118,8 @@ def check_table(
     session: SessionCore, /, table: Table, *, timeout: float | None = None
 ) -> Operation[DriftReport]:
     """Compare the declaration and TTL with the live table; report drift in plain words."""
+    from lsiorm._ops import tables
+
     return deadline.bounded(tables.check_table(session.ctx, table), timeout)
 
 
@@ -133,6 +139,8 @@ def apply_table(
     `dry_run=True` only plans: `report.plan` lists each request and why, and the drift no
     request can fix. Settings the table does not declare are left as they are.
     """
+    from lsiorm._ops import tables
+
     return deadline.bounded(tables.apply_table(session.ctx, table, dry_run=dry_run), timeout)
 
 
@@ -310,6 +318,8 @@ def audit_collection(
 
     `partition_value` is the partition key as stored (the key text, such as `"HOST#h1"`), or an
     entity of the collection, whose key gives it."""
+    from lsiorm._ops import audit
+
     return deadline.bounded(audit.audit_collection(session.ctx, table, partition_value), timeout)
 
 
@@ -323,6 +333,8 @@ def largest_collections(
     timeout: float | None = None,
 ) -> Operation[list[CollectionSize]]:
     """Scan the table; return collections at or above the threshold, largest first."""
+    from lsiorm._ops import audit
+
     return deadline.bounded(
         audit.largest_collections(session.ctx, table, threshold_gb, limit=limit), timeout
     )
@@ -395,6 +407,7 @@ def adopt(
     report); `dry_run` stops there. `progress` is called with a JobProgress after each page;
     True draws a progress bar on stderr. See docs/existing-tables.md.
     """
+
     from lsiorm._jobs import adoption
 
     job = partial(
@@ -758,6 +771,8 @@ def batch_write(
     """Write and delete in chunks of 25, `concurrency` chunks at a time; unprocessed items are
     retried, never dropped.
     """
+    from lsiorm._ops import batch
+
     return deadline.bounded(
         batch.batch_write(session.ctx, puts, deletes, concurrency=concurrency), timeout
     )
@@ -776,6 +791,8 @@ def batch_get(
     """Read many items in chunks of 100, `concurrency` chunks at a time; unprocessed keys are
     retried, never dropped.
     """
+    from lsiorm._ops import batch
+
     return deadline.bounded(
         batch.batch_get(
             pipeline.reading(session.ctx),

@@ -65,10 +65,23 @@ NOT_ON_IMPORT = (
 )
 
 
+#: lsiorm's modules that a session loads when a method needing them first runs: batches, table
+#: operations and collection audits (with the paged reads they use).
+FIRST_USE_OF_A_SESSION = (
+    "lsiorm._ops.audit",
+    "lsiorm._ops.batch",
+    "lsiorm._ops.pages",
+    "lsiorm._ops.tables",
+    "lsiorm._requests.batch",
+    "lsiorm._requests.pages",
+)
+
 #: What ``from lsiorm import Session`` leaves unloaded: a first get or put needs neither queries
-#: nor transactions, updates, the command line, the test engines or the tracing SDK.
+#: nor transactions, updates, batches, table operations, the command line, the test engines or
+#: the tracing SDK.
 NOT_FOR_A_SESSION = (
     *DEFERRED_OWN,
+    *FIRST_USE_OF_A_SESSION,
     "lsiorm._cli",
     "lsiorm._migration",
     "lsiorm._ops.reads",
@@ -201,3 +214,15 @@ def test_a_session_loads_what_a_get_or_a_put_needs() -> None:
     loaded = _loaded_after("from lsiorm import Entity, Session, Table")
     assert _loaded_under(loaded, NOT_FOR_A_SESSION) == []
     assert {"lsiorm._ops.items", "lsiorm._requests.items", "lsiorm._model.entity"} <= loaded
+
+
+def test_a_sessions_batches_and_table_operations_load_when_first_used() -> None:
+    statement = (
+        "from lsiorm import Session; import lsiorm._session_methods as m; "
+        "m.batch_write, m.create_table, m.audit_collection; "
+        "import sys; assert 'lsiorm._ops.batch' not in sys.modules; "
+        "from lsiorm._ops import audit, batch, tables; "
+        "from lsiorm._requests.batch import GetKey"
+    )
+    loaded = _loaded_after(statement)
+    assert set(FIRST_USE_OF_A_SESSION) <= loaded

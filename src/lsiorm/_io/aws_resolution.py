@@ -43,7 +43,16 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["Fallback", "Resolved", "account_endpoint", "resolve", "rules_endpoint"]
+from lsiorm.errors import ConfigurationError
+
+__all__ = [
+    "Fallback",
+    "Resolved",
+    "account_endpoint",
+    "check_endpoint_url",
+    "resolve",
+    "rules_endpoint",
+]
 
 #: The environment variables this module reads, or knows to change nothing it resolves.
 _KNOWN_ENV: Final = frozenset(
@@ -262,6 +271,8 @@ def resolve(
         return Fallback(f"the environment sets {unknown}")
     try:
         return _resolve(env, region_name, endpoint_url)
+    except ConfigurationError:
+        raise  # an endpoint URL no request can be sent to (`check_endpoint_url`)
     except Exception as exc:  # whatever botocore's pieces raise, botocore decides
         return Fallback(f"{type(exc).__name__}: {exc}")
 
@@ -291,6 +302,8 @@ def _resolve(
     fips = _flag(env, "AWS_USE_FIPS_ENDPOINT", profile, "use_fips_endpoint")
     dualstack = _flag(env, "AWS_USE_DUALSTACK_ENDPOINT", profile, "use_dualstack_endpoint")
     custom = endpoint_url or _endpoint_override(env, profile)
+    if custom is not None:
+        check_endpoint_url(custom)
     if custom is not None and (fips or dualstack or not _plain_url(custom)):
         return Fallback("a custom endpoint with FIPS or dual-stack, or not a plain URL")
     if custom is not None and _dualstack_like(custom):
@@ -322,15 +335,28 @@ def _resolve(
     return dataclasses.replace(resolved, endpoint_url=url)
 
 
-def _plain_url(url: str) -> bool:
-    """An http(s) URL with a host, no user info, query or fragment (as botocore takes it)."""
+def check_endpoint_url(url: str) -> int | None:
+    """The port of an endpoint URL (None: its scheme's), after refusing a URL no request can be
+    sent to: a port that is not a number from 0 to 65535, or a broken IPv6 host (botocore
+    takes such a URL, and fails every request with a ``ValueError``). Raises
+    `ConfigurationError`, rule ``config.endpoint-url``.
+    """
     from urllib.parse import urlsplit
 
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises for a bad port
-    except ValueError:
-        return False
+        return urlsplit(url).port
+    except ValueError as exc:
+        raise ConfigurationError(
+            "config.endpoint-url", f"The endpoint URL {url!r} cannot be used: {exc}."
+        ) from exc
+
+
+def _plain_url(url: str) -> bool:
+    """An http(s) URL with a host, no user info, query or fragment (as botocore takes it); its
+    port was checked by `check_endpoint_url`."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
     return (
         parts.scheme in ("http", "https")
         and bool(parts.hostname)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from lsiorm._io import direct_send, fastjson
 from lsiorm._io.api_call_wrappers import base_client_wrapped
@@ -71,6 +71,22 @@ def _http_session(url: str, verify: str | bool) -> Any:
         max_pool_connections=_POOL_SIZE,
         socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
     )
+
+
+class _LaneMethod(Protocol):
+    """`LeanLane.send` or `LeanLane.exchange`, called on a lane."""
+
+    __name__: str
+
+    def __call__(
+        self,
+        lane: LeanLane,
+        operation: str,
+        params: Mapping[str, Any],
+        /,
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any] | None: ...
 
 
 def _table_names(operation: str, params: Mapping[str, Any]) -> list[str]:
@@ -138,35 +154,9 @@ class ClientlessLane(LeanLane):
 
     # -- counts: this lane's and, once handed over, the client's lane's ---------------------
 
-    def _handed_count(self, index: int) -> int:
+    def _count_of(self, index: int) -> int:
         handed = self._handed[0] if self._handed is not None else None
-        if handed is None:
-            return 0
-        return (handed.sent, handed.sent_direct, handed.declined)[index]
-
-    @property
-    def sent(self) -> int:  # type: ignore[override]
-        """Requests sent on the lean lane, by this lane or, once handed over, the client's."""
-        return self._counts[0] + self._handed_count(0)
-
-    @property
-    def sent_direct(self) -> int:  # type: ignore[override]
-        """Of those, the ones the direct send sent."""
-        return self._counts[1] + self._handed_count(1)
-
-    @property
-    def declined(self) -> int:  # type: ignore[override]
-        """Requests left to botocore, by this lane or the client's."""
-        return self._counts[2] + self._handed_count(2)
-
-    def _count_sent(self, *, direct: bool = False) -> None:
-        with self._count:
-            self._counts[0] += 1
-            self._counts[1] += direct
-
-    def _decline(self) -> None:
-        with self._count:
-            self._counts[2] += 1
+        return self._counts[index] + (handed._count_of(index) if handed is not None else 0)
 
     # -- when the lane may be used ----------------------------------------------------------
 
@@ -195,19 +185,26 @@ class ClientlessLane(LeanLane):
     def send(
         self, operation: str, params: Mapping[str, Any], *, timeout: float | None = None
     ) -> dict[str, Any] | None:
-        lane = self.handed_to()
-        if lane is None:
-            return None
-        if lane is not self:
-            return lane.send(operation, params, timeout=timeout)
-        return super().send(operation, params, timeout=timeout)
+        return self._through(LeanLane.send, operation, params, timeout)
 
     def exchange(
         self, operation: str, params: Mapping[str, Any], *, timeout: float | None = None
     ) -> dict[str, Any] | None:
+        return self._through(LeanLane.exchange, operation, params, timeout)
+
+    def _through(
+        self,
+        method: _LaneMethod,
+        operation: str,
+        params: Mapping[str, Any],
+        timeout: float | None,
+    ) -> dict[str, Any] | None:
+        """``method`` of the lane that sends now: this lane's own (`LeanLane`'s) while no
+        client was built, then that of the client's lane (None: botocore sends)."""
         lane = self.handed_to()
         if lane is None:
             return None
-        if lane is not self:
-            return lane.exchange(operation, params, timeout=timeout)
-        return super().exchange(operation, params, timeout=timeout)
+        if lane is self:
+            return method(self, operation, params, timeout=timeout)
+        handed: _LaneMethod = getattr(type(lane), method.__name__)
+        return handed(lane, operation, params, timeout=timeout)

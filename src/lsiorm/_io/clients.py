@@ -130,6 +130,9 @@ def client_kwargs(
     if endpoint_url is None and "endpoint_url" not in kwargs:
         endpoint_url = environment.endpoint_alias()
     if endpoint_url is not None:
+        from lsiorm._io.aws_resolution import check_endpoint_url
+
+        check_endpoint_url(endpoint_url)
         kwargs["endpoint_url"] = endpoint_url
     if region_name is not None:
         kwargs["region_name"] = region_name

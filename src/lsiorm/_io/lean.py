@@ -295,10 +295,8 @@ class LeanLane:
         #: The direct send to the client's urllib3 pool (None: botocore's send sends).
         self.direct = direct_send.direct_send_for(self._http, self._url) if direct else None
         #: How many requests took the lane, how many of those the direct send sent, and how
-        #: many went to botocore instead.
-        self.sent = 0
-        self.sent_direct = 0
-        self.declined = 0
+        #: many went to botocore instead (read through `sent`, `sent_direct`, `declined`).
+        self._counts = [0, 0, 0]
         self._count = threading.Lock()  # requests may come from several threads
 
     # -- when the lane may be used ----------------------------------------------------------
@@ -393,14 +391,34 @@ class LeanLane:
         credentials that carry an account id (botocore picks an account-based endpoint)."""
         return not getattr(credentials, "account_id", None)
 
+    # -- counts -----------------------------------------------------------------------------
+
+    @property
+    def sent(self) -> int:
+        """Requests sent on the lean lane."""
+        return self._count_of(0)
+
+    @property
+    def sent_direct(self) -> int:
+        """Of those, the ones the direct send sent."""
+        return self._count_of(1)
+
+    @property
+    def declined(self) -> int:
+        """Requests left to botocore."""
+        return self._count_of(2)
+
+    def _count_of(self, index: int) -> int:
+        return self._counts[index]
+
     def _count_sent(self, *, direct: bool = False) -> None:
         with self._count:
-            self.sent += 1
-            self.sent_direct += direct
+            self._counts[0] += 1
+            self._counts[1] += direct
 
     def _decline(self) -> None:
         with self._count:
-            self.declined += 1
+            self._counts[2] += 1
 
     def _body(self, operation: str, params: Mapping[str, Any]) -> bytes | None:
         if not self.usable(operation):

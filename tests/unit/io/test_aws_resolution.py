@@ -20,6 +20,7 @@ from botocore.config import Config
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
+from lsiorm import ConfigurationError, Session
 from lsiorm._io import aws_resolution
 from lsiorm._io.aws_resolution import Fallback, Resolved, resolve
 
@@ -378,3 +379,37 @@ def test_account_endpoint_follows_the_credentials_account() -> None:
     assert resolved.endpoint_for(None) == "https://dynamodb.eu-west-1.amazonaws.com"
     disabled = Resolved(**{**resolved.__dict__, "account_mode": "disabled"})
     assert disabled.endpoint_for("123456789012") == "https://dynamodb.eu-west-1.amazonaws.com"
+
+
+BAD_ENDPOINTS = ["http://localhost:99999", "http://localhost:port", "http://[::1:8000"]
+
+
+@pytest.mark.parametrize("url", BAD_ENDPOINTS)
+def test_an_endpoint_no_request_can_reach_is_refused_by_its_rule(url: str) -> None:
+    """botocore takes such a URL and fails every request with a ValueError; the resolution
+    refuses it with the typed error, whether it is given or set in the environment."""
+    with _world(_CREDS, {}) as full, pytest.raises(ConfigurationError) as given:
+        resolve(full, region_name="us-east-1", endpoint_url=url)
+    assert given.value.rule == "config.endpoint-url"
+    env = {**_CREDS, "AWS_ENDPOINT_URL": url}
+    with _world(env, {}) as full, pytest.raises(ConfigurationError) as configured:
+        resolve(full, region_name="us-east-1")
+    assert configured.value.rule == "config.endpoint-url"
+
+
+@pytest.mark.parametrize("clientless", ["1", "0"])
+@pytest.mark.parametrize("url", BAD_ENDPOINTS)
+def test_a_session_refuses_an_endpoint_no_request_can_reach(
+    url: str, clientless: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LSIORM_CLIENTLESS", clientless)
+    for name, value in _CREDS.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigurationError) as refused:
+        Session(endpoint_url=url, region_name="us-east-1")
+    assert refused.value.rule == "config.endpoint-url"
+
+
+def test_an_endpoint_with_a_port_is_taken_as_it_is() -> None:
+    assert aws_resolution.check_endpoint_url("http://localhost:8000") == 8000
+    assert aws_resolution.check_endpoint_url("https://dynamodb.us-east-1.amazonaws.com") is None
