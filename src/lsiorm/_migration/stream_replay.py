@@ -237,19 +237,29 @@ def shard_page(
     ctx: Context, read: ShardRead, after: str | None, iterator: str | None = None
 ) -> Operation[RecordPage | None]:
     """The page of ``read``'s shard after sequence number ``after`` (the stream reader's
-    `read_records`; None: the stream no longer holds the shard), a position the stream
-    trimmed refused: the changes after it are lost to the migration."""
+    `read_records`; None: the stream no longer holds a shard read from its start), a position
+    the stream trimmed refused: the changes after it are lost to the migration.
+
+    A shard that is gone once it has been read up to a record is refused too: the stream
+    dropped it with the records after that one (it keeps a closed shard 24 hours)."""
     try:
-        return (yield from read_records(ctx, read, after, iterator))
+        page = yield from read_records(ctx, read, after, iterator)
     except DynamoError as exc:
         if exc.code != "TrimmedDataAccessException":
             raise
-        raise ValidationError(
-            "migrate.stream-trimmed",
-            f"The stream no longer holds the changes after record {after} of shard "
-            f"{read.shard} (it keeps them for 24 hours): changes may be lost. Abandon the "
-            "migration and start it again (with a higher rate budget), or catch up more often.",
-        ) from exc
+        raise _trimmed(read, after) from exc
+    if page is None and after is not None:
+        raise _trimmed(read, after)
+    return page
+
+
+def _trimmed(read: ShardRead, after: str | None) -> ValidationError:
+    return ValidationError(
+        "migrate.stream-trimmed",
+        f"The stream no longer holds the changes after record {after} of shard "
+        f"{read.shard} (it keeps them for 24 hours): changes may be lost. Abandon the "
+        "migration and start it again (with a higher rate budget), or catch up more often.",
+    )
 
 
 def read_shard(

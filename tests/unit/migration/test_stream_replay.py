@@ -255,6 +255,11 @@ def test_a_shard_the_stream_trimmed_past_the_position_is_refused() -> None:
     assert refused.value.rule == "migrate.stream-trimmed"
     gone = ResourceNotFoundError("gone", code="ResourceNotFoundException")
     assert drive(read_shard(QUICK, "arn", "s1", None, on_page), [gone])[0] is True
+    # Gone once read up to a record: the stream dropped it with the records after that one.
+    with pytest.raises(ValidationError) as refused:
+        drive(read_shard(QUICK, "arn", "s1", "7", on_page), [gone])
+    assert refused.value.rule == "migrate.stream-trimmed"
+    assert "after record 7 of shard s1" in str(refused.value)
     # Trimmed between two pages: the iterator in hand points at records that are gone.
     with pytest.raises(ValidationError) as refused:
         drive(
