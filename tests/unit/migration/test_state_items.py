@@ -264,3 +264,16 @@ def _leaves(value: Any) -> list[Any]:
     if isinstance(value, list):
         return [leaf for v in value for leaf in _leaves(v)]
     return [value]
+
+
+def test_a_state_made_without_the_ledgers_binding_is_saved_as_its_entity() -> None:
+    made = MigrationState(id="m1", declaration={"kind": "migration"}, version=2, applied=3)
+    _, calls = drive(store().save(made), lambda call: {})
+    item = calls[0].params["Item"]
+    assert (item["_type"], item["SK"], item["applied"]) == (
+        {"S": "LedgerMigration"},
+        {"S": "migration#m1"},
+        {"N": "3"},
+    )
+    assert calls[0].params["ExpressionAttributeValues"] == {":v0": {"N": "2"}}
+    assert made.version == 3
