@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from lsiorm import Entity, Session, Table, cond, query
-from lsiorm.errors import ConditionFailedError
+from lsiorm.errors import ConditionFailedError, StaleVersionError
 
 
 class Lease(Entity):
@@ -72,3 +72,28 @@ def test_a_lease_taken_with_a_conditional_update_on_a_bound_entity(
     with pytest.raises(ConditionFailedError):  # held by w1 until 160
         session.update(Bound, unit="u1", set={"owner": "w2"}, add={"runs": 1}, condition=free)
     assert session.get(Bound, unit="u1", consistent=True) == taken
+
+
+class Note(Entity):
+    """Fields only, with a version: each write checks the version it read."""
+
+    name: str
+    text: str = ""
+    version: int = 0
+
+
+def test_a_bound_entity_with_a_version_writes_over_the_version_it_read_only(
+    session: Session, tables: list[Table]
+) -> None:
+    t = tables[1]
+    Bound = Note.bound_to(t, {"tenant": "~notes", "item": "note#{name}"}, version="version")
+    first = session.put(Bound(name="n1", text="a"))
+    assert first.version == 1
+    second = session.put(first.model_copy(update={"text": "b"}))
+    assert second.version == 2
+    with pytest.raises(StaleVersionError) as caught:  # written from the first copy again
+        session.put(first.model_copy(update={"text": "c"}))
+    assert (caught.value.expected_version, caught.value.stored_version) == (1, 2)
+    with pytest.raises(ConditionFailedError):  # a new one where one exists
+        session.put(Bound(name="n1", text="d"))
+    assert session.get(Bound, name="n1", consistent=True) == second

@@ -73,6 +73,7 @@ from lsiorm.errors import (
 
 __all__ = [
     "NAMESPACE",
+    "FormatCheck",
     "JobLedger",
     "JobRecord",
     "JobState",
@@ -84,6 +85,8 @@ __all__ = [
     "ledger_table",
     "new_owner",
     "open_ended",
+    "read_item",
+    "read_items",
 ]
 
 JobState = Literal["running", "paused", "done", "cancelled"]
@@ -265,6 +268,52 @@ def _job_record(item: JobItem, units: Iterable[UnitRecord] = ()) -> JobRecord:
     )
 
 
+#: Refuses an item the earlier format wrote (`check_format`, in the words of its reader).
+FormatCheck = Callable[[Mapping[str, Any] | None], None]
+
+
+def read_item(
+    ctx: Context, cls: type[X], key: Mapping[str, Any], check: FormatCheck
+) -> Operation[X | None]:
+    """The ledger item of ``cls`` whose key fields are ``key``, read consistently (None when
+    there is none); ``check`` refuses an item the earlier format wrote."""
+    meta = meta_of(cls)
+    params = get_request(meta, key, consistent=True)
+    response = yield from call(ctx, "GetItem", params, (meta.table,))
+    item = response.get("Item")
+    check(item)
+    return cast("X | None", decode_stored(meta.table, item, only=(cls,)) if item else None)
+
+
+def read_items(ctx: Context, cls: type[X], check: FormatCheck) -> Operation[list[X]]:
+    """Every ledger item of ``cls``, read consistently page by page: the items of its
+    partition whose sort keys begin with its sort key template's text before the first field.
+    No type filter is sent, so ``check`` meets (and refuses) an item the earlier format wrote;
+    items of other types met there are left out by their type."""
+    meta = meta_of(cls)
+    table = meta.table
+    partition, sort = table.partition_key.name, table.sort_key.name if table.sort_key else None
+    found: list[X] = []
+
+    def add(page: ReadPage) -> None:
+        for item in page.items:
+            check(item)
+            entity = decode_stored(table, item, only=(cls,))
+            if isinstance(entity, cls):
+                found.append(entity)
+
+    params = partition_query(
+        table.name,
+        partition,
+        {"S": meta.templates[partition].render({})},
+        sort_key=sort,
+        prefix={"S": meta.templates[sort].prefix({}, 0)} if sort else None,
+        consistent=True,
+    )
+    yield from read_pages(ctx, PagedRead("Query", params, tables=(table,)), add)
+    return found
+
+
 # -- the ledger in DynamoDB -----------------------------------------------------------------
 
 
@@ -299,12 +348,7 @@ class JobLedger:
 
     def _read(self, cls: type[X], **key: str) -> Operation[X | None]:
         """One item, read consistently; an item of the earlier format is refused."""
-        meta = meta_of(cls)
-        params = get_request(meta, key, consistent=True)
-        response = yield from call(self.ctx, "GetItem", params, (meta.table,))
-        item = response.get("Item")
-        check_format(item, self.where)
-        return cast("X | None", decode_stored(meta.table, item, only=(cls,)) if item else None)
+        return (yield from read_item(self.ctx, cls, key, self.check))
 
     def _update(
         self,
@@ -440,26 +484,8 @@ class JobLedger:
 
     def jobs(self) -> Operation[list[JobRecord]]:
         """Every run in the ledger, newest first (without their units)."""
-        loc, cls = self.location, self.entities.job
-        read = partition_query(
-            loc.table,
-            loc.partition_key,
-            {"S": loc.namespace},
-            sort_key=loc.sort_key,
-            prefix={"S": "job#"},
-            consistent=True,
-        )
-        found: list[JobRecord] = []
-
-        def add(page: ReadPage) -> None:
-            for item in page.items:
-                check_format(item, self.where)
-                job = decode_stored(self.entities.table, item, only=(cls,))
-                if isinstance(job, JobItem):
-                    found.append(_job_record(job))
-
-        yield from read_pages(self.ctx, PagedRead("Query", read), add)
-        return sorted(found, key=lambda j: -j.created)
+        found = yield from read_items(self.ctx, self.entities.job, self.check)
+        return sorted((_job_record(job) for job in found), key=lambda j: -j.created)
 
     def delete_prefixed(self, prefixes: Iterable[str]) -> Operation[None]:
         """Delete the items of the ledger's partition whose sort keys begin with one of
@@ -485,6 +511,10 @@ class JobLedger:
     def where(self) -> str:
         """The ledger's place, in words."""
         return f"the ledger of table {self.location.table!r}"
+
+    def check(self, item: Mapping[str, Any] | None) -> None:
+        """Refuse a run's item the earlier format wrote."""
+        check_format(item, self.where)
 
     def set_state(
         self, job_id: str, state: JobState, *, only_from: Iterable[str] = ()

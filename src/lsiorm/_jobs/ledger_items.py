@@ -7,6 +7,8 @@ The ledger (`lsiorm._jobs.ledger`) keeps three kinds of item in one partition (t
 the ledger's location: its table's declared name and key attribute names. So the classes are
 importable by name (a worker is handed only the location and binds them itself), and the
 user's own table declaration never lists them (``lsiorm check`` and adoption do not see them).
+A table migration binds its own items (its state) to the same table
+(`lsiorm._migration.state_items`).
 
 Values that were JSON text in a string attribute before are maps now (a unit, a declaration,
 counts, notes, a position, an intent, the rate), and every item carries the type attribute.
@@ -33,6 +35,7 @@ from lsiorm._ops.reserved import NAMESPACE
 from lsiorm.errors import ValidationError
 
 __all__ = [
+    "RUNS_REMEDY",
     "TYPE_ATTRIBUTE",
     "JobItem",
     "LedgerEntities",
@@ -130,16 +133,28 @@ def _bound(table: str, partition_key: str, sort_key: str, namespace: str) -> Led
     )
 
 
-def check_format(item: Mapping[str, Any] | None, where: str) -> None:
-    """Refuse a ledger item the earlier format wrote (it has no type attribute)."""
+#: What to do with job runs the earlier format wrote.
+RUNS_REMEDY: Final = (
+    "Finish or cancel those runs with the version that started them, or delete the ledger's "
+    "items (the partition '~lsiorm#jobs', or the ledger table) and start the job again: a new "
+    "run reads its whole input again."
+)
+
+
+def check_format(
+    item: Mapping[str, Any] | None,
+    where: str,
+    *,
+    holds: str = "job runs",
+    remedy: str = RUNS_REMEDY,
+) -> None:
+    """Refuse a ledger item the earlier format wrote (it has no type attribute): ``where``
+    holds ``holds`` that this version does not read; ``remedy`` says what to do."""
     if item and TYPE_ATTRIBUTE not in item:
         raise ValidationError(
             "ledger.old-format",
-            f"{where} holds job runs written by an earlier lsiorm (a development version of "
-            "0.2), whose ledger format this version does not read. Finish or cancel those runs "
-            "with the version that started them, or delete the ledger's items (the partition "
-            "'~lsiorm#jobs', or the ledger table) and start the job again: a new run reads "
-            "its whole input again.",
+            f"{where} holds {holds} written by an earlier lsiorm (a development version of "
+            f"0.2), whose ledger format this version does not read. {remedy}",
         )
 
 

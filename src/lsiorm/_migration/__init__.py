@@ -3,7 +3,9 @@ write both during the cut-over. Operations only: they yield steps, no I/O.
 
 A migration passes through these modules in this order:
 
-- ``plan``: the pure plan and its refusals, the state kept in the ledger, the reports.
+- ``plan``: the pure plan and its refusals, the state kept in the ledger, the reports;
+  ``state_items``: the migration's items in the ledger (its state, its dual writes) declared
+  as lsiorm entities, bound to the ledger's table at run time.
 - ``phases``: the whole (open, copy, catch up, verify, switch, abandon), resumable from the
   state.
 - ``table_copy``: the job kinds of the copy and the verification (items re-derived through the

@@ -20,8 +20,9 @@ from lsiorm._jobs.engine import JobKind, PageSource, scan_pages
 from lsiorm._jobs.ledger import LedgerLocation
 from lsiorm._jobs.scans import ScanSpec
 from lsiorm._migration.catch_up import CATCH_UP, REPLAY_MARGIN, ShardKind, shard_pages
-from lsiorm._migration.plan import MigrationState, MigrationStore
+from lsiorm._migration.plan import MigrationStore
 from lsiorm._migration.run import worker_destination, worker_source
+from lsiorm._migration.state_items import MigrationState
 from lsiorm._migration.table_copy import CopyKind, VerifyKind
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.reserved import reserved_partition

@@ -423,7 +423,7 @@ def open_dual_writes(
                 "apply. Switch with a short pause (finish=True).",
                 table=ctx.live_name(table),
             )
-    yield from m.store.save_dual(m.state.id, {"since": clock(), "reads": reads})
+    yield from m.store.save_dual(m.state.id, since=clock(), reads=reads)
     return DualWrites(table, source, reads, on_fallback)
 
 

@@ -59,7 +59,6 @@ from lsiorm._migration.catch_up import (
 from lsiorm._migration.plan import (
     MigrationPlan,
     MigrationReport,
-    MigrationState,
     MigrationStore,
     VerifyReport,
     plan_migration,
@@ -71,6 +70,7 @@ from lsiorm._migration.run import (
     run_declaration,
     worker_info,
 )
+from lsiorm._migration.state_items import MigrationState
 from lsiorm._migration.table_copy import CopyKind
 from lsiorm._migration.verify import EXAMPLES, keep_verify, verify, verify_touched
 from lsiorm._model.entity_meta import meta_of
@@ -222,8 +222,12 @@ def open_migration(
                 "write; migrate into a new (or empty) table.",
                 table=ctx.live_name(table),
             )
-        state = MigrationState(migration_id, declaration, created_destination=created)
-        state.stream_arn = plan.stream_arn
+        state = store.entities.state(
+            id=migration_id,
+            declaration=declaration,
+            created_destination=created,
+            stream_arn=plan.stream_arn,
+        )
         yield from store.save(state)
     migration = Migration(ctx, table, src, store, state, options, segments, page_size, progress)
     return migration, plan

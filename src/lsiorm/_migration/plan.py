@@ -2,33 +2,34 @@
 
 `plan_migration` is pure: from the DescribeTable answers of the source and the destination it
 refuses a source whose stream cannot feed a catch-up, and estimates the copy's time. The state
-(`MigrationState`) is one item in the ledger's partition, written by `MigrationStore` on the
-condition that nobody wrote it since it was read. `lsiorm._migration.phases` runs the phases.
+(`lsiorm._migration.state_items.MigrationState`) is an lsiorm entity in the ledger's partition,
+which `MigrationStore` reads and writes, each save a put over the version it read.
+`lsiorm._migration.phases` runs the phases.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from lsiorm._jobs.ledger import JobRecord, LedgerLocation
+from lsiorm._jobs.ledger import JobRecord, LedgerLocation, read_item, read_items
+from lsiorm._migration.state_items import (
+    MigrationEntities,
+    MigrationState,
+    check_migration_format,
+)
 from lsiorm._migration.stream_replay import check_view
-from lsiorm._ops.pages import read_pages
-from lsiorm._ops.pipeline import Context, call
+from lsiorm._ops import items as ops
+from lsiorm._ops.pipeline import Context
 from lsiorm._ops.steps import Operation
-from lsiorm._requests.pages import PagedRead, ReadPage
-from lsiorm._requests.reads import consistent_get, partition_query
-from lsiorm._requests.unchanged import versioned_put
 from lsiorm.errors import ConditionFailedError, ResourceNotFoundError, ValidationError
 
 __all__ = [
     "RETENTION_WARNING",
     "MigrationPlan",
     "MigrationReport",
-    "MigrationState",
     "MigrationStore",
     "VerifyReport",
     "estimate_copy_seconds",
@@ -118,152 +119,74 @@ def plan_migration(
 # -- the state in the ledger ------------------------------------------------------------------
 
 
-@dataclass
-class MigrationState:
-    """A migration as its ledger item holds it.
-
-    ``phase``: ``copy``, ``catch-up``, ``switched`` or ``abandoned``. ``shards`` is what an
-    older release kept of each shard (its parent, the last sequence number applied, whether it
-    was read to its end); the catch-up now keeps its shards as units of its own run in the
-    ledger (``catch_up_job``), and reads ``shards`` only to start where an older release
-    stopped. ``lag`` is ``[records, seconds]`` of the last catch-up pass, which ended at
-    ``caught_up_at`` (seconds since the epoch; 0 before the first).
-    """
-
-    id: str
-    declaration: dict[str, Any]
-    phase: str = "copy"
-    created_destination: bool = False
-    stream_arn: str = ""
-    shards: dict[str, dict[str, Any]] = field(default_factory=dict)
-    copy_job: str | None = None
-    applied: int = 0
-    skipped: int = 0
-    #: Changes that could not be applied on a condition (an item whose condition would be
-    #: longer than DynamoDB allows); verification reports their items.
-    unapplied: int = 0
-    lag: list[float] = field(default_factory=lambda: [0, 0.0])
-    verify: dict[str, Any] = field(default_factory=dict)
-    #: The shards' positions when the last clean verification started (None: there is none).
-    verified_from: dict[str, str | None] | None = None
-    #: Verifications begun so far: the epoch of the last, in its runs' declarations.
-    verify_epoch: int = 0
-    #: The verification in progress (None: none): its ``epoch``, the shards' positions at its
-    #: ``start``, and the ids of its runs done (``jobs``, by kind).
-    verifying: dict[str, Any] | None = None
-    #: The runs of the last verification that ended (deleted when the next one begins).
-    verify_jobs: list[str] = field(default_factory=list)
-    caught_up_at: float = 0.0
-    #: What a worker elsewhere needs to run a unit of the migration (`worker_info`).
-    worker: dict[str, Any] = field(default_factory=dict)
-    #: When the copy began, by DynamoDB's clock (seconds since the epoch; None: a migration
-    #: begun by an older release): records older than that, by a margin, are not replayed.
-    copy_started: float | None = None
-    #: The catch-up's run in the ledger (its units are the stream's shards, with positions).
-    catch_up_job: str | None = None
-    #: Records read by the catch-up but older than the copy (not applied).
-    before_copy: int = 0
-    version: int = 0
-
-
 class MigrationStore:
-    """Reads and writes the state item, each write conditional on the version it read (two
-    processes catching up one migration at once would break the per-item order)."""
+    """A migration's items in the ledger at ``location`` (`lsiorm._migration.state_items`):
+    its state, each save a put over the version it read (two processes catching up one
+    migration at once would break the per-item order), and when its dual writes began."""
 
     def __init__(self, ctx: Context, location: LedgerLocation) -> None:
         self.ctx = ctx
         self.location = location
 
-    def key(self, migration_id: str) -> dict[str, Any]:
-        return self.location.key(f"migration#{migration_id}")
+    @property
+    def entities(self) -> MigrationEntities:
+        """The migration's entities, bound to its ledger's table (once per location)."""
+        loc = self.location
+        return MigrationEntities.at(loc.table, loc.partition_key, loc.sort_key, loc.namespace)
 
-    def _read(self, migration_id: str) -> Operation[dict[str, Any] | None]:
-        params = consistent_get(self.location.table, self.key(migration_id))
-        try:
-            response = yield from call(self.ctx, "GetItem", params)
-        except ResourceNotFoundError:
-            return None
-        item: dict[str, Any] | None = response.get("Item")
-        return item
+    def check(self, item: Mapping[str, Any] | None) -> None:
+        """Refuse a migration's item the earlier format wrote."""
+        check_migration_format(item, f"the ledger of table {self.location.table!r}")
 
     def load(self, migration_id: str) -> Operation[MigrationState | None]:
-        item = yield from self._read(migration_id)
-        if item is None:
+        """The state of migration ``migration_id``, read consistently (None: none is kept, or
+        the ledger table does not exist)."""
+        try:
+            return (
+                yield from read_item(
+                    self.ctx, self.entities.state, {"id": migration_id}, self.check
+                )
+            )
+        except ResourceNotFoundError:
             return None
-        data = json.loads(item["data"]["S"])
-        return MigrationState(**data)
 
     def save(self, state: MigrationState) -> Operation[None]:
-        previous = state.version
-        state.version += 1
-        item = {
-            **self.key(state.id),
-            "data": {"S": json.dumps(asdict(state), sort_keys=True)},
-            "phase": {"S": state.phase},
-            "version": {"N": str(state.version)},
-        }
-        params = versioned_put(self.location.table, item, "version", previous)
+        """Write ``state`` over the version it was read at (0: only where none is kept), and
+        move it to the version written. A put whose answer was lost and whose resend met
+        itself succeeded (the put tells that apart); another writer's version is a
+        ``ValidationError("migrate.concurrent")``."""
+        cls = self.entities.state
+        item = state if type(state) is cls else cls.model_validate(state.model_dump())
         try:
-            yield from call(self.ctx, "PutItem", params)
-        except ConditionFailedError as exc:
-            # A write whose answer was lost and whose resend met itself is this one.
-            there = yield from self._read(state.id)
-            if there is not None and there.get("data") == item["data"]:
-                return
-            state.version = previous
+            stored = yield from ops.put(self.ctx, item)
+        except ConditionFailedError as exc:  # StaleVersionError, or created meanwhile
             raise ValidationError(
                 "migrate.concurrent",
                 "Another process changed this migration's state meanwhile: run one migration "
                 "process at a time (its copy may run on many workers).",
             ) from exc
+        state.version = stored.version
 
-    def save_dual(self, migration_id: str, data: Mapping[str, Any]) -> Operation[None]:
-        """Record that dual writes began (an item of its own: the state's version is the
-        catch-up's, which runs meanwhile)."""
-        item = {
-            **self.location.key(f"migration#{migration_id}#dual"),
-            "data": {"S": json.dumps(dict(data), sort_keys=True)},
-        }
-        yield from call(self.ctx, "PutItem", {"TableName": self.location.table, "Item": item})
+    def save_dual(self, migration_id: str, *, since: float, reads: str) -> Operation[None]:
+        """Record that dual writes began at ``since``, their reads going to ``reads`` (an item
+        of its own: the state's version is the catch-up's, which runs meanwhile)."""
+        dual = self.entities.dual(migration=migration_id, since=since, reads=reads)
+        yield from ops.put(self.ctx, dual)
 
     def load_dual(self, migration_id: str) -> Operation[dict[str, Any] | None]:
-        """What `save_dual` recorded, or None."""
-        key = self.location.key(f"migration#{migration_id}#dual")
-        params = consistent_get(self.location.table, key)
-        response = yield from call(self.ctx, "GetItem", params)
-        item = response.get("Item")
-        if not item:
-            return None
-        data: dict[str, Any] = json.loads(item["data"]["S"])
-        return data
+        """What `save_dual` recorded (``since`` and ``reads``), or None."""
+        dual = yield from read_item(
+            self.ctx, self.entities.dual, {"migration": migration_id}, self.check
+        )
+        return None if dual is None else {"since": dual.since, "reads": dual.reads}
 
     def states(self) -> Operation[list[MigrationState]]:
-        """Every migration whose state is in this ledger."""
-        loc = self.location
-        params = partition_query(
-            loc.table,
-            loc.partition_key,
-            {"S": loc.namespace},
-            sort_key=loc.sort_key,
-            prefix={"S": "migration#"},
-            consistent=True,
-        )
-        found: list[MigrationState] = []
-
-        def add(page: ReadPage) -> None:
-            for item in page.items:
-                if item[loc.sort_key]["S"].count("#") == 1:  # not a migration's other items
-                    found.append(MigrationState(**json.loads(item["data"]["S"])))
-
+        """Every migration whose state is in this ledger (none when its table does not
+        exist)."""
         try:
-            yield from read_pages(self.ctx, PagedRead("Query", params), add)
+            return (yield from read_items(self.ctx, self.entities.state, self.check))
         except ResourceNotFoundError:
-            return found
-        return found
-
-    def delete(self, migration_id: str) -> Operation[None]:
-        params = {"TableName": self.location.table, "Key": self.key(migration_id)}
-        yield from call(self.ctx, "DeleteItem", params)
+            return []
 
 
 # -- in `lsiorm jobs` ---------------------------------------------------------------------------

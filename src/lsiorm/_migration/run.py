@@ -18,7 +18,8 @@ from lsiorm._jobs.catalog import imported
 from lsiorm._jobs.ledger import JobLedger, fingerprint
 from lsiorm._jobs.options import JobOptions
 from lsiorm._jobs.resumable import JobProgress
-from lsiorm._migration.plan import MigrationState, MigrationStore
+from lsiorm._migration.plan import MigrationStore
+from lsiorm._migration.state_items import MigrationState
 from lsiorm._model.entity_meta import meta_of
 from lsiorm._model.schema import KeyAttribute, Table
 from lsiorm._ops.pipeline import Context

@@ -146,6 +146,7 @@ class Entity(EntityModel):
         type_name: str | None = None,
         type_attribute: str | None = TABLE_TYPE_ATTRIBUTE,
         key_style: KeyStyle | None = None,
+        version: str | None = None,
     ) -> type[Self]:
         """This entity's fields declared on ``table`` with key templates ``keys``: for a table
         known only at run time (its name, or even its key attributes' names, come from
@@ -155,8 +156,9 @@ class Entity(EntityModel):
         declared as ``class X(cls, table=table, keys=keys, ...)`` would be, and checked the
         same way. The same arguments on the same `Table` give the same class each time, so a
         binding made per call is declared once. The other keywords are those of a declaration
-        (see `Entity`). A bound class is not importable by name, so a key job that runs on an
-        executor cannot take it; its items are read and written like any other entity's.
+        (see `Entity`): ``version`` names the int field of optimistic locking. A bound class
+        is not importable by name, so a key job that runs on an executor cannot take it; its
+        items are read and written like any other entity's.
         """
         if cls.__lsiorm__ is not None:
             raise DeclarationError(
@@ -164,7 +166,7 @@ class Entity(EntityModel):
                 f"{cls.__name__} is declared on table {cls.__lsiorm__.table.name!r} already; "
                 "bind a class that declares fields only (no table=).",
             )
-        binding = (cls, tuple(sorted(keys.items())), type_name, type_attribute, key_style)
+        binding = (cls, tuple(sorted(keys.items())), type_name, type_attribute, key_style, version)
         bound = _BOUND.setdefault(table, {})
         found = bound.get(binding)
         if found is None:
@@ -174,6 +176,7 @@ class Entity(EntityModel):
                 "type_name": type_name,
                 "type_attribute": type_attribute,
                 "key_style": key_style,
+                "version": version,
             }
             found = types.new_class(cls.__name__, (cls,), declaration)
             found.__module__, found.__qualname__ = cls.__module__, cls.__qualname__

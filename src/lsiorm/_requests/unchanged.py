@@ -13,8 +13,6 @@ What "unchanged" means, and the check after the write that completes it, is told
 * `unchanged_put`: an item put over the one at its key on that condition; `replacing_move`:
   the item deleted on that condition and its image put under another key whatever is there
   (a stream change replayed by a migration's catch-up, see `lsiorm._migration.stream_replay`).
-* `versioned_put`: an item put over the version it was read at only (or where none is): the
-  compare-and-set of a state that one process at a time may change.
 * `guarded_action`: that condition joined onto a write another allocator built (a user's
   write made dual during a migration), in placeholders of its own.
 * `rewrite_update`: derived attributes set and removed in place, on that condition;
@@ -53,7 +51,6 @@ __all__ = [
     "unchanged_guards",
     "unchanged_put",
     "unchanged_target",
-    "versioned_put",
     "watched_attributes",
 ]
 
@@ -197,20 +194,6 @@ def replacing_move(
             {"Put": {"TableName": table.name, "Item": dict(new)}},
         ]
     }
-
-
-def versioned_put(
-    table: str, item: Mapping[str, Any], attribute: str, previous: int
-) -> dict[str, Any]:
-    """PutItem parameters that write ``item`` only over the version ``previous`` of number
-    ``attribute`` (0: only where no item with that attribute is)."""
-    ph = Placeholders()
-    if previous:
-        guard = Guard("equals", attribute, {"N": str(previous)})
-    else:
-        guard = Guard("absent", attribute)
-    params = {"TableName": table, "Item": dict(item), "ConditionExpression": guard_text(guard, ph)}
-    return ph.into(params)
 
 
 def guarded_action(

@@ -12,12 +12,12 @@ from lsiorm._migration.plan import (
     RETENTION_WARNING,
     MigrationPlan,
     MigrationReport,
-    MigrationState,
     VerifyReport,
     estimate_copy_seconds,
     migration_summary,
     plan_migration,
 )
+from lsiorm._migration.state_items import MigrationState
 from lsiorm._migration.table_copy import Derived, derive_item
 from lsiorm.errors import ValidationError
 
@@ -157,7 +157,9 @@ def _run(kind: str, state: str, **fields: Any) -> JobRecord:
 
 
 def test_lsiorm_jobs_shows_the_copy_the_lag_and_the_verification_in_progress() -> None:
-    state = MigrationState("m1", {"source": "Old", "destination": "New"}, phase="catch-up")
+    state = MigrationState(
+        id="m1", declaration={"source": "Old", "destination": "New"}, phase="catch-up"
+    )
     state.applied, state.skipped, state.lag, state.caught_up_at = 40, 2, [12, 3.5], 190.0
     state.verifying = {"epoch": 2, "start": {}, "jobs": {}}
     runs = [

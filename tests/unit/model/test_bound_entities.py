@@ -66,3 +66,26 @@ def test_a_binding_is_checked_as_a_declaration_is() -> None:
         Job.bound_to(table, {"pk": "J", "other": "{id}"})
     assert caught.value.rule == "template.unknown-attribute"
     assert table.entities == {}  # nothing is registered by a refused binding
+
+
+class Doc(Entity):
+    """Fields only, with a version for optimistic locking."""
+
+    id: str
+    body: str = ""
+    version: int = 0
+
+
+def test_a_binding_takes_a_version_field_as_a_declaration_does() -> None:
+    table = Table("Docs", "pk", "sk")
+    Bound = Doc.bound_to(table, {"pk": "DOC", "sk": "doc#{id}"}, version="version")
+    assert meta_of(Bound).version_field == "version"
+    assert Doc.bound_to(table, {"pk": "DOC", "sk": "doc#{id}"}, version="version") is Bound
+    # without it, another declaration on the same table (another type name: no clash)
+    plain = Doc.bound_to(table, {"pk": "DOC", "sk": "plain#{id}"}, type_name="PlainDoc")
+    assert meta_of(plain).version_field is None
+
+
+def test_a_bound_version_names_an_int_field() -> None:
+    with pytest.raises(DeclarationError):
+        Doc.bound_to(Table("Docs", "pk", "sk"), {"pk": "DOC", "sk": "{id}"}, version="body")

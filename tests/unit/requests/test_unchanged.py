@@ -19,7 +19,6 @@ from lsiorm._requests.unchanged import (
     rewrite_update,
     unchanged_put,
     unchanged_target,
-    versioned_put,
 )
 
 TABLE = Table("Things", "PK", "SK")
@@ -222,23 +221,6 @@ def test_a_rewrite_compares_each_attribute_read_and_sets_what_it_is_given(
     assert condition == expected
     update = _spelled(params, params["UpdateExpression"])
     assert update == "SET " + ", ".join(f"{n} = {v!r}" for n, v in sets.items())
-
-
-def test_a_versioned_put_writes_over_the_version_read_only() -> None:
-    item = {"PK": {"S": "~lsiorm#jobs"}, "SK": {"S": "migration#m1"}, "version": {"N": "4"}}
-    assert versioned_put("Ledger", item, "version", 3) == {
-        "TableName": "Ledger",
-        "Item": item,
-        "ConditionExpression": "#n0 = :v0",
-        "ExpressionAttributeNames": {"#n0": "version"},
-        "ExpressionAttributeValues": {":v0": {"N": "3"}},
-    }
-    assert versioned_put("Ledger", item, "version", 0) == {
-        "TableName": "Ledger",
-        "Item": item,
-        "ConditionExpression": "attribute_not_exists(#n0)",
-        "ExpressionAttributeNames": {"#n0": "version"},
-    }
 
 
 def test_an_unchanged_put_writes_over_the_item_as_read_only() -> None:
