@@ -12,10 +12,10 @@ public API (`Session.migrate_table` with ``executor=`` and ``progress=``):
   small worker, so that the figure is about workers and shards, not one worker's threads);
 * **convergence**: writers (4 threads, each request a batch of puts) at a steady rate W for S
   seconds while the catch-up follows (``follow=``) with 4 workers; then the time from the
-  writers' last write until the destination shows it. A catch-up that keeps up shows it within a few passes, whatever S; one
-  slower than its writers is behind by a share of S. The highest W that converges is compared
-  with what one worker applies: a source writing faster than one worker can apply still
-  reaches zero lag;
+  writers' last write until the destination shows it. A catch-up that keeps up shows it
+  within a few passes, whatever S; one slower than its writers is behind by a share of S. The
+  highest W that converges is compared with what one worker applies: a source writing faster
+  than one worker can apply still reaches zero lag;
 * **memory**: the peak of Python's allocations (``tracemalloc``) while the catch-up applies N
   inserts, for N and 10 N: a catch-up keeps nothing per changed item, so the peak must not grow
   with N (the changes go to a few shards, so that every page the catch-up holds is full at
