@@ -232,6 +232,17 @@ def _endpoint_override(env: Mapping[str, str], profile: Mapping[str, Any]) -> st
     return None
 
 
+def _custom_endpoint(
+    env: Mapping[str, str], profile: Mapping[str, Any], given: str | None
+) -> str | None:
+    """The endpoint given or configured (None: the endpoint rules decide), refused by
+    `check_endpoint_url` when no request can reach it."""
+    custom = given or _endpoint_override(env, profile)
+    if custom is not None:
+        check_endpoint_url(custom)
+    return custom
+
+
 def _credentials(env: Mapping[str, str], profile_name: str) -> tuple[Any, str] | Fallback:
     """botocore's chain up to the container endpoint: the credentials and the method that
     found them, or the fallback (any provider raising: botocore raises the same)."""
@@ -301,9 +312,7 @@ def _resolve(
         return Fallback(f"account_id_endpoint_mode {mode!r}")
     fips = _flag(env, "AWS_USE_FIPS_ENDPOINT", profile, "use_fips_endpoint")
     dualstack = _flag(env, "AWS_USE_DUALSTACK_ENDPOINT", profile, "use_dualstack_endpoint")
-    custom = endpoint_url or _endpoint_override(env, profile)
-    if custom is not None:
-        check_endpoint_url(custom)
+    custom = _custom_endpoint(env, profile, endpoint_url)
     if custom is not None and (fips or dualstack or not _plain_url(custom)):
         return Fallback("a custom endpoint with FIPS or dual-stack, or not a plain URL")
     if custom is not None and _dualstack_like(custom):
