@@ -1,8 +1,8 @@
-"""Where a typed read's client CPU goes: transport, JSON parse, wire decode and validation.
+"""Where a typed call's client CPU goes: transport, JSON parse, wire decode and validation.
 
-One typed GetItem (``Session.get``) and one typed query of a 1,000-item partition
-(``Session.all``, one page) are taken apart, each part run on its own with the same inputs the
-whole read gives it:
+One typed GetItem (``Session.get``), one typed query of a 1,000-item partition
+(``Session.all``, one page) and one PutItem (``Session.put``) are taken apart, each part run on
+its own with the same inputs the whole call gives it:
 
 * transport: the lean lane's request and answer without parsing (the body written by orjson,
   the check that nothing watches the client, SigV4 signing, the HTTP exchange on the client's
@@ -12,9 +12,11 @@ whole read gives it:
 * decode: what the read does with the parsed items, whole (finding each item's class, the
   class's generated decoder, Pydantic), then the generated decoder with Pydantic's validation
   left out (a stand-in class whose validator hands back what it is given), and Pydantic's
-  validation and construction of the models from those decoded values.
+  validation and construction of the models from those decoded values;
+* encode, for the put: the PutItem request built from the entity (``put_request``: the
+  class's encoder with its key templates and checks, the item sized).
 
-What is left of the whole read (lsiorm's request building, the operation's steps and driver,
+What is left of the whole call (lsiorm's request building, the operation's steps and driver,
 the hooks, the lane's own bookkeeping) and the type dispatch (the decode less the decoder and
 validation) are differences. ``python -m bench`` gives the split in CPU time;
 ``python -m bench.read_share --callgrind`` counts instructions instead, under valgrind, which
@@ -43,7 +45,7 @@ from lsiorm._model.item_decoding import item_decoder
 from lsiorm._model.number_fit import field_checks
 from lsiorm._ops import batch as lsiorm_batch
 from lsiorm._query.decode import decode
-from lsiorm._requests.items import get_request
+from lsiorm._requests.items import get_request, put_request
 
 from .callgrind import engine, marked_counts
 from .models import LSIORM_TABLE, Order, lsiorm_entities, orders, rows
@@ -55,7 +57,7 @@ QUERY_SIZE = 1_000
 #: Calls per sample for the single GetItem; the query's parts run once per sample.
 GET_REPEAT = 20
 
-WHOLE = "whole read"
+WHOLE = "whole call"
 TRANSPORT = "transport: body, check, signing, HTTP, checksum"
 SIGNING = "  of which SigV4 signing"
 PARSE = "JSON parse: orjson and the AttributeValue check"
@@ -65,12 +67,13 @@ WIRE = "  of which the generated decoder without validation"
 VALIDATE = "  of which Pydantic validation and construction"
 DISPATCH = "  of which the rest: finding each item's class (difference)"
 CONSTRUCT = "  instead of validation: model_construct, which checks nothing"
+ENCODE = "encode: the request built from the entity (put_request)"
 REST = "the rest: request building, steps, driver, hooks (difference)"
 
 
 @dataclass
 class Read:
-    """One typed read taken apart: each part a callable run on what the whole read gives it."""
+    """One typed call taken apart: each part a callable run on what the whole call gives it."""
 
     name: str
     parts: dict[str, Callable[[], Any]]
@@ -104,7 +107,9 @@ def _exchange(lane: lean.LeanLane, operation: str, params: dict[str, Any]) -> di
     return response
 
 
-def _signing(lane: lean.LeanLane, url: str, params: dict[str, Any]) -> Callable[[], Any]:
+def _signing(
+    lane: lean.LeanLane, url: str, params: dict[str, Any], operation: str = "GetItem"
+) -> Callable[[], Any]:
     """Signing one request's headers and body as the lane does (a signer of its own)."""
     signer = lean.SigV4Signer(url, REGION, "dynamodb")
     body = orjson.dumps(params)
@@ -112,7 +117,7 @@ def _signing(lane: lean.LeanLane, url: str, params: dict[str, Any]) -> Callable[
 
     def sign() -> Any:
         headers = {
-            "X-Amz-Target": "DynamoDB_20120810.GetItem",
+            "X-Amz-Target": f"DynamoDB_20120810.{operation}",
             "Content-Type": "application/x-amz-json-1.0",
             "User-Agent": "lsiorm-bench",
         }
@@ -136,7 +141,8 @@ def write(session: Session, size: int) -> None:
 
 
 def prepare(session: Session, url: str, size: int) -> list[Read]:
-    """Return the two reads of what `write` wrote, checked part by part."""
+    """Return the two reads of what `write` wrote and the put of the GetItem's order, checked
+    part by part."""
     lane = lean.lean_lane_for(session.client)
     fast = fastjson.fast_path_of(session.client)
     if lane is None or fast is None:
@@ -203,7 +209,27 @@ def prepare(session: Session, url: str, size: int) -> list[Read]:
         },
         size,
     )
-    return [get, whole_query]
+
+    # PutItem of the order the GetItem reads (the same item, written again)
+    put_params, stored = put_request(single)
+    check("PutItem request", stored == single)
+    put_answer = _exchange(lane, "PutItem", put_params)
+    check("PutItem parsed", fast.parse("PutItem", put_answer) is not None)
+    session.put(single)
+    put = Read(
+        "Typed PutItem of one order",
+        {
+            WHOLE: lambda: session.put(single),
+            TRANSPORT: lambda: _exchange(lane, "PutItem", put_params),
+            SIGNING: _signing(lane, url, put_params, "PutItem"),
+            PARSE: lambda: fast.parse("PutItem", put_answer),
+            LOADS: lambda: loads(put_answer["body"]),
+            ENCODE: lambda: put_request(single),
+        },
+        1,
+    )
+    check("PutItem whole", session.get(Order, **key) == single)
+    return [get, whole_query, put]
 
 
 def _settle() -> None:
@@ -225,24 +251,26 @@ def _derived(name: str, value: float) -> Variant:
 
 
 def split(title: str, items: int, key: str, medians: dict[str, float], clock: Any) -> Group:
-    """The parts of one read as a group (ratios are shares of the whole read), with the
-    differences; ``medians`` holds each part's median, in the read's order."""
+    """The parts of one call as a group (ratios are shares of the whole call), with the
+    differences; ``medians`` holds each part's median, in the call's order (a read's parts
+    have a decode, a put's an encode)."""
     variants = []
     for name, value in medians.items():
         variants.append(_derived(name, value))
         if name == VALIDATE:
             rest = medians[DECODE] - medians[WIRE] - medians[VALIDATE]
             variants.append(_derived(DISPATCH, max(0.0, rest)))
-    parts = medians[TRANSPORT] + medians[PARSE] + medians[DECODE]
+    entity = medians[DECODE] if DECODE in medians else medians[ENCODE]
+    parts = medians[TRANSPORT] + medians[PARSE] + entity
     variants.append(_derived(REST, max(0.0, medians[WHOLE] - parts)))
     return Group(key, f"Where the client CPU goes: {title}", clock, WHOLE, variants, items)
 
 
-KEYS = ("share-get", "share-query")
+KEYS = ("share-get", "share-query", "share-put")
 
 
 def read_share(url: str, size: int, rounds: int) -> list[Group]:
-    """Client CPU time of each part of the two reads, interleaved in every round."""
+    """Client CPU time of each part of the three calls, interleaved in every round."""
     with Session(endpoint_url=url, region_name=REGION) as session:
         fastjson.install(session.client)
         write(session, size)
@@ -260,7 +288,7 @@ def read_share(url: str, size: int, rounds: int) -> list[Group]:
                 row.samples = next((v.samples for v in variants if v.name == row.name), row.samples)
             group.notes.append(
                 "Each part is timed on its own, in interleaved rounds, on the input the whole "
-                "read gives it (the answer of the transport row is recorded for the parse "
+                "call gives it (the answer of the transport row is recorded for the parse "
                 "rows); the differences are medians less medians. Garbage is collected before "
                 "each part and what lives is frozen (gc.freeze), so a collection walks only what "
                 "the part itself allocated."
@@ -312,11 +340,11 @@ INSTRUCTIONS = object()
 
 
 def show(group: Group) -> str:
-    """The group as lines for the terminal: per call, per item and share of the whole read."""
+    """The group as lines for the terminal: per call, per item and share of the whole call."""
     whole = group.variant(WHOLE).median
     counted = group.clock is INSTRUCTIONS
     unit = "instructions" if counted else "CPU time"
-    lines = [f"\n{group.title} ({unit}; share of the whole read)"]
+    lines = [f"\n{group.title} ({unit}; share of the whole call)"]
     for v in group.variants:
         value = v.median
         if counted:
@@ -331,7 +359,7 @@ def show(group: Group) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the split of both reads, in CPU time or (``--callgrind``) instructions."""
+    """Print the split of the three calls, in CPU time or (``--callgrind``) instructions."""
     parser = argparse.ArgumentParser(prog="python -m bench.read_share", description=__doc__)
     parser.add_argument("--url", help="an engine already running (default: start one)")
     parser.add_argument("--size", type=int, default=QUERY_SIZE, help="items in the query page")
