@@ -36,7 +36,10 @@ def _ms(seconds: float) -> str:
 
 
 def _s(seconds: float) -> str:
-    return f"{seconds:,.2f} s"
+    """Seconds for a batch's wall time, milliseconds below one second (a small batch)."""
+    if abs(seconds) >= 1:
+        return f"{seconds:,.2f} s"
+    return f"{seconds * 1e3:,.0f} ms"
 
 
 def _over(value: float, budget: float, unit: str = "µs") -> str:
@@ -280,7 +283,7 @@ def decode_reason(
     )
     over = [name for name, value in parts.items() if value > budget]
     if over:
-        return text + f" Alone over the budget: {', '.join(over)}."
+        return text + f" Alone over the budget, as timed there: {', '.join(over)}."
     total = sum(parts.values())
     return text + (
         f" No part alone is over the budget; together they take {_us1(total)}, "
