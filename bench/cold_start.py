@@ -192,18 +192,25 @@ def _split(group: ColdGroup, variant: str) -> str:
     )
 
 
-def reason(group: ColdGroup) -> str:
-    """Where lsiorm's and pydynox's cold starts went in this run (medians of each part)."""
+def reason(group: ColdGroup, goal: float = 1.5) -> str:
+    """Where lsiorm's and pydynox's cold starts went in this run (medians of each part), and
+    which of lsiorm's parts alone is over the budget (``goal`` times pydynox's cold start)."""
     mine = group.part_medians(LSIORM_SYNC)
     total = sum(mine.values()) or 1.0
     largest = max(mine, key=mine.__getitem__) if mine else "?"
-    return (
+    budget = goal * group.variant(PYDYNOX).median
+    over = [part for part, seconds in mine.items() if seconds > budget]
+    text = (
         f"measured in this run (medians): lsiorm Session.get: {_split(group, LSIORM_SYNC)}; "
         f"pydynox: {_split(group, PYDYNOX)}. lsiorm's largest part is {largest} "
-        f"({mine.get(largest, 0.0) / total:.0%} of its parts). pydynox's client, "
-        "signing and HTTP are one compiled extension module; lsiorm's first GetItem imports "
-        "pydantic, lsiorm's model and session code, urllib3 (with ssl and http.client) and "
-        "the parts of botocore its lane signs and parses with."
+        f"({mine.get(largest, 0.0) / total:.0%} of its parts)"
+    )
+    if over:
+        return text + f", and alone over the budget of {budget * 1e3:.0f} ms: {', '.join(over)}."
+    left = budget - mine.get(largest, 0.0)
+    return text + (
+        f"; it leaves {left * 1e3:.0f} ms of the budget of {budget * 1e3:.0f} ms for the other "
+        f"parts, which take {(total - mine.get(largest, 0.0)) * 1e3:.0f} ms."
     )
 
 

@@ -154,7 +154,14 @@ def wall_reason(
             f"; of lsiorm's, the transport in Python (body, signing, HTTP, checksum; the sync "
             f"call taken apart) alone takes {_us(transport)}"
         )
-    return text + "."
+    text += "."
+    if mine > budget and gap > 0:
+        more = "more" if gap >= mine - budget else "less"
+        text += (
+            f" lsiorm's extra client CPU ({_us(gap)}) is {more} than what it is over the "
+            f"goal ({_us(mine - budget)})."
+        )
+    return text
 
 
 def _cpu_of(
