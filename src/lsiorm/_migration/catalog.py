@@ -76,7 +76,7 @@ def catch_up_unit(
         return ShardKind(unit_ctx, destination, cutoff=cutoff, concurrency=concurrency)
 
     stream = str(declaration.get("stream") or state.stream_arn)
-    return kind_for, shard_pages(stream, tables=(worker_source(state.worker),))
+    return kind_for, shard_pages(stream, cutoff=cutoff, tables=(worker_source(state.worker),))
 
 
 #: The runs of a table migration that a worker elsewhere may run units of, by kind.

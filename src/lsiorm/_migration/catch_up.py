@@ -90,6 +90,7 @@ __all__ = [
     "CATCH_UP",
     "PASS_SECONDS",
     "REPLAY_MARGIN",
+    "RETENTION",
     "Pass",
     "ShardKind",
     "catch_up",
@@ -106,6 +107,8 @@ __all__ = [
 CATCH_UP = "migrate-catch-up"
 #: Records older than the copy's start by more than this (seconds) are read, not applied.
 REPLAY_MARGIN = 300.0
+#: How long the stream keeps a record (seconds): DynamoDB trims records older than a day.
+RETENTION = 24 * 3600.0
 #: The longest a unit reads a shard in one run before it pauses (the pass ends and reports,
 #: even where the records keep coming as fast as they are read).
 PASS_SECONDS = 60.0
@@ -119,6 +122,7 @@ COUNTS = ("records", "applied", "skipped", "before_copy", "unapplied")
 def shard_pages(
     stream_arn: str,
     *,
+    cutoff: float | None = None,
     clock: Callable[[], float] = time.time,
     pass_seconds: float = PASS_SECONDS,
     limit: int = PAGE_LIMIT,
@@ -135,6 +139,12 @@ def shard_pages(
     protected values the session opens in the records. Each page is read by the stream reader
     (`lsiorm._ops.stream_pages.read_records`: expired iterators replaced, throttled reads
     waited out).
+
+    A shard the stream no longer holds before any of it was read held only records older
+    than the stream's retention (`RETENTION`): it counts as read to its end while those are
+    all older than ``cutoff`` (the time from which records are applied), and is refused
+    with ``migrate.stream-trimmed`` once they may not be (the migration's copy began more
+    than a day ago: the shard may have held changes after it).
     """
     started = clock()
     iterators: dict[tuple[str, Position], str] = {}
@@ -145,6 +155,8 @@ def shard_pages(
         read = ShardRead(stream_arn, unit.shard, limit, tables)
         got = yield from shard_page(ctx, read, after, iterators.pop((unit.id, after), None))
         if got is None:  # the stream no longer holds the shard: nothing to read
+            if cutoff is not None and clock() - RETENTION > cutoff:
+                raise _gone_unread(unit.shard)
             return PageRead((), DONE, 0)
         raw = got.records
         if got.next is None:
@@ -306,6 +318,17 @@ class ShardKind:
         return "applied"
 
 
+def _gone_unread(shard: str) -> ValidationError:
+    """The refusal of a shard the stream dropped before the catch-up read any of it, when it
+    may have held changes made after the copy began."""
+    return ValidationError(
+        "migrate.stream-trimmed",
+        f"The stream dropped shard {shard} (after 24 hours) before the catch-up read it, and "
+        "the copy began more than 24 hours ago: changes made after the copy began may be "
+        "lost. Abandon the migration and start it again, and catch up at least once a day.",
+    )
+
+
 def _holds(stored: Any, new: Mapping[str, Any] | None) -> bool:
     """Whether the destination holds what the record's write puts there (nothing, for a
     removal)."""
@@ -410,7 +433,7 @@ def catch_up(m: Migration) -> Operation[Pass]:
         declaration,
         (),
         kind_for,
-        shard_pages(m.state.stream_arn, tables=(m.source,)),
+        shard_pages(m.state.stream_arn, cutoff=cutoff, tables=(m.source,)),
         m.options.rate(),
     )
     after, _ = yield from m.options.run(m.ctx, ledger, run, None, once=True)

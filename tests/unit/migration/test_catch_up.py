@@ -20,6 +20,7 @@ from lsiorm._jobs.ledger import JobRecord, UnitRecord
 from lsiorm._jobs.resumable import DONE
 from lsiorm._jobs.units import ShardUnit
 from lsiorm._migration.catch_up import (
+    RETENTION,
     ShardKind,
     lag_of,
     new_shard_units,
@@ -29,7 +30,7 @@ from lsiorm._migration.catch_up import (
 from lsiorm._ops.pipeline import Context
 from lsiorm._ops.steps import Call, Done, Operation, Sleep, advance
 from lsiorm._requests.stream_pages import Shard
-from lsiorm.errors import DynamoError, ResourceNotFoundError
+from lsiorm.errors import DynamoError, ResourceNotFoundError, ValidationError
 from support.fakes import Clock
 
 ARN = "arn:aws:dynamodb:us-east-1:1:table/t/stream/2026"
@@ -115,6 +116,25 @@ def test_a_shard_the_stream_no_longer_holds_is_read_to_its_end() -> None:
     answers = iter([ResourceNotFoundError("gone", code="ResourceNotFoundException")])
     page, _ = run(pages(Context(), ShardUnit("s9"), None), answers)
     assert (page.position, page.read) == (DONE, 0)
+
+
+@given(age=st.floats(min_value=0.0, max_value=3 * RETENTION))
+def test_a_shard_gone_before_it_was_read_is_refused_once_it_may_have_held_changes(
+    age: float,
+) -> None:
+    """A shard the stream dropped held only records over a day old: nothing is lost while
+    they are all older than the cutoff; once the cutoff is over a day ago, they may not be."""
+    cutoff = T0 - age
+    pages = shard_pages(ARN, cutoff=cutoff, clock=Clock(T0))
+    answers = iter([ResourceNotFoundError("gone", code="ResourceNotFoundException")])
+    if age <= RETENTION:
+        page, _ = run(pages(Context(), ShardUnit("s9"), None), answers)
+        assert (page.position, page.read) == (DONE, 0)
+    else:
+        with pytest.raises(ValidationError) as refused:
+            run(pages(Context(), ShardUnit("s9"), None), answers)
+        assert refused.value.rule == "migrate.stream-trimmed"
+        assert "shard s9" in str(refused.value)
 
 
 def test_a_throttled_read_waits_and_an_expired_iterator_is_replaced() -> None:
