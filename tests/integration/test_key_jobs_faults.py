@@ -17,7 +17,7 @@ import pytest
 from lsiorm import RetryPolicy, Session, Table, read_relief_file
 from lsiorm._model.wire import item_from_wire
 from support.faults import FaultProxy
-from support.jobs import everything
+from support.jobs import everything, pace_injected_throttles
 from support.models import declare_dated_doc, declare_readings
 
 RATE = 0.3
@@ -34,7 +34,10 @@ def canon(item: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def faulty(endpoint_url: str) -> Any:
+def faulty(endpoint_url: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    # The proxy's throttles are random, not a limit: the job paces after them no slower than
+    # the helper's floor, instead of waiting out most of the run at one unit a second.
+    pace_injected_throttles(monkeypatch)
     kinds = ("throttle", "error500", "drop", "lost-response")
     with (
         FaultProxy(endpoint_url, rate=RATE, kinds=kinds, seed=16) as proxy,

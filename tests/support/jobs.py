@@ -1,5 +1,5 @@
-"""Helpers of the key-job tests: a write log that can kill a job, reading a table back, and
-an app whose classes workers in other processes can import."""
+"""Helpers of the key-job tests: a write log that can kill a job, reading a table back, an app
+whose classes workers in other processes can import, and a pacing floor for injected throttles."""
 
 from __future__ import annotations
 
@@ -7,11 +7,40 @@ import importlib
 import threading
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from lsiorm import HookRequest, JobRecord, Session
+from lsiorm._jobs import budget
 from lsiorm._jobs.ledger import NAMESPACE
+from lsiorm._jobs.pacing import Pacer
+
+#: The least rate (units a second) `pace_injected_throttles` lets a worker's pacing fall to.
+INJECTED_FLOOR = 20.0
+
+
+@dataclass(eq=False, repr=False)
+class InjectedThrottlePacer(Pacer):
+    """A worker's pacer whose rate never falls below `INJECTED_FLOOR` (production: 1)."""
+
+    floor: float = INJECTED_FLOOR
+
+
+def pace_injected_throttles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let the job's workers pace no slower than `INJECTED_FLOOR` units a second.
+
+    Injected throttles (a fault proxy's, or a `FaultInjector`'s) are drawn at random, a share
+    of all requests, not a limit the job's rate could meet: at 30% faults a worker is told
+    "throttled" every dozen requests, so its pacing (`lsiorm._jobs.pacing`) halves the rate of
+    the table (or of the hot key named) down to its floor of one unit a second and keeps it
+    there, and a job of a hundred items spends most of a minute waiting.
+    The pacing still starts, halves and recovers on every injected throttle; it only stops
+    halving at the higher floor. Pacing itself is tested against a real limit elsewhere (the
+    AWS-like engine's hot keys, the pacing unit tests)."""
+    monkeypatch.setattr(budget, "Pacer", InjectedThrottlePacer)
 
 
 class Killed(BaseException):

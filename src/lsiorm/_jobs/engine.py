@@ -371,9 +371,12 @@ def run_unit(
             carry = kind.carry()
             claim.intent = {"entries": recovered, "carry": carry} if recovered or carry else None
             changed = kind.changed(counts)
+            pausing = page.pause and position != DONE
             if position == DONE:
                 yield from ledger.commit(job_id, claim, items=page.read, changed=changed)
                 yield from ledger.finish(job_id, claim)
+            elif pausing:  # the page stored and the lease given up in one write
+                yield from ledger.pause(job_id, claim, items=page.read, changed=changed)
             else:
                 yield from ledger.commit(job_id, claim, items=page.read, changed=changed)
             log.info(
@@ -386,8 +389,7 @@ def run_unit(
             )
             if tally is not None:
                 tally.page(page.read, changed, position == DONE)
-            if page.pause and position != DONE:
-                yield from _release(ledger, job_id, claim)
+            if pausing:
                 _let_go(tally, unit)
                 return "paused"
             if page.units and position != DONE:  # spent by the next read; none after the last

@@ -671,6 +671,38 @@ class JobLedger:
             return True
         return False
 
+    def pause(
+        self, job_id: str, claim: UnitClaim, *, items: int = 0, changed: int = 0
+    ) -> Operation[None]:
+        """Store the claim's last page and give the lease up, in one write: `commit` and
+        `release` in one (a unit whose source has nothing more for now).
+
+        Raises `LeaseLost` when this claim no longer holds the unit (another worker does, or
+        the write applied and its answer was lost: the page is stored either way, or read again
+        by the next claim and counted once). ``items`` and ``changed`` are added to the job's
+        progress counters with the running count.
+        """
+        try:
+            yield from self._update(
+                self.entities.unit,
+                {"job": job_id, "unit_id": claim.unit.id},
+                set={
+                    "position": claim.position,
+                    "counts": claim.counts,
+                    "notes": claim.notes,
+                    "intent": claim.intent,
+                    "state": "pending",
+                    "owner": None,
+                    "lease": None,
+                },
+                condition=self._held(claim),
+            )
+        except (ConditionFailedError, NotFoundError) as exc:
+            raise LeaseLost(claim.unit.id) from exc
+        seen, touched = claim.unreported
+        claim.unreported = (0, 0)
+        yield from self._count(job_id, running=-1, items=seen + items, changed=touched + changed)
+
     def release(self, job_id: str, claim: UnitClaim) -> Operation[None]:
         """Give the unit's lease up (its last commit stays); nothing when it is lost already."""
         try:

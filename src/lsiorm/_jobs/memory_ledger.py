@@ -233,6 +233,26 @@ class MemoryLedger:
         return done
         yield  # never reached: nothing is sent
 
+    def pause(
+        self, job_id: str, claim: UnitClaim, *, items: int = 0, changed: int = 0
+    ) -> Operation[None]:
+        with self._lock:
+            held = self._held(job_id, claim)
+            held.update(
+                position=claim.position,
+                counts=dict(claim.counts),
+                notes=dict(claim.notes),
+                intent=claim.intent,
+                owner=None,
+                state="pending",
+            )
+            job = self._jobs[job_id]
+            job["items"] += items
+            job["changed"] += changed
+            job["updated"] = self.clock()
+        return
+        yield  # never reached: nothing is sent
+
     def release(self, job_id: str, claim: UnitClaim) -> Operation[None]:
         with self._lock:
             held = self._units[job_id][claim.unit.id]

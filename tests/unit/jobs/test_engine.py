@@ -181,3 +181,60 @@ def test_a_resumed_run_reports_from_its_ledger_counts_and_names_what_it_counts()
     assert after.counted == "rewritten"
     assert after.rate == 50.0  # what this process read, per second
     assert "1800/~4000 items, 41 rewritten" in str(after)
+
+
+def _ledger_writes(sent: list[Call]) -> list[tuple[str, str]]:
+    """Each request as (operation, the ledger item it names: ``job`` or ``unit``)."""
+    return [(c.operation, c.params["Key"]["SK"]["S"].split("#")[0]) for c in sent]
+
+
+def test_a_unit_that_pauses_stores_its_page_and_gives_its_lease_up_in_one_write() -> None:
+    """A caught-up shard pauses after each page: its last page's position and its release are
+    one conditional write, not a commit and then a release."""
+    ledger = JobLedger(Context(), LOCATION)
+    job = ledger.entities.job(
+        id="job-1",
+        kind="count",
+        state="running",
+        declaration={},
+        fingerprint="f",
+        created=START,
+        updated=START,
+        units=1,
+        rate={},
+        rate_at=0.0,
+    ).to_wire()
+
+    def pausing(ctx: Context, unit: Unit, position: Position) -> Operation[PageRead]:
+        items = [{"n": {"N": str(n)}} for n in range(ITEMS_PER_UNIT)]
+        return PageRead(items, "seq-4", len(items), pause=True)
+        yield  # sends nothing
+
+    op = run_unit(Context(), count_kind, pausing, ledger, "job-1", UNIT, owner="me")
+    sent: list[Call] = []
+    step = advance(op)
+    while isinstance(step, Call):
+        sent.append(step)
+        on_job = step.params["Key"]["SK"]["S"].startswith("job#")
+        answer = {"Item": job} if step.operation == "GetItem" else {}
+        if step.operation == "UpdateItem":
+            answer = {"Attributes": job if on_job else _stored_unit("me")}
+        step = advance(op, answer)
+    assert getattr(step, "value", None) == "paused"
+    assert _ledger_writes(sent) == [
+        ("UpdateItem", "unit"),  # the claim
+        ("UpdateItem", "job"),  # one more unit running
+        ("GetItem", "job"),  # the run's state and rate
+        ("UpdateItem", "unit"),  # the page's position and counts, the lease given up
+        ("UpdateItem", "job"),  # one unit fewer running, the page's items
+    ]
+    paused, counted = sent[3].params, sent[4].params
+    stored = list(paused["ExpressionAttributeValues"].values())
+    assert {"S": "seq-4"} in stored
+    assert {"S": "pending"} in stored
+    assert {"M": {"scanned": {"N": str(ITEMS_PER_UNIT)}}} in stored
+    assert "REMOVE" in paused["UpdateExpression"]  # owner and lease
+    assert "ConditionExpression" in paused  # only while this claim holds it
+    added = list(counted["ExpressionAttributeValues"].values())
+    assert {"N": "-1"} in added
+    assert {"N": str(ITEMS_PER_UNIT)} in added
