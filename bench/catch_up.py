@@ -515,8 +515,7 @@ def targets(result: CatchUpResult) -> list[Target]:
             f"{LATENCY * 1000:g} ms round trips",
             " < ".join(f"{r:,.0f}/s" for r in rates),
             rising,
-            "the workers share this machine's cores with DynamoDB Local, which applies every "
-            "write: past the cores, more workers wait on the engine, not on lsiorm",
+            _rates_reason(result),
         ),
         Target(
             "lag converges for a source faster than one worker",
@@ -529,8 +528,7 @@ def targets(result: CatchUpResult) -> list[Target]:
                 f"{fastest.sustained:,.0f}/s applied)"
             ),
             fastest is not None and fastest.achieved > one and fastest.sustained > one,
-            "DynamoDB Local applies the writers' and the catch-up's writes on the same cores; "
-            "when it is the bottleneck, neither side gains from more workers",
+            _convergence_reason(result),
         ),
         Target(
             "catch-up memory does not grow with changed items",
@@ -539,8 +537,7 @@ def targets(result: CatchUpResult) -> list[Target]:
                 f"{n:,}: {m.catch_up / 2**20:.1f} MiB" for n, m in sorted(result.memory.items())
             ),
             flat,
-            "a page of records (up to 1,000 or 1 MB per shard being read) and the threads that "
-            "apply it are the catch-up's memory; more would mean something kept per item",
+            _growth(result, "catch_up"),
         ),
         Target(
             "verification memory does not grow with the table",
@@ -550,10 +547,55 @@ def targets(result: CatchUpResult) -> list[Target]:
                 for n, m in sorted(result.memory.items())
             ),
             paged_flat,
-            "a scan page per segment and the destination items read for it are the "
-            "verification's memory; more would mean something kept per item",
+            _growth(result, "verification_paged"),
         ),
     ]
+
+
+def _rates_reason(result: CatchUpResult) -> str:
+    """Why the rates did not rise, from the run's figures: the same measure on loopback."""
+    if not result.rates:
+        return "not measured in this run"
+    loopback = ", ".join(f"{w}: {r:,.0f}/s" for w, r in sorted(result.loopback.items()))
+    return (
+        f"at {LATENCY * 1000:g} ms round trips, by workers: "
+        + ", ".join(f"{w}: {r:,.0f}/s" for w, r in sorted(result.rates.items()))
+        + (f"; with no round trips (loopback) {loopback}" if loopback else "")
+        + ": where loopback does not rise either, this machine's cores (shared by DynamoDB "
+        "Local, the engine and the workers) bound the measure, not the round trips"
+    )
+
+
+def _convergence_reason(result: CatchUpResult) -> str:
+    """Why no run converged above one worker's rate, from the run's figures."""
+    one, best = result.rates.get(1, 0.0), max(result.rates.values(), default=0.0)
+    if not result.runs:
+        return "not measured in this run"
+    above = [r for r in result.runs if r.achieved > one]
+    if not above:
+        top = max(result.runs, key=lambda r: r.achieved)
+        return (
+            f"the writers reached {top.achieved:,.0f}/s at most, asked for up to "
+            f"{max(r.rate for r in result.runs):,.0f}/s: not above one worker's {one:,.0f}/s"
+        )
+    nearest = min(above, key=lambda r: r.lag if r.lag is not None else float("inf"))
+    return (
+        f"above one worker's {one:,.0f}/s, the best run had writers at "
+        f"{nearest.achieved:,.0f}/s and {_lag(nearest)}; the most the catch-up applied "
+        f"without writers was {best:,.0f}/s"
+    )
+
+
+def _growth(result: CatchUpResult, name: str) -> str:
+    """A memory peak's growth from the smaller size to the larger, from the run's figures."""
+    sizes = sorted(result.memory)
+    if len(sizes) < 2:
+        return "not measured at two sizes in this run"
+    small, large = (getattr(result.memory[n], name) for n in (sizes[0], sizes[-1]))
+    return (
+        f"{sizes[-1] / sizes[0]:g}x the changed items gave {large / max(small, 1):.2f}x the peak "
+        f"({small / 2**20:.1f} MiB to {large / 2**20:.1f} MiB)"
+    )
 
 
 def section(result: CatchUpResult) -> list[str]:
