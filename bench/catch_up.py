@@ -400,7 +400,11 @@ LATENCY = 0.005
 
 def _serve_engine(upstream: str, latency: float, urls: Any, stop: Any) -> None:
     """A child process's life: an AWS-like engine in front of ``upstream`` until ``stop``."""
-    with AwsLikeEngine(upstream, streams=StreamShards(shards=SHARDS), latency=latency) as engine:
+    # No idle stop: the bench stops it, and seeding 100,000 items straight to the upstream
+    # engine takes longer than the default idle timeout (the engine stopped under a catch-up).
+    with AwsLikeEngine(
+        upstream, streams=StreamShards(shards=SHARDS), latency=latency, idle_timeout=24 * 3600.0
+    ) as engine:
         urls.put(engine.endpoint_url)
         stop.wait()
 
