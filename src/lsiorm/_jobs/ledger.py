@@ -600,13 +600,7 @@ class JobLedger:
             yield from self._update(
                 self.entities.unit,
                 {"job": job_id, "unit_id": claim.unit.id},
-                set={
-                    "position": claim.position,
-                    "counts": claim.counts,
-                    "notes": claim.notes,
-                    "intent": claim.intent,
-                    "lease": now + self.lease_seconds,
-                },
+                set={**_page_of(claim), "lease": now + self.lease_seconds},
                 condition=self._held(claim),
             )
         except (ConditionFailedError, NotFoundError) as exc:
@@ -686,15 +680,7 @@ class JobLedger:
             yield from self._update(
                 self.entities.unit,
                 {"job": job_id, "unit_id": claim.unit.id},
-                set={
-                    "position": claim.position,
-                    "counts": claim.counts,
-                    "notes": claim.notes,
-                    "intent": claim.intent,
-                    "state": "pending",
-                    "owner": None,
-                    "lease": None,
-                },
+                set={**_page_of(claim), "state": "pending", "owner": None, "lease": None},
                 condition=self._held(claim),
             )
         except (ConditionFailedError, NotFoundError) as exc:
@@ -746,3 +732,13 @@ class JobLedger:
         except (ConditionFailedError, NotFoundError):
             return False
         return True
+
+
+def _page_of(claim: UnitClaim) -> dict[str, Any]:
+    """What a unit stores of its claim's last page: position, counts, notes and intent."""
+    return {
+        "position": claim.position,
+        "counts": claim.counts,
+        "notes": claim.notes,
+        "intent": claim.intent,
+    }

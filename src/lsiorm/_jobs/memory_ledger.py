@@ -236,22 +236,10 @@ class MemoryLedger:
     def pause(
         self, job_id: str, claim: UnitClaim, *, items: int = 0, changed: int = 0
     ) -> Operation[None]:
-        with self._lock:
-            held = self._held(job_id, claim)
-            held.update(
-                position=claim.position,
-                counts=dict(claim.counts),
-                notes=dict(claim.notes),
-                intent=claim.intent,
-                owner=None,
-                state="pending",
-            )
-            job = self._jobs[job_id]
-            job["items"] += items
-            job["changed"] += changed
-            job["updated"] = self.clock()
-        return
-        yield  # never reached: nothing is sent
+        # In memory nothing is sent: the commit and the release, each under the lock, are the
+        # one write DynamoDB's ledger makes (the claim holds the unit between the two).
+        yield from self.commit(job_id, claim, items=items, changed=changed)
+        yield from self.release(job_id, claim)
 
     def release(self, job_id: str, claim: UnitClaim) -> Operation[None]:
         with self._lock:
