@@ -109,6 +109,7 @@ def test_a_hot_key_range_is_refused_and_others_are_not() -> None:
     assert throughput.refusals([hot], 0.3) == []  # 1.2 units came back
     assert stats["throttled"] == 1
     assert stats["TableWriteKeyRangeThroughputExceeded"] == 1
+    assert stats["throttled:Shop"] == 1
 
 
 @pytest.mark.parametrize(
