@@ -248,3 +248,46 @@ def test_progress_reaches_the_job_at_most_once_a_second_per_claim_and_all_of_it_
         session.run(ledger.commit(job.id, other, items=4))
         session.run(ledger.release(job.id, other))
         assert session.run(ledger.job(job.id)).items == 74
+
+
+@pytest.mark.parametrize("give_up", ["pause", "release"])
+def test_a_unit_given_up_whose_answer_was_lost_is_counted_once(
+    session: Session, ledgers: tuple[Any, Clock], give_up: str
+) -> None:
+    """The pause (or release) applied and its answer was lost; its resend's condition failed
+    on the unit it had freed, which is the item that write makes: it is this claim's own, so
+    the job's running count goes down and its progress is counted (not `LeaseLost`, and not
+    one unit counted running for ever)."""
+    worker, _ = ledgers
+    ledger = worker()
+    job, _ = session.run(ledger.open({"kind": "test"}, UNITS, {}))
+    held = session.run(ledger.claim(job.id, UNITS[0]))
+    other = session.run(ledger.claim(job.id, UNITS[1]))  # so that 1 running is not the floor
+    assert held is not None
+    assert other is not None
+
+    def running() -> int:
+        return int(session.run(ledger.control(job.id))["running"])
+
+    assert running() == 2
+    held.position, held.counts = {"PK": {"S": "x"}, "SK": {"S": "1"}}, {"scanned": 4}
+    with FaultInjector() as faults:
+        faults.lose_answer("UpdateItem", times=1)
+        if give_up == "pause":
+            session.run(ledger.pause(job.id, held, items=4))
+        else:
+            session.run(ledger.commit(job.id, held, items=4))
+            session.run(ledger.release(job.id, held))
+        assert dict(faults.stats)["lost-answer"] == 1
+    record = session.run(ledger.job(job.id))
+    assert (running(), record.items) == (1, 4)
+    unit = record.units[0]
+    assert (unit.state, unit.owner, dict(unit.counts)) == ("pending", None, {"scanned": 4})
+    # Taken again, the unit is another claim's: a release of the old claim is not counted.
+    again = session.run(ledger.claim(job.id, UNITS[0]))
+    assert again is not None
+    assert again.runs == held.runs + 1
+    session.run(ledger.release(job.id, held))
+    assert running() == 2
+    with pytest.raises(LeaseLost):
+        session.run(ledger.pause(job.id, held))
