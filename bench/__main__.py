@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
             if not args.skip_catch_up:
                 print(f"\n== catch-up ({catch_up.SHARDS} shards)", flush=True)
-                caught = catch_up.run(engine_process.endpoint_url, quick=quick)
+                caught = catch_up.run(quick=quick)
             described["DynamoDB Local"] = _dynamodb_local_version(engine_process)
             described["dynamoxy"] = peer_line
         finally:
