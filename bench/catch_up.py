@@ -20,7 +20,7 @@ public API (`Session.migrate_table` with ``executor=`` and ``progress=``):
   engine's one process serves the catch-up alone. Taken at 5 ms round trips and at 20 ms
   (`FAR_LATENCY`), each against one worker's rate at the same round trip: at 5 ms this
   machine's cores, which DynamoDB Local shares with the engine, the writers and the workers,
-  may give out before the writers outrun one worker;
+  are part of the measure; at 20 ms the round trips are most of it;
 * **memory**: the peak of Python's allocations (``tracemalloc``) while the catch-up applies N
   inserts, for N and 10 N: a catch-up keeps nothing per changed item, so the peak must not grow
   with N (the changes go to a few shards, so that every page the catch-up holds is full at
@@ -420,11 +420,12 @@ class CatchUpResult:
 LATENCY = 0.005
 #: A longer round trip (a client in another region, or one behind a VPN): one worker is then
 #: bound by its round trips, as it is on AWS, where the table's service does not share the
-#: client's cores; here at 5 ms, DynamoDB Local, the engine, the writers and the workers
-#: share two cores, and the writers plus the catch-up can ask more of them than they give.
+#: client's cores; at 5 ms, DynamoDB Local, the engine, the writers and the workers share this
+#: machine's cores, and a DynamoDB Local that holds much (one not fresh) gave out before the
+#: writers outran one worker.
 FAR_LATENCY = 0.02
 #: The writers' rates of the convergence runs, as factors of one worker's rate at each round
-#: trip (at 5 ms this machine's DynamoDB Local was not seen to take writers above 1.5x).
+#: trip.
 FACTORS = {LATENCY: (0.5, 1.0, 1.5, 2.0), FAR_LATENCY: (1.5, 2.0, 3.0)}
 QUICK_FACTORS = {LATENCY: (0.5, 1.5), FAR_LATENCY: (2.0,)}
 
