@@ -113,12 +113,15 @@ class Refusal:
     reason: str
     resource: str
     on_demand: bool
+    #: The refused table's name (its own, for an index): throttles are counted per table.
+    table: str = ""
 
 
 def _reason(access: Access, on_demand: bool) -> Refusal:
     limit = "MaxOnDemandThroughputExceeded" if on_demand else "KeyRangeThroughputExceeded"
     name = ("Index" if access.index else "Table") + ("Write" if access.write else "Read") + limit
-    return Refusal(access.position, name, access.table.index_arn(access.index), on_demand)
+    arn = access.table.index_arn(access.index)
+    return Refusal(access.position, name, arn, on_demand, access.table.name)
 
 
 def throttled(refusals: Sequence[Refusal]) -> ServiceError:
@@ -200,12 +203,10 @@ class Throughput:
         """The accesses refused now (their table or index at its maximum, or their key range
         out of units); one refusal per position at most."""
         refused: dict[int, Refusal] = {}
-        tables: dict[int, str] = {}
         with self._lock:
             for access in accesses:
                 if access.position in refused:
                     continue
-                tables[access.position] = access.table.name
                 table = self._table_bucket(access, now)
                 if table is not None and not table.has_room(now):
                     refused[access.position] = _reason(access, on_demand=True)
@@ -213,11 +214,11 @@ class Throughput:
                 key = self._key_bucket(access, now)
                 if key is not None and not key.has_room(now):
                     refused[access.position] = _reason(access, on_demand=False)
-        for position, refusal in refused.items():
+        for refusal in refused.values():
             self.stats.add("throttled")
             self.stats.add(refusal.reason)
             # Per table too: a test can tell its own table's throttles from a ledger's.
-            self.stats.add(f"throttled:{tables[position]}")
+            self.stats.add(f"throttled:{refusal.table}")
         return sorted(refused.values(), key=lambda r: r.position)
 
     def charge(self, accesses: Sequence[Access], units: Units, now: float) -> None:
